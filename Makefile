@@ -1,0 +1,39 @@
+# j-cli developer entry points. Each target creates .venv on demand.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' 2>/dev/null)
+
+.PHONY: demo test bench fixtures install clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools
+
+# Dependencies change rarely: install them once per pyproject.toml change.
+$(VENV)/.deps: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q '.[test]'
+	touch $@
+
+# The package itself is reinstalled (not editable) whenever a source changes,
+# so tests and benchmarks run exactly what a user installs.
+$(VENV)/.installed: $(VENV)/.deps $(SOURCES)
+	$(BIN)/pip install -q --no-deps --no-build-isolation --force-reinstall .
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/python examples/demo.py
+
+test: $(VENV)/.installed
+	$(BIN)/pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/read_latency.py
+
+fixtures: $(VENV)/.installed
+	$(BIN)/python tests/fixtures/make_protocol_fixtures.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,84 @@
+"""The click app: every command, with help and proper usage errors.
+
+The read commands are generated from ``read_options`` (the same table the
+fast path uses) and run through ``read_command``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from jcli_sidecar import __version__
+from jcli_sidecar.errors import UsageError
+
+from . import emit
+from .fastpath import JSON_FLAGS
+from .read_command import run_read
+from .read_options import READ_COMMANDS
+
+__all__ = ["app", "run_click"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-j", "--json", "json_mode", is_flag=True, help="Print one JSON document (errors as JSON on stderr).")
+@click.version_option(__version__, prog_name="j-cli")
+@click.pass_context
+def app(ctx: click.Context, json_mode: bool) -> None:
+    """j-cli: run code in Jupyter kernels and read what it produced."""
+    ctx.obj = {"json": json_mode}
+
+
+@app.group()
+def notebook() -> None:
+    """Read saved notebook outputs (never executes, never writes)."""
+
+
+def _make_read_command(name: str, help_text: str, options) -> click.Command:
+    params: list[click.Parameter] = [click.Argument(["file_path"], required=False, metavar="FILE")]
+    for opt in options:
+        params.append(
+            click.Option(
+                [*opt.flags, opt.field],
+                type=int if opt.kind == "int" else str,
+                metavar=opt.metavar,
+                help=opt.help,
+            )
+        )
+
+    @click.pass_context
+    def callback(ctx: click.Context, file_path: str | None, **values) -> None:
+        code = run_read(name, ctx.find_root().obj["json"], file_path, values)
+        ctx.exit(code)
+
+    return click.Command(name, params=params, callback=callback, help=help_text)
+
+
+for _name, (_help, _options) in READ_COMMANDS.items():
+    notebook.add_command(_make_read_command(_name, _help, _options))
+
+
+def _json_requested(args: list[str]) -> bool:
+    for token in args:
+        if token in JSON_FLAGS:
+            return True
+        if not token.startswith("-"):
+            return False
+    return False
+
+
+def run_click(args: list[str]) -> int:
+    """Run the click app; usage errors exit 2 (with -j, as a JSON envelope too)."""
+    try:
+        app.main(args=args, prog_name="j-cli", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.exceptions.Abort:
+        return emit.EXIT_FAILURE
+    except click.ClickException as exc:
+        if _json_requested(args):
+            return emit.error(UsageError(exc.format_message()), True)
+        exc.show()
+        return emit.EXIT_USAGE
+    return emit.EXIT_OK

@@ -1,0 +1,61 @@
+"""Printing results and errors, the same way for every command.
+
+JSON mode: one compact document on stdout, exit 0; a failure is an error
+envelope on stderr, exit 1 (exit 2 for usage errors). Human mode prints
+readable text and never base64.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from jcli_sidecar.errors import JcliError
+from jcli_sidecar.protocol import dump_json, error_envelope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def exit_code(err: JcliError) -> int:
+    """2 for a usage error, 1 for every other failure."""
+    return EXIT_USAGE if err.code == "USAGE_ERROR" else EXIT_FAILURE
+
+
+def _write(stream, data: bytes) -> None:
+    try:
+        stream.buffer.write(data)
+        stream.flush()
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); nothing left to tell it.
+        pass
+
+
+def document(doc: dict[str, Any], json_mode: bool) -> int:
+    """Print a successful result; returns the exit code."""
+    if json_mode:
+        _write(sys.stdout, dump_json(doc) + b"\n")
+    else:
+        from .render import render_human
+
+        body, note = render_human(doc)
+        _write(sys.stdout, body.encode("utf-8", "backslashreplace"))
+        if note:
+            _write(sys.stderr, (note + "\n").encode("utf-8", "backslashreplace"))
+    return EXIT_OK
+
+
+def error(err: JcliError, json_mode: bool) -> int:
+    """Print a failure on stderr; returns the exit code."""
+    if json_mode:
+        _write(sys.stderr, dump_json(error_envelope(err)) + b"\n")
+    else:
+        line = f"j-cli: error [{err.code}]: {err.message}\n"
+        _write(sys.stderr, line.encode("utf-8", "backslashreplace"))
+    return exit_code(err)

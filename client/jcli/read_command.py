@@ -1,0 +1,67 @@
+"""Run a read command: build the request, ask the transport, print.
+
+Shared by the fast path and the click app, so both behave the same.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from jcli_sidecar.errors import JcliError, UsageError
+
+from . import emit
+from .read_options import FILE_ARGUMENT, READ_COMMANDS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["build_request", "run_read"]
+
+
+def _stdin_request() -> Any:
+    raw = sys.stdin.buffer.read()
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError):
+        raise UsageError("--request -: stdin is not a JSON object") from None
+
+
+def build_request(command: str, file_path: str | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The request map for ``command`` from FILE, flag values or stdin.
+
+    Raises:
+        UsageError: a missing FILE or --cell, ``--request`` other than ``-``,
+            or ``--request`` mixed with FILE or flags.
+    """
+    given = {k: v for k, v in values.items() if v is not None and k != "request"}
+    if values.get("request") is not None:
+        if values["request"] != "-":
+            raise UsageError("--request takes '-' (the JSON request is read from stdin)")
+        if file_path is not None or given:
+            raise UsageError("--request - replaces FILE and the other options; use one or the other")
+        request = _stdin_request()
+        if not isinstance(request, dict):
+            raise UsageError("--request -: stdin is not a JSON object")
+        if command == "outputs" and request.get("output_index") is not None:
+            raise UsageError("'notebook outputs' lists a cell; use 'notebook output' to read one output")
+        return request
+    if file_path is None:
+        raise UsageError("missing FILE (or use --request -)")
+    allowed = {opt.field for opt in READ_COMMANDS[command][1]}
+    for opt in READ_COMMANDS[command][1]:
+        if opt.required and opt.field not in given:
+            raise UsageError(f"missing option {opt.flags[0]}")
+    return {FILE_ARGUMENT: file_path, **{k: v for k, v in given.items() if k in allowed}}
+
+
+def run_read(command: str, json_mode: bool, file_path: str | None, values: dict[str, Any]) -> int:
+    """Do one read command end to end; returns the process exit code."""
+    from .transport import read
+
+    try:
+        envelope = read(build_request(command, file_path, values))
+    except JcliError as err:
+        return emit.error(err, json_mode)
+    return emit.document(envelope, json_mode)

@@ -1,0 +1,63 @@
+"""The one option table of the read commands.
+
+``j-cli notebook outputs`` and ``j-cli notebook output`` are built from this
+table twice: by the lean fast path (no click import, for agents calling in a
+loop) and by the click app (help, completion, usage errors). Each option
+maps to one field of the read request (see ``jcli_sidecar.requests``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "ReadOption", "REQUEST_OPTION"]
+
+
+class ReadOption:
+    """One ``--flag VALUE`` of a read command.
+
+    Args:
+        flags: long flag first, then any aliases.
+        field: the request field it fills.
+        kind: ``"int"`` or ``"str"``.
+        help: one line for ``--help``.
+        required: needed unless ``--request`` is used.
+    """
+
+    __slots__ = ("flags", "field", "kind", "help", "metavar", "required")
+
+    def __init__(self, flags, field, kind, help, metavar, required=False):
+        self.flags = flags
+        self.field = field
+        self.kind = kind
+        self.help = help
+        self.metavar = metavar
+        self.required = required
+
+
+#: The positional FILE argument (fills ``file_path``).
+FILE_ARGUMENT = "file_path"
+
+CELL = ReadOption(("--cell",), "cell_index", "int", "0-based cell index in FILE (for a .py: its own cells).", "N", True)
+OUTPUT = ReadOption(("--output",), "output_index", "int", "0-based index in the cell's outputs; omit for the catalog.", "K")
+MIME = ReadOption(("--mime",), "mime_type", "str", "Return exactly this MIME representation.", "MIME")
+OFFSET = ReadOption(("--offset",), "offset", "int", "Text window start, in characters (code points).", "O")
+LIMIT = ReadOption(("--limit",), "limit", "int", "Text window length, in characters (code points).", "L")
+MAX_RESPONSE = ReadOption(
+    ("--max-response-bytes",), "max_response_bytes", "int", "Refuse responses larger than this (default 32 MiB).", "B"
+)
+
+#: ``--request -``: the whole request as one JSON object on stdin.
+REQUEST_OPTION = ReadOption(
+    ("--request",), "request", "str", "Read the request as a JSON object from stdin ('-').", "-"
+)
+
+#: command name -> (help, options). ``outputs`` is the catalog only.
+READ_COMMANDS: dict[str, tuple[str, tuple[ReadOption, ...]]] = {
+    "outputs": (
+        "List one cell's saved outputs and their MIME types, without payloads.",
+        (CELL, MAX_RESPONSE, REQUEST_OPTION),
+    ),
+    "output": (
+        "Read one saved output (text and HTML verbatim, images as base64 in -j mode).",
+        (CELL, OUTPUT, MIME, OFFSET, LIMIT, MAX_RESPONSE, REQUEST_OPTION),
+    ),
+}

@@ -1,0 +1,208 @@
+"""Every error j-cli reports, each with one stable code.
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+The tree::
+
+    JcliError                         base; ``code`` goes out unchanged
+    ├── UsageError                    USAGE_ERROR (bad arguments, exit 2)
+    │   └── InvalidWindow             INVALID_WINDOW
+    ├── FileNotFound                  FILE_NOT_FOUND (also a FileNotFoundError)
+    ├── NotebookReadFailed            NOTEBOOK_READ_FAILED
+    ├── CellNotFound                  CELL_NOT_FOUND (also an IndexError)
+    ├── CellMappingUnreliable         CELL_MAPPING_UNRELIABLE
+    ├── OutputNotFound                OUTPUT_NOT_FOUND (also an IndexError)
+    ├── MimeNotFound                  MIME_NOT_FOUND (also a KeyError)
+    ├── OutputTooLarge                OUTPUT_TOO_LARGE
+    ├── OutputDataInvalid             OUTPUT_DATA_INVALID (also a ValueError)
+    ├── PathNotAllowed                PATH_NOT_ALLOWED (also a PermissionError)
+    ├── PathAmbiguous                 PATH_AMBIGUOUS
+    ├── RunNotFound                   RUN_NOT_FOUND
+    ├── OutputSaveFailed              OUTPUT_SAVE_FAILED
+    ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
+    ├── SessionNotFound               SESSION_NOT_FOUND
+    ├── ServerUnavailable             SERVER_UNAVAILABLE
+    ├── Timeout                       TIMEOUT (also a TimeoutError)
+    ├── RendererUnavailable           RENDERER_UNAVAILABLE
+    └── InternalError                 INTERNAL_ERROR (a bug; never bad input)
+
+Messages never carry payload data (base64 above all): they name files,
+indexes and sizes only. Extra machine-readable facts go in ``details``.
+"""
+
+from __future__ import annotations
+
+
+__all__ = [
+    "ERROR_CODES",
+    "CellMappingUnreliable",
+    "CellNotFound",
+    "FileNotFound",
+    "InternalError",
+    "InvalidWindow",
+    "JcliError",
+    "MimeNotFound",
+    "NotebookOutOfSync",
+    "NotebookReadFailed",
+    "OutputDataInvalid",
+    "OutputNotFound",
+    "OutputSaveFailed",
+    "OutputTooLarge",
+    "PathAmbiguous",
+    "PathNotAllowed",
+    "RendererUnavailable",
+    "RunNotFound",
+    "ServerUnavailable",
+    "SessionNotFound",
+    "Timeout",
+    "UsageError",
+    "error_from_code",
+]
+
+
+class JcliError(Exception):
+    """Base of every coded j-cli error.
+
+    Args:
+        message: one human sentence; never payload data.
+        **details: JSON-safe facts that travel beside the message.
+
+    Example:
+        >>> err = CellNotFound("cell 9 is outside the notebook (3 cells)", cells=3)
+        >>> (err.code, err.details)
+        ('CELL_NOT_FOUND', {'cells': 3})
+    """
+
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __reduce__(self):  # keep code and details across pickling
+        return (_rebuild, (self.code, self.message, self.details))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``error{code, message, ...}`` map that goes on the wire."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        out.update(self.details)
+        return out
+
+
+class UsageError(JcliError):
+    code = "USAGE_ERROR"
+
+
+class InvalidWindow(UsageError):
+    code = "INVALID_WINDOW"
+
+
+class FileNotFound(JcliError, FileNotFoundError):
+    code = "FILE_NOT_FOUND"
+
+
+class NotebookReadFailed(JcliError):
+    code = "NOTEBOOK_READ_FAILED"
+
+
+class CellNotFound(JcliError, IndexError):
+    code = "CELL_NOT_FOUND"
+
+
+class CellMappingUnreliable(JcliError):
+    code = "CELL_MAPPING_UNRELIABLE"
+
+
+class OutputNotFound(JcliError, IndexError):
+    code = "OUTPUT_NOT_FOUND"
+
+
+class MimeNotFound(JcliError, KeyError):
+    code = "MIME_NOT_FOUND"
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class OutputTooLarge(JcliError):
+    code = "OUTPUT_TOO_LARGE"
+
+
+class OutputDataInvalid(JcliError, ValueError):
+    code = "OUTPUT_DATA_INVALID"
+
+
+class PathNotAllowed(JcliError, PermissionError):
+    code = "PATH_NOT_ALLOWED"
+
+
+class PathAmbiguous(JcliError):
+    code = "PATH_AMBIGUOUS"
+
+
+class RunNotFound(JcliError):
+    code = "RUN_NOT_FOUND"
+
+
+class OutputSaveFailed(JcliError):
+    code = "OUTPUT_SAVE_FAILED"
+
+
+class NotebookOutOfSync(JcliError):
+    code = "NOTEBOOK_OUT_OF_SYNC"
+
+
+class SessionNotFound(JcliError):
+    code = "SESSION_NOT_FOUND"
+
+
+class ServerUnavailable(JcliError):
+    code = "SERVER_UNAVAILABLE"
+
+
+class Timeout(JcliError, TimeoutError):
+    code = "TIMEOUT"
+
+
+class RendererUnavailable(JcliError):
+    code = "RENDERER_UNAVAILABLE"
+
+
+class InternalError(JcliError):
+    code = "INTERNAL_ERROR"
+
+
+def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found.extend(_all_leaves(sub))
+    return found
+
+
+_BY_CODE: dict[str, type[JcliError]] = {c.code: c for c in _all_leaves(JcliError)}
+ERROR_CODES: frozenset[str] = frozenset(_BY_CODE)
+
+
+def error_from_code(code: str, message: str, **details: Any) -> JcliError:
+    """Rebuild the matching error class from a wire ``error{code, message}``.
+
+    Unknown codes (a newer peer) come back as a plain :class:`JcliError`
+    that still carries the peer's code.
+
+    Example:
+        >>> type(error_from_code("OUTPUT_NOT_FOUND", "no output 4")).__name__
+        'OutputNotFound'
+    """
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        err = JcliError(message, **details)
+        err.code = code
+        return err
+    return cls(message, **details)
+
+
+def _rebuild(code: str, message: str, details: dict[str, Any]) -> JcliError:
+    return error_from_code(code, message, **details)

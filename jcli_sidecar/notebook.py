@@ -1,0 +1,234 @@
+"""Load ``.ipynb`` files as plain JSON, without nbformat on the read path.
+
+Every nbformat 4.0-4.5 notebook loads, with or without cell ids, with
+multi-line values stored as strings or as lists of strings. Older major
+versions are upgraded in memory through nbformat (imported only then).
+Nothing here writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid, UsageError
+from .lazyjson import Bail, elements, members, skip_ws
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "NotebookFile",
+    "cell_at",
+    "join_text",
+    "load_notebook",
+    "parse_notebook",
+    "read_file_bytes",
+]
+
+
+def read_file_bytes(path: str) -> bytes:
+    """Read a whole file, turning OS errors into coded errors.
+
+    Raises:
+        FileNotFound: the path or one of its parents does not exist.
+        NotebookReadFailed: a directory, no permission, or another OS error.
+    """
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFound(f"{path}: no such file", path=path) from None
+    except IsADirectoryError:
+        raise NotebookReadFailed(f"{path}: is a directory, not a notebook", path=path) from None
+    except PermissionError:
+        raise NotebookReadFailed(f"{path}: permission denied", path=path) from None
+    except OSError as exc:
+        raise NotebookReadFailed(f"{path}: cannot be read ({exc.strerror})", path=path) from None
+
+
+class NotebookFile:
+    """A notebook's bytes, indexed by cell; cells are decoded on demand.
+
+    The structure is walked once (see :mod:`jcli_sidecar.lazyjson`) so that
+    reading one cell of a 25 MB notebook decodes only that cell. Anything the
+    walk does not expect (old formats, odd JSON, broken files) falls back to a
+    full :func:`parse_notebook`, which gives the same answers or the precise
+    coded error.
+
+    Example:
+        >>> nb = NotebookFile.load("examples/demo.ipynb")
+        >>> nb.cell_count, nb.cell(4)["cell_type"]
+        (15, 'markdown')
+    """
+
+    __slots__ = ("path", "raw", "_spans", "_full")
+
+    def __init__(self, raw: bytes, path: str) -> None:
+        self.path = path
+        self.raw = raw
+        self._full: dict[str, Any] | None = None
+        self._spans: list[tuple[int, int]] | None = None
+        try:
+            self._spans = self._index(raw)
+        except Bail:
+            self._full = parse_notebook(raw, path)
+
+    @classmethod
+    def load(cls, path: str) -> NotebookFile:
+        """Read ``path`` (coded errors for missing or unreadable files)."""
+        return cls(read_file_bytes(path), path)
+
+    def _index(self, raw: bytes) -> list[tuple[int, int]]:
+        top, end = members(raw, skip_ws(raw, 0))
+        if raw[end:].strip(b" \t\n\r") or "nbformat" not in top or "cells" not in top:
+            raise Bail("not a plain v4 notebook")
+        start, stop = top["nbformat"]
+        try:
+            major = json.loads(raw[start:stop])
+        except ValueError:
+            raise Bail("odd nbformat") from None
+        if not isinstance(major, int) or isinstance(major, bool) or major != 4:
+            raise Bail("not nbformat 4")  # the full parse explains or upgrades
+        spans, _ = elements(raw, top["cells"][0])
+        return spans
+
+    @property
+    def cell_count(self) -> int:
+        if self._full is not None:
+            return len(self._full["cells"])
+        return len(self._spans)
+
+    def _fall_back(self) -> dict[str, Any]:
+        if self._full is None:
+            self._full = parse_notebook(self.raw, self.path)
+            self._spans = None
+        return self._full
+
+    def cell(self, index: int) -> Any:
+        """The decoded cell at ``index`` (not validated; see :func:`cell_at`)."""
+        if self._full is None:
+            start, end = self._spans[index]
+            try:
+                return json.loads(self.raw[start:end])
+            except ValueError:  # includes UnicodeDecodeError
+                pass
+        return self._fall_back()["cells"][index]
+
+    def cell_head(self, index: int) -> Any:
+        """The cell without its outputs: enough to pair it with a ``.py`` cell."""
+        if self._full is None:
+            start, end = self._spans[index]
+            try:
+                found, _ = members(self.raw, start)
+                return {
+                    key: json.loads(self.raw[a:b])
+                    for key, (a, b) in found.items()
+                    if key in ("cell_type", "id", "source")
+                }
+            except (Bail, ValueError):
+                pass
+        return self.cell(index)
+
+
+def load_notebook(path: str) -> dict[str, Any]:
+    """Read and fully parse the notebook at ``path``.
+
+    Example:
+        >>> nb = load_notebook("examples/demo.ipynb")
+        >>> nb["nbformat"]
+        4
+    """
+    return parse_notebook(read_file_bytes(path), path)
+
+
+def parse_notebook(raw: bytes, path: str) -> dict[str, Any]:
+    """Parse notebook bytes into a v4 dict.
+
+    Only the top level is checked here; cells are checked when used, so one
+    odd cell never hides the others.
+
+    Raises:
+        NotebookReadFailed: not UTF-8 JSON, not a notebook, or an
+            unsupported nbformat version.
+    """
+    try:
+        nb = json.loads(raw)
+    except UnicodeDecodeError:
+        raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise NotebookReadFailed(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+            path=path,
+        ) from None
+    except RecursionError:
+        raise NotebookReadFailed(f"{path}: JSON nested too deeply", path=path) from None
+    if not isinstance(nb, dict):
+        raise NotebookReadFailed(f"{path}: JSON is not a notebook (top level is not an object)", path=path)
+    major = nb.get("nbformat")
+    if not isinstance(major, int) or isinstance(major, bool):
+        raise NotebookReadFailed(f"{path}: JSON is not a notebook (no nbformat version)", path=path)
+    if major < 4:
+        nb = _upgrade_old_major(raw, path)
+    elif major > 4:
+        raise NotebookReadFailed(f"{path}: nbformat {major} is not supported (4 is)", path=path)
+    if not isinstance(nb.get("cells"), list):
+        raise NotebookReadFailed(f"{path}: notebook has no cell list", path=path)
+    return nb
+
+
+def _upgrade_old_major(raw: bytes, path: str) -> dict[str, Any]:
+    import warnings
+
+    import nbformat  # slow import: only old notebooks pay for it
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            node = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except Exception as exc:  # nbformat raises many kinds for bad input
+        raise NotebookReadFailed(
+            f"{path}: old notebook format could not be upgraded ({type(exc).__name__})", path=path
+        ) from None
+    nb = json.loads(json.dumps(node))
+    # The upgrade invents random cell ids; they are not in the file, so drop them.
+    for cell in nb.get("cells", []):
+        if isinstance(cell, dict):
+            cell.pop("id", None)
+    return nb
+
+
+def cell_at(nb: NotebookFile, index: int) -> dict[str, Any]:
+    """The cell at a 0-based physical index, checked.
+
+    Raises:
+        UsageError: a negative or non-integer index.
+        CellNotFound: the index is outside the notebook.
+        NotebookReadFailed: the cell is not a cell.
+    """
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise UsageError(f"cell index must be a non-negative integer, got {index!r}")
+    count = nb.cell_count
+    if index >= count:
+        raise CellNotFound(f"cell {index} is outside {nb.path} ({count} cells)", cell_count=count)
+    cell = nb.cell(index)
+    if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+        raise NotebookReadFailed(f"{nb.path}: cell {index} has no cell_type", path=nb.path)
+    return cell
+
+
+def join_text(value: Any, what: str) -> str:
+    """Join a notebook multi-line value: a string, or a list of strings.
+
+    Raises:
+        OutputDataInvalid: anything else.
+
+    Example:
+        >>> join_text(["a\\n", "b"], "source")
+        'a\\nb'
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(x, str) for x in value):
+        return "".join(value)
+    raise OutputDataInvalid(f"{what} is neither a string nor a list of strings")

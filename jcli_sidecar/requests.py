@@ -1,0 +1,84 @@
+"""Read requests as plain maps: one schema for the CLI, MCP and the sidecar.
+
+A request is ``{file_path, cell_index, output_index?, mime_type?, offset?,
+limit?, max_response_bytes?}``, the same names as the MCP tool arguments.
+"""
+
+from __future__ import annotations
+
+
+from .errors import UsageError
+from .reader import read_output
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["READ_FIELDS", "check_read_request", "handle_read"]
+
+#: field -> (accepted JSON type, required)
+READ_FIELDS: dict[str, tuple[str, bool]] = {
+    "file_path": ("string", True),
+    "cell_index": ("integer", True),
+    "output_index": ("integer", False),
+    "mime_type": ("string", False),
+    "offset": ("integer", False),
+    "limit": ("integer", False),
+    "max_response_bytes": ("integer", False),
+}
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_read_request(request: Any) -> dict[str, Any]:
+    """Validate a request map; None values count as absent.
+
+    Raises:
+        UsageError: not a map, an unknown field, a missing field, or a value
+            of the wrong JSON type.
+
+    Example:
+        >>> check_read_request({"file_path": "a.ipynb", "cell_index": 0, "limit": None})
+        {'file_path': 'a.ipynb', 'cell_index': 0}
+    """
+    if not isinstance(request, dict):
+        raise UsageError("the request must be a JSON object")
+    unknown = sorted(set(request) - set(READ_FIELDS))
+    if unknown:
+        raise UsageError(
+            f"unknown request field(s): {', '.join(map(str, unknown))} "
+            f"(known: {', '.join(READ_FIELDS)})"
+        )
+    clean: dict[str, Any] = {}
+    for name, (kind, required) in READ_FIELDS.items():
+        value = request.get(name)
+        if value is None:
+            if required:
+                raise UsageError(f"the request needs {name}")
+            continue
+        if not _type_ok(kind, value):
+            raise UsageError(f"{name} must be a JSON {kind}, got {type(value).__name__}")
+        clean[name] = value
+    return clean
+
+
+def handle_read(request: Any) -> dict[str, Any]:
+    """Answer a read request: the catalog without ``output_index``, else one output.
+
+    Raises:
+        UsageError, and every error of :func:`jcli_sidecar.reader.read_output`.
+    """
+    args = check_read_request(request)
+    return read_output(
+        args["file_path"],
+        args["cell_index"],
+        args.get("output_index"),
+        mime_type=args.get("mime_type"),
+        offset=args.get("offset", 0),
+        limit=args.get("limit"),
+        max_response_bytes=args.get("max_response_bytes"),
+    )
