@@ -1,9 +1,5 @@
 """Every error j-cli reports, each with one stable code.
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 The tree::
 
     JcliError                         base; ``code`` goes out unchanged
@@ -34,11 +30,14 @@ indexes and sizes only. Extra machine-readable facts go in ``details``.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
-    "ERROR_CODES",
     "CellMappingUnreliable",
     "CellNotFound",
+    "ERROR_CODES",
     "FileNotFound",
     "InternalError",
     "InvalidWindow",

@@ -71,7 +71,7 @@ def _json_requested(args: list[str]) -> bool:
 def run_click(args: list[str]) -> int:
     """Run the click app; usage errors exit 2 (with -j, as a JSON envelope too)."""
     try:
-        app.main(args=args, prog_name="j-cli", standalone_mode=False)
+        result = app.main(args=args, prog_name="j-cli", standalone_mode=False)
     except click.exceptions.Exit as done:
         return done.exit_code
     except click.exceptions.Abort:
@@ -81,4 +81,5 @@ def run_click(args: list[str]) -> int:
             return emit.error(UsageError(exc.format_message()), True)
         exc.show()
         return emit.EXIT_USAGE
-    return emit.EXIT_OK
+    # With standalone_mode off, click hands back ctx.exit(code) as the result.
+    return result if isinstance(result, int) else emit.EXIT_OK

@@ -8,7 +8,7 @@ maps to one field of the read request (see ``jcli_sidecar.requests``).
 
 from __future__ import annotations
 
-__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "ReadOption", "REQUEST_OPTION"]
+__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "ReadOption"]
 
 
 class ReadOption:

@@ -1,15 +1,14 @@
 """How a thin client reaches the core.
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 Today every request is answered in-process by ``jcli_sidecar``; the sidecar
 transport plugs in here, with this direct path kept as its fallback.
 """
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["read"]
 

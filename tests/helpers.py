@@ -1,0 +1,54 @@
+"""Helpers for the tests: fixture paths, cases.json, running the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures" / "protocol"
+REPO = TESTS.parent
+BIN = Path(sys.executable).parent
+JCLI = str(BIN / "j-cli")
+
+
+def load_cases() -> list[dict]:
+    with open(FIXTURES / "cases.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+class CliResult:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def error(self):
+        return json.loads(self.stderr)
+
+
+def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = None, env=None) -> CliResult:
+    """Run the installed ``j-cli`` with ``args``; stdout and stderr as bytes."""
+    proc = subprocess.run(
+        [JCLI, *args],
+        cwd=cwd,
+        input=stdin if stdin is not None else b"",
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    return CliResult(proc)
+
+
+def relative_source(envelope: dict, root: Path) -> dict:
+    """The envelope with ``source.path`` relative to ``root`` (as stored in cases.json)."""
+    out = json.loads(json.dumps(envelope))
+    if "source" in out:
+        out["source"]["path"] = os.path.relpath(out["source"]["path"], root)
+    return out

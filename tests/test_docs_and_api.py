@@ -1,0 +1,69 @@
+"""Docstring examples run, every error code is defined once, and exports are tidy."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pickle
+import pkgutil
+
+import pytest
+from helpers import REPO
+
+import jcli
+import jcli_sidecar
+from jcli_sidecar import errors
+
+MODULES = sorted(
+    f"{pkg.__name__}.{info.name}"
+    for pkg in (jcli_sidecar, jcli)
+    for info in pkgutil.iter_modules(pkg.__path__)
+    if info.name != "__main__"
+)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name, monkeypatch):
+    monkeypatch.chdir(REPO)  # examples refer to examples/demo.ipynb
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_is_sorted_and_complete(name):
+    module = importlib.import_module(name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{name} has no __all__"
+    assert list(exported) == sorted(exported)
+    for attr in exported:
+        assert hasattr(module, attr), f"{name}.__all__ names missing {attr}"
+
+
+def test_every_code_is_upper_snake_and_unique():
+    classes = [getattr(errors, n) for n in errors.__all__ if isinstance(getattr(errors, n), type)]
+    codes = [c.code for c in classes if c is not errors.JcliError]
+    assert len(codes) == len(set(codes))
+    assert all(code.isupper() and " " not in code for code in codes)
+    assert errors.ERROR_CODES == set(codes)
+
+
+@pytest.mark.parametrize("code", sorted(errors.ERROR_CODES))
+def test_errors_survive_pickling_and_the_wire(code):
+    err = errors.error_from_code(code, "a message", extra=1)
+    assert err.code == code and err.details == {"extra": 1}
+    again = pickle.loads(pickle.dumps(err))
+    assert (type(again), again.code, again.message, again.details) == (type(err), code, "a message", {"extra": 1})
+    assert err.to_dict() == {"code": code, "message": "a message", "extra": 1}
+
+
+def test_unknown_codes_from_a_newer_peer_are_kept():
+    err = errors.error_from_code("SOMETHING_NEW", "from the future")
+    assert isinstance(err, errors.JcliError) and err.code == "SOMETHING_NEW"
+
+
+def test_errors_are_also_the_matching_builtins():
+    assert issubclass(errors.FileNotFound, FileNotFoundError)
+    assert issubclass(errors.Timeout, TimeoutError)
+    assert issubclass(errors.OutputDataInvalid, ValueError)
+    assert str(errors.MimeNotFound("no such mime")) == "no such mime"

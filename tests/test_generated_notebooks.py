@@ -1,0 +1,134 @@
+"""Hypothesis: any notebook-like file gives an envelope or a coded error.
+
+Also proves that the lazy cell index (``NotebookFile``) decodes exactly the
+cells a full ``json.loads`` would.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from jcli_sidecar.errors import JcliError
+from jcli_sidecar.notebook import NotebookFile
+from jcli_sidecar.reader import list_outputs, read_output
+
+
+def _png() -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", (3, 2)).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+PNG = _png()
+text = st.text(max_size=30)
+multiline = st.one_of(text, st.lists(text, max_size=4))
+json_value = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), text),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)),
+    max_leaves=8,
+)
+mime_value = st.one_of(
+    st.tuples(st.sampled_from(["image/png", "image/jpeg", "image/gif"]), st.sampled_from([PNG, PNG[:-4], "@@", ""])),
+    st.tuples(st.sampled_from(["text/plain", "text/html", "text/markdown", "image/svg+xml", "text/x-odd"]), multiline),
+    st.tuples(st.sampled_from(["application/json", "application/vnd.x+json"]), json_value),
+    st.tuples(text, st.one_of(multiline, json_value)),
+)
+bundle = st.lists(mime_value, max_size=4).map(dict)
+good_output = st.one_of(
+    st.fixed_dictionaries({"output_type": st.just("stream"), "name": st.sampled_from(["stdout", "stderr"]), "text": multiline}),
+    st.fixed_dictionaries({"output_type": st.just("display_data"), "data": bundle, "metadata": st.just({})}),
+    st.fixed_dictionaries(
+        {"output_type": st.just("execute_result"), "data": bundle, "metadata": st.just({}), "execution_count": st.integers(0, 99)}
+    ),
+    st.fixed_dictionaries(
+        {"output_type": st.just("error"), "ename": text, "evalue": text, "traceback": st.lists(text, max_size=3)}
+    ),
+)
+odd_output = st.one_of(json_value, st.dictionaries(st.sampled_from(["output_type", "data", "text", "name"]), json_value))
+cell = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "cell_type": st.just("code"),
+            "source": multiline,
+            "metadata": st.just({}),
+            "execution_count": st.one_of(st.none(), st.integers(0, 99)),
+            "outputs": st.lists(st.one_of(good_output, good_output, odd_output), max_size=4),
+        }
+    ),
+    st.fixed_dictionaries({"cell_type": st.sampled_from(["markdown", "raw"]), "source": multiline, "metadata": st.just({})}),
+    json_value,
+)
+notebook = st.fixed_dictionaries(
+    {
+        "nbformat": st.one_of(st.just(4), st.just(4), st.integers(-1, 6), json_value),
+        "nbformat_minor": st.integers(0, 5),
+        "metadata": st.just({}),
+        "cells": st.one_of(st.lists(cell, max_size=5), json_value),
+    }
+)
+layout = st.sampled_from([None, 0, 1, 2])
+
+
+def _write(tmp_path, doc, indent) -> str:
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(doc, indent=indent, ensure_ascii=bool(indent)), encoding="utf-8")
+    return str(path)
+
+
+def _call(fn, *args, **kwargs):
+    try:
+        result = fn(*args, **kwargs)
+    except JcliError as err:
+        assert err.code and err.message
+        return None
+    assert result["schema_version"] == 1 and result["status"] == "ok"
+    json.dumps(result)  # always serialisable
+    return result
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(doc=notebook, indent=layout, mime=st.one_of(st.none(), st.sampled_from(["text/plain", "image/png", "x/y"])))
+def test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path, doc, indent, mime):
+    path = _write(tmp_path, doc, indent)
+    cells = doc["cells"] if isinstance(doc.get("cells"), list) else []
+    for ci in range(len(cells) + 1):
+        _call(list_outputs, path, ci)
+        outputs = cells[ci].get("outputs") if ci < len(cells) and isinstance(cells[ci], dict) else None
+        count = len(outputs) if isinstance(outputs, list) else 0
+        for oi in range(count + 1):
+            _call(read_output, path, ci, oi, mime_type=mime)
+            _call(read_output, path, ci, oi, offset=1, limit=3)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(doc=notebook.filter(lambda d: d["nbformat"] == 4 and isinstance(d["cells"], list)), indent=layout)
+def test_the_lazy_index_decodes_the_same_cells_as_a_full_parse(tmp_path, doc, indent):
+    path = _write(tmp_path, doc, indent)
+    nb = NotebookFile.load(path)
+    with open(path, "rb") as fh:
+        full = json.loads(fh.read())
+    assert nb.cell_count == len(full["cells"])
+    for i, expected in enumerate(full["cells"]):
+        assert nb.cell(i) == expected
+        head = nb.cell_head(i)
+        if isinstance(expected, dict):
+            assert head == {k: v for k, v in expected.items() if k in ("cell_type", "id", "source")}
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(doc=notebook, cut=st.floats(0, 1), junk=st.binary(max_size=4), at=st.floats(0, 1))
+def test_damaged_bytes_never_raise_anything_but_coded_errors(tmp_path, doc, cut, junk, at):
+    raw = json.dumps(doc, indent=1).encode()
+    pos = int(len(raw) * at)
+    damaged = (raw[:pos] + junk + raw[pos:])[: max(1, int(len(raw) * cut))]
+    path = tmp_path / "broken.ipynb"
+    path.write_bytes(damaged)
+    for ci in range(3):
+        _call(list_outputs, str(path), ci)
+        _call(read_output, str(path), ci, 0)

@@ -1,0 +1,133 @@
+"""Reads have no side effects and work where nothing can be written.
+
+Root ignores file modes, so the reader runs as ``nobody`` (via setpriv) on a
+directory that ``nobody`` cannot write. The fixture first proves that
+``nobody`` can start an interpreter and import the package; it never skips.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from helpers import FIXTURES
+
+import jcli
+import jcli_sidecar
+
+DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+
+
+def _world_readable_tree(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.fixture(scope="module")
+def nobody_python():
+    """(interpreter, PYTHONPATH) that ``nobody`` can run, proven by an import."""
+    if shutil.which("setpriv") is None:
+        pytest.fail("setpriv is needed to drop privileges for the permission tests")
+    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-", dir="/tmp"))
+    try:
+        libs = base / "lib"
+        libs.mkdir()
+        for package in (jcli_sidecar, jcli):
+            src = Path(package.__file__).parent
+            shutil.copytree(src, libs / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+        _world_readable_tree(base)
+        candidates = [sys.executable, "/usr/bin/python3"]
+        tried = []
+        for python in candidates:
+            probe = subprocess.run(
+                [*DROP, python, "-c", "import sys, jcli_sidecar.reader, jcli.fastpath; assert sys.version_info >= (3, 11)"],
+                env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
+                capture_output=True,
+                timeout=60,
+            )
+            tried.append(f"{python}: rc={probe.returncode} {probe.stderr.decode()[-200:]}")
+            if probe.returncode == 0:
+                yield python, str(libs)
+                return
+        pytest.fail("nobody cannot run any interpreter with the package:\n" + "\n".join(tried))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _snapshot(root: Path) -> dict:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mode, p.stat().st_size, p.stat().st_mtime_ns)
+        for p in [root, *root.rglob("*")]
+    }
+
+
+@pytest.fixture
+def readonly_workspace():
+    base = Path(tempfile.mkdtemp(prefix="jcli-ro-", dir="/tmp"))
+    ws = base / "ws"
+    runtime = base / "runtime"
+    try:
+        ws.mkdir()
+        for name in ("kernel_v4.5.ipynb", "pair_ids.py", "pair_ids.ipynb"):
+            shutil.copy(FIXTURES / name, ws / name)
+            (ws / name).chmod(0o444)
+        ws.chmod(0o555)
+        base.chmod(0o755)
+        runtime.mkdir(mode=0o700)
+        os.chown(runtime, 65534, 65534)
+        yield ws, runtime
+    finally:
+        ws.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _as_nobody(nobody_python, cwd, runtime, *args):
+    python, libs = nobody_python
+    env = {
+        "PYTHONPATH": libs,
+        "PATH": os.environ["PATH"],
+        "HOME": "/nonexistent",
+        "XDG_RUNTIME_DIR": str(runtime),
+        "JCLI_SIDECAR": "off",
+    }
+    return subprocess.run([*DROP, python, "-m", "jcli", *args], cwd=cwd, env=env, capture_output=True, timeout=60)
+
+
+def test_nobody_really_cannot_write_the_workspace(nobody_python, readonly_workspace):
+    ws, _ = readonly_workspace
+    proc = subprocess.run([*DROP, "touch", str(ws / "probe")], capture_output=True, timeout=30)
+    assert proc.returncode != 0 and not (ws / "probe").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"],
+        ["-j", "notebook", "outputs", "kernel_v4.5.ipynb", "--cell", "9"],
+        ["-j", "notebook", "output", "pair_ids.py", "--cell", "1", "--output", "0"],
+        ["notebook", "output", "kernel_v4.5.ipynb", "--cell", "5", "--output", "0"],
+        ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "99", "--output", "0"],
+    ],
+)
+def test_reads_as_nobody_in_a_readonly_workspace_change_nothing(nobody_python, readonly_workspace, args):
+    ws, runtime = readonly_workspace
+    before, runtime_before = _snapshot(ws), _snapshot(runtime)
+    proc = _as_nobody(nobody_python, ws, runtime, *args)
+    assert b"Traceback" not in proc.stderr
+    if "99" in args:
+        assert proc.returncode == 1 and json.loads(proc.stderr)["code"] == "CELL_NOT_FOUND"
+    else:
+        assert proc.returncode == 0, proc.stderr
+    if args[:3] == ["-j", "notebook", "output"] and "99" not in args:
+        png = base64.b64decode(json.loads(proc.stdout)["selected"]["data"])
+        assert png.startswith(b"\x89PNG")
+    assert _snapshot(ws) == before
+    assert _snapshot(runtime) == runtime_before
+    assert not (ws / ".j-cli").exists()
