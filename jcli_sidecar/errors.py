@@ -22,6 +22,11 @@ The tree::
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     ├── Timeout                       TIMEOUT (also a TimeoutError)
     ├── RendererUnavailable           RENDERER_UNAVAILABLE
+    ├── SidecarError                  the sidecar transport (clients fall back)
+    │   ├── ProtocolError             PROTOCOL_ERROR (bad frame, bad handshake)
+    │   ├── PeerRefused               PEER_REFUSED (another uid on the socket)
+    │   ├── RuntimeDirUnsafe          RUNTIME_DIR_UNSAFE (wrong owner or mode)
+    │   └── SidecarUnavailable        SIDECAR_UNAVAILABLE (none running, died, too old)
     └── InternalError                 INTERNAL_ERROR (a bug; never bad input)
 
 Messages never carry payload data (base64 above all): they name files,
@@ -51,10 +56,15 @@ __all__ = [
     "OutputTooLarge",
     "PathAmbiguous",
     "PathNotAllowed",
+    "PeerRefused",
+    "ProtocolError",
     "RendererUnavailable",
     "RunNotFound",
+    "RuntimeDirUnsafe",
     "ServerUnavailable",
     "SessionNotFound",
+    "SidecarError",
+    "SidecarUnavailable",
     "Timeout",
     "UsageError",
     "error_from_code",
@@ -168,6 +178,26 @@ class Timeout(JcliError, TimeoutError):
 
 class RendererUnavailable(JcliError):
     code = "RENDERER_UNAVAILABLE"
+
+
+class SidecarError(JcliError):
+    code = "SIDECAR_ERROR"
+
+
+class ProtocolError(SidecarError):
+    code = "PROTOCOL_ERROR"
+
+
+class PeerRefused(SidecarError, PermissionError):
+    code = "PEER_REFUSED"
+
+
+class RuntimeDirUnsafe(SidecarError, PermissionError):
+    code = "RUNTIME_DIR_UNSAFE"
+
+
+class SidecarUnavailable(SidecarError):
+    code = "SIDECAR_UNAVAILABLE"
 
 
 class InternalError(JcliError):

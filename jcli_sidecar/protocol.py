@@ -6,6 +6,7 @@ Defined once here; the CLI, the sidecar, the MCP adapter and the plugins
 
 from __future__ import annotations
 
+import base64
 import json
 
 from .errors import JcliError, UsageError
@@ -21,6 +22,7 @@ __all__ = [
     "check_max_response_bytes",
     "dump_json",
     "error_envelope",
+    "json_size",
     "json_text",
     "utf8_size",
 ]
@@ -36,21 +38,44 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 
+def _bytes_as_base64(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 def dump_json(document: Any) -> bytes:
     """The one wire form of a JSON document: compact UTF-8.
 
-    Text holding lone surrogates (JSON allows them, UTF-8 does not) falls
-    back to ``\\uXXXX`` escapes, so the document stays valid and reversible.
+    Binary values (image bytes from the sidecar) become base64 here, where a
+    client prints JSON, and nowhere earlier. Text holding lone surrogates
+    (JSON allows them, UTF-8 does not) falls back to ``\\uXXXX`` escapes, so
+    the document stays valid and reversible.
 
     Example:
-        >>> dump_json({"a": "é"})
-        b'{"a":"\\xc3\\xa9"}'
+        >>> dump_json({"a": "é", "b": b"\\x00\\x01"})
+        b'{"a":"\\xc3\\xa9","b":"AAE="}'
     """
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), default=_bytes_as_base64)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(document, separators=(",", ":")).encode("ascii")
+        return json.dumps(document, separators=(",", ":"), default=_bytes_as_base64).encode("ascii")
+
+
+def json_size(document: dict[str, Any]) -> int:
+    """``len(dump_json(document))`` without base64-encoding a binary ``selected.data``.
+
+    Example:
+        >>> json_size({"selected": {"data": b"abcd"}}) == len(dump_json({"selected": {"data": b"abcd"}}))
+        True
+    """
+    selected = document.get("selected")
+    data = selected.get("data") if isinstance(selected, dict) else None
+    if not isinstance(data, (bytes, bytearray)):
+        return len(dump_json(document))
+    stub = dict(document, selected=dict(selected, data=""))
+    return len(dump_json(stub)) + 4 * ((len(data) + 2) // 3)
 
 
 def utf8_size(text: str) -> int:

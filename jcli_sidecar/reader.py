@@ -26,6 +26,7 @@ from .protocol import (
     SCHEMA_VERSION,
     check_max_response_bytes,
     dump_json,
+    json_size,
     json_text,
     utf8_size,
 )
@@ -33,7 +34,9 @@ from .textwindow import check_window, is_whole, window
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
+
+    Loader = Callable[[str], NotebookFile]
 
 __all__ = ["ResolvedCell", "list_outputs", "read_output", "resolve_cell"]
 
@@ -89,29 +92,34 @@ class ResolvedCell:
         return out
 
 
-def resolve_cell(path: str | os.PathLike[str], cell_index: int) -> ResolvedCell:
+def resolve_cell(
+    path: str | os.PathLike[str], cell_index: int, load: Loader | None = None
+) -> ResolvedCell:
     """Pin ``(path, cell_index)`` to a notebook cell.
 
     An ``.ipynb`` (or any non-``.py`` file) is read as a notebook and the
     index is used as is (mapping ``"direct"``). A py:percent ``.py`` is mapped
     onto its paired ``.ipynb`` (mapping ``"id"`` or ``"content"``).
-    ``path`` in the result is the notebook's real path.
+    ``path`` in the result is the notebook's real path. ``load`` opens a
+    notebook by real path (default :meth:`NotebookFile.load`; the sidecar
+    passes its cache).
 
     Raises:
         FileNotFound, NotebookReadFailed, CellNotFound,
         CellMappingUnreliable, UsageError.
     """
     requested = os.fspath(path)
+    load = load or NotebookFile.load
     if requested.endswith(".py"):
-        return _resolve_percent(requested, cell_index)
+        return _resolve_percent(requested, cell_index, load)
     nb_path = os.path.realpath(requested)
     if not isinstance(cell_index, int) or isinstance(cell_index, bool) or cell_index < 0:
         raise UsageError(f"cell index must be a non-negative integer, got {cell_index!r}")
-    cell = cell_at(NotebookFile.load(nb_path), cell_index)
+    cell = cell_at(load(nb_path), cell_index)
     return ResolvedCell(nb_path, cell_index, cell, requested, cell_index, "direct")
 
 
-def _resolve_percent(requested: str, cell_index: int) -> ResolvedCell:
+def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedCell:
     py_path = os.path.realpath(requested)
     raw = read_file_bytes(py_path)
     try:
@@ -125,7 +133,7 @@ def _resolve_percent(requested: str, cell_index: int) -> ResolvedCell:
         )
     nb_path = paired_notebook_path(py_path)
     try:
-        nb = NotebookFile.load(nb_path)
+        nb = load(nb_path)
     except FileNotFound:
         raise FileNotFound(
             f"{py_path}: its paired notebook {nb_path} does not exist; "
@@ -272,7 +280,9 @@ def _cell_outputs(resolved: ResolvedCell) -> list[Any]:
     return outputs
 
 
-def list_outputs(path: str | os.PathLike[str], cell_index: int) -> dict[str, Any]:
+def list_outputs(
+    path: str | os.PathLike[str], cell_index: int, *, load: Loader | None = None
+) -> dict[str, Any]:
     """The catalog of one cell's saved outputs, without payloads.
 
     A markdown or raw cell has an empty catalog that names its
@@ -291,7 +301,7 @@ def list_outputs(path: str | os.PathLike[str], cell_index: int) -> dict[str, Any
         >>> [(o["output_type"], o["available_mime_types"]) for o in cat["outputs"]]
         [('display_data', ['image/jpeg', 'image/png', 'text/plain']), ('stream', ['text/plain'])]
     """
-    return _catalog(resolve_cell(path, cell_index))
+    return _catalog(resolve_cell(path, cell_index, load))
 
 
 def _catalog(resolved: ResolvedCell) -> dict[str, Any]:
@@ -314,6 +324,9 @@ def read_output(
     offset: int = 0,
     limit: int | None = None,
     max_response_bytes: int | None = None,
+    *,
+    binary: bool = False,
+    load: Loader | None = None,
 ) -> dict[str, Any]:
     """Read one saved output as a schema-v1 envelope.
 
@@ -324,7 +337,11 @@ def read_output(
         mime_type: exactly this representation; None picks by
             :data:`jcli_sidecar.mime.AUTO_ORDER`.
         offset, limit: a text window in code points (text, JSON, tracebacks).
-        max_response_bytes: cap on the serialised envelope (default 32 MiB).
+        max_response_bytes: cap on the serialised envelope (default 32 MiB),
+            measured as the JSON a client prints.
+        binary: keep image ``data`` as bytes (for the msgpack wire); the
+            default is canonical base64 text.
+        load: how to open a notebook (see :func:`resolve_cell`).
 
     Returns:
         ``{schema_version, status, source, output_type,
@@ -350,7 +367,7 @@ def read_output(
     cap = check_max_response_bytes(max_response_bytes)
     if mime_type is not None and not isinstance(mime_type, str):
         raise UsageError(f"mime_type must be a string, got {mime_type!r}")
-    resolved = resolve_cell(path, cell_index)
+    resolved = resolve_cell(path, cell_index, load)
     if output_index is None:
         return _fit(_catalog(resolved), cap)
     outputs = _cell_outputs(resolved)
@@ -385,7 +402,7 @@ def read_output(
         envelope["metadata"] = out.metadata
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
-        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit)
+        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary)
     return _fit(envelope, cap)
 
 
@@ -423,7 +440,7 @@ def _error_block(error: dict[str, Any], offset: int, limit: int | None) -> dict[
     return {"ename": error["ename"], "serialization": "json", **_text_block(serialised, offset, limit)}
 
 
-def _select(mime: str, value: Any, offset: int, limit: int | None) -> dict[str, Any]:
+def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool) -> dict[str, Any]:
     kind = mimes.mime_kind(mime, value)
     if kind == "image":
         if offset or limit is not None:
@@ -433,7 +450,7 @@ def _select(mime: str, value: Any, offset: int, limit: int | None) -> dict[str, 
             "mime_type": mime,
             "encoding": "base64",
             "bytes": len(data),
-            "data": base64.b64encode(data).decode("ascii"),
+            "data": data if binary else base64.b64encode(data).decode("ascii"),
         }
         size = mimes.image_size(mime, data)
         if size is not None:
@@ -449,7 +466,7 @@ def _select(mime: str, value: Any, offset: int, limit: int | None) -> dict[str, 
 
 
 def _fit(envelope: dict[str, Any], cap: int) -> dict[str, Any]:
-    size = len(dump_json(envelope))
+    size = json_size(envelope)
     if size <= cap:
         return envelope
     selected = envelope.get("selected") or {}

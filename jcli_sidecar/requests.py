@@ -14,7 +14,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["READ_FIELDS", "check_read_request", "handle_read"]
+    from .reader import Loader
+
+__all__ = ["HANDLERS", "READ_FIELDS", "check_read_request", "handle_list", "handle_read"]
 
 #: field -> (accepted JSON type, required)
 READ_FIELDS: dict[str, tuple[str, bool]] = {
@@ -66,8 +68,10 @@ def check_read_request(request: Any) -> dict[str, Any]:
     return clean
 
 
-def handle_read(request: Any) -> dict[str, Any]:
+def handle_read(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
     """Answer a read request: the catalog without ``output_index``, else one output.
+
+    ``binary`` and ``load`` are passed to :func:`jcli_sidecar.reader.read_output`.
 
     Raises:
         UsageError, and every error of :func:`jcli_sidecar.reader.read_output`.
@@ -81,4 +85,21 @@ def handle_read(request: Any) -> dict[str, Any]:
         offset=args.get("offset", 0),
         limit=args.get("limit"),
         max_response_bytes=args.get("max_response_bytes"),
+        binary=binary,
+        load=load,
     )
+
+
+def handle_list(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
+    """Answer a catalog request: a read request without ``output_index``.
+
+    Raises:
+        UsageError: the request names an output.
+    """
+    if isinstance(request, dict) and request.get("output_index") is not None:
+        raise UsageError("listing a cell takes no output_index; read one output with notebook.read")
+    return handle_read(request, binary=binary, load=load)
+
+
+#: The read ops every transport offers, by name.
+HANDLERS = {"notebook.list": handle_list, "notebook.read": handle_read}

@@ -10,17 +10,37 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, sidecars_under
 
 
 @pytest.fixture(autouse=True)
 def isolated_runtime(tmp_path_factory, monkeypatch):
-    """A private runtime dir per test, and no sidecar unless a test asks."""
+    """A private runtime dir per test, and no sidecar unless a test asks.
+
+    Teardown stops every sidecar started under this runtime dir, and fails
+    the test if any was still alive.
+    """
     runtime = tmp_path_factory.mktemp("xdg-runtime")
     runtime.chmod(0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
     yield runtime
+    survivors = sidecars_under(runtime)
+    for proc in survivors:
+        proc.kill()
+    for proc in survivors:
+        proc.wait(10)
+    assert not survivors, f"sidecars survived the test: {[p.pid for p in survivors]}"
+
+
+@pytest.fixture
+def sidecar_on(monkeypatch, isolated_runtime):
+    """Enable the sidecar for this test; stop (politely) whatever it started."""
+    monkeypatch.delenv("JCLI_SIDECAR")
+    yield isolated_runtime
+    for proc in sidecars_under(isolated_runtime):
+        proc.terminate()
+        proc.wait(10)
 
 
 @pytest.fixture

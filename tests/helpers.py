@@ -52,3 +52,20 @@ def relative_source(envelope: dict, root: Path) -> dict:
     if "source" in out:
         out["source"]["path"] = os.path.relpath(out["source"]["path"], root)
     return out
+
+
+def sidecars_under(runtime: Path) -> list:
+    """Live sidecar processes whose XDG_RUNTIME_DIR is ``runtime``."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = proc.info["cmdline"] or []
+        if not any("jcli_sidecar" in part or "jcli-sidecar" in part for part in cmdline):
+            continue
+        try:
+            if proc.environ().get("XDG_RUNTIME_DIR") == str(runtime) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found

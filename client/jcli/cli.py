@@ -17,6 +17,7 @@ from . import emit
 from .fastpath import JSON_FLAGS
 from .read_command import run_read
 from .read_options import READ_COMMANDS
+from .sidecar_cmd import sidecar
 
 __all__ = ["app", "run_click"]
 
@@ -57,6 +58,8 @@ def _make_read_command(name: str, help_text: str, options) -> click.Command:
 
 for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
+
+app.add_command(sidecar)
 
 
 def _json_requested(args: list[str]) -> bool:

@@ -44,8 +44,6 @@ def build_request(command: str, file_path: str | None, values: dict[str, Any]) -
         request = _stdin_request()
         if not isinstance(request, dict):
             raise UsageError("--request -: stdin is not a JSON object")
-        if command == "outputs" and request.get("output_index") is not None:
-            raise UsageError("'notebook outputs' lists a cell; use 'notebook output' to read one output")
         return request
     if file_path is None:
         raise UsageError("missing FILE (or use --request -)")
@@ -60,8 +58,9 @@ def run_read(command: str, json_mode: bool, file_path: str | None, values: dict[
     """Do one read command end to end; returns the process exit code."""
     from .transport import read
 
+    op = "notebook.list" if command == "outputs" else "notebook.read"
     try:
-        envelope = read(build_request(command, file_path, values))
+        envelope = read(build_request(command, file_path, values), op)
     except JcliError as err:
         return emit.error(err, json_mode)
     return emit.document(envelope, json_mode)

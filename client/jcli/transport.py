@@ -1,10 +1,22 @@
-"""How a thin client reaches the core.
+"""How a thin client reaches the core: the workspace sidecar, or in-process.
 
-Today every request is answered in-process by ``jcli_sidecar``; the sidecar
-transport plugs in here, with this direct path kept as its fallback.
+The policy, in one place:
+
+1. ``JCLI_SIDECAR=off``: always in-process.
+2. A sidecar answers: use it.
+3. Otherwise read in-process now, and start a sidecar in the background for
+   the next call, but only if the runtime dir is (or can be made) ours and
+   private. That spawn is the only side effect a read may have, and it
+   happens outside the workspace.
+
+Both paths give the same document; the sidecar's carries image bytes as
+``bytes``, which ``emit`` prints as the same base64.
 """
 
 from __future__ import annotations
+
+from jcli_sidecar.errors import JcliError, SidecarUnavailable
+from jcli_sidecar.runtime import SidecarPaths, disabled, ensure_runtime_dir, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -13,12 +25,55 @@ if TYPE_CHECKING:
 __all__ = ["read"]
 
 
-def read(request: dict[str, Any]) -> dict[str, Any]:
+def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
     """Answer a read request (see ``jcli_sidecar.requests``).
 
-    Raises:
-        jcli_sidecar.errors.JcliError: a coded error.
-    """
-    from jcli_sidecar.requests import handle_read
+    Args:
+        request: the read request map.
+        op: ``"notebook.read"``, or ``"notebook.list"`` for a catalog.
 
-    return handle_read(request)
+    Raises:
+        jcli_sidecar.errors.JcliError: a coded error about the request.
+    """
+    if disabled():
+        return _direct(request, op)
+    paths = _sidecar_paths()
+    if paths is None:
+        return _direct(request, op)
+    from jcli_sidecar.client import call
+
+    try:
+        return call(paths, op, request)
+    except SidecarUnavailable:
+        pass
+    try:
+        return _direct(request, op)
+    finally:
+        _spawn_for_next_time(paths)
+
+
+def _sidecar_paths() -> SidecarPaths | None:
+    """The workspace's sidecar paths, or None if the runtime dir is not safe to use."""
+    try:
+        directory = ensure_runtime_dir(create=False)
+    except FileNotFoundError:
+        return SidecarPaths(workspace_of())  # nothing runs yet; a spawn may create it
+    except (OSError, JcliError):
+        return None
+    return SidecarPaths(workspace_of(), directory)
+
+
+def _direct(request: dict[str, Any], op: str) -> dict[str, Any]:
+    from jcli_sidecar.requests import HANDLERS
+
+    return HANDLERS[op](request)
+
+
+def _spawn_for_next_time(paths: SidecarPaths) -> None:
+    try:
+        ensure_runtime_dir(create=True)
+        from jcli_sidecar.spawn import spawn_detached
+
+        spawn_detached(paths)
+    except (OSError, JcliError):
+        pass  # no sidecar this time; the read itself already succeeded or failed on its own

@@ -1,0 +1,107 @@
+"""``j-cli sidecar start|stop|status|unit-name``: manage the workspace's sidecar."""
+
+from __future__ import annotations
+
+import click
+
+from jcli_sidecar.errors import JcliError
+from jcli_sidecar.runtime import SidecarPaths, ensure_runtime_dir, workspace_of
+
+from . import emit
+
+__all__ = ["sidecar"]
+
+
+def _paths(create: bool) -> SidecarPaths:
+    try:
+        directory = ensure_runtime_dir(create=create)
+    except FileNotFoundError:
+        directory = None  # nothing has run yet: status says so
+    return SidecarPaths(workspace_of(), directory)
+
+
+def _finish(ctx: click.Context, doc: dict, human: str) -> None:
+    json_mode = ctx.find_root().obj["json"]
+    if json_mode:
+        ctx.exit(emit.document(doc, True))
+    click.echo(human)
+    ctx.exit(emit.EXIT_OK)
+
+
+def _fail(ctx: click.Context, err: JcliError) -> None:
+    ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+
+
+@click.group()
+def sidecar() -> None:
+    """The per-workspace sidecar that keeps reads fast (optional; JCLI_SIDECAR=off disables it)."""
+
+
+@sidecar.command()
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for it to answer.")
+@click.pass_context
+def start(ctx: click.Context, timeout: float) -> None:
+    """Start this workspace's sidecar (if needed) and wait until it answers."""
+    from jcli_sidecar import spawn
+
+    try:
+        doc = spawn.start(_paths(create=True), timeout)
+    except (JcliError, OSError) as exc:
+        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    _finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
+
+
+@sidecar.command()
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for it to exit.")
+@click.pass_context
+def stop(ctx: click.Context, timeout: float) -> None:
+    """Stop this workspace's sidecar."""
+    from jcli_sidecar import spawn
+
+    try:
+        doc = spawn.stop(_paths(create=False), timeout)
+    except (JcliError, OSError) as exc:
+        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    _finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
+
+
+@sidecar.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Show the socket, pid, uptime, cache and request counters."""
+    from jcli_sidecar import spawn
+
+    try:
+        doc = spawn.status(_paths(create=False))
+    except (JcliError, OSError) as exc:
+        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    if doc["running"]:
+        cache = doc.get("cache", {})
+        human = (
+            f"sidecar running: pid {doc['pid']}, up {doc['uptime_seconds']:.0f} s, "
+            f"{doc['requests_served']} requests, cache {cache.get('entries', 0)} notebooks / "
+            f"{cache.get('bytes', 0)} bytes\nsocket {doc['socket']}"
+        )
+    else:
+        human = f"no sidecar running for {doc['workspace']}\nsocket {doc['socket']}"
+    _finish(ctx, doc, human)
+
+
+@sidecar.command("unit-name")
+@click.pass_context
+def unit_name(ctx: click.Context) -> None:
+    """Print the systemd unit for this workspace (instance = workspace hash)."""
+    paths = SidecarPaths(workspace_of(), "")
+    doc = {
+        "instance": paths.hash,
+        "socket_unit": f"jcli-sidecar@{paths.hash}.socket",
+        "service_unit": f"jcli-sidecar@{paths.hash}.service",
+        "workspace": paths.workspace,
+    }
+    _finish(ctx, doc, doc["socket_unit"])
+
+
+def _os_error(exc: OSError) -> JcliError:
+    from jcli_sidecar.errors import SidecarUnavailable
+
+    return SidecarUnavailable(f"sidecar files unusable: {exc.strerror or exc}")

@@ -1,0 +1,67 @@
+"""The sidecar's operations: one handler each, registered with :func:`op`.
+
+A handler is a plain function ``handler(sidecar, args) -> result``. Slow
+ones (file reads, parsing) are marked ``blocking`` and run off the event
+loop. The handshake (``hello``) belongs to the connection and lives in the
+server; everything else is here, so a new op is one handler plus its test.
+"""
+
+from __future__ import annotations
+
+from .requests import handle_list, handle_read
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    from .server import Sidecar
+
+    Handler = Callable[[Sidecar, dict[str, Any]], Any]
+
+__all__ = ["OPS", "op"]
+
+#: op name -> (handler, blocking)
+OPS: dict[str, tuple[Handler, bool]] = {}
+
+
+def op(name: str, *, blocking: bool = False) -> Callable[[Handler], Handler]:
+    """Register ``handler`` as the sidecar op ``name``."""
+
+    def register(handler: Handler) -> Handler:
+        if name in OPS:
+            raise ValueError(f"op {name!r} is registered twice")
+        OPS[name] = (handler, blocking)
+        return handler
+
+    return register
+
+
+@op("ping")
+def ping(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Liveness: ``{"pong": true}``."""
+    return {"pong": True}
+
+
+@op("stats")
+def stats(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """pid, uptime, requests served, connections, and the cache counters."""
+    return sidecar.stats()
+
+
+@op("notebook.list", blocking=True)
+def notebook_list(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """The catalog of one cell (a read request without ``output_index``)."""
+    return handle_list(args, binary=True, load=sidecar.load)
+
+
+@op("notebook.read", blocking=True)
+def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """One output (or the catalog), with image bytes as msgpack ``bin``."""
+    return handle_read(args, binary=True, load=sidecar.load)
+
+
+@op("shutdown")
+def shutdown(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Stop after answering; in-flight requests are abandoned."""
+    sidecar.request_stop("shutdown requested")
+    return {"stopping": True}

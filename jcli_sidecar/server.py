@@ -1,0 +1,421 @@
+"""The asyncio sidecar: one per workspace, on a Unix socket.
+
+Lifecycle: :func:`serve` takes the workspace's lifetime lock (a second
+sidecar exits at once), binds the socket (or takes systemd's), writes the
+pid file, releases the spawn lock its spawner handed over, then answers
+requests until ``shutdown``, SIGTERM/SIGINT, or the idle timeout. On the way
+out it removes only the files that are still its own.
+
+Each connection is checked with ``SO_PEERCRED`` (same uid only), must start
+with ``hello``, and then runs its requests concurrently. Bad frames get a
+coded error or a closed connection; they never stop the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import threading
+import time
+
+from . import __version__
+from .errors import InternalError, JcliError, PeerRefused, ProtocolError
+from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
+from .notebook import NotebookFile
+from .ops import OPS
+from .protocol import PROTOCOL_VERSION
+from .runtime import SidecarPaths, ensure_runtime_dir, workspace_hash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["DEFAULT_IDLE_SECONDS", "Sidecar", "serve"]
+
+log = logging.getLogger("jcli_sidecar")
+
+DEFAULT_IDLE_SECONDS = 600.0
+SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
+#: Test hook: a FIFO path. Each read request writes one line to it, then
+#: blocks forever, so a test can kill -9 the sidecar mid-request.
+STALL_FIFO_ENV = "JCLI_SIDECAR_TEST_STALL_FIFO"
+_PEERCRED = struct.Struct("3i")
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a Unix socket."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    return _PEERCRED.unpack(raw)[1]
+
+
+class _StallHook:
+    """The env-gated stall of :data:`STALL_FIFO_ENV`; inert when unset."""
+
+    def __init__(self, fifo: str | None) -> None:
+        self.fifo = fifo
+        self._lock = threading.Lock()
+        self._out = None
+
+    def __call__(self, op: str) -> None:
+        if not self.fifo or not op.startswith("notebook."):
+            return
+        with self._lock:
+            if self._out is None:
+                self._out = open(self.fifo, "w", buffering=1)  # noqa: SIM115 - kept open for life
+            self._out.write(f"stalled {op}\n")
+        threading.Event().wait()
+
+
+class Sidecar:
+    """The state of one running sidecar; the ops call back into it."""
+
+    def __init__(self, paths: SidecarPaths, workspace: str | None, idle_seconds: float) -> None:
+        self.paths = paths
+        self.workspace = workspace
+        self.idle_seconds = idle_seconds
+        self.started = time.monotonic()
+        self.last_active = self.started
+        self.requests = 0
+        self.inflight = 0
+        self.connections = 0
+        self.stop_reason: str | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._stall = _StallHook(os.environ.get(STALL_FIFO_ENV))
+
+    # -- what the ops use ----------------------------------------------------
+
+    def load(self, path: str) -> NotebookFile:
+        """Open a notebook by real path."""
+        return NotebookFile.load(path)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "protocol": PROTOCOL_VERSION,
+            "workspace": self.workspace,
+            "socket": self.paths.socket,
+            "uptime_seconds": round(time.monotonic() - self.started, 3),
+            "requests_served": self.requests,
+            "requests_in_flight": self.inflight,
+            "connections": self.connections,
+            "idle_seconds": self.idle_seconds,
+            "cache": {"entries": 0, "bytes": 0},
+        }
+
+    def request_stop(self, reason: str) -> None:
+        """Stop soon (thread-safe)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+
+    # -- serving -------------------------------------------------------------
+
+    async def run(self, listener: socket.socket) -> None:
+        """Serve on ``listener`` until asked to stop."""
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        if self.stop_reason is not None:
+            self._stop.set()
+        signals = (signal.SIGTERM, signal.SIGINT)
+        for sig in signals:
+            self._loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
+        server = await asyncio.start_unix_server(self._connection, sock=listener, limit=MAX_REQUEST_FRAME)
+        idle = asyncio.create_task(self._idle_watch())
+        try:
+            await self._stop.wait()
+        finally:
+            idle.cancel()
+            server.close()
+            for writer in list(self._writers):
+                writer.close()
+            for sig in signals:
+                self._loop.remove_signal_handler(sig)
+        log.info("stopping: %s", self.stop_reason)
+
+    async def _idle_watch(self) -> None:
+        while True:
+            remaining = self.idle_seconds - (time.monotonic() - self.last_active)
+            if remaining <= 0 and self.inflight == 0:
+                self.request_stop(f"idle for {self.idle_seconds:g} s")
+                return
+            await asyncio.sleep(max(remaining, 0.05))
+
+    def _hello(self, args: Any) -> dict[str, Any]:
+        if not isinstance(args, dict) or not isinstance(args.get("workspace"), str):
+            raise ProtocolError("hello must carry the client's workspace")
+        workspace = args["workspace"]
+        if self.workspace is None:  # socket-activated: learn it, and check it
+            if workspace_hash(workspace) != self.paths.hash:
+                raise ProtocolError("this socket belongs to another workspace")
+            self.workspace = workspace
+            os.chdir(workspace)
+            write_pid_file(self.paths, workspace)
+            log.info("workspace %s", workspace)
+        elif workspace != self.workspace:
+            raise ProtocolError("this sidecar serves another workspace")
+        return {"protocol": PROTOCOL_VERSION, "version": __version__, "pid": os.getpid(), "workspace": self.workspace}
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        lock = asyncio.Lock()
+        if peer_uid(sock) != os.geteuid():
+            err = PeerRefused("only the user who owns this sidecar may use it")
+            await _refuse(reader, writer, _error_frame(None, err))
+            return
+        self.connections += 1
+        self._writers.add(writer)
+        tasks: set[asyncio.Task] = set()
+        greeted = False
+        try:
+            while True:
+                try:
+                    payload = await read_frame_async(reader, MAX_REQUEST_FRAME)
+                except ProtocolError as exc:  # oversized: the stream cannot be resynced
+                    await self._send(writer, lock, _error_frame(None, exc))
+                    return
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                if payload is None:
+                    return
+                try:
+                    message = unpack_payload(payload)
+                except ProtocolError as exc:  # garbage inside a well-framed payload
+                    await self._send(writer, lock, _error_frame(None, exc))
+                    continue
+                rid, name, args = message.get("id"), message.get("op"), message.get("args", {})
+                if not greeted:
+                    try:
+                        if name != "hello":
+                            raise ProtocolError("the first request must be hello")
+                        frame = pack_frame({"id": rid, "ok": True, "result": self._hello(args)})
+                        greeted = True
+                    except JcliError as exc:
+                        frame = _error_frame(rid, exc)
+                    if not greeted:
+                        await _refuse(reader, writer, frame)
+                        return
+                    await self._send(writer, lock, frame)
+                    continue
+                task = asyncio.create_task(self._dispatch(writer, lock, rid, name, args))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            for task in tasks:
+                task.cancel()
+            self._writers.discard(writer)
+            self.connections -= 1
+            await _close(writer)
+
+    async def _dispatch(self, writer, lock, rid: Any, name: Any, args: Any) -> None:
+        self.requests += 1
+        self.inflight += 1
+        self.last_active = time.monotonic()
+        try:
+            entry = OPS.get(name) if isinstance(name, str) else None
+            if entry is None:
+                raise ProtocolError(f"unknown op {name!r}")
+            if not isinstance(args, dict):
+                raise ProtocolError("args must be a map")
+            handler, blocking = entry
+            if blocking:
+                result = await asyncio.to_thread(self._run_blocking, handler, name, args)
+            else:
+                result = handler(self, args)
+            frame = pack_frame({"id": rid, "ok": True, "result": result})
+        except JcliError as exc:
+            frame = _error_frame(rid, exc)
+        except Exception:  # a bug: report it coded, keep serving
+            log.exception("op %r failed", name)
+            frame = _error_frame(rid, InternalError(f"the sidecar failed on {name!r}; see its log"))
+        finally:
+            self.inflight -= 1
+            self.last_active = time.monotonic()
+        await self._send(writer, lock, frame)
+
+    def _run_blocking(self, handler, name: str, args: dict[str, Any]) -> Any:
+        self._stall(name)
+        return handler(self, args)
+
+    async def _send(self, writer: asyncio.StreamWriter, lock: asyncio.Lock, frame: bytes) -> None:
+        async with lock:
+            if writer.is_closing():
+                return
+            writer.write(frame)
+            try:
+                await writer.drain()
+            except ConnectionError:
+                pass
+
+
+def _error_frame(rid: Any, exc: JcliError) -> bytes:
+    return pack_frame({"id": rid, "ok": False, "error": exc.to_dict()})
+
+
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, frame: bytes) -> None:
+    """Send a last error frame and close without losing it.
+
+    Closing a socket with unread input makes the kernel send a reset, which
+    can destroy the frame before the peer reads it; so half-close first and
+    let the peer finish (bounded in bytes and time).
+    """
+    try:
+        writer.write(frame)
+        await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        await asyncio.wait_for(reader.read(MAX_REQUEST_FRAME), timeout=5)
+    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+        pass
+    await _close(writer)
+
+
+async def _close(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except (ConnectionError, OSError):
+        pass
+
+
+# -- process lifecycle --------------------------------------------------------
+
+
+def write_pid_file(paths: SidecarPaths, workspace: str | None) -> None:
+    """Atomically record who serves this socket (pid plus create time)."""
+    import psutil
+
+    me = psutil.Process()
+    record = {
+        "pid": me.pid,
+        "create_time": me.create_time(),
+        "workspace": workspace,
+        "socket": paths.socket,
+        "version": __version__,
+        "protocol": PROTOCOL_VERSION,
+    }
+    tmp = f"{paths.pid}.{me.pid}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh)
+    os.replace(tmp, paths.pid)
+
+
+def _systemd_listener() -> socket.socket | None:
+    """The socket systemd passed (``LISTEN_FDS``/``LISTEN_PID``), if any."""
+    if os.environ.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    if int(os.environ.get("LISTEN_FDS", "0") or 0) < 1:
+        return None
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)  # not for our children
+    listener = socket.socket(fileno=3)
+    os.set_inheritable(3, False)
+    return listener
+
+
+def _idle_seconds() -> float:
+    raw = os.environ.get("JCLI_SIDECAR_IDLE_SECONDS")
+    if not raw:
+        return DEFAULT_IDLE_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        log.warning("ignoring JCLI_SIDECAR_IDLE_SECONDS=%r (must be a positive number)", raw)
+        return DEFAULT_IDLE_SECONDS
+    return value
+
+
+def _release_spawn_lock() -> None:
+    raw = os.environ.pop(SPAWN_LOCK_FD_ENV, None)
+    if raw and raw.isdigit():
+        try:
+            os.close(int(raw))
+        except OSError:
+            pass
+
+
+def serve(workspace: str | None = None, instance: str | None = None) -> int:
+    """Run a sidecar for ``workspace`` (or, socket-activated, for ``instance``).
+
+    Returns:
+        0 when it served and stopped, or when another sidecar already
+        serves the workspace; 1 when it cannot start.
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s")
+    listener = _systemd_listener()
+    try:
+        directory = ensure_runtime_dir(create=True)
+    except (OSError, JcliError) as exc:
+        log.error("runtime dir unusable: %s", getattr(exc, "message", exc))
+        _release_spawn_lock()
+        return 1
+    paths = SidecarPaths(workspace, directory) if workspace else SidecarPaths.for_instance(instance, directory)
+    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    bound_inode = None
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another sidecar already serves %s", paths.socket)
+            return 0
+        if listener is None:
+            # We hold the lifetime lock, so a socket file left here is stale.
+            try:
+                os.unlink(paths.socket)
+            except FileNotFoundError:
+                pass
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old_umask = os.umask(0o177)
+            try:
+                listener.bind(paths.socket)
+            finally:
+                os.umask(old_umask)
+            listener.listen(128)
+            bound_inode = os.stat(paths.socket).st_ino
+        if workspace:
+            os.chdir(workspace)
+        write_pid_file(paths, workspace)
+        _release_spawn_lock()
+        log.info("serving %s on %s (pid %d)", workspace or f"instance {instance}", paths.socket, os.getpid())
+        sidecar = Sidecar(paths, workspace, _idle_seconds())
+        asyncio.run(sidecar.run(listener))
+        return 0
+    finally:
+        _release_spawn_lock()
+        if bound_inode is not None:
+            _unlink_if(paths.socket, lambda st: st.st_ino == bound_inode)
+        _unlink_pid_file(paths.pid)
+        os.close(lock_fd)
+
+
+def _unlink_if(path: str, test) -> None:
+    try:
+        if test(os.stat(path)):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _unlink_pid_file(path: str) -> None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return
+    if isinstance(record, dict) and record.get("pid") == os.getpid():
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

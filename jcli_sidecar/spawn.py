@@ -1,0 +1,206 @@
+"""Starting, finding and stopping a workspace's sidecar.
+
+Spawning is lazy and single-flight. The spawner takes ``<hash>.spawn.lock``
+without blocking (losers simply skip), starts the sidecar detached in a new
+session with its stdio going to ``<hash>.log``, and hands the locked file
+descriptor to the child. The child releases it once it is listening, so
+anyone who blocks on that lock is woken exactly when the sidecar is ready
+(or dead). The sidecar's own lifetime lock makes a second sidecar for the
+same workspace exit at once, whatever started it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+import threading
+
+from .runtime import SidecarPaths
+
+__all__ = [
+    "is_listening",
+    "read_pid_record",
+    "recorded_process",
+    "spawn_detached",
+    "start",
+    "status",
+    "stop",
+    "wait_for_lock",
+]
+
+
+def is_listening(path: str) -> bool:
+    """True when something accepts connections on the Unix socket ``path``."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+def spawn_detached(paths: SidecarPaths) -> bool:
+    """Start a sidecar for ``paths.workspace`` unless one runs or is starting.
+
+    The runtime dir must already exist and be verified. Returns True when
+    this call started one.
+    """
+    import subprocess
+
+    from .server import SPAWN_LOCK_FD_ENV
+
+    fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # someone else is starting it right now
+        if is_listening(paths.socket):
+            return False
+        log = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            env = dict(os.environ, **{SPAWN_LOCK_FD_ENV: str(fd)})
+            subprocess.Popen(
+                [sys.executable, "-m", "jcli_sidecar", "serve", "--workspace", paths.workspace],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=paths.workspace,
+                env=env,
+                pass_fds=(fd,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(log)
+        return True
+    finally:
+        os.close(fd)  # the child keeps the lock until it listens
+
+
+def wait_for_lock(path: str, timeout: float) -> bool:
+    """Block until the flock on ``path`` is free (or ``timeout`` passes).
+
+    This waits on the event itself (the holder releasing or dying), not on
+    a polling loop. Returns False on timeout.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    done = threading.Event()
+
+    def take() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            done.set()
+
+    waiter = threading.Thread(target=take, daemon=True)
+    waiter.start()
+    got = done.wait(timeout)
+    if got:
+        os.close(fd)
+    return got
+
+
+# -- start / stop / status, for `j-cli sidecar ...` ---------------------------
+
+
+def read_pid_record(paths: SidecarPaths) -> dict | None:
+    """The pid file's record, or None when missing or unreadable."""
+    import json
+
+    try:
+        with open(paths.pid, encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def recorded_process(paths: SidecarPaths):
+    """The live process the pid file names, checked by pid *and* create time.
+
+    Returns None for a missing or stale record (dead pid, or a pid reused by
+    another process), so a stale file never leads to signalling a stranger.
+    """
+    import psutil
+
+    record = read_pid_record(paths)
+    if not record or not isinstance(record.get("pid"), int):
+        return None
+    try:
+        proc = psutil.Process(record["pid"])
+        if abs(proc.create_time() - float(record.get("create_time", -1))) > 0.01:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc
+    except (psutil.Error, TypeError, ValueError):
+        return None
+
+
+def status(paths: SidecarPaths) -> dict:
+    """What is known about the workspace's sidecar, live or not."""
+    from .client import call
+    from .errors import JcliError
+
+    out: dict = {"workspace": paths.workspace, "socket": paths.socket, "instance": paths.hash}
+    try:
+        stats = call(paths, "stats", {}, timeout=5.0)
+    except JcliError as exc:
+        out["running"] = False
+        out["reason"] = exc.message
+        leftovers = [p for p in (paths.socket, paths.pid) if os.path.exists(p)]
+        if leftovers:
+            out["stale_files"] = leftovers
+        return out
+    out["running"] = True
+    out.update(stats)
+    return out
+
+
+def start(paths: SidecarPaths, timeout: float = 30.0) -> dict:
+    """Start the sidecar if needed and wait until it answers.
+
+    Raises:
+        SidecarUnavailable: it did not come up (the log tail says why).
+    """
+    from .errors import SidecarUnavailable
+
+    spawn_detached(paths)
+    if not wait_for_lock(paths.spawn_lock, timeout):
+        raise SidecarUnavailable(f"the sidecar did not start within {timeout:g} s; see {paths.log}")
+    result = status(paths)
+    if not result["running"]:
+        raise SidecarUnavailable(f"the sidecar did not start: {_log_tail(paths)}", log=paths.log)
+    return result
+
+
+def stop(paths: SidecarPaths, timeout: float = 10.0) -> dict:
+    """Ask the sidecar to exit and wait for its lifetime lock to be released.
+
+    An unresponsive sidecar is terminated, but only if the pid file still
+    names it (pid plus create time).
+    """
+    from .client import request_shutdown
+
+    asked = request_shutdown(paths)
+    if wait_for_lock(paths.lock, timeout):
+        return {"stopped": asked, "workspace": paths.workspace}
+    proc = recorded_process(paths)
+    if proc is not None:
+        proc.kill()
+        proc.wait(timeout)
+    return {"stopped": True, "killed": proc is not None, "workspace": paths.workspace}
+
+
+def _log_tail(paths: SidecarPaths, lines: int = 5) -> str:
+    try:
+        with open(paths.log, encoding="utf-8", errors="replace") as fh:
+            return " | ".join(fh.read().splitlines()[-lines:]) or "(empty log)"
+    except OSError:
+        return "(no log)"
