@@ -9,6 +9,8 @@ Nothing here writes anything.
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 from .errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid, UsageError
 from .lazyjson import Bail, elements, members, skip_ws
@@ -24,6 +26,7 @@ __all__ = [
     "load_notebook",
     "parse_notebook",
     "read_file_bytes",
+    "read_file_with_stat",
 ]
 
 
@@ -34,9 +37,21 @@ def read_file_bytes(path: str) -> bytes:
         FileNotFound: the path or one of its parents does not exist.
         NotebookReadFailed: a directory, no permission, or another OS error.
     """
+    return read_file_with_stat(path)[0]
+
+
+def read_file_with_stat(path: str) -> tuple[bytes, os.stat_result]:
+    """Read a whole file and the ``fstat`` of the very file that was read.
+
+    Raises:
+        FileNotFound, NotebookReadFailed: as :func:`read_file_bytes`.
+    """
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            info = os.fstat(fh.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            return fh.read(), info
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFound(f"{path}: no such file", path=path) from None
     except IsADirectoryError:
@@ -92,6 +107,12 @@ class NotebookFile:
             raise Bail("not nbformat 4")  # the full parse explains or upgrades
         spans, _ = elements(raw, top["cells"][0])
         return spans
+
+    @property
+    def approx_bytes(self) -> int:
+        """Memory held, roughly: the bytes, the index, and a full parse if one was needed."""
+        full = 2 * len(self.raw) if self._full is not None else 0
+        return len(self.raw) + full + 64 * self.cell_count
 
     @property
     def cell_count(self) -> int:

@@ -27,7 +27,7 @@ import time
 from . import __version__
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
-from .notebook import NotebookFile
+from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .ops import OPS
 from .protocol import PROTOCOL_VERSION
 from .runtime import SidecarPaths, ensure_runtime_dir, workspace_hash
@@ -89,12 +89,15 @@ class Sidecar:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._stall = _StallHook(os.environ.get(STALL_FIFO_ENV))
+        self.cache = NotebookCache(budget_from_env())
+        self.watcher = CacheWatcher(self.cache)
+        self.cache.on_insert = self.watcher.notice
 
     # -- what the ops use ----------------------------------------------------
 
-    def load(self, path: str) -> NotebookFile:
-        """Open a notebook by real path."""
-        return NotebookFile.load(path)
+    def load(self, path: str):
+        """Open a notebook by real path, through the cache."""
+        return self.cache.load(path)
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -108,7 +111,7 @@ class Sidecar:
             "requests_in_flight": self.inflight,
             "connections": self.connections,
             "idle_seconds": self.idle_seconds,
-            "cache": {"entries": 0, "bytes": 0},
+            "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted},
         }
 
     def request_stop(self, reason: str) -> None:
@@ -130,17 +133,26 @@ class Sidecar:
         for sig in signals:
             self._loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
         server = await asyncio.start_unix_server(self._connection, sock=listener, limit=MAX_REQUEST_FRAME)
-        idle = asyncio.create_task(self._idle_watch())
+        background = [asyncio.create_task(self._idle_watch()), asyncio.create_task(self._watch())]
         try:
             await self._stop.wait()
         finally:
-            idle.cancel()
+            for task in background:
+                task.cancel()
             server.close()
             for writer in list(self._writers):
                 writer.close()
             for sig in signals:
                 self._loop.remove_signal_handler(sig)
         log.info("stopping: %s", self.stop_reason)
+
+    async def _watch(self) -> None:
+        try:
+            await self.watcher.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # early eviction is an optimisation; stat checks stay
+            log.exception("file watching stopped")
 
     async def _idle_watch(self) -> None:
         while True:

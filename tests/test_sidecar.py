@@ -410,3 +410,39 @@ def test_a_warm_read_imports_nothing_heavy_and_not_the_reader(ws, tmp_path):
     assert not roots & {"click", "nbformat", "psutil", "watchfiles", "mcp", "asyncio", "subprocess"}
     assert "jcli_sidecar.reader" not in loaded  # the answer came from the sidecar
     assert "jcli_sidecar.client" in loaded
+
+
+# -- the cache, end to end ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "rename"])
+def test_a_notebook_changed_between_reads_is_read_fresh(ws, atomic):
+    start(ws)
+    args = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "1", "--output", "1"]
+    assert run_cli(*args, cwd=ws).json()["stream"]["data"] == "warned\n"
+    path = str(ws / "kernel_v4.5.ipynb")
+    with open(path, "rb") as fh:
+        data = fh.read().replace(b'"warned\\n"', b'"CHANGED\\n"')
+    if atomic:
+        with open(path + ".new", "wb") as fh:
+            fh.write(data)
+        os.replace(path + ".new", path)
+    else:
+        with open(path, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+    assert run_cli(*args, cwd=ws).json()["stream"]["data"] == "CHANGED\n"
+    os.unlink(path)
+    gone = run_cli(*args, cwd=ws)
+    assert gone.returncode == 1 and gone.error()["code"] == "FILE_NOT_FOUND"
+
+
+def test_repeated_reads_hit_the_cache(ws):
+    path = ws / "kernel_v4.5.ipynb"
+    os.utime(path, (1_600_000_000, 1_600_000_000))  # an old file: trusted at once
+    start(ws)
+    for _ in range(3):
+        assert run_cli(*READ, cwd=ws).returncode == 0
+    cache = stats(ws)["cache"]
+    assert cache["entries"] == 1 and cache["misses"] == 1 and cache["hits"] == 2
+    assert cache["bytes"] >= os.path.getsize(path)

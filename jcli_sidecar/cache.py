@@ -1,0 +1,200 @@
+"""The sidecar's notebook cache: fast, bounded, and never the source of truth.
+
+Entries are :class:`NotebookFile` objects keyed by real path. Every request
+re-validates its entry with one ``stat`` against ``(st_dev, st_ino,
+st_size, st_mtime_ns)`` taken from the ``fstat`` of the file that was read,
+so a notebook rewritten in place, replaced by rename, or deleted is never
+served stale. File timestamps are coarse (a kernel tick), so an entry
+whose mtime is within :data:`RACY_NS` of the moment it was read is not
+trusted until it is re-read later (git's "racy timestamp" rule).
+watchfiles evicts changed entries early (see :class:`CacheWatcher`), and
+an LRU keeps the total under a byte budget.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+
+from .notebook import NotebookFile, read_file_with_stat
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from typing import Any, Callable
+
+__all__ = ["DEFAULT_BUDGET_MB", "RACY_NS", "CacheWatcher", "NotebookCache", "budget_from_env"]
+
+DEFAULT_BUDGET_MB = 256
+#: Timestamps closer than this to the read are not trusted (1 s, generous
+#: next to a 4-10 ms kernel tick).
+RACY_NS = 1_000_000_000
+
+
+def budget_from_env() -> int:
+    """``JCLI_SIDECAR_CACHE_MB`` in bytes (default 256 MiB; 0 disables caching)."""
+    raw = os.environ.get("JCLI_SIDECAR_CACHE_MB", "")
+    try:
+        mb = float(raw) if raw else DEFAULT_BUDGET_MB
+    except ValueError:
+        mb = DEFAULT_BUDGET_MB
+    return int(max(mb, 0) * 1024 * 1024)
+
+
+def _key(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+class _Entry:
+    __slots__ = ("key", "notebook", "size", "loaded_ns")
+
+    def __init__(self, key, notebook: NotebookFile, loaded_ns: int) -> None:
+        self.key = key
+        self.notebook = notebook
+        self.size = notebook.approx_bytes
+        self.loaded_ns = loaded_ns
+
+    def trusted(self) -> bool:
+        return self.key[3] < self.loaded_ns - RACY_NS
+
+
+class NotebookCache:
+    """Parsed notebooks by real path, validated on every :meth:`load`.
+
+    Thread-safe: the sidecar loads from worker threads.
+
+    Example:
+        >>> cache = NotebookCache(budget_bytes=64 * 1024 * 1024)
+        >>> import os; path = os.path.realpath("examples/demo.ipynb")
+        >>> cache.load(path) is cache.load(path)
+        True
+    """
+
+    def __init__(self, budget_bytes: int, on_insert: Callable[[str], None] | None = None) -> None:
+        self.budget = budget_bytes
+        self.on_insert = on_insert
+        self.hits = 0
+        self.misses = 0
+        self.bytes = 0
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def load(self, path: str) -> NotebookFile:
+        """The notebook at real path ``path``, from cache when still valid.
+
+        Raises:
+            FileNotFound, NotebookReadFailed: as :meth:`NotebookFile.load`.
+        """
+        try:
+            key = _key(os.stat(path))
+        except OSError:
+            self.evict(path)
+            key = None
+        if key is not None:
+            with self._lock:
+                entry = self._entries.get(path)
+                if entry is not None and entry.key == key and entry.trusted():
+                    self._entries.move_to_end(path)
+                    self.hits += 1
+                    return entry.notebook
+        loaded_ns = time.time_ns()
+        raw, info = read_file_with_stat(path)
+        notebook = NotebookFile(raw, path)
+        self._store(path, _Entry(_key(info), notebook, loaded_ns))
+        return notebook
+
+    def _store(self, path: str, entry: _Entry) -> None:
+        with self._lock:
+            self.misses += 1
+            old = self._entries.pop(path, None)
+            if old is not None:
+                self.bytes -= old.size
+            if entry.size > self.budget:
+                return  # bigger than the whole budget: serve it, keep nothing
+            self._entries[path] = entry
+            self.bytes += entry.size
+            while self.bytes > self.budget:
+                _, dropped = self._entries.popitem(last=False)
+                self.bytes -= dropped.size
+        if self.on_insert is not None:
+            self.on_insert(path)
+
+    def evict(self, path: str) -> bool:
+        """Forget ``path``; True when it was cached."""
+        with self._lock:
+            entry = self._entries.pop(path, None)
+            if entry is not None:
+                self.bytes -= entry.size
+            return entry is not None
+
+    def evict_directory(self, directory: str) -> int:
+        """Forget every notebook in ``directory``; returns how many."""
+        with self._lock:
+            doomed = [p for p in self._entries if os.path.dirname(p) == directory]
+        return sum(self.evict(p) for p in doomed)
+
+    def directories(self) -> set[str]:
+        """The directories holding cached notebooks (what the watcher watches)."""
+        with self._lock:
+            return {os.path.dirname(p) for p in self._entries}
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "entries": len(self._entries),
+                "bytes": self.bytes,
+                "budget_bytes": self.budget,
+                "hits": self.hits,
+                "misses": self.misses,
+            }
+
+
+class CacheWatcher:
+    """Evicts cached notebooks as soon as watchfiles sees their files change.
+
+    Purely an early eviction: correctness comes from the per-request stat.
+    The watched set follows the cache; a new directory restarts the watch.
+    """
+
+    def __init__(self, cache: NotebookCache) -> None:
+        self.cache = cache
+        self.evicted = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._restart: asyncio.Event | None = None
+        self._watched: set[str] = set()
+
+    def notice(self, path: str) -> None:
+        """Called (from any thread) when ``path`` enters the cache."""
+        if self._loop is None or os.path.dirname(path) in self._watched:
+            return
+        self._loop.call_soon_threadsafe(self._restart.set)
+
+    async def run(self) -> None:
+        import asyncio
+        import logging
+
+        from watchfiles import awatch
+
+        log = logging.getLogger("jcli_sidecar")
+        self._loop = asyncio.get_running_loop()
+        self._restart = asyncio.Event()
+        while True:
+            self._restart.clear()
+            self._watched = {d for d in self.cache.directories() if os.path.isdir(d)}
+            if not self._watched:
+                await self._restart.wait()
+                continue
+            try:
+                async for changes in awatch(
+                    *sorted(self._watched), stop_event=self._restart, recursive=False, debounce=50, step=20
+                ):
+                    for _change, changed in changes:
+                        if self.cache.evict(os.path.realpath(changed)):
+                            self.evicted += 1
+            except (FileNotFoundError, OSError) as exc:  # a watched directory went away
+                log.info("watch restarted: %s", exc)
+                for directory in list(self._watched):
+                    if not os.path.isdir(directory):
+                        self.evicted += self.cache.evict_directory(directory)

@@ -1,0 +1,160 @@
+"""The sidecar's notebook cache, on real files: never stale, always bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+
+import pytest
+from helpers import FIXTURES
+
+from jcli_sidecar.cache import CacheWatcher, NotebookCache
+from jcli_sidecar.errors import FileNotFound
+from jcli_sidecar.reader import read_output
+
+V45 = FIXTURES / "kernel_v4.5.ipynb"
+OLD = 1_600_000_000  # a timestamp far from "just written"
+
+
+def settle(path) -> None:
+    """Give ``path`` an old mtime, so the cache may trust it (no sleeping)."""
+    os.utime(path, (OLD, OLD))
+
+
+@pytest.fixture
+def notebook(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    shutil.copy(V45, path)
+    settle(path)
+    return str(os.path.realpath(path))
+
+
+def stream_text(cache, path) -> str:
+    return read_output(path, 1, 1, load=cache.load)["stream"]["data"]
+
+
+def rewrite_stderr(path, text: str, *, atomic: bool, same_mtime: bool = False) -> None:
+    with open(path, encoding="utf-8") as fh:
+        nb = json.load(fh)
+    nb["cells"][1]["outputs"][1]["text"] = [text]
+    data = json.dumps(nb, indent=1)
+    if atomic:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    else:
+        with open(path, "r+", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.truncate()
+    if same_mtime:
+        settle(path)
+
+
+def test_a_trusted_entry_is_reused(notebook):
+    cache = NotebookCache(64 << 20)
+    first = cache.load(notebook)
+    assert cache.load(notebook) is first
+    assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
+
+
+def test_a_just_written_file_is_not_trusted_until_its_mtime_is_safely_old(notebook):
+    cache = NotebookCache(64 << 20)
+    os.utime(notebook)  # "now": inside the racy window
+    cache.load(notebook)
+    cache.load(notebook)
+    assert cache.stats()["hits"] == 0 and cache.stats()["misses"] == 2
+
+
+@pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "rename"])
+def test_a_rewritten_notebook_is_never_served_stale(notebook, atomic):
+    cache = NotebookCache(64 << 20)
+    assert stream_text(cache, notebook) == "warned\n"
+    rewrite_stderr(notebook, "CHANGED", atomic=atomic)
+    assert stream_text(cache, notebook) == "CHANGED"
+
+
+def test_an_in_place_rewrite_with_the_same_size_and_mtime_is_caught_by_the_racy_rule(notebook):
+    cache = NotebookCache(64 << 20)
+    os.utime(notebook)  # read while the timestamp is fresh ...
+    assert stream_text(cache, notebook) == "warned\n"
+    before = os.stat(notebook)
+    with open(notebook, "r+b") as fh:  # ... same bytes but one word, same size
+        data = fh.read().replace(b'"warned\\n"', b'"WARNED\\n"')
+        fh.seek(0)
+        fh.write(data)
+    os.utime(notebook, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the very same mtime
+    assert os.stat(notebook).st_size == before.st_size
+    assert stream_text(cache, notebook) == "WARNED\n"
+
+
+def test_a_deleted_notebook_is_gone_from_the_cache(notebook):
+    cache = NotebookCache(64 << 20)
+    cache.load(notebook)
+    os.unlink(notebook)
+    with pytest.raises(FileNotFound):
+        cache.load(notebook)
+    assert cache.stats()["entries"] == 0
+
+
+def test_the_lru_stays_within_its_byte_budget(tmp_path):
+    size = os.path.getsize(V45)
+    cache = NotebookCache(int(size * 2.5))
+    paths = []
+    for i in range(4):
+        path = tmp_path / f"nb{i}.ipynb"
+        shutil.copy(V45, path)
+        settle(path)
+        paths.append(os.path.realpath(path))
+        cache.load(paths[-1])
+    stats = cache.stats()
+    assert stats["entries"] == 2 and stats["bytes"] <= stats["budget_bytes"]
+    assert cache.directories() == {str(tmp_path.resolve())}
+    cache.load(paths[3])
+    assert cache.stats()["hits"] == 1  # the newest survived
+    cache.load(paths[0])
+    assert cache.stats()["hits"] == 1  # the oldest did not
+
+
+def test_a_notebook_larger_than_the_budget_is_served_but_not_kept(notebook):
+    cache = NotebookCache(1000)
+    assert cache.load(notebook).cell_count == 15
+    assert cache.stats()["entries"] == 0
+
+
+def test_the_watcher_evicts_a_changed_notebook_early(notebook):
+    async def scenario():
+        cache = NotebookCache(64 << 20)
+        watcher = CacheWatcher(cache)
+        cache.on_insert = watcher.notice
+        evicted = asyncio.Event()
+        real_evict = cache.evict
+
+        def observed_evict(path):
+            hit = real_evict(path)
+            if hit and path == notebook:
+                evicted.set()
+            return hit
+
+        cache.evict = observed_evict
+        task = asyncio.create_task(watcher.run())
+        try:
+            await asyncio.sleep(0)  # let the watcher start
+            await asyncio.to_thread(cache.load, notebook)
+            assert cache.stats()["entries"] == 1
+            # The watcher restarts on the new directory; change the file until it reports.
+            for _ in range(200):
+                await asyncio.to_thread(rewrite_stderr, notebook, "x", atomic=True)
+                try:
+                    await asyncio.wait_for(evicted.wait(), 0.5)
+                    break
+                except asyncio.TimeoutError:
+                    await asyncio.to_thread(cache.load, notebook)
+            assert evicted.is_set()
+            assert cache.stats()["entries"] == 0
+        finally:
+            task.cancel()
+
+    asyncio.run(scenario())
