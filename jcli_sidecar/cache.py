@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import asyncio
     from typing import Any, Callable
 
-__all__ = ["DEFAULT_BUDGET_MB", "RACY_NS", "CacheWatcher", "NotebookCache", "budget_from_env"]
+__all__ = ["CacheWatcher", "DEFAULT_BUDGET_MB", "NotebookCache", "RACY_NS", "budget_from_env"]
 
 DEFAULT_BUDGET_MB = 256
 #: Timestamps closer than this to the read are not trusted (1 s, generous
