@@ -85,6 +85,17 @@ def test_a_cold_read_falls_back_then_the_next_read_uses_the_spawned_sidecar(ws):
     assert stats(ws)["requests_served"] == before["requests_served"] + 2  # the read, then this status
 
 
+def test_the_spawned_sidecar_is_detached_from_the_client(ws):
+    assert run_cli(*READ, cwd=ws).returncode == 0  # returns: the sidecar kept no pipe of ours
+    assert wait_for_lock(paths_for(ws).spawn_lock, 30)
+    pid = stats(ws)["pid"]
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    assert os.readlink(f"/proc/{pid}/fd/1") == paths_for(ws).log
+    assert os.readlink(f"/proc/{pid}/fd/2") == paths_for(ws).log
+    assert os.getsid(pid) == pid  # its own session: no terminal, no signals from ours
+    assert os.path.realpath(f"/proc/{pid}/cwd") == os.path.realpath(ws)
+
+
 def test_every_fixture_case_prints_the_same_through_the_sidecar(ws):
     start(ws)
     served_before = stats(ws)["requests_served"]
