@@ -112,15 +112,24 @@ def resolve_cell(
     load = load or NotebookFile.load
     if requested.endswith(".py"):
         return _resolve_percent(requested, cell_index, load)
-    nb_path = os.path.realpath(requested)
+    nb_path = _real(requested)
     if not isinstance(cell_index, int) or isinstance(cell_index, bool) or cell_index < 0:
         raise UsageError(f"cell index must be a non-negative integer, got {cell_index!r}")
     cell = cell_at(load(nb_path), cell_index)
     return ResolvedCell(nb_path, cell_index, cell, requested, cell_index, "direct")
 
 
+def _real(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:  # e.g. a relative path while the cwd has been deleted
+        raise FileNotFound(
+            f"{path}: cannot be resolved ({exc.strerror}); is the current directory gone?", path=path
+        ) from None
+
+
 def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedCell:
-    py_path = os.path.realpath(requested)
+    py_path = _real(requested)
     raw = read_file_bytes(py_path)
     try:
         text = raw.decode("utf-8")

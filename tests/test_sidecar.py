@@ -457,3 +457,19 @@ def test_repeated_reads_hit_the_cache(ws):
     cache = stats(ws)["cache"]
     assert cache["entries"] == 1 and cache["misses"] == 1 and cache["hits"] == 2
     assert cache["bytes"] >= os.path.getsize(path)
+
+
+def test_a_read_from_a_deleted_cwd_is_a_coded_error(ws, tmp_path):
+    doomed = tmp_path / "doomed"
+    doomed.mkdir()
+    script = (
+        "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "from jcli.__main__ import main; sys.exit(main(sys.argv[2:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(doomed), "-j", "notebook", "output", "nb.ipynb", "--cell", "0"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr
+    assert json.loads(proc.stderr)["code"] == "FILE_NOT_FOUND"

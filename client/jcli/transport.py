@@ -53,14 +53,18 @@ def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
 
 
 def _sidecar_paths() -> SidecarPaths | None:
-    """The workspace's sidecar paths, or None if the runtime dir is not safe to use."""
+    """The workspace's sidecar paths, or None when no sidecar may be used."""
+    try:
+        workspace = workspace_of()
+    except OSError:
+        return None  # the cwd is gone; the in-process read reports what is missing
     try:
         directory = ensure_runtime_dir(create=False)
     except FileNotFoundError:
-        return SidecarPaths(workspace_of())  # nothing runs yet; a spawn may create it
+        directory = None  # nothing has run yet; a spawn may create it
     except (OSError, JcliError):
-        return None
-    return SidecarPaths(workspace_of(), directory)
+        return None  # not ours, or not private: never used
+    return SidecarPaths(workspace, directory)
 
 
 def _direct(request: dict[str, Any], op: str) -> dict[str, Any]:
