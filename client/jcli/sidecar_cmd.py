@@ -28,8 +28,17 @@ def _finish(ctx: click.Context, doc: dict, human: str) -> None:
     ctx.exit(emit.EXIT_OK)
 
 
-def _fail(ctx: click.Context, err: JcliError) -> None:
-    ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+def _call(ctx: click.Context, action) -> dict:
+    """Run a ``jcli_sidecar.spawn`` action; a failure is one coded error."""
+    try:
+        return action()
+    except JcliError as err:
+        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+    except OSError as exc:
+        from jcli_sidecar.errors import SidecarUnavailable
+
+        err = SidecarUnavailable(f"sidecar files unusable: {exc.strerror or exc}")
+        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
 
 
 @click.group()
@@ -44,10 +53,7 @@ def start(ctx: click.Context, timeout: float) -> None:
     """Start this workspace's sidecar (if needed) and wait until it answers."""
     from jcli_sidecar import spawn
 
-    try:
-        doc = spawn.start(_paths(create=True), timeout)
-    except (JcliError, OSError) as exc:
-        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    doc = _call(ctx, lambda: spawn.start(_paths(create=True), timeout))
     _finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
 
 
@@ -58,10 +64,7 @@ def stop(ctx: click.Context, timeout: float) -> None:
     """Stop this workspace's sidecar."""
     from jcli_sidecar import spawn
 
-    try:
-        doc = spawn.stop(_paths(create=False), timeout)
-    except (JcliError, OSError) as exc:
-        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    doc = _call(ctx, lambda: spawn.stop(_paths(create=False), timeout))
     _finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
 
 
@@ -71,10 +74,7 @@ def status(ctx: click.Context) -> None:
     """Show the socket, pid, uptime, cache and request counters."""
     from jcli_sidecar import spawn
 
-    try:
-        doc = spawn.status(_paths(create=False))
-    except (JcliError, OSError) as exc:
-        _fail(ctx, exc if isinstance(exc, JcliError) else _os_error(exc))
+    doc = _call(ctx, lambda: spawn.status(_paths(create=False)))
     if doc["running"]:
         cache = doc.get("cache", {})
         human = (
@@ -99,9 +99,3 @@ def unit_name(ctx: click.Context) -> None:
         "workspace": paths.workspace,
     }
     _finish(ctx, doc, doc["socket_unit"])
-
-
-def _os_error(exc: OSError) -> JcliError:
-    from jcli_sidecar.errors import SidecarUnavailable
-
-    return SidecarUnavailable(f"sidecar files unusable: {exc.strerror or exc}")
