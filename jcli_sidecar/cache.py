@@ -98,12 +98,35 @@ class NotebookCache:
                 if entry is not None and entry.key == key and entry.trusted():
                     self._entries.move_to_end(path)
                     self.hits += 1
+                    self._account(entry)
                     return entry.notebook
         loaded_ns = time.time_ns()
         raw, info = read_file_with_stat(path)
         notebook = NotebookFile(raw, path)
+        notebook.memo = {}  # decoded cells and images live as long as the entry
         self._store(path, _Entry(_key(info), notebook, loaded_ns))
         return notebook
+
+    def is_fresh(self, path: str) -> bool:
+        """True when ``path`` is cached and still valid (one stat, no read)."""
+        try:
+            key = _key(os.stat(path))
+        except OSError:
+            return False
+        with self._lock:
+            entry = self._entries.get(path)
+            return entry is not None and entry.key == key and entry.trusted()
+
+    def _account(self, entry: _Entry) -> None:
+        """Follow an entry's growth (its memo) and keep the total in budget. Lock held."""
+        size = entry.notebook.approx_bytes
+        self.bytes += size - entry.size
+        entry.size = size
+        while self.bytes > self.budget and len(self._entries) > 1:
+            oldest = next(iter(self._entries))
+            if self._entries[oldest] is entry:
+                break
+            self.bytes -= self._entries.pop(oldest).size
 
     def _store(self, path: str, entry: _Entry) -> None:
         with self._lock:

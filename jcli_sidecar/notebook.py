@@ -77,11 +77,15 @@ class NotebookFile:
         (15, 'markdown')
     """
 
-    __slots__ = ("path", "raw", "_spans", "_full")
+    __slots__ = ("path", "raw", "_spans", "_full", "memo", "memo_bytes")
 
     def __init__(self, raw: bytes, path: str) -> None:
         self.path = path
         self.raw = raw
+        #: Decoded cells and images, kept only while the notebook is cached
+        #: (the cache sets a dict; one-shot reads leave it None).
+        self.memo: dict[Any, Any] | None = None
+        self.memo_bytes = 0
         self._full: dict[str, Any] | None = None
         self._spans: list[tuple[int, int]] | None = None
         try:
@@ -110,9 +114,15 @@ class NotebookFile:
 
     @property
     def approx_bytes(self) -> int:
-        """Memory held, roughly: the bytes, the index, and a full parse if one was needed."""
+        """Memory held, roughly: the bytes, the index, a full parse if one was needed, the memo."""
         full = 2 * len(self.raw) if self._full is not None else 0
-        return len(self.raw) + full + 64 * self.cell_count
+        return len(self.raw) + full + 64 * self.cell_count + self.memo_bytes
+
+    def remember(self, key: Any, value: Any, size: int) -> None:
+        """Keep a decoded value for later requests (only while cached)."""
+        if self.memo is not None and key not in self.memo:
+            self.memo[key] = value
+            self.memo_bytes += size
 
     @property
     def cell_count(self) -> int:
@@ -127,13 +137,21 @@ class NotebookFile:
         return self._full
 
     def cell(self, index: int) -> Any:
-        """The decoded cell at ``index`` (not validated; see :func:`cell_at`)."""
+        """The decoded cell at ``index`` (not validated; see :func:`cell_at`).
+
+        Callers must not modify it: a cached notebook shares it between requests.
+        """
         if self._full is None:
+            memo = self.memo
+            if memo is not None and ("cell", index) in memo:
+                return memo[("cell", index)]
             start, end = self._spans[index]
             try:
-                return json.loads(self.raw[start:end])
+                cell = json.loads(self.raw[start:end])
             except ValueError:  # includes UnicodeDecodeError
-                pass
+                return self._fall_back()["cells"][index]
+            self.remember(("cell", index), cell, 2 * (end - start))
+            return cell
         return self._fall_back()["cells"][index]
 
     def cell_head(self, index: int) -> Any:

@@ -52,6 +52,7 @@ class ResolvedCell:
         "requested_cell_index",
         "mapping",
         "py_lines",
+        "notebook",
     )
 
     def __init__(
@@ -63,6 +64,7 @@ class ResolvedCell:
         requested_cell_index: int,
         mapping: str,
         py_lines: tuple[int, int] | None = None,
+        notebook: NotebookFile | None = None,
     ) -> None:
         self.notebook_path = notebook_path
         self.cell_index = cell_index
@@ -71,6 +73,7 @@ class ResolvedCell:
         self.requested_cell_index = requested_cell_index
         self.mapping = mapping
         self.py_lines = py_lines
+        self.notebook = notebook
 
     def source(self) -> dict[str, Any]:
         """The ``source`` block of every envelope."""
@@ -115,8 +118,9 @@ def resolve_cell(
     nb_path = _real(requested)
     if not isinstance(cell_index, int) or isinstance(cell_index, bool) or cell_index < 0:
         raise UsageError(f"cell index must be a non-negative integer, got {cell_index!r}")
-    cell = cell_at(load(nb_path), cell_index)
-    return ResolvedCell(nb_path, cell_index, cell, requested, cell_index, "direct")
+    nb = load(nb_path)
+    cell = cell_at(nb, cell_index)
+    return ResolvedCell(nb_path, cell_index, cell, requested, cell_index, "direct", None, nb)
 
 
 def _real(path: str) -> str:
@@ -154,7 +158,7 @@ def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedC
     nb_index, mapping = map_cell(py_cells, cell_index, heads, py_path)
     cell = cell_at(nb, nb_index)
     lines = (py_cells[cell_index].start_line, py_cells[cell_index].end_line)
-    return ResolvedCell(nb_path, nb_index, cell, requested, cell_index, mapping, lines)
+    return ResolvedCell(nb_path, nb_index, cell, requested, cell_index, mapping, lines, nb)
 
 
 # --- outputs -----------------------------------------------------------------
@@ -411,7 +415,8 @@ def read_output(
         envelope["metadata"] = out.metadata
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
-        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary)
+        memo = (resolved.notebook, (resolved.cell_index, output_index, chosen))
+        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary, memo)
     return _fit(envelope, cap)
 
 
@@ -449,12 +454,18 @@ def _error_block(error: dict[str, Any], offset: int, limit: int | None) -> dict[
     return {"ename": error["ename"], "serialization": "json", **_text_block(serialised, offset, limit)}
 
 
-def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool) -> dict[str, Any]:
+def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool, memo) -> dict[str, Any]:
     kind = mimes.mime_kind(mime, value)
     if kind == "image":
         if offset or limit is not None:
             raise InvalidWindow(f"offset/limit apply to text; {mime} is an image")
-        data = mimes.decode_image(mime, join_text(value, mime))
+        notebook, key = memo
+        known = notebook.memo if notebook is not None and notebook.memo is not None else {}
+        data = known.get(key)
+        if data is None:
+            data = mimes.decode_image(mime, join_text(value, mime))
+            if notebook is not None:
+                notebook.remember(key, data, len(data))
         selected: dict[str, Any] = {
             "mime_type": mime,
             "encoding": "base64",

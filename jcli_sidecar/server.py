@@ -187,46 +187,52 @@ class Sidecar:
         self.connections += 1
         self._writers.add(writer)
         tasks: set[asyncio.Task] = set()
-        greeted = False
         try:
-            while True:
-                try:
-                    payload = await read_frame_async(reader, MAX_REQUEST_FRAME)
-                except ProtocolError as exc:  # oversized: the stream cannot be resynced
-                    await self._send(writer, lock, _error_frame(None, exc))
-                    return
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                if payload is None:
-                    return
-                try:
-                    message = unpack_payload(payload)
-                except ProtocolError as exc:  # garbage inside a well-framed payload
-                    await self._send(writer, lock, _error_frame(None, exc))
-                    continue
-                rid, name, args = message.get("id"), message.get("op"), message.get("args", {})
-                if not greeted:
-                    try:
-                        if name != "hello":
-                            raise ProtocolError("the first request must be hello")
-                        frame = pack_frame({"id": rid, "ok": True, "result": self._hello(args)})
-                        greeted = True
-                    except JcliError as exc:
-                        frame = _error_frame(rid, exc)
-                    if not greeted:
-                        await _refuse(reader, writer, frame)
-                        return
-                    await self._send(writer, lock, frame)
-                    continue
-                task = asyncio.create_task(self._dispatch(writer, lock, rid, name, args))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+            await self._serve_connection(reader, writer, lock, tasks)
+        except asyncio.CancelledError:
+            pass  # the sidecar is stopping; the client falls back or retries
         finally:
             for task in tasks:
                 task.cancel()
             self._writers.discard(writer)
             self.connections -= 1
             await _close(writer)
+
+    async def _serve_connection(self, reader, writer, lock, tasks: set) -> None:
+        """Read frames until the client goes: hello first, then concurrent requests."""
+        greeted = False
+        while True:
+            try:
+                payload = await read_frame_async(reader, MAX_REQUEST_FRAME)
+            except ProtocolError as exc:  # oversized: the stream cannot be resynced
+                await self._send(writer, lock, _error_frame(None, exc))
+                return
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            if payload is None:
+                return
+            try:
+                message = unpack_payload(payload)
+            except ProtocolError as exc:  # garbage inside a well-framed payload
+                await self._send(writer, lock, _error_frame(None, exc))
+                continue
+            rid, name, args = message.get("id"), message.get("op"), message.get("args", {})
+            if not greeted:
+                try:
+                    if name != "hello":
+                        raise ProtocolError("the first request must be hello")
+                    frame = pack_frame({"id": rid, "ok": True, "result": self._hello(args)})
+                    greeted = True
+                except JcliError as exc:
+                    frame = _error_frame(rid, exc)
+                if not greeted:
+                    await _refuse(reader, writer, frame)
+                    return
+                await self._send(writer, lock, frame)
+                continue
+            task = asyncio.create_task(self._dispatch(writer, lock, rid, name, args))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
     async def _dispatch(self, writer, lock, rid: Any, name: Any, args: Any) -> None:
         self.requests += 1
@@ -239,7 +245,7 @@ class Sidecar:
             if not isinstance(args, dict):
                 raise ProtocolError("args must be a map")
             handler, blocking = entry
-            if blocking:
+            if blocking and not self._answers_from_memory(args):
                 result = await asyncio.to_thread(self._run_blocking, handler, name, args)
             else:
                 result = handler(self, args)
@@ -253,6 +259,20 @@ class Sidecar:
             self.inflight -= 1
             self.last_active = time.monotonic()
         await self._send(writer, lock, frame)
+
+    def _answers_from_memory(self, args: dict[str, Any]) -> bool:
+        """A read of a cached, unchanged notebook is quick: run it on the loop.
+
+        Anything else (a cold read, a .py pair, the test stall) goes to a
+        worker thread so that the loop keeps serving.
+        """
+        path = args.get("file_path")
+        if self._stall.fifo or not isinstance(path, str) or not path.endswith(".ipynb"):
+            return False
+        try:
+            return self.cache.is_fresh(os.path.realpath(path))
+        except (OSError, ValueError):
+            return False
 
     def _run_blocking(self, handler, name: str, args: dict[str, Any]) -> Any:
         self._stall(name)

@@ -186,12 +186,20 @@ def stop(paths: SidecarPaths, timeout: float = 10.0) -> dict:
     An unresponsive sidecar is terminated, but only if the pid file still
     names it (pid plus create time).
     """
+    import psutil
+
     from .client import request_shutdown
 
+    proc = recorded_process(paths)  # before asking: the pid file goes away with it
     asked = request_shutdown(paths)
     if wait_for_lock(paths.lock, timeout):
+        if proc is not None:
+            try:
+                proc.wait(timeout)  # the lock is released just before the process ends
+            except psutil.Error:
+                pass
         return {"stopped": asked, "workspace": paths.workspace}
-    proc = recorded_process(paths)
+    proc = proc or recorded_process(paths)
     if proc is not None:
         proc.kill()
         proc.wait(timeout)

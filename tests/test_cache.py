@@ -158,3 +158,32 @@ def test_the_watcher_evicts_a_changed_notebook_early(notebook):
             task.cancel()
 
     asyncio.run(scenario())
+
+
+def test_memoised_reads_equal_fresh_reads_and_count_against_the_budget(tmp_path, monkeypatch):
+    from helpers import load_cases
+
+    from jcli_sidecar.errors import JcliError
+    from jcli_sidecar.requests import handle_read
+
+    work = tmp_path / "protocol"
+    shutil.copytree(FIXTURES, work)
+    for path in work.iterdir():
+        settle(path)
+    monkeypatch.chdir(work)
+    cache = NotebookCache(64 << 20)
+
+    def answer(request, **kwargs):
+        try:
+            return handle_read(request, binary=True, **kwargs)
+        except JcliError as exc:
+            return exc.code
+
+    for case in load_cases():
+        fresh = answer(case["request"])
+        for _ in range(3):  # first a miss, then memoised cells and images
+            assert answer(case["request"], load=cache.load) == fresh, case["name"]
+    stats = cache.stats()
+    memo = sum(entry.notebook.memo_bytes for entry in cache._entries.values())
+    assert memo > 0 and stats["bytes"] >= memo
+    assert stats["bytes"] == sum(entry.notebook.approx_bytes for entry in cache._entries.values())
