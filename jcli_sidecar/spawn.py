@@ -21,6 +21,7 @@ from .runtime import SidecarPaths
 
 __all__ = [
     "is_listening",
+    "launch_detached",
     "read_pid_record",
     "recorded_process",
     "spawn_detached",
@@ -44,14 +45,38 @@ def is_listening(path: str) -> bool:
         sock.close()
 
 
+def launch_detached(cmd: list[str], *, cwd: str, env: dict[str, str], log_path: str, pass_fds=()):
+    """Start ``cmd`` in its own session with stdio on ``log_path``; never on ours.
+
+    A daemon thread reaps it when it ends, so a long-lived caller collects
+    no zombies and a short-lived one is not held up. Returns the Popen.
+    """
+    import subprocess
+
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            cwd=cwd,
+            env=env,
+            pass_fds=tuple(pass_fds),
+            start_new_session=True,
+        )
+    finally:
+        os.close(log)
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
+
+
 def spawn_detached(paths: SidecarPaths) -> bool:
     """Start a sidecar for ``paths.workspace`` unless one runs or is starting.
 
     The runtime dir must already exist and be verified. Returns True when
     this call started one.
     """
-    import subprocess
-
     from .server import SPAWN_LOCK_FD_ENV
 
     fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -62,21 +87,13 @@ def spawn_detached(paths: SidecarPaths) -> bool:
             return False  # someone else is starting it right now
         if is_listening(paths.socket):
             return False
-        log = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            env = dict(os.environ, **{SPAWN_LOCK_FD_ENV: str(fd)})
-            subprocess.Popen(
-                [sys.executable, "-m", "jcli_sidecar", "serve", "--workspace", paths.workspace],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=paths.workspace,
-                env=env,
-                pass_fds=(fd,),
-                start_new_session=True,
-            )
-        finally:
-            os.close(log)
+        launch_detached(
+            [sys.executable, "-m", "jcli_sidecar", "serve", "--workspace", paths.workspace],
+            cwd=paths.workspace,
+            env=dict(os.environ, **{SPAWN_LOCK_FD_ENV: str(fd)}),
+            log_path=paths.log,
+            pass_fds=(fd,),
+        )
         return True
     finally:
         os.close(fd)  # the child keeps the lock until it listens

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, sidecars_under
+from helpers import FIXTURES, servers_under, sidecars_under
 
 
 @pytest.fixture(autouse=True)
@@ -25,12 +25,12 @@ def isolated_runtime(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
     yield runtime
-    survivors = sidecars_under(runtime)
+    survivors = sidecars_under(runtime) + servers_under(runtime)
     for proc in survivors:
         proc.kill()
     for proc in survivors:
         proc.wait(10)
-    assert not survivors, f"sidecars survived the test: {[p.pid for p in survivors]}"
+    assert not survivors, f"sidecars or servers survived the test: {[p.pid for p in survivors]}"
 
 
 @pytest.fixture
@@ -49,3 +49,40 @@ def fixture_dir(tmp_path) -> Path:
     target = tmp_path / "protocol"
     shutil.copytree(FIXTURES, target)
     return target
+
+
+@pytest.fixture(scope="session")
+def jupyter(tmp_path_factory):
+    """One real Jupyter Server (with ipykernel) for the whole run, on loopback.
+
+    Started through j-cli's own embedded-server code, in a runtime dir of its
+    own; tests reach it as an explicit server (JCLI_JUPYTER_SERVER_URL/TOKEN).
+    """
+    import os
+
+    from jcli.embedded import EmbeddedServer
+
+    runtime = tmp_path_factory.mktemp("jupyter-runtime")
+    runtime.chmod(0o700)
+    root = tmp_path_factory.mktemp("jupyter-root")
+    server = EmbeddedServer(os.path.realpath(root), str(runtime))
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # not the first test's own dir
+    try:
+        state = server.start()
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
+    yield {"url": state["url"], "token": state["token"], "root": root}
+    server.stop()
+    assert not servers_under(runtime)
+
+
+@pytest.fixture
+def use_jupyter(jupyter, monkeypatch):
+    """Point j-cli at the shared server for this test."""
+    monkeypatch.setenv("JCLI_JUPYTER_SERVER_URL", jupyter["url"])
+    monkeypatch.setenv("JCLI_JUPYTER_SERVER_TOKEN", jupyter["token"])
+    return jupyter

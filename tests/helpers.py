@@ -54,14 +54,14 @@ def relative_source(envelope: dict, root: Path) -> dict:
     return out
 
 
-def sidecars_under(runtime: Path) -> list:
-    """Live sidecar processes whose XDG_RUNTIME_DIR is ``runtime``."""
+def sidecars_under(runtime: Path, markers=("jcli_sidecar", "jcli-sidecar")) -> list:
+    """Live processes (sidecars by default) whose XDG_RUNTIME_DIR is ``runtime``."""
     import psutil
 
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if not any("jcli_sidecar" in part or "jcli-sidecar" in part for part in cmdline):
+        if not any(marker in part for part in cmdline for marker in markers):
             continue
         try:
             if proc.environ().get("XDG_RUNTIME_DIR") == str(runtime) and proc.status() != psutil.STATUS_ZOMBIE:
@@ -69,3 +69,8 @@ def sidecars_under(runtime: Path) -> list:
         except psutil.Error:
             continue
     return found
+
+
+def servers_under(runtime: Path) -> list:
+    """Live embedded Jupyter Servers started under the runtime dir ``runtime``."""
+    return sidecars_under(runtime, markers=("jupyter_server",))

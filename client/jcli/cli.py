@@ -17,6 +17,7 @@ from . import emit
 from .fastpath import JSON_FLAGS
 from .read_command import run_read
 from .read_options import READ_COMMANDS
+from .kernel_cmd import exec_command, healthcheck, kernel, kernelspec, server, session
 from .sidecar_cmd import sidecar
 
 __all__ = ["app", "run_click"]
@@ -24,11 +25,13 @@ __all__ = ["app", "run_click"]
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-j", "--json", "json_mode", is_flag=True, help="Print one JSON document (errors as JSON on stderr).")
+@click.option("-s", "--server-url", help="Jupyter Server URL (env JCLI_JUPYTER_SERVER_URL; default: embedded).")
+@click.option("-t", "--token", help="Jupyter Server token (env JCLI_JUPYTER_SERVER_TOKEN).")
 @click.version_option(__version__, prog_name="j-cli")
 @click.pass_context
-def app(ctx: click.Context, json_mode: bool) -> None:
+def app(ctx: click.Context, json_mode: bool, server_url: str | None, token: str | None) -> None:
     """j-cli: run code in Jupyter kernels and read what it produced."""
-    ctx.obj = {"json": json_mode}
+    ctx.obj = {"json": json_mode, "server_url": server_url, "token": token}
 
 
 @app.group()
@@ -60,12 +63,21 @@ for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
 
 app.add_command(sidecar)
+for _command in (server, healthcheck, kernelspec, session, kernel, exec_command):
+    app.add_command(_command)
 
 
 def _json_requested(args: list[str]) -> bool:
+    skip = False
     for token in args:
+        if skip:
+            skip = False
+            continue
         if token in JSON_FLAGS:
             return True
+        if token in ("-s", "--server-url", "-t", "--token"):
+            skip = True
+            continue
         if not token.startswith("-"):
             return False
     return False

@@ -1,0 +1,103 @@
+"""The result of ``j-cli exec``: status, bounded text, and one item per output.
+
+The text budget is one rule, defined here: at most :data:`TEXT_BUDGET`
+characters and :data:`ITEM_BUDGET` items, with an explicit notice when
+anything was left out.
+"""
+
+from __future__ import annotations
+
+from jcli_sidecar.protocol import SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .kernel_exec import ExecutionResult
+
+__all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "output_text"]
+
+TEXT_BUDGET = 4000
+ITEM_BUDGET = 20
+
+
+def _join(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(x) for x in value)
+    return value if isinstance(value, str) else ""
+
+
+def output_text(output: dict[str, Any]) -> str:
+    """The plain text a person would see for one output."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _join(output.get("text"))
+    if kind == "error":
+        return f"{output.get('ename', '')}: {output.get('evalue', '')}"
+    data = output.get("data") or {}
+    return _join(data.get("text/plain"))
+
+
+def _item(index: int, output: dict[str, Any]) -> dict[str, Any]:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return {"type": "stream", "output_index": index, "name": output.get("name"), "text": output_text(output)}
+    if kind == "error":
+        return {
+            "type": "error",
+            "output_index": index,
+            "ename": output.get("ename"),
+            "evalue": output.get("evalue"),
+            "traceback": output.get("traceback", []),
+        }
+    data = output.get("data") or {}
+    item: dict[str, Any] = {"type": "display", "output_index": index, "output_type": kind, "mime_types": list(data)}
+    if "text/plain" in data:
+        item["text"] = output_text(output)
+    return item
+
+
+def build_result(
+    result: ExecutionResult, *, session_id: str, kernel_id: str, extra_items: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The exec document printed in JSON mode.
+
+    ``text`` is the bounded, human-readable transcript; ``outputs`` lists
+    every output (bounded too); ``status`` is ``"error"`` when the code raised.
+
+    Example:
+        >>> from jcli.kernel_exec import ExecutionResult
+        >>> r = ExecutionResult(); r.outputs = [{"output_type": "stream", "name": "stdout", "text": "hi\\n"}]
+        >>> build_result(r, session_id="s", kernel_id="k")["text"]
+        'hi\\n'
+    """
+    texts = []
+    for output in result.outputs:
+        text = output_text(output)
+        if text:
+            texts.append(text if text.endswith("\n") or output.get("output_type") == "stream" else text + "\n")
+    full = "".join(texts)
+    items = [_item(i, out) for i, out in enumerate(result.outputs)] + list(extra_items or [])
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "error" if result.status == "error" else "ok",
+        "session_id": session_id,
+        "kernel_id": kernel_id,
+        "execution_count": result.execution_count,
+        "text": full[:TEXT_BUDGET],
+        "truncated": False,
+        "outputs": items[:ITEM_BUDGET],
+    }
+    left_out = []
+    if len(full) > TEXT_BUDGET:
+        left_out.append(f"{len(full) - TEXT_BUDGET} more characters of text")
+    if len(items) > ITEM_BUDGET:
+        left_out.append(f"{len(items) - ITEM_BUDGET} more outputs")
+    if left_out:
+        doc["truncated"] = True
+        doc["truncation_notice"] = "left out: " + " and ".join(left_out)
+    if result.status == "error" and result.error:
+        doc["error"] = result.error
+    if result.notes:
+        doc["notes"] = list(result.notes)
+    return doc

@@ -1,0 +1,153 @@
+"""The Jupyter Server REST API, as j-cli uses it.
+
+Works against any Jupyter Server, JupyterHub single-user server or
+Enterprise Gateway URL (the base URL may carry a path prefix). Transport
+errors become ``SERVER_UNAVAILABLE``; a rejected token says so.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from jcli_sidecar.errors import ServerUnavailable, SessionNotFound, UsageError
+
+from .wire import HttpError, WireError, http_request, open_websocket
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .wire import WebSocket
+
+__all__ = ["JupyterServer", "select_session"]
+
+
+class JupyterServer:
+    """One Jupyter Server: its base URL and token.
+
+    Example:
+        >>> JupyterServer("http://127.0.0.1:8888/user/me/", "t").api("kernels")
+        'http://127.0.0.1:8888/user/me/api/kernels'
+    """
+
+    def __init__(self, url: str, token: str = "", timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def api(self, path: str) -> str:
+        return f"{self.url}/api/{path}"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"} if self.token else {}
+
+    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        """Call ``/api/<path>`` and return its JSON.
+
+        Raises:
+            ServerUnavailable: no connection, a rejected token, or a 5xx.
+            HttpError: other non-2xx answers (callers map 404s).
+        """
+        try:
+            response = http_request(
+                method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout
+            )
+        except WireError as exc:
+            raise ServerUnavailable(f"Jupyter Server at {self.url} is unreachable: {exc}", url=self.url) from None
+        except HttpError as exc:
+            if exc.status in (401, 403):
+                raise ServerUnavailable(
+                    f"Jupyter Server at {self.url} refused the token (HTTP {exc.status})", url=self.url
+                ) from None
+            if exc.status >= 500:
+                raise ServerUnavailable(f"Jupyter Server at {self.url} failed: HTTP {exc.status}", url=self.url) from None
+            raise
+        try:
+            return response.json()
+        except ValueError:
+            raise ServerUnavailable(f"{self.url} did not answer JSON; is it a Jupyter Server?", url=self.url) from None
+
+    # -- endpoints ---------------------------------------------------------
+
+    def status(self, timeout: float | None = None) -> dict[str, Any]:
+        return self.request("GET", "status", timeout=timeout)
+
+    def kernelspecs(self) -> dict[str, Any]:
+        return self.request("GET", "kernelspecs")
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return self.request("GET", "sessions")
+
+    def create_session(self, path: str, name: str, kernel: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"path": path, "name": name, "type": "console", "kernel": {}}
+        if kernel:
+            body["kernel"]["name"] = kernel
+        try:
+            return self.request("POST", "sessions", body, timeout=max(self.timeout, 60.0))
+        except HttpError as exc:
+            raise UsageError(f"cannot create the session: {_reason(exc)}") from None
+
+    def delete_session(self, session_id: str) -> None:
+        try:
+            self.request("DELETE", f"sessions/{quote(session_id)}")
+        except HttpError as exc:
+            raise SessionNotFound(f"session {session_id} could not be killed: {_reason(exc)}") from None
+
+    def interrupt(self, kernel_id: str) -> None:
+        self.request("POST", f"kernels/{quote(kernel_id)}/interrupt")
+
+    def restart(self, kernel_id: str) -> dict[str, Any]:
+        return self.request("POST", f"kernels/{quote(kernel_id)}/restart", timeout=max(self.timeout, 60.0))
+
+    def kernel(self, kernel_id: str) -> dict[str, Any]:
+        return self.request("GET", f"kernels/{quote(kernel_id)}")
+
+    def channels(self, kernel_id: str, session_id: str) -> WebSocket:
+        """Open the kernel's websocket (all channels multiplexed as JSON)."""
+        base = self.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        url = f"{base}/api/kernels/{quote(kernel_id)}/channels?session_id={quote(session_id)}"
+        try:
+            return open_websocket(url, headers=self._headers(), timeout=self.timeout)
+        except WireError as exc:
+            raise ServerUnavailable(f"kernel channels at {self.url} are unreachable: {exc}", url=self.url) from None
+        except HttpError as exc:
+            if exc.status == 404:
+                raise SessionNotFound(f"kernel {kernel_id} is gone (was it shut down?)") from None
+            raise ServerUnavailable(f"kernel channels refused: HTTP {exc.status}", url=self.url) from None
+
+
+def _reason(exc: HttpError) -> str:
+    try:
+        message = json.loads(exc.body).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return message or f"HTTP {exc.status} {exc.reason}"
+
+
+def select_session(sessions: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Pick a session by id, by a unique name, or by a unique id prefix (3+ chars).
+
+    Raises:
+        SessionNotFound: nothing matches, or the key is ambiguous.
+
+    Example:
+        >>> rows = [{"id": "abc123", "name": "a"}, {"id": "abd456", "name": "b"}]
+        >>> select_session(rows, "abd")["name"], select_session(rows, "a")["id"]
+        ('b', 'abc123')
+    """
+    for row in sessions:
+        if row.get("id") == key:
+            return row
+    named = [row for row in sessions if row.get("name") == key]
+    if len(named) == 1:
+        return named[0]
+    if len(named) > 1:
+        raise SessionNotFound(f"{len(named)} sessions are named {key!r}; use an id", candidates=[r["id"] for r in named])
+    prefixed = [row for row in sessions if len(key) >= 3 and str(row.get("id", "")).startswith(key)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    if prefixed:
+        raise SessionNotFound(f"{len(prefixed)} sessions start with {key!r}; give more of the id", candidates=[r["id"] for r in prefixed])
+    known = ", ".join(f"{r.get('name') or '-'} ({str(r.get('id'))[:8]})" for r in sessions) or "none"
+    raise SessionNotFound(f"no session matches {key!r} (sessions: {known}); see j-cli session list")

@@ -1,0 +1,332 @@
+"""Kernel commands: server, healthcheck, kernelspec, session, kernel and exec.
+
+Thin: each command resolves the server (explicit or embedded), calls
+``jupyter_api`` / ``kernel_exec``, and prints through ``emit``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from jcli_sidecar.errors import JcliError, UsageError
+
+from . import emit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["exec_command", "healthcheck", "kernel", "kernelspec", "server", "session"]
+
+
+def _json(ctx: click.Context) -> bool:
+    return ctx.find_root().obj["json"]
+
+
+def _server(ctx: click.Context, start: bool = True):
+    from .embedded import resolve_server
+
+    obj = ctx.find_root().obj
+    return resolve_server(obj.get("server_url"), obj.get("token"), start=start)
+
+
+def _done(ctx: click.Context, doc: dict[str, Any], human: str, code: int = emit.EXIT_OK) -> None:
+    if _json(ctx):
+        emit.document(doc, True)
+    else:
+        click.echo(human)
+    ctx.exit(code)
+
+
+def _fail(ctx: click.Context, err: JcliError) -> None:
+    ctx.exit(emit.error(err, _json(ctx)))
+
+
+# -- server ---------------------------------------------------------------------
+
+
+@click.group()
+def server() -> None:
+    """The embedded Jupyter Server (used when no -s/JCLI_JUPYTER_SERVER_URL is given)."""
+
+
+def _embedded():
+    from jcli_sidecar.runtime import ensure_runtime_dir, workspace_of
+
+    from .embedded import EmbeddedServer, nearest_embedded
+
+    directory = ensure_runtime_dir(create=True)
+    return directory, workspace_of(), EmbeddedServer, nearest_embedded
+
+
+@server.command("start")
+@click.pass_context
+def server_start(ctx: click.Context) -> None:
+    """Start the embedded server for this directory (or reuse an ancestor's live one)."""
+    try:
+        directory, workspace, EmbeddedServer, nearest = _embedded()
+        embedded, live = nearest(directory, workspace)
+        state = live or embedded.start()
+    except JcliError as err:
+        _fail(ctx, err)
+    doc = {"running": True, **_public(state)}
+    _done(ctx, doc, f"Jupyter Server running at {state['url']} (pid {state['pid']}) for {state['workspace']}")
+
+
+@server.command("stop")
+@click.pass_context
+def server_stop(ctx: click.Context) -> None:
+    """Stop the embedded server started for this directory."""
+    try:
+        directory, workspace, EmbeddedServer, _ = _embedded()
+        stopped = EmbeddedServer(workspace, directory).stop()
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, {"stopped": stopped, "workspace": workspace}, "server stopped" if stopped else "no server was running here")
+
+
+@server.command("status")
+@click.pass_context
+def server_status(ctx: click.Context) -> None:
+    """Show the server this directory uses: url, token, pid and workspace (-j for JSON)."""
+    try:
+        directory, workspace, _, nearest = _embedded()
+        _, live = nearest(directory, workspace)
+    except JcliError as err:
+        _fail(ctx, err)
+    if live is None:
+        _done(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
+    doc = {"running": True, **_public(live)}
+    _done(ctx, doc, f"Jupyter Server at {live['url']} (pid {live['pid']}) for {live['workspace']}\ntoken {live['token']}")
+
+
+def _public(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: state.get(k) for k in ("url", "token", "pid", "workspace")}
+
+
+# -- healthcheck and kernelspecs ---------------------------------------------------
+
+
+@click.command()
+@click.pass_context
+def healthcheck(ctx: click.Context) -> None:
+    """Check that the Jupyter Server answers (starting the embedded one if needed)."""
+    try:
+        srv = _server(ctx)
+        status = srv.status()
+        specs = srv.kernelspecs()
+    except JcliError as err:
+        _fail(ctx, err)
+    doc = {
+        "status": "ok",
+        "server": srv.url,
+        "kernels": status.get("kernels"),
+        "default_kernel": specs.get("default"),
+        "kernelspecs": sorted((specs.get("kernelspecs") or {}).keys()),
+    }
+    _done(ctx, doc, f"ok: {srv.url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
+
+
+@click.group()
+def kernelspec() -> None:
+    """Kernel specs available on the server."""
+
+
+@kernelspec.command("list")
+@click.pass_context
+def kernelspec_list(ctx: click.Context) -> None:
+    """List kernel specs."""
+    try:
+        specs = _server(ctx).kernelspecs()
+    except JcliError as err:
+        _fail(ctx, err)
+    rows = [
+        {"name": name, "display_name": (spec.get("spec") or {}).get("display_name"), "language": (spec.get("spec") or {}).get("language")}
+        for name, spec in sorted((specs.get("kernelspecs") or {}).items())
+    ]
+    doc = {"default": specs.get("default"), "kernelspecs": rows}
+    _done(ctx, doc, "\n".join(f"{r['name']}\t{r['display_name']}" + ("  (default)" if r["name"] == doc["default"] else "") for r in rows))
+
+
+# -- sessions and kernels ---------------------------------------------------------
+
+
+@click.group()
+def session() -> None:
+    """Kernel sessions (select one by id, a unique 3+ character id prefix, or a unique name)."""
+
+
+def _session_row(row: dict[str, Any]) -> dict[str, Any]:
+    kernel = row.get("kernel") or {}
+    return {
+        "id": row.get("id"),
+        "name": row.get("name"),
+        "path": row.get("path"),
+        "kernel_id": kernel.get("id"),
+        "kernel_name": kernel.get("name"),
+        "execution_state": kernel.get("execution_state"),
+    }
+
+
+@session.command("create")
+@click.option("-n", "--name", help="A name to select the session by (default: generated).")
+@click.option("-k", "--kernel", help="Kernel spec name (default: the server's default).")
+@click.pass_context
+def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> None:
+    """Start a kernel session; its kernel runs in the current directory."""
+    try:
+        srv = _server(ctx)
+        name = name or f"jcli-{os.urandom(3).hex()}"
+        taken = [row for row in srv.sessions() if row.get("name") == name]
+        if taken:
+            raise UsageError(f"a session named {name!r} exists already ({taken[0]['id']})")
+        row = _session_row(srv.create_session(_session_path(ctx, name), name, kernel))
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})")
+
+
+def _session_path(ctx: click.Context, name: str) -> str:
+    """A session path that puts the kernel's cwd in our cwd, when the server is ours."""
+    from jcli_sidecar.runtime import ensure_runtime_dir, workspace_of
+
+    from .embedded import nearest_embedded
+
+    obj = ctx.find_root().obj
+    if obj.get("server_url") or os.environ.get("JCLI_JUPYTER_SERVER_URL"):
+        return name
+    _, live = nearest_embedded(ensure_runtime_dir(create=True), workspace_of())
+    root = (live or {}).get("workspace") or workspace_of()
+    rel = os.path.relpath(workspace_of(), root)
+    return name if rel == "." else f"{rel}/{name}"
+
+
+@session.command("list")
+@click.pass_context
+def session_list(ctx: click.Context) -> None:
+    """List sessions."""
+    try:
+        rows = [_session_row(r) for r in _server(ctx).sessions()]
+    except JcliError as err:
+        _fail(ctx, err)
+    human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}" for r in rows) or "no sessions"
+    _done(ctx, {"sessions": rows}, human)
+
+
+def _select(ctx: click.Context, key: str):
+    from .jupyter_api import select_session
+
+    srv = _server(ctx)
+    return srv, _session_row(select_session(srv.sessions(), key))
+
+
+@session.command("kill")
+@click.argument("session_key", metavar="SESSION")
+@click.pass_context
+def session_kill(ctx: click.Context, session_key: str) -> None:
+    """Shut a session and its kernel down."""
+    try:
+        srv, row = _select(ctx, session_key)
+        srv.delete_session(row["id"])
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, {"killed": row["id"], "name": row["name"]}, f"killed {row['id']} ({row['name']})")
+
+
+@click.group()
+def kernel() -> None:
+    """Interrupt or restart a session's kernel."""
+
+
+@kernel.command("interrupt")
+@click.argument("session_key", metavar="SESSION")
+@click.pass_context
+def kernel_interrupt(ctx: click.Context, session_key: str) -> None:
+    """Interrupt what the kernel is running."""
+    try:
+        srv, row = _select(ctx, session_key)
+        srv.interrupt(row["kernel_id"])
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, {"interrupted": row["kernel_id"], "session_id": row["id"]}, f"interrupted kernel {row['kernel_id']}")
+
+
+@kernel.command("restart")
+@click.argument("session_key", metavar="SESSION")
+@click.pass_context
+def kernel_restart(ctx: click.Context, session_key: str) -> None:
+    """Restart the kernel (its variables are lost)."""
+    try:
+        srv, row = _select(ctx, session_key)
+        srv.restart(row["kernel_id"])
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, {"restarted": row["kernel_id"], "session_id": row["id"]}, f"restarted kernel {row['kernel_id']}")
+
+
+# -- exec -----------------------------------------------------------------------
+
+
+@click.command("exec")
+@click.argument("session_key", metavar="SESSION")
+@click.option("-c", "--code", help="Code to run.")
+@click.option("-f", "--file", "file_path", type=click.Path(dir_okay=False), help="A plain .py script to run as code.")
+@click.option("--timeout", type=float, help="Seconds before the kernel is interrupted (TIMEOUT).")
+@click.pass_context
+def exec_command(ctx: click.Context, session_key: str, code: str | None, file_path: str | None, timeout: float | None) -> None:
+    """Run code in a session's kernel and print what it produced."""
+    from .exec_result import build_result
+    from .kernel_exec import execute
+
+    try:
+        code = _code_to_run(code, file_path)
+        if timeout is not None and not timeout > 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+        srv, row = _select(ctx, session_key)
+        result = execute(srv, row["kernel_id"], code, timeout=timeout)
+    except JcliError as err:
+        _fail(ctx, err)
+    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
+    code_out = emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
+    if _json(ctx):
+        emit.document(doc, True)
+        ctx.exit(code_out)
+    _print_human(result)
+    ctx.exit(code_out)
+
+
+def _code_to_run(code: str | None, file_path: str | None) -> str:
+    if (code is None) == (file_path is None):
+        raise UsageError("give exactly one of --code and --file")
+    if code is not None:
+        return code
+    from jcli_sidecar.notebook import read_file_bytes
+    from jcli_sidecar.pairing import is_percent
+
+    if not file_path.endswith(".py"):
+        raise UsageError(f"{file_path}: notebook runs are not available in this version; --file takes a plain .py script")
+    text = read_file_bytes(os.path.abspath(file_path)).decode("utf-8", "replace")
+    if is_percent(text):
+        raise UsageError(f"{file_path} has '# %%' cells (a notebook pair); notebook runs are not available in this version")
+    return text
+
+
+def _print_human(result) -> None:
+    from .exec_result import output_text
+
+    for output in result.outputs:
+        if output.get("output_type") == "error":
+            sys.stderr.write("\n".join(output.get("traceback") or [output_text(output)]) + "\n")
+            continue
+        text = output_text(output)
+        if not text and output.get("output_type") != "stream":
+            kinds = ", ".join(output.get("data") or {})
+            text = f"[{kinds}]"
+        if text:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    for note in result.notes:
+        sys.stderr.write(f"note: {note}\n")
+    sys.stdout.flush()

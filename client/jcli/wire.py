@@ -1,0 +1,319 @@
+"""A lean HTTP/1.1 and WebSocket client for talking to a Jupyter Server.
+
+Why not http.client and websocket-client: together they cost ~80 ms of
+imports on every ``j-cli exec``, which is most of the budget of a whole
+call. This module needs only ``socket`` (plus ``ssl`` for https/wss, imported
+then). Every connection sets ``TCP_NODELAY``, so small websocket frames are
+never held back by Nagle's algorithm against the peer's delayed ACK, and
+closing never waits on a timeout.
+
+Only what the Jupyter Server REST and kernel-channel APIs need is here:
+request/response with Content-Length or chunked bodies, and text/binary
+WebSocket frames with ping/pong and close.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import struct
+from urllib.parse import urlsplit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["HttpError", "Response", "WebSocket", "WireError", "http_request", "open_websocket"]
+
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+_MAX_BODY = 256 * 1024 * 1024
+
+
+class WireError(OSError):
+    """The connection failed or the peer broke the protocol."""
+
+
+class HttpError(Exception):
+    """A non-2xx HTTP answer."""
+
+    def __init__(self, status: int, reason: str, body: bytes) -> None:
+        super().__init__(f"HTTP {status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.body = body
+
+
+class Response:
+    __slots__ = ("status", "reason", "headers", "body")
+
+    def __init__(self, status: int, reason: str, headers: dict[str, str], body: bytes) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "ws", "wss"):
+        raise WireError(f"unsupported URL scheme {parts.scheme!r}")
+    secure = parts.scheme in ("https", "wss")
+    host = parts.hostname or "localhost"
+    port = parts.port or (443 if secure else 80)
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:
+        raise WireError(f"cannot connect to {host}:{port} ({exc.strerror or exc})") from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if secure:
+        import ssl
+
+        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    return sock, netloc, path
+
+
+class _Reader:
+    """Buffered reads from a socket."""
+
+    __slots__ = ("sock", "buf")
+
+    def __init__(self, sock: socket.socket, buf: bytes = b"") -> None:
+        self.sock = sock
+        self.buf = buf
+
+    def _fill(self) -> None:
+        try:
+            if _QUICKACK is not None:
+                # Acknowledge at once: the server's Nagle would otherwise hold its
+                # next small frame until our delayed ACK (up to 40 ms) goes out.
+                self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            chunk = self.sock.recv(1 << 16)
+        except socket.timeout:
+            raise
+        except OSError as exc:
+            raise WireError(f"connection failed ({exc.strerror or exc})") from None
+        if not chunk:
+            raise WireError("the server closed the connection")
+        self.buf += chunk
+
+    def line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            if len(self.buf) > 65536:
+                raise WireError("header line too long")
+            self._fill()
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line
+
+    def exactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+
+def _read_head(reader: _Reader) -> tuple[int, str, dict[str, str]]:
+    status_line = reader.line().decode("latin-1")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise WireError("not an HTTP response")
+    headers: dict[str, str] = {}
+    while True:
+        line = reader.line()
+        if not line:
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), parts[2] if len(parts) > 2 else "", headers
+
+
+def _read_body(reader: _Reader, headers: dict[str, str]) -> bytes:
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int(reader.line().split(b";")[0], 16)
+            if size == 0:
+                while reader.line():
+                    pass
+                return b"".join(chunks)
+            chunks.append(reader.exactly(size))
+            reader.exactly(2)
+    length = int(headers.get("content-length", "0") or 0)
+    if length > _MAX_BODY:
+        raise WireError("response body too large")
+    return reader.exactly(length)
+
+
+def _head_lines(method: str, netloc: str, path: str, headers: dict[str, str]) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {netloc}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def http_request(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+    timeout: float = 30.0,
+) -> Response:
+    """One HTTP request on its own connection; JSON ``body`` is encoded.
+
+    Raises:
+        WireError: the connection failed or the answer is not HTTP.
+        HttpError: a non-2xx status.
+    """
+    sock, netloc, path = _connect(url, timeout)
+    try:
+        data = b"" if body is None else json.dumps(body).encode("utf-8")
+        head = {"Connection": "close", "Accept": "application/json", **(headers or {})}
+        if body is not None:
+            head["Content-Type"] = "application/json"
+        if body is not None or method in ("POST", "PUT", "PATCH"):
+            head["Content-Length"] = str(len(data))
+        sock.sendall(_head_lines(method, netloc, path, head) + data)
+        reader = _Reader(sock)
+        status, reason, resp_headers = _read_head(reader)
+        payload = b"" if method == "HEAD" or status in (204, 304) else _read_body(reader, resp_headers)
+    except socket.timeout:
+        raise WireError(f"no answer from {netloc} within {timeout:g} s") from None
+    finally:
+        sock.close()
+    if not 200 <= status < 300:
+        raise HttpError(status, reason, payload)
+    return Response(status, reason, resp_headers, payload)
+
+
+class WebSocket:
+    """A client WebSocket (RFC 6455): text and binary messages."""
+
+    def __init__(self, sock: socket.socket, reader: _Reader) -> None:
+        self.sock = sock
+        self._reader = reader
+        self.closed = False
+
+    def send_text(self, text: str) -> None:
+        self._send(0x1, text.encode("utf-8"))
+
+    def _send(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        n = len(payload)
+        if n < 126:
+            head = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
+        elif n < 1 << 16:
+            head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
+        else:
+            head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
+        try:
+            self.sock.sendall(head + mask + _mask(payload, mask))
+        except OSError as exc:
+            raise WireError(f"websocket send failed ({exc.strerror or exc})") from None
+
+    def recv(self, timeout: float | None) -> str | bytes:
+        """The next whole message (text as str, binary as bytes).
+
+        Raises:
+            TimeoutError: nothing complete arrived within ``timeout``.
+            WireError: the connection closed or broke.
+        """
+        self.sock.settimeout(timeout)
+        parts: list[bytes] = []
+        kind = None
+        try:
+            while True:
+                b1, b2 = self._reader.exactly(2)
+                opcode, fin = b1 & 0x0F, b1 & 0x80
+                n = b2 & 0x7F
+                if n == 126:
+                    (n,) = struct.unpack("!H", self._reader.exactly(2))
+                elif n == 127:
+                    (n,) = struct.unpack("!Q", self._reader.exactly(8))
+                if n > _MAX_BODY:
+                    raise WireError("websocket message too large")
+                payload = self._reader.exactly(n)
+                if opcode == 0x8:
+                    self.closed = True
+                    raise WireError("the server closed the websocket")
+                if opcode == 0x9:
+                    self._send(0xA, payload)
+                    continue
+                if opcode == 0xA:
+                    continue
+                if opcode in (0x1, 0x2):
+                    kind = opcode
+                parts.append(payload)
+                if fin:
+                    data = b"".join(parts)
+                    return data.decode("utf-8") if kind == 0x1 else data
+        except socket.timeout:
+            raise TimeoutError("no websocket message in time") from None
+
+    def close(self) -> None:
+        """Send a close frame and drop the connection; never waits."""
+        if not self.closed:
+            self.closed = True
+            try:
+                self._send(0x8, struct.pack("!H", 1000))
+            except OSError:
+                pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _mask(payload: bytes, mask: bytes) -> bytes:
+    """XOR ``payload`` with the repeated 4-byte ``mask`` (one big-int XOR)."""
+    n = len(payload)
+    key = (mask * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+
+
+def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: float = 30.0) -> WebSocket:
+    """Open a client WebSocket to ``ws://`` or ``wss://`` ``url``.
+
+    Raises:
+        WireError: connection or handshake failure.
+        HttpError: the server refused the upgrade.
+    """
+    sock, netloc, path = _connect(url, timeout)
+    key = base64.b64encode(os.urandom(16)).decode("ascii")
+    head = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": key,
+        "Sec-WebSocket-Version": "13",
+        **(headers or {}),
+    }
+    try:
+        sock.sendall(_head_lines("GET", netloc, path, head))
+        reader = _Reader(sock)
+        status, reason, resp_headers = _read_head(reader)
+        if status != 101:
+            body = _read_body(reader, resp_headers) if "content-length" in resp_headers else b""
+            raise HttpError(status, reason, body)
+        expected = base64.b64encode(_sha1(key.encode("ascii") + _WS_GUID)).decode("ascii")
+        if resp_headers.get("sec-websocket-accept") != expected:
+            raise WireError("bad websocket handshake")
+    except BaseException:
+        sock.close()
+        raise
+    return WebSocket(sock, reader)
+
+
+def _sha1(data: bytes) -> bytes:
+    try:
+        from _sha1 import sha1  # the C module: hashlib would load OpenSSL
+    except ImportError:  # pragma: no cover
+        from hashlib import sha1
+    return sha1(data).digest()
