@@ -15,6 +15,7 @@ __all__ = [
     "RASTER_IMAGE_TYPES",
     "auto_rank",
     "auto_select",
+    "check_image",
     "decode_image",
     "decoded_size",
     "image_size",
@@ -74,7 +75,7 @@ def mime_kind(mime: str, value: object) -> str:
         >>> mime_kind("image/png", "iVBOR"), mime_kind("text/html", ["<b>", "x"])
         ('image', 'text')
     """
-    if is_raster_image(mime) and _is_text_value(value):
+    if isinstance(value, (bytes, bytearray)) or (is_raster_image(mime) and _is_text_value(value)):
         return "image"
     if is_json_mime(mime) or not _is_text_value(value):
         return "json"
@@ -154,6 +155,15 @@ def decode_image(mime: str, text: str) -> bytes:
         raise OutputDataInvalid(
             f"{mime} data is not valid base64: bad alphabet or padding"
         ) from None
+    return check_image(mime, data)
+
+
+def check_image(mime: str, data: bytes) -> bytes:
+    """Check decoded image bytes against the magic bytes of ``mime``.
+
+    Raises:
+        OutputDataInvalid: the signature does not match.
+    """
     magics = _MAGIC.get(mime)
     if magics is not None:
         ok = any(data.startswith(m) for m in magics)

@@ -8,6 +8,9 @@ server; everything else is here, so a new op is one handler plus its test.
 
 from __future__ import annotations
 
+import os
+
+from .errors import OutputSaveFailed, ProtocolError
 from .requests import handle_list, handle_read
 
 TYPE_CHECKING = False
@@ -58,6 +61,29 @@ def notebook_list(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
 def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """One output (or the catalog), with image bytes as msgpack ``bin``."""
     return handle_read(args, binary=True, load=sidecar.load)
+
+
+@op("run.publish", blocking=True)
+def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Publish a run the client staged: rename it into place under the outputs lock.
+
+    The sidecar writes nothing itself; a permission problem is reported as
+    such, so the client finishes in-process with its own rights.
+    """
+    from .store import outputs_dir, publish_run
+
+    cwd, run_id = args.get("cwd"), args.get("run_id")
+    if not isinstance(cwd, str) or not isinstance(run_id, str):
+        raise ProtocolError("run.publish needs cwd and run_id")
+    if os.path.realpath(cwd) != sidecar.workspace:
+        raise ProtocolError("run.publish is only for this sidecar's workspace")
+    sidecar.stall("run.publish:before-rename")
+    try:
+        manifest = publish_run(outputs_dir(cwd), run_id)
+    except PermissionError as exc:
+        raise OutputSaveFailed(f"the sidecar may not publish here: {exc.strerror}", permission=True) from None
+    sidecar.stall("run.publish:after-rename")
+    return {"manifest": manifest}
 
 
 @op("shutdown")

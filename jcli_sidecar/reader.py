@@ -38,7 +38,15 @@ if TYPE_CHECKING:
 
     Loader = Callable[[str], NotebookFile]
 
-__all__ = ["ResolvedCell", "list_outputs", "read_output", "resolve_cell"]
+__all__ = [
+    "ResolvedCell",
+    "catalog_envelope",
+    "fit_response",
+    "list_outputs",
+    "output_envelope",
+    "read_output",
+    "resolve_cell",
+]
 
 
 class ResolvedCell:
@@ -236,6 +244,8 @@ def _parse_output(raw: Any, index: int) -> _Output:
 
 
 def _value_size(mime: str, value: Any) -> int:
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
     kind = mimes.mime_kind(mime, value)
     if kind == "image":
         return mimes.decoded_size(join_text(value, mime))
@@ -318,15 +328,7 @@ def list_outputs(
 
 
 def _catalog(resolved: ResolvedCell) -> dict[str, Any]:
-    outputs = _cell_outputs(resolved)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": "ok",
-        "source": resolved.source(),
-        "cell_type": resolved.cell["cell_type"],
-        "output_count": len(outputs),
-        "outputs": [_catalog_entry(raw, i) for i, raw in enumerate(outputs)],
-    }
+    return catalog_envelope(_cell_outputs(resolved), resolved.source(), resolved.cell["cell_type"])
 
 
 def read_output(
@@ -393,9 +395,33 @@ def read_output(
             f"cell {resolved.requested_cell_index} has no output {output_index} ({what})",
             output_count=len(outputs),
         )
-    out = _parse_output(outputs[output_index], output_index)
     source = resolved.source()
     source["output_index"] = output_index
+    memo = (resolved.notebook, (resolved.cell_index, output_index))
+    envelope = output_envelope(outputs[output_index], output_index, source, mime_type, offset, limit, binary, memo)
+    return _fit(envelope, cap)
+
+
+def output_envelope(
+    raw: Any,
+    output_index: int,
+    source: dict[str, Any],
+    mime_type: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+    binary: bool = False,
+    memo: tuple[Any, Any] = (None, None),
+) -> dict[str, Any]:
+    """The schema-v1 envelope of one stored output (nbformat-shaped ``raw``).
+
+    Shared by notebook reads and inline-run reads; image values may be
+    base64 text (notebooks) or bytes (run files). ``memo`` is
+    ``(NotebookFile or None, key)`` for keeping decoded images.
+
+    Raises:
+        OutputDataInvalid, MimeNotFound, InvalidWindow.
+    """
+    out = _parse_output(raw, output_index)
     envelope: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "status": "ok",
@@ -405,8 +431,7 @@ def read_output(
     }
     if out.output_type == "stream":
         _check_mime(mime_type, out, output_index)
-        text_block = _text_block(out.text, offset, limit)
-        envelope["stream"] = {"name": out.stream_name, **text_block}
+        envelope["stream"] = {"name": out.stream_name, **_text_block(out.text, offset, limit)}
     elif out.output_type == "error":
         _check_mime(mime_type, out, output_index)
         envelope["error"] = _error_block(out.error, offset, limit)
@@ -415,9 +440,26 @@ def read_output(
         envelope["metadata"] = out.metadata
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
-        memo = (resolved.notebook, (resolved.cell_index, output_index, chosen))
-        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary, memo)
-    return _fit(envelope, cap)
+        notebook, key = memo
+        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary, (notebook, (key, chosen)))
+    return envelope
+
+
+def catalog_envelope(outputs: list[Any], source: dict[str, Any], cell_type: str = "code") -> dict[str, Any]:
+    """The catalog document of a list of nbformat-shaped outputs."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "source": source,
+        "cell_type": cell_type,
+        "output_count": len(outputs),
+        "outputs": [_catalog_entry(raw, i) for i, raw in enumerate(outputs)],
+    }
+
+
+def fit_response(envelope: dict[str, Any], max_response_bytes: int | None) -> dict[str, Any]:
+    """Return ``envelope`` if it fits the response cap, else ``OUTPUT_TOO_LARGE``."""
+    return _fit(envelope, check_max_response_bytes(max_response_bytes))
 
 
 def _check_mime(mime_type: str | None, out: _Output, index: int) -> str:
@@ -462,7 +504,9 @@ def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool,
         notebook, key = memo
         known = notebook.memo if notebook is not None and notebook.memo is not None else {}
         data = known.get(key)
-        if data is None:
+        if data is None and isinstance(value, (bytes, bytearray)):
+            data = mimes.check_image(mime, bytes(value))  # a run's payload file
+        elif data is None:
             data = mimes.decode_image(mime, join_text(value, mime))
             if notebook is not None:
                 notebook.remember(key, data, len(data))

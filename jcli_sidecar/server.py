@@ -42,9 +42,11 @@ log = logging.getLogger("jcli_sidecar")
 
 DEFAULT_IDLE_SECONDS = 600.0
 SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
-#: Test hook: a FIFO path. Each read request writes one line to it, then
-#: blocks forever, so a test can kill -9 the sidecar mid-request.
+#: Test hook: a FIFO path. At the chosen point (``JCLI_SIDECAR_TEST_STALL_AT``;
+#: default: the start of any notebook request) the sidecar writes one line
+#: to it, then blocks forever, so a test can kill -9 it at a known step.
 STALL_FIFO_ENV = "JCLI_SIDECAR_TEST_STALL_FIFO"
+STALL_AT_ENV = "JCLI_SIDECAR_TEST_STALL_AT"
 _PEERCRED = struct.Struct("3i")
 
 
@@ -55,20 +57,28 @@ def peer_uid(sock: socket.socket) -> int:
 
 
 class _StallHook:
-    """The env-gated stall of :data:`STALL_FIFO_ENV`; inert when unset."""
+    """The env-gated stall of :data:`STALL_FIFO_ENV`; inert when unset.
 
-    def __init__(self, fifo: str | None) -> None:
+    Points are ``"request:<op>"`` (before an op runs) and the named steps
+    ops report, e.g. ``"run.publish:before-rename"``.
+    """
+
+    def __init__(self, fifo: str | None, at: str | None) -> None:
         self.fifo = fifo
+        self.at = at
         self._lock = threading.Lock()
         self._out = None
 
-    def __call__(self, op: str) -> None:
-        if not self.fifo or not op.startswith("notebook."):
+    def __call__(self, point: str) -> None:
+        if not self.fifo:
+            return
+        wanted = self.at or "request:notebook."
+        if not point.startswith(wanted):
             return
         with self._lock:
             if self._out is None:
                 self._out = open(self.fifo, "w", buffering=1)  # noqa: SIM115 - kept open for life
-            self._out.write(f"stalled {op}\n")
+            self._out.write(f"stalled {point}\n")
         threading.Event().wait()
 
 
@@ -88,7 +98,7 @@ class Sidecar:
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._stall = _StallHook(os.environ.get(STALL_FIFO_ENV))
+        self.stall = _StallHook(os.environ.get(STALL_FIFO_ENV), os.environ.get(STALL_AT_ENV))
         self.cache = NotebookCache(budget_from_env())
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
@@ -267,7 +277,7 @@ class Sidecar:
         worker thread so that the loop keeps serving.
         """
         path = args.get("file_path")
-        if self._stall.fifo or not isinstance(path, str) or not path.endswith(".ipynb"):
+        if self.stall.fifo or not isinstance(path, str) or not path.endswith(".ipynb"):
             return False
         try:
             return self.cache.is_fresh(os.path.realpath(path))
@@ -275,7 +285,7 @@ class Sidecar:
             return False
 
     def _run_blocking(self, handler, name: str, args: dict[str, Any]) -> Any:
-        self._stall(name)
+        self.stall(f"request:{name}")
         return handler(self, args)
 
     async def _send(self, writer: asyncio.StreamWriter, lock: asyncio.Lock, frame: bytes) -> None:

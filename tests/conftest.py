@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, servers_under, sidecars_under
+from helpers import FIXTURES, REPO, servers_under, sidecars_under
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +31,7 @@ def isolated_runtime(tmp_path_factory, monkeypatch):
     for proc in survivors:
         proc.wait(10)
     assert not survivors, f"sidecars or servers survived the test: {[p.pid for p in survivors]}"
+    assert not (REPO / ".j-cli").exists(), "a test wrote runs into the repository"
 
 
 @pytest.fixture

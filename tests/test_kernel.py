@@ -10,7 +10,18 @@ import pytest
 from helpers import run_cli
 
 
+WORKDIR = {}
+
+
+@pytest.fixture(autouse=True)
+def private_cwd(tmp_path):
+    """Every command runs in the test's own directory (rich runs are kept there)."""
+    WORKDIR["cwd"] = tmp_path
+    yield tmp_path
+
+
 def jcli(*args, **kwargs):
+    kwargs.setdefault("cwd", WORKDIR["cwd"])
     return run_cli(*args, **kwargs)
 
 
@@ -84,8 +95,8 @@ def test_rich_outputs_are_listed_with_their_mime_types(use_jupyter, kernel_sessi
         "display(HTML('<b>bold</b>'))"
     )
     _, doc = run(kernel_session, code)
-    displays = [o for o in doc["outputs"] if o["type"] == "display"]
-    assert "image/png" in displays[0]["mime_types"] and "text/html" in displays[1]["mime_types"]
+    stored = [(o["type"], o["mime"]) for o in doc["outputs"] if "path" in o]
+    assert stored == [("image", "image/png"), ("html", "text/html")]
     assert "iVBOR" not in json.dumps(doc)  # no base64 in an exec result
 
 

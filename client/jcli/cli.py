@@ -18,6 +18,7 @@ from .fastpath import JSON_FLAGS
 from .read_command import run_read
 from .read_options import READ_COMMANDS
 from .kernel_cmd import exec_command, healthcheck, kernel, kernelspec, server, session
+from .output_cmd import output
 from .sidecar_cmd import sidecar
 
 __all__ = ["app", "run_click"]
@@ -63,7 +64,7 @@ for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
 
 app.add_command(sidecar)
-for _command in (server, healthcheck, kernelspec, session, kernel, exec_command):
+for _command in (server, healthcheck, kernelspec, session, kernel, exec_command, output):
     app.add_command(_command)
 
 

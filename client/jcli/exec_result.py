@@ -58,12 +58,20 @@ def _item(index: int, output: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_result(
-    result: ExecutionResult, *, session_id: str, kernel_id: str, extra_items: list[dict[str, Any]] | None = None
+    result: ExecutionResult,
+    *,
+    session_id: str,
+    kernel_id: str,
+    stored: list[dict[str, Any]] | None = None,
+    run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The exec document printed in JSON mode.
 
-    ``text`` is the bounded, human-readable transcript; ``outputs`` lists
-    every output (bounded too); ``status`` is ``"error"`` when the code raised.
+    ``text`` is the bounded, human-readable transcript; ``status`` is
+    ``"error"`` when the code raised. ``outputs`` has, for each output, one
+    item per stored payload file (``{type, output_index, mime, path, bytes}``;
+    images are ``type: "image"``) or else a text summary; bounded too.
+    ``run`` names the stored run (``run_id``, ``manifest``) when there is one.
 
     Example:
         >>> from jcli.kernel_exec import ExecutionResult
@@ -77,7 +85,12 @@ def build_result(
         if text:
             texts.append(text if text.endswith("\n") or output.get("output_type") == "stream" else text + "\n")
     full = "".join(texts)
-    items = [_item(i, out) for i, out in enumerate(result.outputs)] + list(extra_items or [])
+    by_output: dict[int, list[dict[str, Any]]] = {}
+    for item in stored or []:
+        by_output.setdefault(item["output_index"], []).append(item)
+    items = []
+    for i, out in enumerate(result.outputs):
+        items.extend(by_output.get(i) or [_item(i, out)])
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "status": "error" if result.status == "error" else "ok",
@@ -93,9 +106,12 @@ def build_result(
         left_out.append(f"{len(full) - TEXT_BUDGET} more characters of text")
     if len(items) > ITEM_BUDGET:
         left_out.append(f"{len(items) - ITEM_BUDGET} more outputs")
+    if run is not None:
+        doc["run"] = run
     if left_out:
         doc["truncated"] = True
-        doc["truncation_notice"] = "left out: " + " and ".join(left_out)
+        where = f"; the full record: j-cli output show {run['run_id']}" if run else ""
+        doc["truncation_notice"] = "left out: " + " and ".join(left_out) + where
     if result.status == "error" and result.error:
         doc["error"] = result.error
     if result.notes:

@@ -278,6 +278,8 @@ def kernel_restart(ctx: click.Context, session_key: str) -> None:
 @click.pass_context
 def exec_command(ctx: click.Context, session_key: str, code: str | None, file_path: str | None, timeout: float | None) -> None:
     """Run code in a session's kernel and print what it produced."""
+    import time
+
     from .exec_result import build_result
     from .kernel_exec import execute
 
@@ -286,16 +288,49 @@ def exec_command(ctx: click.Context, session_key: str, code: str | None, file_pa
         if timeout is not None and not timeout > 0:
             raise UsageError("--timeout must be a positive number of seconds")
         srv, row = _select(ctx, session_key)
+        started_ns = time.time_ns()
         result = execute(srv, row["kernel_id"], code, timeout=timeout)
     except JcliError as err:
         _fail(ctx, err)
     doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
+    try:
+        doc = _store_if_needed(result, doc, row, code, started_ns)
+    except JcliError as err:  # the code ran; only saving failed: say both
+        err.details.update(executed=True, result=doc)
+        _fail(ctx, err)
     code_out = emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
     if _json(ctx):
         emit.document(doc, True)
         ctx.exit(code_out)
     _print_human(result)
     ctx.exit(code_out)
+
+
+def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int) -> dict[str, Any]:
+    """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
+
+    The client stages the files itself; the sidecar (or this process) publishes.
+    """
+    from jcli_sidecar.runtime import workspace_of
+    from jcli_sidecar.store import needs_store, stage_run
+
+    from .exec_result import TEXT_BUDGET, build_result
+    from .transport import publish
+
+    if not needs_store(result.outputs, TEXT_BUDGET):
+        return doc
+    cwd = workspace_of()
+    source = {
+        "kind": "inline",
+        "session_id": row["id"],
+        "kernel_id": row["kernel_id"],
+        "execution_count": result.execution_count,
+        "code": code,
+    }
+    staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
+    manifest = publish(cwd, staged.run_id)
+    run = {"run_id": staged.run_id, "manifest": manifest}
+    return build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run)
 
 
 def _code_to_run(code: str | None, file_path: str | None) -> str:

@@ -23,6 +23,8 @@ def _size(n: int | None) -> str:
 
 
 def _where(source: dict[str, Any]) -> str:
+    if source.get("kind") == "run":
+        return f"run {source['run_id']}"
     text = f"{source['path']} cell {source['cell_index']}"
     if source.get("mapping") not in (None, "direct"):
         text += f" (from {source['requested_path']} cell {source['requested_cell_index']}, by {source['mapping']})"
@@ -42,7 +44,7 @@ def _window_note(block: dict[str, Any]) -> str | None:
 
 def _catalog(doc: dict[str, Any]) -> str:
     source = doc["source"]
-    head = f"{_where(source)}: {doc['cell_type']} cell"
+    head = f"{_where(source)}: {doc['cell_type']} cell" if source.get("kind") != "run" else _where(source)
     if source.get("execution_count") is not None:
         head += f", execution_count {source['execution_count']}"
     if source.get("cell_id"):

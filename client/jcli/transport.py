@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["read"]
+__all__ = ["publish", "read"]
 
 
 def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
@@ -81,3 +81,33 @@ def _spawn_for_next_time(paths: SidecarPaths) -> None:
         spawn_detached(paths)
     except (OSError, JcliError):
         pass  # no sidecar this time; the read itself already succeeded or failed on its own
+
+
+def publish(cwd: str, run_id: str) -> str:
+    """Publish a staged run; returns its manifest path.
+
+    Through the sidecar when one answers (it holds the outputs lock and
+    renames); in-process otherwise, or when the sidecar died mid-way or may
+    not write here. The result on disk is the same either way.
+
+    Raises:
+        OutputSaveFailed: the run could not be published.
+    """
+    from jcli_sidecar.errors import OutputSaveFailed
+    from jcli_sidecar.store import outputs_dir, publish_run
+
+    paths = None if disabled() else _sidecar_paths()
+    if paths is not None:
+        from jcli_sidecar.client import call
+
+        try:
+            return call(paths, "run.publish", {"cwd": cwd, "run_id": run_id})["manifest"]
+        except SidecarUnavailable:
+            pass
+        except OutputSaveFailed as exc:
+            if not exc.details.get("permission"):
+                raise
+    try:
+        return publish_run(outputs_dir(cwd), run_id)
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot publish run {run_id}: {exc.strerror or exc}", run_id=run_id) from None

@@ -1,0 +1,48 @@
+"""The cross-process locks, all ``fcntl.flock``, shared by the sidecar and clients.
+
+- The outputs lock, ``<cwd>/.j-cli/outputs/.lock``: held while a run is
+  published and while retention cleans.
+- The notebook write-back lock, ``<runtime dir>/locks/<hash of the notebook's
+  real path>``: never beside the user's notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+
+from .runtime import workspace_hash
+
+__all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock"]
+
+
+@contextlib.contextmanager
+def _flock(path: str):
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def outputs_lock(outputs_dir: str):
+    """Hold the outputs lock of ``<cwd>/.j-cli/outputs`` (blocking).
+
+    Raises:
+        OSError: the lock file cannot be created (e.g. a read-only workspace).
+    """
+    return _flock(os.path.join(outputs_dir, ".lock"))
+
+
+def notebook_lock_path(runtime_dir: str, notebook: str) -> str:
+    """Where the write-back lock of ``notebook`` lives (created on demand)."""
+    locks = os.path.join(runtime_dir, "locks")
+    os.makedirs(locks, mode=0o700, exist_ok=True)
+    return os.path.join(locks, workspace_hash(os.path.realpath(notebook)))
+
+
+def notebook_lock(runtime_dir: str, notebook: str):
+    """Hold the write-back lock of ``notebook`` (blocking)."""
+    return _flock(notebook_lock_path(runtime_dir, notebook))

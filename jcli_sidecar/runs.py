@@ -1,0 +1,198 @@
+"""Reading inline runs back: ``j-cli output list`` and ``j-cli output show``.
+
+A run is named by its id (a directory in ``<cwd>/.j-cli/outputs``) or by a
+path to its ``manifest.json`` (or its directory). Payload files are joined
+onto the run directory by a helper that refuses any escape, so a manifest
+can never make a read leave its run. Reads write nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .errors import JcliError, OutputDataInvalid, RunNotFound, UsageError
+from .notebook import read_file_bytes
+from .reader import catalog_envelope, fit_response, output_envelope
+from .store import MANAGED_BY, outputs_dir
+from .textwindow import check_window
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["join_within", "list_runs", "read_run", "resolve_run"]
+
+
+def join_within(base: str, name: str) -> str:
+    """``base/name``, refusing absolute names and anything that leaves ``base``.
+
+    Raises:
+        OutputDataInvalid: the name escapes.
+
+    Example:
+        >>> join_within("/runs/r1", "output-0001-0.png")
+        '/runs/r1/output-0001-0.png'
+    """
+    if not isinstance(name, str) or not name or os.path.isabs(name) or "\x00" in name:
+        raise OutputDataInvalid(f"manifest names an invalid file {name!r}")
+    base = os.path.realpath(base)
+    joined = os.path.realpath(os.path.join(base, name))
+    if os.path.commonpath([base, joined]) != base or joined == base:
+        raise OutputDataInvalid(f"manifest file {name!r} points outside its run")
+    return joined
+
+
+def _load_manifest(path: str) -> dict[str, Any]:
+    try:
+        raw = read_file_bytes(path)
+    except JcliError as exc:  # FileNotFound, NotebookReadFailed
+        raise RunNotFound(f"{path}: no such run; it may have been cleaned ({exc.code})", path=path) from None
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise OutputDataInvalid(f"{path}: the manifest is not valid JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("managed_by") != MANAGED_BY:
+        raise OutputDataInvalid(f"{path}: not a j-cli run manifest")
+    if not isinstance(manifest.get("outputs"), list):
+        raise OutputDataInvalid(f"{path}: the manifest has no output list")
+    return manifest
+
+
+def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
+    """``(run_dir, manifest)`` for a run id, a manifest path or a run directory.
+
+    Raises:
+        RunNotFound: no such run (it may have been cleaned).
+        OutputDataInvalid: the manifest is broken.
+    """
+    if not isinstance(ref, str) or not ref:
+        raise UsageError("give a run id or a manifest path")
+    if os.sep in ref or ref.endswith(".json"):
+        path = os.path.abspath(ref)
+        if os.path.isdir(path):
+            path = os.path.join(path, "manifest.json")
+    else:
+        if ref.startswith("."):
+            raise RunNotFound(f"{ref!r} is not a run id")
+        path = os.path.join(outputs_dir(cwd), ref, "manifest.json")
+    if not os.path.isfile(path):
+        raise RunNotFound(f"run {ref} not found; it may have been cleaned (see j-cli output list)", run=ref)
+    return os.path.dirname(path), _load_manifest(path)
+
+
+def _materialise(run_dir: str, entry: Any, index: int) -> dict[str, Any]:
+    """The nbformat-shaped output of one manifest entry, payload files loaded."""
+    if not isinstance(entry, dict):
+        raise OutputDataInvalid(f"manifest output {index} is not an object", output_index=index)
+    kind = entry.get("output_type")
+    if kind == "stream":
+        return {"output_type": "stream", "name": entry.get("name"), "text": _value(run_dir, entry.get("text"), index)}
+    if kind == "error":
+        return {k: entry.get(k) for k in ("output_type", "ename", "evalue", "traceback")}
+    data = entry.get("data")
+    if not isinstance(data, dict):
+        raise OutputDataInvalid(f"manifest output {index} has no data", output_index=index)
+    out = {
+        "output_type": kind,
+        "metadata": entry.get("metadata") or {},
+        "data": {mime: _value(run_dir, ref, index) for mime, ref in data.items()},
+    }
+    if kind == "execute_result":
+        out["execution_count"] = entry.get("execution_count")
+    return out
+
+
+def _value(run_dir: str, ref: Any, index: int) -> Any:
+    if not isinstance(ref, dict):
+        raise OutputDataInvalid(f"manifest output {index} has a malformed value", output_index=index)
+    if "inline" in ref:
+        return ref["inline"]
+    path = join_within(run_dir, ref.get("file"))
+    try:
+        raw = read_file_bytes(path)
+    except JcliError:
+        raise RunNotFound(f"{path}: payload missing; the run may have been cleaned", path=path) from None
+    encoding = ref.get("encoding")
+    if encoding == "json":
+        return json.loads(raw)
+    if encoding == "utf-8" or path.endswith(".txt"):
+        return raw.decode("utf-8", "surrogatepass")
+    return raw  # binary: an image
+
+
+def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "run",
+        "run_id": manifest.get("run_id"),
+        "manifest": os.path.join(run_dir, "manifest.json"),
+        "execution_count": (manifest.get("source") or {}).get("execution_count"),
+        "created_ns": manifest.get("created_ns"),
+    }
+
+
+def read_run(
+    cwd: str,
+    ref: str,
+    output_index: int | None = None,
+    mime_type: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+    max_response_bytes: int | None = None,
+    *,
+    binary: bool = False,
+) -> dict[str, Any]:
+    """The catalog of a run, or one of its outputs: the notebook envelope with ``source.kind = "run"``.
+
+    Raises:
+        RunNotFound, OutputNotFound, MimeNotFound, InvalidWindow,
+        OutputDataInvalid, OutputTooLarge, UsageError.
+    """
+    from .errors import OutputNotFound
+
+    check_window(offset, limit)
+    run_dir, manifest = resolve_run(cwd, ref)
+    entries = manifest["outputs"]
+    source = _source(run_dir, manifest)
+    if output_index is None:
+        outputs = [_materialise(run_dir, entry, i) for i, entry in enumerate(entries)]
+        return fit_response(catalog_envelope(outputs, source), max_response_bytes)
+    if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
+        raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
+    if output_index >= len(entries):
+        raise OutputNotFound(f"run {manifest.get('run_id')} has no output {output_index} (it has {len(entries)})", output_count=len(entries))
+    source["output_index"] = output_index
+    raw = _materialise(run_dir, entries[output_index], output_index)
+    envelope = output_envelope(raw, output_index, source, mime_type, offset, limit, binary)
+    return fit_response(envelope, max_response_bytes)
+
+
+def list_runs(cwd: str) -> dict[str, Any]:
+    """Every published run in ``<cwd>/.j-cli/outputs``, newest first. Writes nothing."""
+    root = outputs_dir(cwd)
+    runs = []
+    try:
+        names = sorted(os.listdir(root), reverse=True)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(root, name, "manifest.json")
+        try:
+            manifest = _load_manifest(path)
+        except JcliError as exc:
+            runs.append({"run_id": name, "error": {"code": exc.code, "message": exc.message}})
+            continue
+        runs.append(
+            {
+                "run_id": manifest.get("run_id"),
+                "status": manifest.get("status"),
+                "created_ns": manifest.get("created_ns"),
+                "completed_ns": manifest.get("completed_ns"),
+                "outputs": len(manifest["outputs"]),
+                "files": len(manifest.get("files") or []),
+                "manifest": path,
+            }
+        )
+    return {"schema_version": 1, "status": "ok", "outputs_dir": root, "runs": runs}

@@ -1,0 +1,355 @@
+"""Inline runs: ``<cwd>/.j-cli/outputs/<run-id>/manifest.json`` plus payload files.
+
+Writing a run has two halves, so that the sidecar never writes where the
+calling agent could not:
+
+1. :func:`stage_run` (always the client): create
+   ``.j-cli/outputs/.staging/<run-id>/``, write every payload file, then the
+   manifest last (temp file plus rename).
+2. :func:`publish_run` (the sidecar, or the client in-process): under the
+   outputs lock, rename the staged directory into place. An existing
+   ``<run-id>/manifest.json`` means it is already published.
+
+Nothing half-written is ever visible as a run. ``.j-cli/`` itself is created
+the way pytest creates its cache directory: filled in a temporary sibling
+and renamed into place, with a README, a ``.gitignore`` of ``*`` and a
+``CACHEDIR.TAG``, so it never shows up in git.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import tempfile
+import time
+
+from . import mime as mimes
+from .errors import OutputDataInvalid, OutputSaveFailed
+from .locks import outputs_lock
+from .notebook import join_text
+from .protocol import SCHEMA_VERSION, dump_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "CACHEDIR_FILES",
+    "INLINE_TEXT_LIMIT",
+    "JCLI_DIR",
+    "MANAGED_BY",
+    "StagedRun",
+    "ensure_outputs_dir",
+    "needs_store",
+    "new_run_id",
+    "outputs_dir",
+    "publish_run",
+    "stage_run",
+]
+
+JCLI_DIR = ".j-cli"
+MANAGED_BY = "j-cli"
+#: Text up to this many characters stays inside the manifest.
+INLINE_TEXT_LIMIT = 2048
+
+CACHEDIR_FILES: dict[str, bytes] = {
+    "README.md": (
+        b"# j-cli outputs\n\n"
+        b"This directory holds outputs of inline `j-cli exec` runs. It is a scratch\n"
+        b"area: runs are deleted by age and count (`j-cli output clean`).\n"
+        b"Copy anything you want to keep. Do not commit this directory.\n"
+    ),
+    ".gitignore": b"# Created by j-cli automatically.\n*\n",
+    "CACHEDIR.TAG": (
+        b"Signature: 8a477f597d28d172789f06886806bc55\n"
+        b"# This file is a cache directory tag created by j-cli.\n"
+        b"# For information about cache directory tags, see:\n"
+        b"#\thttps://bford.info/cachedir/spec.html\n"
+    ),
+}
+
+_EXTENSIONS = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/bmp": "bmp",
+    "image/svg+xml": "svg",
+    "text/html": "html",
+    "text/markdown": "md",
+    "text/plain": "txt",
+    "text/latex": "tex",
+    "application/json": "json",
+}
+
+
+def outputs_dir(cwd: str) -> str:
+    """``<cwd>/.j-cli/outputs``."""
+    return os.path.join(cwd, JCLI_DIR, "outputs")
+
+
+def _refuse_symlink(path: str) -> None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OutputSaveFailed(f"{path} is not a plain directory (a symlink or a file); refusing to use it", path=path)
+
+
+def _make_jcli_dir(cwd: str) -> str:
+    """Create ``.j-cli`` atomically with its boilerplate; tolerate a lost race."""
+    path = os.path.join(cwd, JCLI_DIR)
+    _refuse_symlink(path)
+    if os.path.isdir(path):
+        return path
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp = tempfile.mkdtemp(prefix=".j-cli-", dir=cwd)
+    try:
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; use the normal default
+        for name, content in CACHEDIR_FILES.items():
+            with open(os.path.join(tmp, name), "xb") as fh:
+                fh.write(content)
+        try:
+            os.rename(tmp, path)
+        except OSError as exc:
+            if not os.path.isdir(path):  # not a lost race: a real failure
+                raise exc
+    finally:
+        if os.path.isdir(tmp):
+            for name in CACHEDIR_FILES:
+                try:
+                    os.unlink(os.path.join(tmp, name))
+                except FileNotFoundError:
+                    pass
+            os.rmdir(tmp)
+    _refuse_symlink(path)
+    return path
+
+
+def ensure_outputs_dir(cwd: str) -> str:
+    """``<cwd>/.j-cli/outputs`` with its ``.staging``, created on demand.
+
+    Raises:
+        OutputSaveFailed: the workspace cannot be written, or a path on the
+            way is a symlink.
+    """
+    try:
+        jcli = _make_jcli_dir(cwd)
+        outputs = os.path.join(jcli, "outputs")
+        for directory in (outputs, os.path.join(outputs, ".staging")):
+            _refuse_symlink(directory)
+            try:
+                os.mkdir(directory)
+            except FileExistsError:
+                pass
+            _refuse_symlink(directory)
+        return outputs
+    except OSError as exc:
+        raise OutputSaveFailed(
+            f"cannot create {os.path.join(cwd, JCLI_DIR, 'outputs')}: {exc.strerror or exc}", path=cwd
+        ) from None
+
+
+def new_run_id(now_ns: int | None = None) -> str:
+    """A run id that sorts by creation time: UTC to the nanosecond, then random bits.
+
+    Example:
+        >>> new_run_id(1_700_000_000_123_456_789)[:26]
+        '20231114T221320.123456789Z'
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    seconds, nanos = divmod(now_ns, 1_000_000_000)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds))
+    return f"{stamp}.{nanos:09d}Z-{os.urandom(4).hex()}"
+
+
+def needs_store(outputs: list[dict[str, Any]], text_budget: int) -> bool:
+    """True when a run has any rich MIME, or more text than the budget.
+
+    A short, text-only result creates nothing on disk.
+    """
+    total = 0
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind in ("display_data", "execute_result"):
+            data = output.get("data") or {}
+            if any(m != "text/plain" for m in data):
+                return True
+            total += len(join_text(data.get("text/plain", ""), "text"))
+        elif kind == "stream":
+            total += len(join_text(output.get("text", ""), "text"))
+        elif kind == "error":
+            total += sum(len(line) for line in output.get("traceback") or [])
+    return total > text_budget
+
+
+class StagedRun:
+    """A run written into ``.staging``, ready to publish."""
+
+    __slots__ = ("run_id", "outputs_dir", "staging", "final", "manifest", "items")
+
+    def __init__(self, run_id: str, outputs: str, manifest: dict[str, Any], items: list[dict[str, Any]]) -> None:
+        self.run_id = run_id
+        self.outputs_dir = outputs
+        self.staging = os.path.join(outputs, ".staging", run_id)
+        self.final = os.path.join(outputs, run_id)
+        self.manifest = manifest
+        self.items = items
+
+    @property
+    def manifest_path(self) -> str:
+        return os.path.join(self.final, "manifest.json")
+
+
+def _owner() -> dict[str, Any]:
+    import psutil
+
+    me = psutil.Process()
+    return {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname()}
+
+
+def _item_type(mime: str, kind: str) -> str:
+    if kind == "image":
+        return "image"
+    if kind == "json":
+        return "json"
+    return {"text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg"}.get(mime, "text")
+
+
+def stage_run(
+    cwd: str,
+    outputs: list[dict[str, Any]],
+    *,
+    source: dict[str, Any],
+    status: str,
+    created_ns: int,
+    run_id: str | None = None,
+) -> StagedRun:
+    """Write every payload, then the manifest, into ``.staging/<run-id>/``.
+
+    Binary data lives only in real files, never also as base64 in the manifest.
+    Returns the staged run with one item per stored payload (paths point at
+    where the files will be once published).
+
+    Raises:
+        OutputSaveFailed: anything could not be written.
+    """
+    outputs_path = ensure_outputs_dir(cwd)
+    run_id = run_id or new_run_id(created_ns)
+    staged = StagedRun(run_id, outputs_path, {}, [])
+    try:
+        os.mkdir(staged.staging)
+        entries, files = [], []
+        for index, output in enumerate(outputs):
+            entries.append(_stage_output(staged, index, output, files))
+        staged.manifest = {
+            "managed_by": MANAGED_BY,
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "created_ns": created_ns,
+            "completed_ns": time.time_ns(),
+            "status": status,
+            "owner": _owner(),
+            "cwd": cwd,
+            "source": source,
+            "outputs": entries,
+            "files": sorted(files),
+        }
+        tmp = os.path.join(staged.staging, ".manifest.json.tmp")
+        with open(tmp, "xb") as fh:
+            fh.write(dump_json(staged.manifest))
+        os.rename(tmp, os.path.join(staged.staging, "manifest.json"))
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot write the run under {outputs_path}: {exc.strerror or exc}", path=outputs_path) from None
+    return staged
+
+
+def _write(staged: StagedRun, name: str, data: bytes, files: list[str]) -> str:
+    with open(os.path.join(staged.staging, name), "xb") as fh:
+        fh.write(data)
+    files.append(name)
+    return os.path.join(staged.final, name)
+
+
+def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: list[str]) -> dict[str, Any]:
+    kind = output.get("output_type")
+    entry: dict[str, Any] = {"output_type": kind}
+    if kind == "stream":
+        text = join_text(output.get("text", ""), "stream text")
+        entry["name"] = output.get("name")
+        if len(text) > INLINE_TEXT_LIMIT:
+            name = f"output-{index:04d}-{entry['name']}.txt"
+            path = _write(staged, name, text.encode("utf-8", "surrogatepass"), files)
+            entry["text"] = {"file": name, "bytes": os.path.getsize(os.path.join(staged.staging, name))}
+            staged.items.append({"type": "stream", "output_index": index, "mime": "text/plain", "path": path, "bytes": entry["text"]["bytes"]})
+        else:
+            entry["text"] = {"inline": text}
+        return entry
+    if kind == "error":
+        entry.update({k: output.get(k) for k in ("ename", "evalue", "traceback")})
+        return entry
+    entry["metadata"] = output.get("metadata") or {}
+    if kind == "execute_result":
+        entry["execution_count"] = output.get("execution_count")
+    bundle = {}
+    for number, (mime, value) in enumerate((output.get("data") or {}).items()):
+        bundle[mime] = _stage_value(staged, index, number, mime, value, files)
+    entry["data"] = bundle
+    return entry
+
+
+def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any, files: list[str]) -> dict[str, Any]:
+    kind = mimes.mime_kind(mime, value)
+    ext = _EXTENSIONS.get(mime, "json" if kind == "json" else "bin" if kind == "image" else "txt")
+    name = f"output-{index:04d}-{number}.{ext}"
+    if kind == "image":
+        try:
+            data = mimes.decode_image(mime, join_text(value, mime))
+        except OutputDataInvalid:
+            return {"inline": value, "invalid": True}  # kept as the kernel sent it
+        path = _write(staged, name, data, files)
+        item = {"type": "image", "output_index": index, "mime": mime, "path": path, "bytes": len(data)}
+        staged.items.append(item)
+        return {"file": name, "bytes": len(data)}
+    if kind == "json":
+        data = dump_json(value)
+        if len(data) <= INLINE_TEXT_LIMIT:
+            return {"inline": value}
+        path = _write(staged, name, data, files)
+        staged.items.append({"type": "json", "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
+        return {"file": name, "bytes": len(data), "encoding": "json"}
+    text = join_text(value, mime)
+    if mime == "text/plain" and len(text) <= INLINE_TEXT_LIMIT:
+        return {"inline": text}
+    data = text.encode("utf-8", "surrogatepass")
+    path = _write(staged, name, data, files)
+    staged.items.append({"type": _item_type(mime, kind), "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
+    return {"file": name, "bytes": len(data), "encoding": "utf-8"}
+
+
+def publish_run(outputs: str, run_id: str) -> str:
+    """Move a staged run into place under the outputs lock; returns its manifest path.
+
+    Idempotent: a run whose ``manifest.json`` is already in place counts as
+    published (a sidecar may have finished it before dying).
+
+    Raises:
+        OutputSaveFailed: it is neither staged nor published, or the rename failed.
+        PermissionError: the directory cannot be written by this process.
+    """
+    if "/" in run_id or run_id in ("", ".", "..") or run_id.startswith("."):
+        raise OutputSaveFailed(f"{run_id!r} is not a run id")
+    final = os.path.join(outputs, run_id)
+    staging = os.path.join(outputs, ".staging", run_id)
+    manifest = os.path.join(final, "manifest.json")
+    with outputs_lock(outputs):
+        if os.path.isfile(manifest):
+            return manifest
+        if not os.path.isfile(os.path.join(staging, "manifest.json")):
+            raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
+        os.rename(staging, final)
+    return manifest
