@@ -20,6 +20,7 @@ The tree::
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
     ├── SessionNotFound               SESSION_NOT_FOUND
     ├── ServerUnavailable             SERVER_UNAVAILABLE
+    │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
     ├── RendererUnavailable           RENDERER_UNAVAILABLE
     ├── SidecarError                  the sidecar transport (clients fall back)
@@ -47,6 +48,7 @@ __all__ = [
     "InternalError",
     "InvalidWindow",
     "JcliError",
+    "KernelDied",
     "MimeNotFound",
     "NotebookOutOfSync",
     "NotebookReadFailed",
@@ -170,6 +172,10 @@ class SessionNotFound(JcliError):
 
 class ServerUnavailable(JcliError):
     code = "SERVER_UNAVAILABLE"
+
+
+class KernelDied(ServerUnavailable):
+    code = "KERNEL_DIED"
 
 
 class Timeout(JcliError, TimeoutError):

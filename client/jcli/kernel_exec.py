@@ -24,7 +24,7 @@ import json
 import os
 import time
 
-from jcli_sidecar.errors import ServerUnavailable, Timeout
+from jcli_sidecar.errors import KernelDied, Timeout
 
 from .wire import WireError
 
@@ -34,15 +34,11 @@ if TYPE_CHECKING:
 
     from .jupyter_api import JupyterServer
 
-__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "KernelDied", "execute"]
+__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "execute"]
 
 #: After a timeout's interrupt, how long to wait for the kernel to go idle.
 IDLE_AFTER_INTERRUPT = 15.0
 STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data in the code instead"
-
-
-class KernelDied(ServerUnavailable):
-    code = "KERNEL_DIED"
 
 
 class ExecutionResult:
