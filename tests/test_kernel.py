@@ -183,12 +183,17 @@ def test_a_plain_script_runs_as_inline_code(use_jupyter, kernel_session, tmp_pat
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["-c", "1", "-f", "x.py"], ["-c", "1", "--timeout", "0"], ["-f", "nb.ipynb"]],
-    ids=["neither", "both", "zero-timeout", "notebook"],
+    [[], ["-c", "1", "-f", "x.py"], ["-c", "1", "--timeout", "0"], ["-f", "data.csv"]],
+    ids=["neither", "both", "zero-timeout", "not-code"],
 )
 def test_exec_usage_errors(use_jupyter, kernel_session, args):
     result = jcli("-j", "exec", kernel_session, *args)
     assert result.returncode == 2 and result.error()["code"] == "USAGE_ERROR"
+
+
+def test_a_missing_notebook_is_file_not_found(use_jupyter, kernel_session):
+    result = jcli("-j", "exec", kernel_session, "-f", "missing.ipynb")
+    assert result.returncode == 1 and result.error()["code"] == "FILE_NOT_FOUND"
 
 
 def test_an_unreachable_server_or_a_wrong_token_is_server_unavailable(jupyter):

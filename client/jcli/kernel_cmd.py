@@ -273,12 +273,33 @@ def kernel_restart(ctx: click.Context, session_key: str) -> None:
 @click.command("exec")
 @click.argument("session_key", metavar="SESSION")
 @click.option("-c", "--code", help="Code to run.")
-@click.option("-f", "--file", "file_path", type=click.Path(dir_okay=False), help="A plain .py script to run as code.")
-@click.option("--timeout", type=float, help="Seconds before the kernel is interrupted (TIMEOUT).")
+@click.option(
+    "-f",
+    "--file",
+    "file_path",
+    type=click.Path(dir_okay=False),
+    help="An .ipynb or py:percent .py (outputs go into the notebook), or a plain .py script.",
+)
+@click.option("--cell", "cell_spec", metavar="SPEC", help="Notebook cells to run: N, A:B (B excluded), A: or :B.")
+@click.option("--timeout", type=float, help="Seconds per cell before the kernel is interrupted (TIMEOUT).")
 @click.pass_context
-def exec_command(ctx: click.Context, session_key: str, code: str | None, file_path: str | None, timeout: float | None) -> None:
-    """Run code in a session's kernel and print what it produced."""
+def exec_command(
+    ctx: click.Context, session_key: str, code: str | None, file_path: str | None, cell_spec: str | None, timeout: float | None
+) -> None:
+    """Run code in a session's kernel and print what it produced.
+
+    Inline code (--code, or a plain .py) keeps rich outputs in
+    .j-cli/outputs; notebook runs (--file x.ipynb or a py:percent x.py) write
+    outputs into the notebook only.
+    """
     import time
+
+    from .notebook_exec import is_notebook_file
+
+    if file_path is not None and code is None and is_notebook_file(file_path):
+        _exec_notebook(ctx, session_key, file_path, cell_spec, timeout)
+    if cell_spec is not None:
+        _fail(ctx, UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)"))
 
     from .exec_result import build_result
     from .kernel_exec import execute
@@ -342,11 +363,62 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
     from jcli_sidecar.pairing import is_percent
 
     if not file_path.endswith(".py"):
-        raise UsageError(f"{file_path}: notebook runs are not available in this version; --file takes a plain .py script")
+        raise UsageError(f"{file_path}: --file takes an .ipynb, a py:percent .py or a plain .py script")
     text = read_file_bytes(os.path.abspath(file_path)).decode("utf-8", "replace")
     if is_percent(text):
-        raise UsageError(f"{file_path} has '# %%' cells (a notebook pair); notebook runs are not available in this version")
+        raise UsageError(f"{file_path} has '# %%' cells: it is a notebook pair")
     return text
+
+
+def _exec_notebook(ctx: click.Context, session_key: str, file_path: str, cell_spec: str | None, timeout: float | None) -> None:
+    """Run notebook cells; JSON mode prints one line per cell, then a summary."""
+    from .notebook_exec import run_notebook
+
+    json_mode = _json(ctx)
+    try:
+        if timeout is not None and not timeout > 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+        srv, row = _select(ctx, session_key)
+    except JcliError as err:
+        _fail(ctx, err)
+
+    def on_cell(line: dict[str, Any]) -> None:
+        if json_mode:
+            emit.document(line, True)
+        elif line.get("status") == "error" and "code" in line:
+            sys.stderr.write(f"j-cli: error [{line['code']}]: {line['message']}\n")
+
+    def on_output(event: str, output: dict[str, Any], index: int, outputs: list) -> None:
+        _live(event, output)
+
+    try:
+        summary = run_notebook(
+            srv, row, file_path, cell_spec, timeout=timeout, on_cell=on_cell, on_output=None if json_mode else on_output
+        )
+    except JcliError as err:
+        _fail(ctx, err)
+    if json_mode:
+        emit.document(summary, True)
+    else:
+        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
+    ctx.exit(emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE)
+
+
+def _live(event: str, output: dict[str, Any]) -> None:
+    """Human mode: show outputs as they arrive (stream text incrementally)."""
+    from .exec_result import output_text
+
+    kind = output.get("output_type")
+    if event == "stream":
+        return  # coalesced chunks were printed as they came
+    if event != "append":
+        return
+    if kind == "error":
+        sys.stderr.write("\n".join(output.get("traceback") or []) + "\n")
+    else:
+        text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
 
 
 def _print_human(result) -> None:

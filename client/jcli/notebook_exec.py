@@ -1,0 +1,179 @@
+"""Notebook runs: ``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``.
+
+Outputs go only into the notebook: each cell's raw outputs and
+``execution_count`` are written back as the cell finishes (under the
+notebook lock, temp file plus rename, mode kept), so a crash keeps the
+finished cells. Before each write the target cell must still hold the
+source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is overwritten.
+A ``.py`` pair first brings its ``.ipynb`` in line (``pairsync``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from jcli_sidecar.errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
+from jcli_sidecar.locks import notebook_lock
+from jcli_sidecar.nbwrite import read_for_update, write_notebook
+from jcli_sidecar.notebook import join_text
+from jcli_sidecar.pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
+from jcli_sidecar.protocol import SCHEMA_VERSION
+from jcli_sidecar.runtime import ensure_runtime_dir
+
+from .exec_result import build_result
+from .kernel_exec import execute
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+__all__ = ["is_notebook_file", "parse_cell_spec", "run_notebook"]
+
+
+def is_notebook_file(path: str) -> bool:
+    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair)."""
+    if path.endswith(".ipynb"):
+        return True
+    if not path.endswith(".py"):
+        return False
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return is_percent(fh.read())
+    except OSError:
+        return False
+
+
+def parse_cell_spec(spec: str | None, count: int) -> list[int]:
+    """Cell indexes for ``N``, ``A:B`` (B excluded, as in Python), ``A:`` or ``:B``; None is all.
+
+    Raises:
+        UsageError: not one of those forms.
+        CellNotFound: ``N`` outside the file.
+
+    Example:
+        >>> parse_cell_spec("1:3", 5), parse_cell_spec(":2", 5), parse_cell_spec("4", 5)
+        ([1, 2], [0, 1], [4])
+    """
+    if spec is None:
+        return list(range(count))
+    text = spec.strip()
+    try:
+        if ":" not in text:
+            index = int(text)
+            if index < 0:
+                raise ValueError
+            if index >= count:
+                raise CellNotFound(f"cell {index} is outside the file ({count} cells)", cell_count=count)
+            return [index]
+        first, _, last = text.partition(":")
+        start = int(first) if first.strip() else 0
+        stop = int(last) if last.strip() else count
+        if start < 0 or stop < 0 or ":" in last:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"bad cell spec {spec!r}: use N, A:B, A: or :B with indexes >= 0") from None
+    return list(range(start, min(stop, count)))
+
+
+def _prepare(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
+    """``(notebook path, notebook, py_to_nb or None, sync report or None)``."""
+    from jcli_sidecar.notebook import read_file_bytes
+
+    path = os.path.abspath(file_path)
+    if path.endswith(".ipynb"):
+        return path, read_for_update(path), None, None
+    from jcli_sidecar.pairsync import sync_notebook
+
+    py_cells = parse_percent(read_file_bytes(path).decode("utf-8", "replace"))
+    nb_path = paired_notebook_path(path)
+    with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+        current = read_for_update(nb_path) if os.path.exists(nb_path) else None
+        synced, py_to_nb, report = sync_notebook(py_cells, current, kernel_name)
+        if current is None or synced != current:
+            try:
+                write_notebook(nb_path, synced)
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
+    return nb_path, synced, py_to_nb, report
+
+
+def _write_back(nb_path: str, index: int, cell_id: str | None, ran: str, result) -> None:
+    with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+        nb = read_for_update(nb_path)
+        cells = nb["cells"]
+        if cell_id is not None:
+            found = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
+            index = found[0] if len(found) == 1 else -1
+        cell = cells[index] if 0 <= index < len(cells) else None
+        if (
+            not isinstance(cell, dict)
+            or cell.get("cell_type") != "code"
+            or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(ran)
+        ):
+            raise NotebookOutOfSync(
+                f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; "
+                "its outputs were not written",
+                executed=True,
+            )
+        cell["outputs"] = result.outputs
+        cell["execution_count"] = result.execution_count
+        try:
+            write_notebook(nb_path, nb)
+        except OSError as exc:
+            raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
+
+
+def run_notebook(
+    server,
+    session: dict[str, Any],
+    file_path: str,
+    cell_spec: str | None,
+    *,
+    timeout: float | None,
+    on_cell: Callable[..., None],
+    on_output: Callable[..., None] | None = None,
+) -> dict[str, Any]:
+    """Run the chosen code cells in order, writing each back as it finishes.
+
+    ``on_cell(line=...)`` receives the per-cell JSON line as soon as the cell
+    is written back. Stops at the first cell that raised or failed.
+
+    Returns:
+        The summary document.
+    """
+    nb_path, nb, py_to_nb, report = _prepare(file_path, session.get("kernel_name"))
+    count = len(nb["cells"])
+    chosen = parse_cell_spec(cell_spec, count)
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "notebook": nb_path,
+        "cells_run": 0,
+        "cells_failed": 0,
+    }
+    if report is not None:
+        summary["sync"] = report
+    for requested in chosen:
+        index = py_to_nb[requested] if py_to_nb is not None else requested
+        cell = nb["cells"][index]
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = join_text(cell.get("source", ""), "source")
+        line: dict[str, Any] = {"cell_index": requested, "notebook_cell_index": index, "cell_id": cell.get("id")}
+        try:
+            result = execute(server, session["kernel_id"], source, timeout=timeout, on_output=on_output)
+            _write_back(nb_path, index, cell.get("id"), source, result)
+        except JcliError as err:
+            line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
+            line.update({k: v for k, v in err.details.items() if k not in line})
+            summary.update(status="error", cells_failed=summary["cells_failed"] + 1, stopped_at=requested, code=err.code)
+            on_cell(line=line)
+            return summary
+        doc = build_result(result, session_id=session["id"], kernel_id=session["kernel_id"])
+        line = {**line, **doc}
+        summary["cells_run"] += 1
+        on_cell(line=line)
+        if doc["status"] == "error":
+            summary.update(status="error", cells_failed=summary["cells_failed"] + 1, stopped_at=requested)
+            return summary
+    return summary

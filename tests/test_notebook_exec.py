@@ -1,0 +1,189 @@
+"""Notebook runs with a real kernel: outputs go into the notebook, pairs stay in sync."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+
+import nbformat
+import pytest
+from helpers import FIXTURES, run_cli
+
+from jcli_sidecar.errors import CellNotFound, UsageError
+from jcli_sidecar.nbwrite import dumps_notebook
+from jcli_sidecar.pairing import PercentCell
+from jcli_sidecar.pairsync import sync_notebook
+
+PAIR = """\
+# %% [markdown]
+# # A report
+
+# %%
+print("one")
+
+# %%
+x = 41
+x + 1
+
+# %%
+import matplotlib.pyplot as plt
+plt.plot([1, 3, 2]); plt.show()
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel_session(jupyter):
+    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
+    name = f"nb-{os.urandom(3).hex()}"
+    assert run_cli("session", "create", "-n", name, env=env).returncode == 0
+    yield name
+    run_cli("session", "kill", name, env=env)
+
+
+@pytest.fixture
+def ws(tmp_path, use_jupyter):
+    work = tmp_path / "ws"
+    work.mkdir()
+    return work
+
+
+def run_file(session, ws, name, *extra):
+    result = run_cli("-j", "exec", session, "-f", name, *extra, cwd=ws)
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    return result, lines
+
+
+def read_nb(path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def test_a_pair_creates_its_notebook_and_every_cell_writes_back(ws, kernel_session):
+    (ws / "report.py").write_text(PAIR)
+    result, lines = run_file(kernel_session, ws, "report.py")
+    assert result.returncode == 0, result.stderr
+    *cells, summary = lines
+    assert [c["cell_index"] for c in cells] == [1, 2, 3]
+    assert summary == {**summary, "status": "ok", "cells_run": 3, "cells_failed": 0, "notebook": str(ws / "report.ipynb")}
+    assert summary["sync"] == {"kept": 0, "edited": 0, "added": 4, "removed": 0}
+    nb = read_nb(ws / "report.ipynb")
+    nbformat.validate(nb)
+    assert nb.nbformat_minor == 5 and all(cell.get("id") for cell in nb.cells)
+    assert nb.cells[1].outputs[0].text == "one\n"
+    assert nb.cells[2].outputs[0].data["text/plain"] == "42"
+    assert nb.cells[2].execution_count == cells[1]["execution_count"]
+    assert "image/png" in nb.cells[3].outputs[0].data
+    assert not (ws / ".j-cli").exists()  # notebook runs keep outputs in the notebook only
+    png = run_cli("-j", "notebook", "output", "report.py", "--cell", "3", "--output", "0", cwd=ws).json()
+    assert png["selected"]["mime_type"] == "image/png" and png["source"]["mapping"] == "content"
+
+
+def test_drift_edits_inserts_and_deletes_sync_without_misplacing_outputs(ws, kernel_session):
+    (ws / "report.py").write_text(PAIR)
+    run_file(kernel_session, ws, "report.py")
+    before = read_nb(ws / "report.ipynb")
+    edited = PAIR.replace("x = 41", "x = 99").replace('print("one")', 'print("one")\n\n# %%\nprint("inserted")')
+    edited = edited.replace("# %%\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); plt.show()\n", "")
+    (ws / "report.py").write_text(edited)
+    result, lines = run_file(kernel_session, ws, "report.py", "--cell", "3")  # only the edited cell
+    assert result.returncode == 0, result.stderr
+    assert lines[-1]["sync"] == {"kept": 2, "edited": 1, "added": 1, "removed": 1}
+    nb = read_nb(ws / "report.ipynb")
+    nbformat.validate(nb)
+    assert [c.source for c in nb.cells] == ["# A report", 'print("one")', 'print("inserted")', "x = 99\nx + 1"]
+    assert nb.cells[1].outputs == before.cells[1].outputs and nb.cells[1].id == before.cells[1].id  # kept
+    assert nb.cells[2].outputs == [] and nb.cells[2].execution_count is None  # added, not run
+    assert nb.cells[3].id == before.cells[2].id  # the edited cell keeps its id
+    assert nb.cells[3].outputs[0].data["text/plain"] == "100"  # and only its new output
+
+
+def test_an_ipynb_runs_the_chosen_cells_and_keeps_its_mode(ws, kernel_session):
+    target = ws / "copy.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"print({i})") for i in range(4)]
+    nbformat.write(nb, str(target))
+    os.chmod(target, 0o640)
+    result, lines = run_file(kernel_session, ws, "copy.ipynb", "--cell", "1:3")
+    assert result.returncode == 0
+    assert [line["cell_index"] for line in lines[:-1]] == [1, 2]
+    written = read_nb(target)
+    assert [bool(c.outputs) for c in written.cells] == [False, True, True, False]
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+def test_an_id_less_notebook_stays_valid(ws, kernel_session):
+    nb = read_nb(FIXTURES / "kernel_v4.4.ipynb")
+    target = ws / "old.ipynb"
+    nbformat.write(nb, str(target))
+    result, _ = run_file(kernel_session, ws, "old.ipynb", "--cell", "13")
+    assert result.returncode == 0
+    written = read_nb(target)
+    nbformat.validate(written)
+    assert written.nbformat_minor == 4 and "id" not in written.cells[13]
+
+
+def test_a_cell_that_raises_stops_the_run_and_its_error_is_saved(ws, kernel_session):
+    (ws / "fails.py").write_text("# %%\nprint('a')\n\n# %%\n1 / 0\n\n# %%\nprint('never')\n")
+    result, lines = run_file(kernel_session, ws, "fails.py")
+    assert result.returncode == 1
+    assert lines[-1]["status"] == "error" and lines[-1]["stopped_at"] == 1 and lines[-1]["cells_run"] == 2
+    nb = read_nb(ws / "fails.ipynb")
+    assert nb.cells[1].outputs[0].ename == "ZeroDivisionError" and nb.cells[2].outputs == []
+
+
+def test_a_cell_edited_while_it_runs_is_never_overwritten(ws, kernel_session, tmp_path):
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    (ws / "slow.py").write_text(f"# %%\nopen({str(fifo)!r}).read()\nprint('ran')\n")
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("r", run_file(kernel_session, ws, "slow.py")))
+    worker.start()
+    with open(fifo, "w") as gate:  # opens once the kernel is inside the cell
+        nb = json.loads((ws / "slow.ipynb").read_text())
+        nb["cells"][0]["source"] = "print('edited by a person meanwhile')"
+        (ws / "slow.ipynb").write_text(json.dumps(nb))
+        gate.write("go")
+    worker.join(120)
+    result, lines = box["r"]
+    assert result.returncode == 1
+    assert lines[0]["code"] == "NOTEBOOK_OUT_OF_SYNC" and lines[0]["executed"] is True
+    kept = json.loads((ws / "slow.ipynb").read_text())["cells"][0]
+    assert kept["source"] == "print('edited by a person meanwhile')" and kept["outputs"] == []
+
+
+def test_cell_specs():
+    from jcli.notebook_exec import parse_cell_spec
+
+    assert parse_cell_spec(None, 3) == [0, 1, 2]
+    assert parse_cell_spec("2:", 5) == [2, 3, 4]
+    assert parse_cell_spec("1:99", 3) == [1, 2]
+    for bad in ("x", "-1", "1:2:3", "a:b", ""):
+        with pytest.raises(UsageError):
+            parse_cell_spec(bad, 5)
+    with pytest.raises(CellNotFound):
+        parse_cell_spec("7", 5)
+
+
+def test_usage_errors_for_notebook_runs(ws, kernel_session):
+    (ws / "p.py").write_text("# %%\nprint(1)\n")
+    for args in (["-f", "p.py", "--cell", "nope"], ["-c", "1", "--cell", "0"]):
+        result = run_cli("-j", "exec", kernel_session, *args, cwd=ws)
+        assert result.returncode == 2 and result.error()["code"] == "USAGE_ERROR"
+
+
+def test_our_writer_matches_nbformat_byte_for_byte():
+    for name in ("kernel_v4.5.ipynb", "kernel_v4.4.ipynb", "wrapped_png.ipynb", "pair_ids.ipynb"):
+        nb = read_nb(FIXTURES / name)
+        assert dumps_notebook(json.loads(nbformat.writes(nb))) == nbformat.writes(nb) + "\n"
+
+
+def test_sync_keeps_matches_by_id_then_content():
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "source": "x = 1", "metadata": {}, "outputs": [{"output_type": "stream", "name": "stdout", "text": "1"}], "execution_count": 1},
+        {"cell_type": "code", "id": "b", "source": "y = 2", "metadata": {}, "outputs": [], "execution_count": None},
+    ]}
+    synced, _, report = sync_notebook([PercentCell("code", "y = 2"), PercentCell("code", "x = 10", "a")], nb)
+    assert [c["id"] for c in synced["cells"]] == ["b", "a"]
+    assert synced["cells"][1]["outputs"] == [] and synced["cells"][1]["source"] == "x = 10"
+    assert report == {"kept": 1, "edited": 1, "added": 0, "removed": 0}
