@@ -187,3 +187,45 @@ def test_sync_keeps_matches_by_id_then_content():
     assert [c["id"] for c in synced["cells"]] == ["b", "a"]
     assert synced["cells"][1]["outputs"] == [] and synced["cells"][1]["source"] == "x = 10"
     assert report == {"kept": 1, "edited": 1, "added": 0, "removed": 0}
+
+
+def test_a_long_cell_checkpoints_its_partial_outputs(ws, kernel_session, tmp_path, monkeypatch):
+    from watchfiles import watch
+
+    monkeypatch.setenv("JCLI_CHECKPOINT_SECONDS", "0")  # checkpoint on every output
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    (ws / "long.py").write_text(f"# %%\nprint('first', flush=True)\nopen({str(fifo)!r}).read()\nprint('second')\n")
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("r", run_file(kernel_session, ws, "long.py")))
+    worker.start()
+    seen = None
+    for _ in watch(ws, rust_timeout=60_000, yield_on_timeout=True, raise_interrupt=False):
+        cell = json.loads((ws / "long.ipynb").read_text())["cells"][0] if (ws / "long.ipynb").exists() else {}
+        if cell.get("outputs"):
+            seen = cell
+            break
+    with open(fifo, "w") as gate:
+        gate.write("go")
+    worker.join(120)
+    assert seen is not None, "no checkpoint reached the notebook"
+    assert "".join(seen["outputs"][0]["text"]) == "first\n" and seen["metadata"]["jcli"] == {"running": True}
+    final = read_nb(ws / "long.ipynb").cells[0]
+    assert final.outputs[0].text == "first\nsecond\n" and "jcli" not in final.metadata
+    assert box["r"][0].returncode == 0
+
+
+def test_human_mode_streams_output_live(ws, kernel_session, tmp_path):
+    import subprocess
+
+    from helpers import JCLI
+
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    code = f"print('early', flush=True)\nopen({str(fifo)!r}).read()\nprint('late')"
+    proc = subprocess.Popen([JCLI, "exec", kernel_session, "-c", code], cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"early\n"  # shown while the cell still runs
+    with open(fifo, "w") as gate:
+        gate.write("go")
+    out, _ = proc.communicate(timeout=120)
+    assert out == b"late\n" and proc.returncode == 0

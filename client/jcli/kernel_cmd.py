@@ -310,7 +310,8 @@ def exec_command(
             raise UsageError("--timeout must be a positive number of seconds")
         srv, row = _select(ctx, session_key)
         started_ns = time.time_ns()
-        result = execute(srv, row["kernel_id"], code, timeout=timeout)
+        live = None if _json(ctx) else (lambda event, output, index, outputs, chunk: _live(event, output, chunk))
+        result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=live)
     except JcliError as err:
         _fail(ctx, err)
     doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
@@ -323,7 +324,10 @@ def exec_command(
     if _json(ctx):
         emit.document(doc, True)
         ctx.exit(code_out)
-    _print_human(result)
+    for note in result.notes:  # the outputs themselves were shown live
+        sys.stderr.write(f"note: {note}\n")
+    if "run" in doc:
+        sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
     ctx.exit(code_out)
 
 
@@ -388,8 +392,8 @@ def _exec_notebook(ctx: click.Context, session_key: str, file_path: str, cell_sp
         elif line.get("status") == "error" and "code" in line:
             sys.stderr.write(f"j-cli: error [{line['code']}]: {line['message']}\n")
 
-    def on_output(event: str, output: dict[str, Any], index: int, outputs: list) -> None:
-        _live(event, output)
+    def on_output(event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None) -> None:
+        _live(event, output, chunk)
 
     try:
         summary = run_notebook(
@@ -404,13 +408,15 @@ def _exec_notebook(ctx: click.Context, session_key: str, file_path: str, cell_sp
     ctx.exit(emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE)
 
 
-def _live(event: str, output: dict[str, Any]) -> None:
-    """Human mode: show outputs as they arrive (stream text incrementally)."""
+def _live(event: str, output: dict[str, Any], chunk: str | None = None) -> None:
+    """Human mode: show outputs as they arrive (stream text chunk by chunk)."""
     from .exec_result import output_text
 
     kind = output.get("output_type")
-    if event == "stream":
-        return  # coalesced chunks were printed as they came
+    if chunk is not None:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return
     if event != "append":
         return
     if kind == "error":
@@ -418,22 +424,4 @@ def _live(event: str, output: dict[str, Any]) -> None:
     else:
         text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
-
-
-def _print_human(result) -> None:
-    from .exec_result import output_text
-
-    for output in result.outputs:
-        if output.get("output_type") == "error":
-            sys.stderr.write("\n".join(output.get("traceback") or [output_text(output)]) + "\n")
-            continue
-        text = output_text(output)
-        if not text and output.get("output_type") != "stream":
-            kinds = ", ".join(output.get("data") or {})
-            text = f"[{kinds}]"
-        if text:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    for note in result.notes:
-        sys.stderr.write(f"note: {note}\n")
     sys.stdout.flush()

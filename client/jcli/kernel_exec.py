@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from .jupyter_api import JupyterServer
 
-__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "execute"]
+__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "KernelConnection", "execute"]
 
 #: After a timeout's interrupt, how long to wait for the kernel to go idle.
 IDLE_AFTER_INTERRUPT = 15.0
@@ -76,16 +76,16 @@ class _Collector:
             last = outputs[-1]
             if last["output_type"] == "stream" and last["name"] == output["name"]:
                 last["text"] += output["text"]
-                self._emit("stream", last, len(outputs) - 1)
+                self._emit("stream", last, len(outputs) - 1, output["text"])
                 return
         outputs.append(output)
         if display_id:
             self.by_display.setdefault(display_id, []).append(len(outputs) - 1)
-        self._emit("append", output, len(outputs) - 1)
+        self._emit("append", output, len(outputs) - 1, output.get("text") if output["output_type"] == "stream" else None)
 
-    def _emit(self, event: str, output: dict[str, Any], index: int) -> None:
+    def _emit(self, event: str, output: dict[str, Any], index: int, chunk: str | None = None) -> None:
         if self.on_output is not None:
-            self.on_output(event=event, output=output, index=index, outputs=self.result.outputs)
+            self.on_output(event=event, output=output, index=index, outputs=self.result.outputs, chunk=chunk)
 
     def handle(self, msg_type: str, content: dict[str, Any]) -> None:
         transient = content.get("transient") or {}
@@ -137,34 +137,38 @@ def _message(msg_type: str, content: dict[str, Any], session: str, channel: str)
     return msg_id, json.dumps(msg)
 
 
-def execute(
-    server: JupyterServer,
-    kernel_id: str,
-    code: str,
-    *,
-    timeout: float | None = None,
-    on_output: Callable[..., None] | None = None,
-) -> ExecutionResult:
-    """Run ``code`` in kernel ``kernel_id`` and collect what it produced.
+class KernelConnection:
+    """One open websocket to a kernel; run any number of executions over it.
 
-    Args:
-        timeout: seconds for the whole execution; None waits forever.
-        on_output: called as ``on_output(event=, output=, index=, outputs=)``
-            for every change (``append``, ``stream``, ``update``, ``clear``).
+    Opening costs a websocket handshake plus the server wiring up its kernel
+    channels; holding the connection pays that once (notebook runs do).
 
-    Returns:
-        The result; ``status`` is ``"error"`` when the code raised (that is a
-        result, not a failure of j-cli).
-
-    Raises:
-        Timeout: the code ran past ``timeout``; the kernel was interrupted.
-        KernelDied: the kernel died or restarted during the run.
-        ServerUnavailable: the connection to the server failed.
+    Example:
+        >>> with KernelConnection(server, kernel_id) as kernel:  # doctest: +SKIP
+        ...     kernel.execute("x = 1"); kernel.execute("x + 1").outputs
     """
-    session = os.urandom(16).hex()
-    ws = server.channels(kernel_id, session)
-    collector = _Collector(on_output)
-    try:
+
+    def __init__(self, server: JupyterServer, kernel_id: str) -> None:
+        self.server = server
+        self.kernel_id = kernel_id
+        self.session = os.urandom(16).hex()
+        self.ws = server.channels(kernel_id, self.session)
+
+    def __enter__(self) -> KernelConnection:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close without waiting for the server's answer."""
+        self.ws.close()
+
+    def execute(
+        self, code: str, *, timeout: float | None = None, on_output: Callable[..., None] | None = None
+    ) -> ExecutionResult:
+        """Run ``code`` and collect what it produced (see :func:`execute`)."""
+        collector = _Collector(on_output)
         msg_id, text = _message(
             "execute_request",
             {
@@ -175,15 +179,43 @@ def execute(
                 "allow_stdin": False,
                 "stop_on_error": True,
             },
-            session,
+            self.session,
             "shell",
         )
-        ws.send_text(text)
+        self.ws.send_text(text)
         deadline = None if timeout is None else time.monotonic() + timeout
-        _pump(ws, msg_id, collector, deadline, server, kernel_id, session)
-    finally:
-        ws.close()
-    return collector.result
+        _pump(self.ws, msg_id, collector, deadline, self.server, self.kernel_id, self.session)
+        return collector.result
+
+
+def execute(
+    server: JupyterServer,
+    kernel_id: str,
+    code: str,
+    *,
+    timeout: float | None = None,
+    on_output: Callable[..., None] | None = None,
+) -> ExecutionResult:
+    """Run ``code`` in kernel ``kernel_id`` over a fresh connection.
+
+    Args:
+        timeout: seconds for the whole execution; None waits forever.
+        on_output: called as ``on_output(event=, output=, index=, outputs=,
+            chunk=)`` for every change (``append``, ``stream`` for text added
+            to the last stream, ``update``, ``clear``); ``chunk`` is the new
+            stream text, else None.
+
+    Returns:
+        The result; ``status`` is ``"error"`` when the code raised (that is a
+        result, not a failure of j-cli).
+
+    Raises:
+        Timeout: the code ran past ``timeout``; the kernel was interrupted.
+        KernelDied: the kernel died or restarted during the run.
+        ServerUnavailable: the connection to the server failed.
+    """
+    with KernelConnection(server, kernel_id) as kernel:
+        return kernel.execute(code, timeout=timeout, on_output=on_output)
 
 
 def _pump(ws, msg_id, collector: _Collector, deadline, server, kernel_id, session) -> None:

@@ -21,7 +21,7 @@ from jcli_sidecar.protocol import SCHEMA_VERSION
 from jcli_sidecar.runtime import ensure_runtime_dir
 
 from .exec_result import build_result
-from .kernel_exec import execute
+from .kernel_exec import KernelConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,6 +97,15 @@ def _prepare(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, An
     return nb_path, synced, py_to_nb, report
 
 
+def checkpoint_seconds() -> float:
+    """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved."""
+    try:
+        value = float(os.environ.get("JCLI_CHECKPOINT_SECONDS", "10"))
+    except ValueError:
+        return 10.0
+    return value if value >= 0 else 10.0
+
+
 def _write_back(nb_path: str, index: int, cell_id: str | None, ran: str, result) -> None:
     with notebook_lock(ensure_runtime_dir(create=True), nb_path):
         nb = read_for_update(nb_path)
@@ -117,6 +126,10 @@ def _write_back(nb_path: str, index: int, cell_id: str | None, ran: str, result)
             )
         cell["outputs"] = result.outputs
         cell["execution_count"] = result.execution_count
+        if getattr(result, "partial", False):
+            cell.setdefault("metadata", {})["jcli"] = {"running": True}
+        elif isinstance(cell.get("metadata"), dict):
+            cell["metadata"].pop("jcli", None)
         try:
             write_notebook(nb_path, nb)
         except OSError as exc:
@@ -153,6 +166,11 @@ def run_notebook(
     }
     if report is not None:
         summary["sync"] = report
+    with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
+        return _run_cells(kernel, nb, nb_path, chosen, py_to_nb, session, summary, timeout, on_cell, on_output)
+
+
+def _run_cells(kernel, nb, nb_path, chosen, py_to_nb, session, summary, timeout, on_cell, on_output) -> dict[str, Any]:
     for requested in chosen:
         index = py_to_nb[requested] if py_to_nb is not None else requested
         cell = nb["cells"][index]
@@ -161,7 +179,8 @@ def run_notebook(
         source = join_text(cell.get("source", ""), "source")
         line: dict[str, Any] = {"cell_index": requested, "notebook_cell_index": index, "cell_id": cell.get("id")}
         try:
-            result = execute(server, session["kernel_id"], source, timeout=timeout, on_output=on_output)
+            hook = _checkpointing(nb_path, index, cell.get("id"), source, on_output)
+            result = kernel.execute(source, timeout=timeout, on_output=hook)
             _write_back(nb_path, index, cell.get("id"), source, result)
         except JcliError as err:
             line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
@@ -177,3 +196,40 @@ def run_notebook(
             summary.update(status="error", cells_failed=summary["cells_failed"] + 1, stopped_at=requested)
             return summary
     return summary
+
+
+class _Partial:
+    """What a checkpoint writes: the outputs so far, no execution count yet."""
+
+    __slots__ = ("outputs", "execution_count", "partial")
+
+    def __init__(self, outputs: list[dict[str, Any]]) -> None:
+        self.outputs = outputs
+        self.execution_count = None
+        self.partial = True
+
+
+def _checkpointing(nb_path: str, index: int, cell_id: str | None, source: str, on_output):
+    """An ``on_output`` hook that also saves partial outputs every period.
+
+    A person watching the notebook in JupyterLab sees a long cell progress.
+    A checkpoint that cannot be written is skipped: the final write-back
+    reports any real problem.
+    """
+    import time
+
+    period = checkpoint_seconds()
+    last = [time.monotonic()]
+
+    def hook(event: str, output: dict[str, Any], index_: int, outputs: list, chunk: str | None) -> None:
+        if on_output is not None:
+            on_output(event=event, output=output, index=index_, outputs=outputs, chunk=chunk)
+        now = time.monotonic()
+        if now - last[0] >= period:
+            last[0] = now
+            try:
+                _write_back(nb_path, index, cell_id, source, _Partial([dict(o) for o in outputs]))
+            except JcliError:
+                pass
+
+    return lambda **kw: hook(kw["event"], kw["output"], kw["index"], kw["outputs"], kw.get("chunk"))
