@@ -25,15 +25,14 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
 B. In-process execute round-trips of ``1+1``, timed inside this script (or,
    for the peer, inside its own process), interleaved round-robin:
 
-   * ours      -- ``jcli.kernel_exec.execute(server, kernel_id, "1+1")`` on
-                  the ``bench`` session's kernel. It opens a new websocket
-                  for every call, as ``j-cli exec`` does; that is our
-                  per-call cost, and it is measured as is;
-   * two rows for information only, to show where ours' time goes: the
-                  same websocket opened and closed with no execute ("ws
-                  open+close only"), and ours' websocket (``JupyterServer.
-                  channels``) held open across calls, with a minimal execute
-                  loop in this script ("ours' wire, held ws");
+   * ours      -- ``jcli.kernel_exec.KernelConnection(server, kernel_id)``
+                  held open, ``.execute("1+1")`` on the ``bench`` session's
+                  kernel: one connection, as a notebook run uses it;
+   * two rows for information only, to show where a one-shot ``j-cli
+                  exec`` spends its time: the websocket opened and closed
+                  with no execute ("ws open+close only"), and
+                  ``jcli.kernel_exec.execute``, which opens a new connection
+                  per call ("ours, new connection/call");
    * jupyter-kernel-client -- datalayer's client (pinned below, in its own
                   venv, driven as a subprocess over a pipe; the time is taken
                   inside that process): one websocket held open, attached to
@@ -77,7 +76,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -114,13 +112,13 @@ PNGS, PNG_SIDE, PNG_SEED = 200, 183, 20240602   # 183x183 RGB noise: ~100 KB eac
 
 # Names used in the tables and in the ratios.
 OURS, UPSTREAM, FLOOR = "ours", "upstream", "floor"
-OURS_EXEC, JKC, ZMQ = "ours execute", "jupyter-kernel-client", "raw ZMQ"
-WS_ONLY, HELD = "ours ws only", "ours held ws"  # information only: where ours' time goes
+OURS_EXEC, JKC, ZMQ = "ours held connection", "jupyter-kernel-client", "raw ZMQ"
+WS_ONLY, FRESH = "ours ws only", "ours fresh connection"  # information only: where ours' time goes
 LABELS = {
     OURS: "ours (JCLI_SIDECAR=off)",
-    OURS_EXEC: "ours (execute, new ws/call)",
+    OURS_EXEC: "ours (KernelConnection, held)",
     WS_ONLY: "  info: ws open+close only",
-    HELD: "  info: ours' wire, held ws",
+    FRESH: "  info: ours, new connection/call",
     JKC: "jupyter-kernel-client",
     ZMQ: "raw ZMQ (jupyter_client)",
 }
@@ -426,48 +424,6 @@ say({"stop_ms": stop_ms, "threads_alive": alive})
 """
 
 
-class HeldWs:
-    """Information only: our websocket client (``JupyterServer.channels``) held open across calls.
-
-    The loop is the bench's own (plain JSON messages, as the server's default
-    protocol carries them), so that it shows what one kept connection would
-    cost against ``execute``'s new connection per call.
-    """
-
-    def __init__(self, srv, kernel_id: str) -> None:
-        self.session = os.urandom(16).hex()
-        self.ws = srv.channels(kernel_id, self.session)
-
-    def execute(self) -> list[dict]:
-        msg_id = os.urandom(16).hex()
-        header = {"msg_id": msg_id, "msg_type": "execute_request", "username": "bench", "session": self.session,
-                  "version": "5.3", "date": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())}
-        content = {"code": CODE, "silent": False, "store_history": True, "user_expressions": {},
-                   "allow_stdin": False, "stop_on_error": True}
-        self.ws.send_text(json.dumps({"header": header, "parent_header": {}, "metadata": {}, "content": content,
-                                      "channel": "shell", "buffers": []}))
-        results, idle, replied = [], False, False
-        while not (idle and replied):
-            raw = self.ws.recv(30)
-            if not isinstance(raw, str):
-                continue
-            msg = json.loads(raw)
-            if (msg.get("parent_header") or {}).get("msg_id") != msg_id:
-                continue  # e.g. iopub of the other clients' runs on this kernel
-            kind = msg["header"]["msg_type"]
-            if msg.get("channel") == "iopub":
-                if kind == "status":
-                    idle = msg["content"]["execution_state"] == "idle"
-                elif kind == "execute_result":
-                    results.append(msg["content"]["data"])
-            elif msg.get("channel") == "shell" and kind == "execute_reply":
-                replied = True
-        return results
-
-    def close(self) -> None:
-        self.ws.close()
-
-
 class JkcPeer:
     """jupyter-kernel-client in its own venv, one connection, driven line by line."""
 
@@ -515,7 +471,10 @@ class JkcPeer:
                 self.proc.kill()
                 self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.log):
-            stream.close()
+            try:
+                stream.close()
+            except OSError:  # stdin of a dead process: its buffer cannot be flushed
+                pass
 
 
 class ZmqKernel:
@@ -566,11 +525,18 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
                        cleanup: list) -> tuple[dict, dict]:
     """B: returns ``(timings ms by client, notes about jupyter-kernel-client)``."""
     from jcli.jupyter_api import JupyterServer
-    from jcli.kernel_exec import execute
+    from jcli.kernel_exec import KernelConnection, execute
 
     srv = JupyterServer(server.url, server.token)
+    held = KernelConnection(srv, kernel_id)
+    cleanup.append(held.close)
 
     def ours() -> tuple[float, object]:
+        t0 = time.perf_counter()
+        result = held.execute(CODE, timeout=30)
+        return (time.perf_counter() - t0) * 1000, result
+
+    def fresh() -> tuple[float, object]:
         t0 = time.perf_counter()
         result = execute(srv, kernel_id, CODE, timeout=30)
         return (time.perf_counter() - t0) * 1000, result
@@ -584,21 +550,17 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
         return result.status == "ok" and any(
             (o.get("data") or {}).get("text/plain") == "2" for o in result.outputs if o["output_type"] == "execute_result")
 
-    first = ours()[1]
-    print(f"check: ours execute returns 2: {ours_ok(first)}  outputs {first.outputs}")
-    if not ours_ok(first):
-        raise BenchError("ours execute returned the wrong outputs")
-    held = HeldWs(srv, kernel_id)
-    cleanup.append(held.close)
+    try:
+        first = ours()[1]
+        again = fresh()[1]
+    except Exception as exc:  # noqa: BLE001 -- ours failing is what makes the run fail
+        raise BenchError(f"ours failed: {exc!r}") from None
+    print(f"check: ours (held connection) returns 2: {ours_ok(first)}  outputs {first.outputs}")
+    print(f"check: ours (fresh connection) returns 2: {ours_ok(again)}")
+    if not ours_ok(first) or not ours_ok(again):
+        raise BenchError("ours returned the wrong outputs")
 
-    def held_call() -> tuple[float, object]:
-        t0 = time.perf_counter()
-        data = held.execute()
-        return (time.perf_counter() - t0) * 1000, data
-
-    got = held.execute()
-    print(f"check: ours' wire over one held websocket returns 2: {got == [{'text/plain': '2'}]}  results {got}")
-    fns: dict[str, object] = {OURS_EXEC: ours, WS_ONLY: ws_only, HELD: held_call}
+    fns: dict[str, object] = {OURS_EXEC: ours, WS_ONLY: ws_only, FRESH: fresh}
 
     jkc_notes: dict = {}
     if jkc_python is not None:
@@ -632,21 +594,37 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
     except Exception as exc:  # noqa: BLE001 -- the floor is optional: say why and go on
         print(f"raw ZMQ floor unavailable: {exc!r}")
 
-    for _ in range(CALL_WARMUP):
-        for fn in fns.values():
-            fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
+
+    def call(name: str):
+        """One timed call; a failing peer is dropped, a failing ``ours`` is fatal."""
+        try:
+            return fns[name]()
+        except Exception as exc:  # noqa: BLE001
+            if name not in (JKC, ZMQ):
+                raise BenchError(f"{LABELS[name].strip()} failed: {exc!r}") from None
+            print(f"{name} failed, left out: {exc!r}")
+            del fns[name]
+            times.pop(name, None)
+            return None
+
+    for _ in range(CALL_WARMUP):
+        for name in list(fns):
+            call(name)
     bad: dict[str, int] = {name: 0 for name in fns}
     for i in range(calls):
         names = list(fns)
         for name in names[i % len(names):] + names[: i % len(names)]:
-            ms, result = fns[name]()
+            done = call(name)
+            if done is None:
+                continue
+            ms, result = done
             times[name].append(ms)
-            if name == OURS_EXEC and not ours_ok(result):
+            if name in (OURS_EXEC, FRESH) and not ours_ok(result):
                 raise BenchError(f"ours execute returned the wrong outputs: {result.outputs}")
             if name == JKC and not result:
                 bad[name] += 1
-            if name in (ZMQ, HELD) and result != [{"text/plain": "2"}]:
+            if name == ZMQ and result != [{"text/plain": "2"}]:
                 bad[name] += 1
     for name, count in bad.items():
         if count:
@@ -783,6 +761,23 @@ def print_cli_table(times: dict, rss: dict, runs: int, upstream_runs: int) -> No
               f"{len(samples):>6}{peak:>14}")
     if UPSTREAM not in times:
         print(f"{UPSTREAM:<30}unavailable ({UPSTREAM_PIN})")
+        return
+    fast, slow = upstream_modes(times[UPSTREAM])
+    if slow:
+        print(f"  upstream: {len(slow)} of {len(times[UPSTREAM])} runs stalled (median "
+              f"{statistics.median(slow):.0f} ms; its websocket close waited out a select timeout)"
+              + (f", {len(fast)} did not (median {statistics.median(fast):.0f} ms)" if fast else ""))
+
+
+def upstream_modes(samples: list[float]) -> tuple[list[float], list[float]]:
+    """Upstream's runs split into (fast, stalled).
+
+    Upstream's close races websocket-client's reader thread; when it loses,
+    it waits the reader's 2 s select timeout. A run more than 1 s slower
+    than the fastest one has stalled.
+    """
+    cut = min(samples) + 1000
+    return [t for t in samples if t <= cut], [t for t in samples if t > cut]
 
 
 def print_in_process_table(times: dict, calls: int, jkc: dict) -> None:
@@ -808,7 +803,7 @@ def print_store_table(result, runs: int) -> None:
         return
     times, info = result
     print(f"\nC. run store: stage + publish {PNGS} PNG outputs (avg {info['avg_kb']:.1f} KB, "
-          f"{info['mb']:.1f} MB); {runs} runs each, interleaved, 1 warm-up")
+          f"{info['mb']:.1f} MB); {runs} run{'s' if runs != 1 else ''} each, interleaved, 1 warm-up")
     print(f"{'step':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
     what = {"stage": "stage_run", "publish": "publish_run", "store": "stage_run + publish_run",
             "raw": "raw: b64decode + write files"}
@@ -817,7 +812,8 @@ def print_store_table(result, runs: int) -> None:
         print(f"{what[name]:<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}")
 
 
-def print_targets(medians: dict[str, float], store) -> None:
+def print_targets(samples: dict[str, list[float]], store) -> None:
+    medians = {name: statistics.median(s) for name, s in samples.items()}
     print()
     for num, den, op, target in TARGETS:
         label = f"{num} / {den}"
@@ -826,6 +822,12 @@ def print_targets(medians: dict[str, float], store) -> None:
             continue
         ratio = medians[num] / medians[den]
         print(f"{label:<36}{ratio:>7.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
+    if UPSTREAM in samples and OURS in medians:
+        fast, slow = upstream_modes(samples[UPSTREAM])
+        if fast and slow:
+            ratio = statistics.median(fast) / medians[OURS]
+            print(f"{'upstream (runs not stalled) / ours':<36}{ratio:>7.2f}x  (information: upstream when its "
+                  f"close does not stall)")
     if store is not None:
         times = store[0]
         ratio = statistics.median(times["store"]) / statistics.median(times["raw"])
@@ -867,7 +869,10 @@ def main() -> int:
         return 1
     finally:
         for step in reversed(cleanup):
-            notes += step() or []
+            try:
+                notes += step() or []
+            except Exception as exc:  # noqa: BLE001 -- one failed step must not stop the others
+                notes.append(f"cleanup step {getattr(step, '__qualname__', step)} failed: {exc!r}")
         notes += server.stop()
         for note in notes:
             print(f"note: {note}")
@@ -883,8 +888,7 @@ def main() -> int:
     print_cli_table(cli_times, rss, args.runs, args.upstream_runs)
     print_in_process_table(in_process, args.calls, jkc)
     print_store_table(store, args.store_runs)
-    medians = {name: statistics.median(s) for name, s in {**cli_times, **in_process}.items()}
-    print_targets(medians, store)
+    print_targets({**cli_times, **in_process}, store)
     return 0
 
 

@@ -202,3 +202,28 @@ def test_an_unreachable_server_or_a_wrong_token_is_server_unavailable(jupyter):
     wrong = jcli("-j", "-s", jupyter["url"], "-t", "not-the-token", "session", "list")
     assert wrong.returncode == 1 and wrong.error()["code"] == "SERVER_UNAVAILABLE"
     assert "token" in wrong.error()["message"] and jupyter["token"] not in wrong.stderr.decode()
+
+
+EXEC_IMPORT_PROBE = """
+import sys
+from jcli.__main__ import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as fh:
+    fh.write("\\n".join(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+
+def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp_path):
+    import subprocess
+    import sys
+
+    listing = tmp_path / "modules.txt"
+    proc = subprocess.run(
+        [sys.executable, "-c", EXEC_IMPORT_PROBE, str(listing), "-j", "exec", kernel_session, "-c", "40 + 2"],
+        cwd=tmp_path, capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["text"] == "42\n"
+    roots = {name.split(".")[0] for name in listing.read_text().split()}
+    assert not roots & {"click", "nbformat", "psutil", "websocket", "http", "mcp"}

@@ -17,7 +17,8 @@ from . import emit
 from .fastpath import JSON_FLAGS
 from .read_command import run_read
 from .read_options import READ_COMMANDS
-from .kernel_cmd import exec_command, healthcheck, kernel, kernelspec, server, session
+from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
+from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
 from .output_cmd import output
 from .sidecar_cmd import sidecar
 
@@ -40,17 +41,31 @@ def notebook() -> None:
     """Read saved notebook outputs (never executes, never writes)."""
 
 
+_TYPES = {"int": int, "float": float, "str": str}
+
+
+def _table_options(options) -> list[click.Parameter]:
+    """click options from one of the shared option tables."""
+    return [
+        click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help)
+        for opt in options
+    ]
+
+
+def _make_exec_command() -> click.Command:
+    params = [click.Argument(["session_key"], metavar="SESSION"), *_table_options(EXEC_OPTIONS)]
+
+    @click.pass_context
+    def callback(ctx: click.Context, session_key: str, **values) -> None:
+        obj = ctx.find_root().obj
+        ctx.exit(run_exec(obj["json"], obj["server_url"], obj["token"], session_key, **values))
+
+    return click.Command("exec", params=params, callback=callback, help=EXEC_HELP)
+
+
 def _make_read_command(name: str, help_text: str, options) -> click.Command:
     params: list[click.Parameter] = [click.Argument(["file_path"], required=False, metavar="FILE")]
-    for opt in options:
-        params.append(
-            click.Option(
-                [*opt.flags, opt.field],
-                type=int if opt.kind == "int" else str,
-                metavar=opt.metavar,
-                help=opt.help,
-            )
-        )
+    params.extend(_table_options(options))
 
     @click.pass_context
     def callback(ctx: click.Context, file_path: str | None, **values) -> None:
@@ -64,7 +79,7 @@ for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
 
 app.add_command(sidecar)
-for _command in (server, healthcheck, kernelspec, session, kernel, exec_command, output):
+for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output):
     app.add_command(_command)
 
 

@@ -1,13 +1,13 @@
-"""The lean entry path for the read commands: no click, nothing heavy.
+"""The lean entry path: reads and ``exec`` without importing click.
 
-It understands exactly the read commands of ``read_options`` and nothing
-else; anything it does not recognise (help, other commands, odd input)
-goes to the click app, which is built from the same table and reports
-usage errors properly.
+It understands exactly the commands of the option tables in ``read_options``
+and ``exec_cmd`` (plus the global ``-j``, ``-s`` and ``-t``) and nothing
+else; anything it does not recognise (help, other commands, odd input) goes
+to the click app, which is built from the same tables and reports usage
+errors properly.
 """
 
 from __future__ import annotations
-
 
 from .read_options import READ_COMMANDS
 
@@ -15,32 +15,39 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["parse", "try_run"]
+__all__ = ["JSON_FLAGS", "parse", "parse_exec", "try_run"]
 
 JSON_FLAGS = ("-j", "--json")
+_GLOBAL_VALUES = {"-s": "server_url", "--server-url": "server_url", "-t": "token", "--token": "token"}
+_CONVERT = {"int": int, "float": float, "str": str}
 
 
-def parse(argv: list[str]) -> tuple[str, bool, str | None, dict[str, Any]] | None:
-    """Parse ``[-j] notebook outputs|output ...``, or None to defer to click.
-
-    Example:
-        >>> parse(["-j", "notebook", "output", "a.ipynb", "--cell", "2", "--output=0"])
-        ('output', True, 'a.ipynb', {'cell_index': 2, 'output_index': 0})
-        >>> parse(["notebook", "output", "--help"]) is None
-        True
-    """
+def _globals(argv: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+    found: dict[str, Any] = {"json": False, "server_url": None, "token": None}
     i = 0
-    json_mode = False
-    while i < len(argv) and argv[i] in JSON_FLAGS:
-        json_mode = True
+    while i < len(argv) and argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name in JSON_FLAGS and not eq:
+            found["json"] = True
+            i += 1
+            continue
+        field = _GLOBAL_VALUES.get(name)
+        if field is None:
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        found[field] = value
         i += 1
-    if argv[i : i + 1] != ["notebook"] or i + 1 >= len(argv) or argv[i + 1] not in READ_COMMANDS:
-        return None
-    command = argv[i + 1]
-    by_flag = {flag: opt for opt in READ_COMMANDS[command][1] for flag in opt.flags}
+    return found, argv[i:]
+
+
+def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | None:
+    by_flag = {flag: opt for opt in options for flag in opt.flags}
     values: dict[str, Any] = {}
     positional: list[str] = []
-    rest = argv[i + 2 :]
     k = 0
     while k < len(rest):
         token = rest[k]
@@ -60,22 +67,74 @@ def parse(argv: list[str]) -> tuple[str, bool, str | None, dict[str, Any]] | Non
                 return None
             value = rest[k]
             k += 1
-        if opt.kind == "int":
-            try:
-                value = int(value)
-            except ValueError:
-                return None
-        values[opt.field] = value
-    if len(positional) > 1:
+        try:
+            values[opt.field] = _CONVERT[opt.kind](value)
+        except ValueError:
+            return None
+    return positional, values
+
+
+def parse(argv: list[str]) -> tuple[str, bool, str | None, dict[str, Any]] | None:
+    """Parse ``[globals] notebook outputs|output ...``, or None to defer to click.
+
+    Example:
+        >>> parse(["-j", "notebook", "output", "a.ipynb", "--cell", "2", "--output=0"])
+        ('output', True, 'a.ipynb', {'cell_index': 2, 'output_index': 0})
+        >>> parse(["notebook", "output", "--help"]) is None
+        True
+    """
+    split = _globals(argv)
+    if split is None:
         return None
-    return command, json_mode, (positional[0] if positional else None), values
+    found, rest = split
+    if rest[:1] != ["notebook"] or len(rest) < 2 or rest[1] not in READ_COMMANDS:
+        return None
+    parsed = _options(rest[2:], READ_COMMANDS[rest[1]][1])
+    if parsed is None or len(parsed[0]) > 1:
+        return None
+    positional, values = parsed
+    return rest[1], found["json"], (positional[0] if positional else None), values
+
+
+def parse_exec(argv: list[str]) -> dict[str, Any] | None:
+    """Parse ``[globals] exec SESSION [options]`` into ``run_exec`` keywords, or None.
+
+    Example:
+        >>> parse_exec(["-j", "-s", "http://h:8888", "exec", "main", "-c", "1+1"])["code"]
+        '1+1'
+    """
+    from .exec_cmd import EXEC_OPTIONS
+
+    split = _globals(argv)
+    if split is None:
+        return None
+    found, rest = split
+    if rest[:1] != ["exec"]:
+        return None
+    parsed = _options(rest[1:], EXEC_OPTIONS)
+    if parsed is None or len(parsed[0]) != 1:
+        return None
+    positional, values = parsed
+    return {
+        "json_mode": found["json"],
+        "server_url": found["server_url"],
+        "token": found["token"],
+        "session_key": positional[0],
+        **values,
+    }
 
 
 def try_run(argv: list[str]) -> int | None:
-    """Run a read command if ``argv`` is one; None means "use click"."""
+    """Run a read or exec command if ``argv`` is one; None means "use click"."""
     parsed = parse(argv)
-    if parsed is None:
-        return None
-    from .read_command import run_read
+    if parsed is not None:
+        from .read_command import run_read
 
-    return run_read(*parsed)
+        return run_read(*parsed)
+    if "exec" in argv:
+        request = parse_exec(argv)
+        if request is not None:
+            from .exec_cmd import run_exec
+
+            return run_exec(**request)
+    return None

@@ -17,7 +17,7 @@ class ReadOption:
     Args:
         flags: long flag first, then any aliases.
         field: the request field it fills.
-        kind: ``"int"`` or ``"str"``.
+        kind: ``"int"``, ``"float"`` or ``"str"``.
         help: one line for ``--help``.
         required: needed unless ``--request`` is used.
     """

@@ -1,0 +1,194 @@
+"""``j-cli exec``: run code in a session's kernel (click-free, for the fast path).
+
+Inline code (``--code``, or a plain ``.py``) keeps rich outputs in
+``.j-cli/outputs``; notebook runs (``--file x.ipynb`` or a py:percent
+``x.py``) write outputs into the notebook only. The options are one table,
+:data:`EXEC_OPTIONS`, from which both the lean fast path and the click
+command are built.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from jcli_sidecar.errors import JcliError, UsageError
+
+from . import emit
+from .read_options import ReadOption
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["EXEC_HELP", "EXEC_OPTIONS", "run_exec"]
+
+EXEC_HELP = (
+    "Run code in a session's kernel and print what it produced.\n\n"
+    "Inline code (--code, or a plain .py) keeps rich outputs in .j-cli/outputs; "
+    "notebook runs (--file x.ipynb or a py:percent x.py) write outputs into the notebook only."
+)
+
+EXEC_OPTIONS: tuple[ReadOption, ...] = (
+    ReadOption(("--code", "-c"), "code", "str", "Code to run.", "CODE"),
+    ReadOption(
+        ("--file", "-f"),
+        "file_path",
+        "str",
+        "An .ipynb or py:percent .py (outputs go into the notebook), or a plain .py script.",
+        "FILE",
+    ),
+    ReadOption(("--cell",), "cell_spec", "str", "Notebook cells to run: N, A:B (B excluded), A: or :B.", "SPEC"),
+    ReadOption(("--timeout",), "timeout", "float", "Seconds per cell before the kernel is interrupted (TIMEOUT).", "S"),
+)
+
+
+def _select(server_url: str | None, token: str | None, key: str):
+    from .embedded import resolve_server
+    from .jupyter_api import select_session
+
+    srv = resolve_server(server_url, token)
+    row = select_session(srv.sessions(), key)
+    kernel = row.get("kernel") or {}
+    return srv, {"id": row.get("id"), "name": row.get("name"), "kernel_id": kernel.get("id"), "kernel_name": kernel.get("name")}
+
+
+def run_exec(
+    json_mode: bool,
+    server_url: str | None,
+    token: str | None,
+    session_key: str,
+    code: str | None = None,
+    file_path: str | None = None,
+    cell_spec: str | None = None,
+    timeout: float | None = None,
+) -> int:
+    """Do one ``j-cli exec``; returns the process exit code."""
+    try:
+        if timeout is not None and not timeout > 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+        if file_path is not None and code is None:
+            from .notebook_exec import is_notebook_file
+
+            if is_notebook_file(file_path):
+                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout)
+        if cell_spec is not None:
+            raise UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)")
+        code = _code_to_run(code, file_path)
+        return _exec_inline(json_mode, server_url, token, session_key, code, timeout)
+    except JcliError as err:
+        return emit.error(err, json_mode)
+
+
+def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout) -> int:
+    import time
+
+    from .exec_result import build_result
+    from .kernel_exec import execute
+
+    srv, row = _select(server_url, token, session_key)
+    started_ns = time.time_ns()
+    live = None if json_mode else (lambda event, output, index, outputs, chunk: _live(event, output, chunk))
+    result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=live)
+    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
+    try:
+        doc = _store_if_needed(result, doc, row, code, started_ns)
+    except JcliError as err:  # the code ran; only saving failed: say both
+        err.details.update(executed=True, result=doc)
+        return emit.error(err, json_mode)
+    exit_code = emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
+    if json_mode:
+        emit.document(doc, True)
+        return exit_code
+    for note in result.notes:  # the outputs themselves were shown live
+        sys.stderr.write(f"note: {note}\n")
+    if "run" in doc:
+        sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
+    return exit_code
+
+
+def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int) -> dict[str, Any]:
+    """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
+
+    The client stages the files itself; the sidecar (or this process) publishes.
+    """
+    from jcli_sidecar.runtime import workspace_of
+    from jcli_sidecar.store import needs_store, stage_run
+
+    from .exec_result import TEXT_BUDGET, build_result
+    from .transport import publish
+
+    if not needs_store(result.outputs, TEXT_BUDGET):
+        return doc
+    cwd = workspace_of()
+    source = {
+        "kind": "inline",
+        "session_id": row["id"],
+        "kernel_id": row["kernel_id"],
+        "execution_count": result.execution_count,
+        "code": code,
+    }
+    staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
+    manifest = publish(cwd, staged.run_id)
+    run = {"run_id": staged.run_id, "manifest": manifest}
+    return build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run)
+
+
+def _code_to_run(code: str | None, file_path: str | None) -> str:
+    if (code is None) == (file_path is None):
+        raise UsageError("give exactly one of --code and --file")
+    if code is not None:
+        return code
+    from jcli_sidecar.notebook import read_file_bytes
+    from jcli_sidecar.pairing import is_percent
+
+    if not file_path.endswith(".py"):
+        raise UsageError(f"{file_path}: --file takes an .ipynb, a py:percent .py or a plain .py script")
+    text = read_file_bytes(os.path.abspath(file_path)).decode("utf-8", "replace")
+    if is_percent(text):
+        raise UsageError(f"{file_path} has '# %%' cells: it is a notebook pair")
+    return text
+
+
+def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout) -> int:
+    """Run notebook cells; JSON mode prints one line per cell, then a summary."""
+    from .notebook_exec import run_notebook
+
+    srv, row = _select(server_url, token, session_key)
+
+    def on_cell(line: dict[str, Any]) -> None:
+        if json_mode:
+            emit.document(line, True)
+        elif line.get("status") == "error" and "code" in line:
+            sys.stderr.write(f"j-cli: error [{line['code']}]: {line['message']}\n")
+
+    def on_output(event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None) -> None:
+        _live(event, output, chunk)
+
+    summary = run_notebook(
+        srv, row, file_path, cell_spec, timeout=timeout, on_cell=on_cell, on_output=None if json_mode else on_output
+    )
+    if json_mode:
+        emit.document(summary, True)
+    else:
+        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
+    return emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE
+
+
+def _live(event: str, output: dict[str, Any], chunk: str | None = None) -> None:
+    """Human mode: show outputs as they arrive (stream text chunk by chunk)."""
+    from .exec_result import output_text
+
+    kind = output.get("output_type")
+    if chunk is not None:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return
+    if event != "append":
+        return
+    if kind == "error":
+        sys.stderr.write("\n".join(output.get("traceback") or []) + "\n")
+    else:
+        text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
