@@ -1,7 +1,12 @@
-"""`make demo`: read saved outputs from examples/demo.ipynb with j-cli.
+"""`make demo`: the main job, end to end, on the embedded Jupyter Server.
 
-Shows a cell's catalog, one image read and one HTML read, by running the
-installed ``j-cli`` exactly as a user or an agent would.
+1. start the embedded server;  2. create a session;
+3. run inline code that prints and plots;  4. list the run's files;
+5. run examples/analysis.py (py:percent) into its notebook;
+6. read one image and one HTML output back through the sidecar.
+
+Everything happens in a scratch workspace with a private runtime dir, and
+the session, the sidecar and the server are stopped at the end.
 """
 
 from __future__ import annotations
@@ -10,36 +15,71 @@ import base64
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JCLI = os.path.join(os.path.dirname(sys.executable), "j-cli")
-NOTEBOOK = os.path.relpath(os.path.join(HERE, "demo.ipynb"))
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, show: bool = True) -> subprocess.CompletedProcess:
     print(f"\n$ j-cli {shlex.join(args)}", flush=True)
     proc = subprocess.run([JCLI, *args], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"j-cli failed ({proc.returncode}): {proc.stderr}")
+    if show:
+        print(proc.stdout, end="")
+        if proc.stderr:
+            print(proc.stderr, end="")
     return proc
 
 
 def main() -> None:
-    # 1. The catalog of a cell: every output, every MIME type, no payloads.
-    print(run("notebook", "outputs", NOTEBOOK, "--cell", "9").stdout, end="")
+    workspace = tempfile.mkdtemp(prefix="jcli-demo-")
+    runtime = tempfile.mkdtemp(prefix="jcli-demo-runtime-")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
+    os.environ.pop("JCLI_JUPYTER_SERVER_URL", None)
+    shutil.copy(os.path.join(HERE, "analysis.py"), workspace)
+    os.chdir(workspace)
+    print(f"workspace: {workspace}")
+    try:
+        run("server", "start")
+        run("session", "create", "-n", "demo")
 
-    # 2. One image. Humans get a description; agents use -j and get base64.
-    print(run("notebook", "output", NOTEBOOK, "--cell", "2", "--output", "0").stdout, end="")
-    envelope = json.loads(run("-j", "notebook", "output", NOTEBOOK, "--cell", "2", "--output", "0").stdout)
-    png = base64.b64decode(envelope["selected"]["data"])
-    envelope["selected"]["data"] = f"<{len(envelope['selected']['data'])} base64 characters>"
-    print(json.dumps(envelope, indent=2))
-    print(f"decoded: {len(png)} bytes, PNG signature ok: {png.startswith(bytes.fromhex('89504e470d0a1a0a'))}")
+        code = (
+            "import matplotlib.pyplot as plt\n"
+            "print('hello from the kernel')\n"
+            "plt.figure(figsize=(3, 2)); plt.plot([1, 3, 2]); plt.show()"
+        )
+        result = json.loads(run("-j", "exec", "demo", "-c", code, show=False).stdout)
+        print(json.dumps({k: result[k] for k in ("status", "text", "outputs", "run")}, indent=2))
+        run("output", "list")
+        run_dir = os.path.dirname(result["run"]["manifest"])
+        print(f"files in {run_dir}: {sorted(os.listdir(run_dir))}")
 
-    # 3. One HTML output, verbatim.
-    print(run("notebook", "output", NOTEBOOK, "--cell", "5", "--output", "0").stdout, end="")
+        run("exec", "demo", "-f", "analysis.py")
+        run("sidecar", "start")
+        run("notebook", "outputs", "analysis.py", "--cell", "2")
+        image = json.loads(run("-j", "notebook", "output", "analysis.py", "--cell", "2", "--output", "0", show=False).stdout)
+        png = base64.b64decode(image["selected"]["data"])
+        print(
+            f"image: {image['selected']['mime_type']}, {len(png)} bytes, "
+            f"{image['selected']['width']}x{image['selected']['height']} px, from {image['source']['path']} "
+            f"(mapped {image['source']['mapping']})"
+        )
+        run("notebook", "output", "analysis.py", "--cell", "3", "--output", "0")
+        status = json.loads(run("-j", "sidecar", "status", show=False).stdout)
+        print(f"sidecar pid {status['pid']}: {status['requests_served']} requests, {status['cache']['entries']} notebook(s) cached")
+    finally:
+        subprocess.run([JCLI, "session", "kill", "demo"], capture_output=True)
+        subprocess.run([JCLI, "sidecar", "stop"], capture_output=True)
+        subprocess.run([JCLI, "server", "stop"], capture_output=True)
+        os.chdir(HERE)
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    print("\ndone: the session, the sidecar and the server are stopped.")
 
 
 if __name__ == "__main__":
