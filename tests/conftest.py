@@ -76,9 +76,13 @@ def jupyter(tmp_path_factory):
             os.environ.pop("XDG_RUNTIME_DIR", None)
         else:
             os.environ["XDG_RUNTIME_DIR"] = saved
-    yield {"url": state["url"], "token": state["token"], "root": root}
-    server.stop()
-    assert not servers_under(runtime)
+    try:
+        yield {"url": state["url"], "token": state["token"], "root": root}
+    finally:
+        server.stop()
+        for proc in servers_under(runtime):  # a server that outlived its stop is a failure
+            proc.kill()
+            raise AssertionError(f"the test Jupyter Server {proc.pid} survived its stop")
 
 
 @pytest.fixture
