@@ -693,7 +693,8 @@ def measure_store(api, runs: int) -> tuple[dict, dict] | None:
         staged = stage_run(ws, outputs, source={"kind": "code", "code": "bench"}, status="ok",
                            created_ns=time.time_ns())
         t1 = time.perf_counter()
-        manifest = publish_run(staged.outputs_dir, staged.run_id)
+        published = publish_run(staged.outputs_dir, staged.run_id)
+        manifest = published["manifest"] if isinstance(published, dict) else published
         t2 = time.perf_counter()
         return (t1 - t0) * 1000, (t2 - t1) * 1000, manifest
 

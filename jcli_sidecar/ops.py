@@ -65,25 +65,28 @@ def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
 
 @op("run.publish", blocking=True)
 def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
-    """Publish a run the client staged: rename it into place under the outputs lock.
+    """Publish a run the client staged: rename it into place under the outputs lock,
+    then apply the retention policy the client sent.
 
     The sidecar writes nothing itself; a permission problem is reported as
     such, so the client finishes in-process with its own rights.
     """
+    from .retention import Policy
     from .store import outputs_dir, publish_run
 
     cwd, run_id = args.get("cwd"), args.get("run_id")
+    policy = Policy.from_wire(args.get("policy"))  # the client's, never this process's environment
     if not isinstance(cwd, str) or not isinstance(run_id, str):
         raise ProtocolError("run.publish needs cwd and run_id")
     if os.path.realpath(cwd) != sidecar.workspace:
         raise ProtocolError("run.publish is only for this sidecar's workspace")
     sidecar.stall("run.publish:before-rename")
     try:
-        manifest = publish_run(outputs_dir(cwd), run_id)
+        result = publish_run(outputs_dir(cwd), run_id, policy)
     except PermissionError as exc:
         raise OutputSaveFailed(f"the sidecar may not publish here: {exc.strerror}", permission=True) from None
     sidecar.stall("run.publish:after-rename")
-    return {"manifest": manifest}
+    return result
 
 
 @op("shutdown")

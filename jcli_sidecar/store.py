@@ -228,6 +228,7 @@ def stage_run(
     status: str,
     created_ns: int,
     run_id: str | None = None,
+    completed_ns: int | None = None,
 ) -> StagedRun:
     """Write every payload, then the manifest, into ``.staging/<run-id>/``.
 
@@ -251,7 +252,7 @@ def stage_run(
             "schema_version": SCHEMA_VERSION,
             "run_id": run_id,
             "created_ns": created_ns,
-            "completed_ns": time.time_ns(),
+            "completed_ns": time.time_ns() if completed_ns is None else completed_ns,
             "status": status,
             "owner": _owner(),
             "cwd": cwd,
@@ -331,11 +332,16 @@ def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: A
     return {"file": name, "bytes": len(data), "encoding": "utf-8"}
 
 
-def publish_run(outputs: str, run_id: str) -> str:
-    """Move a staged run into place under the outputs lock; returns its manifest path.
+def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | None = None) -> dict[str, Any]:
+    """Move a staged run into place under the outputs lock, then apply retention.
 
     Idempotent: a run whose ``manifest.json`` is already in place counts as
-    published (a sidecar may have finished it before dying).
+    published (a sidecar may have finished it before dying). Retention runs
+    under the same lock and never deletes this run; if it fails, the publish
+    still succeeds, with a bounded warning.
+
+    Returns:
+        ``{"manifest": path, "warnings": [...], "cleaned": n}``.
 
     Raises:
         OutputSaveFailed: it is neither staged nor published, or the rename failed.
@@ -346,10 +352,20 @@ def publish_run(outputs: str, run_id: str) -> str:
     final = os.path.join(outputs, run_id)
     staging = os.path.join(outputs, ".staging", run_id)
     manifest = os.path.join(final, "manifest.json")
+    result: dict[str, Any] = {"manifest": manifest, "warnings": [], "cleaned": 0}
     with outputs_lock(outputs):
-        if os.path.isfile(manifest):
-            return manifest
-        if not os.path.isfile(os.path.join(staging, "manifest.json")):
-            raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
-        os.rename(staging, final)
-    return manifest
+        if not os.path.isfile(manifest):
+            if not os.path.isfile(os.path.join(staging, "manifest.json")):
+                raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
+            os.rename(staging, final)
+        if policy is not None:
+            from .retention import clean
+
+            try:
+                report = clean(outputs, policy, keep={run_id}, now_ns=now_ns)
+                result["cleaned"] = report["totals"]["deleted"]
+                if report["errors"]:
+                    result["warnings"].append(f"automatic cleaning left {len(report['errors'])} run(s) it could not delete")
+            except Exception as exc:  # a failed auto-clean never fails the publish
+                result["warnings"].append(f"automatic cleaning failed: {type(exc).__name__}: {str(exc)[:200]}")
+    return result

@@ -181,3 +181,40 @@ def test_rich_exec_in_a_readonly_workspace_says_it_ran_but_could_not_save(nobody
     assert err["code"] == "OUTPUT_SAVE_FAILED" and err["executed"] is True
     assert err["result"]["text"].startswith("ran\n") and "run" not in err["result"]
     assert _snapshot(ws) == before and _snapshot(runtime) == runtime_before
+
+
+def test_a_clean_that_cannot_delete_reports_partial(nobody_python, tmp_path):
+    """nobody may read root's runs but not delete them: the clean is partial, per run."""
+    from jcli_sidecar.retention import DAY_NS
+    from jcli_sidecar.store import publish_run, stage_run
+
+    base = Path(tempfile.mkdtemp(prefix="jcli-clean-", dir="/tmp"))
+    try:
+        ws = base / "ws"
+        ws.mkdir()
+        old = 1_000_000_000 * 1_000_000_000
+        ids = []
+        for i in range(2):
+            staged = stage_run(str(ws), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=old + i, completed_ns=old + i)
+            publish_run(staged.outputs_dir, staged.run_id)
+            ids.append(staged.run_id)
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        lock = ws / ".j-cli" / "outputs" / ".lock"
+        locked_out = _as_nobody(nobody_python, ws, base, "-j", "output", "clean", "--max-age-days", "1")
+        assert locked_out.returncode == 1 and json.loads(locked_out.stderr)["code"] == "PATH_NOT_ALLOWED"
+        lock.chmod(0o666)  # now nobody may lock, but still not delete root's runs
+        runtime = base / "runtime"
+        runtime.mkdir(mode=0o700)
+        os.chown(runtime, 65534, 65534)
+        before = _snapshot(ws)
+        proc = _as_nobody(nobody_python, ws, runtime, "-j", "output", "clean", "--max-age-days", "1")
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stdout, proc.stderr
+        report = json.loads(proc.stdout)
+        # The newer run belongs to a live process (this test) and is not even tried.
+        assert report["status"] == "partial" and [e["run_id"] for e in report["errors"]] == [ids[0]]
+        assert report["deleted"] == [] and _snapshot(ws) == before
+        assert DAY_NS > 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -192,7 +192,7 @@ def test_publish_is_idempotent_and_refuses_unknown_runs(tmp_path):
     staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=1)
     outputs = ensure_outputs_dir(str(tmp_path))
     first = publish_run(outputs, staged.run_id)
-    assert publish_run(outputs, staged.run_id) == first
+    assert publish_run(outputs, staged.run_id) == first and os.path.isfile(first["manifest"])
     for bad in ("nope", "../escape", ".staging"):
         with pytest.raises(OutputSaveFailed):
             publish_run(outputs, bad)
@@ -215,7 +215,7 @@ def test_a_manifest_cannot_point_outside_its_run(tmp_path):
     from jcli_sidecar.store import ensure_outputs_dir, stage_run
 
     staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x" * 5000}], source={}, status="ok", created_ns=1)
-    manifest_path = publish_run(ensure_outputs_dir(str(tmp_path)), staged.run_id)
+    manifest_path = publish_run(ensure_outputs_dir(str(tmp_path)), staged.run_id)["manifest"]
     manifest = json.loads(open_text(manifest_path))
     manifest["outputs"][0]["text"]["file"] = "../../../../etc/hostname"
     with open(manifest_path, "w") as fh:

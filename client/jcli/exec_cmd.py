@@ -86,13 +86,16 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     from .exec_result import build_result
     from .kernel_exec import execute
 
+    from jcli_sidecar.retention import resolve_policy
+
+    policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     srv, row = _select(server_url, token, session_key)
     started_ns = time.time_ns()
     live = None if json_mode else (lambda event, output, index, outputs, chunk: _live(event, output, chunk))
     result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=live)
     doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
     try:
-        doc = _store_if_needed(result, doc, row, code, started_ns)
+        doc = _store_if_needed(result, doc, row, code, started_ns, policy)
     except JcliError as err:  # the code ran; only saving failed: say both
         err.details.update(executed=True, result=doc)
         return emit.error(err, json_mode)
@@ -107,7 +110,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     return exit_code
 
 
-def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int) -> dict[str, Any]:
+def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int, policy) -> dict[str, Any]:
     """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
 
     The client stages the files itself; the sidecar (or this process) publishes.
@@ -129,9 +132,12 @@ def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str
         "code": code,
     }
     staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
-    manifest = publish(cwd, staged.run_id)
-    run = {"run_id": staged.run_id, "manifest": manifest}
-    return build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run)
+    published = publish(cwd, staged.run_id, policy)
+    run = {"run_id": staged.run_id, "manifest": published["manifest"]}
+    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run)
+    if published.get("warnings"):
+        doc["warnings"] = list(published["warnings"])[:5]
+    return doc
 
 
 def _code_to_run(code: str | None, file_path: str | None) -> str:

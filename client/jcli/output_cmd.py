@@ -66,3 +66,52 @@ def _coded(exc: Exception) -> JcliError:
     from jcli_sidecar.errors import RunNotFound
 
     return RunNotFound(f"the outputs directory cannot be read: {getattr(exc, 'strerror', exc)}")
+
+
+@output.command("clean")
+@click.option("--dry-run", is_flag=True, help="Only report what would be deleted; change nothing.")
+@click.option("--max-age-days", type=int, metavar="N", help="Delete completed runs older than N days (env JCLI_OUTPUT_MAX_AGE_DAYS; default 7).")
+@click.option("--max-runs", type=int, metavar="N", help="Keep at most N completed runs (env JCLI_OUTPUT_MAX_RUNS; default 50).")
+@click.pass_context
+def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
+    """Delete old runs by age and count, under the outputs lock (whole runs only)."""
+    from jcli_sidecar.retention import clean, resolve_policy
+    from jcli_sidecar.runtime import workspace_of
+    from jcli_sidecar.store import outputs_dir
+
+    json_mode = ctx.find_root().obj["json"]
+    try:
+        policy = resolve_policy(max_age_days, max_runs)
+        outputs = outputs_dir(workspace_of())
+        report = _locked_clean(outputs, policy, dry_run, clean)
+    except PermissionError as exc:
+        from jcli_sidecar.errors import PathNotAllowed
+
+        err = PathNotAllowed(f"cannot take the outputs lock in {outputs} ({exc.strerror}); nothing was deleted")
+        ctx.exit(emit.error(err, json_mode))
+    except (JcliError, OSError) as exc:
+        ctx.exit(emit.error(_coded(exc), json_mode))
+    if json_mode:
+        emit.document(report, True)
+    else:
+        verb = "would delete" if dry_run else "deleted"
+        lines = [f"{verb} {d['run_id']} ({d['reason']})" for d in report["deleted"]]
+        lines += [f"kept {k['run_id']} ({k['reason']})" for k in report["kept"]]
+        lines += [f"failed {e['run_id']}: {e['error']}" for e in report["errors"]]
+        totals = report["totals"]
+        lines.append(f"{totals['deleted']} run(s) {verb}, {totals['bytes_freed']} bytes; {totals['runs']} run(s) were there")
+        click.echo("\n".join(lines))
+    ctx.exit(emit.EXIT_OK if report["status"] == "ok" else emit.EXIT_FAILURE)
+
+
+def _locked_clean(outputs: str, policy, dry_run: bool, clean):
+    """Clean under the outputs lock; a dry run takes the lock only if it exists (it creates nothing)."""
+    import os
+
+    from jcli_sidecar.locks import outputs_lock
+
+    lock_path = os.path.join(outputs, ".lock")
+    if dry_run and not os.path.exists(lock_path):
+        return clean(outputs, policy, dry_run=True)
+    with outputs_lock(outputs):
+        return clean(outputs, policy, dry_run=dry_run)

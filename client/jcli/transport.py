@@ -83,8 +83,8 @@ def _spawn_for_next_time(paths: SidecarPaths) -> None:
         pass  # no sidecar this time; the read itself already succeeded or failed on its own
 
 
-def publish(cwd: str, run_id: str) -> str:
-    """Publish a staged run; returns its manifest path.
+def publish(cwd: str, run_id: str, policy) -> dict:
+    """Publish a staged run and apply ``policy``; returns ``{manifest, warnings, cleaned}``.
 
     Through the sidecar when one answers (it holds the outputs lock and
     renames); in-process otherwise, or when the sidecar died mid-way or may
@@ -101,13 +101,13 @@ def publish(cwd: str, run_id: str) -> str:
         from jcli_sidecar.client import call
 
         try:
-            return call(paths, "run.publish", {"cwd": cwd, "run_id": run_id})["manifest"]
+            return call(paths, "run.publish", {"cwd": cwd, "run_id": run_id, "policy": policy.to_wire()})
         except SidecarUnavailable:
             pass
         except OutputSaveFailed as exc:
             if not exc.details.get("permission"):
                 raise
     try:
-        return publish_run(outputs_dir(cwd), run_id)
+        return publish_run(outputs_dir(cwd), run_id, policy)
     except OSError as exc:
         raise OutputSaveFailed(f"cannot publish run {run_id}: {exc.strerror or exc}", run_id=run_id) from None

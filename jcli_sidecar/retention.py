@@ -1,0 +1,347 @@
+"""Retention of inline runs: expire by age, trim by count, never eat what is needed.
+
+The policy (``max_age_days``, ``max_runs``) is resolved by the client — flag,
+then ``JCLI_OUTPUT_MAX_AGE_DAYS`` / ``JCLI_OUTPUT_MAX_RUNS``, then the
+defaults 7 and 50 — and sent with every store or clean request; the sidecar
+never reads its own environment for it. :func:`clean` runs under the outputs
+lock, after each publish and for ``j-cli output clean``.
+
+Only whole runs are deleted, and only a run whose directory holds exactly its
+manifest and the files the manifest lists (no symlinks, nothing extra).
+Never deleted: the run just published; the newest run of a live owner
+process; a run still being staged by a live owner; anything that cannot be
+vouched for (it is kept and reported); anything outside ``.j-cli/outputs``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+
+from .errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+__all__ = [
+    "DEFAULT_MAX_AGE_DAYS",
+    "DEFAULT_MAX_RUNS",
+    "Policy",
+    "clean",
+    "owner_alive",
+    "resolve_policy",
+]
+
+DEFAULT_MAX_AGE_DAYS = 7
+DEFAULT_MAX_RUNS = 50
+DAY_NS = 86_400 * 1_000_000_000
+#: Reasons a run is deleted, and reasons one is kept without being vouched for.
+DELETE_REASONS = ("expired", "over_count")
+KEEP_REASONS = ("unlisted_files", "symlink", "incomplete", "active_writer", "live_owner", "unreadable_manifest")
+
+
+class Policy:
+    """How long and how many completed runs to keep (both positive integers)."""
+
+    __slots__ = ("max_age_days", "max_runs")
+
+    def __init__(self, max_age_days: int = DEFAULT_MAX_AGE_DAYS, max_runs: int = DEFAULT_MAX_RUNS) -> None:
+        self.max_age_days = _positive("max_age_days", max_age_days)
+        self.max_runs = _positive("max_runs", max_runs)
+
+    def to_wire(self) -> dict[str, int]:
+        return {"max_age_days": self.max_age_days, "max_runs": self.max_runs}
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Policy:
+        """Rebuild from a request's ``policy`` map (validated again).
+
+        Raises:
+            UsageError: missing or bad values.
+        """
+        if not isinstance(value, dict):
+            raise UsageError("a retention policy {max_age_days, max_runs} is required")
+        return cls(value.get("max_age_days"), value.get("max_runs"))
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a positive integer, got {value!r} (0 and negatives never mean 'delete all')")
+    return value
+
+
+def _from_env(name: str, env_name: str, env: dict[str, str]) -> int | None:
+    raw = env.get(env_name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise UsageError(f"{env_name}={raw!r}: {name} must be a positive integer") from None
+    return _positive(f"{env_name} ({name})", value)
+
+
+def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: dict[str, str] | None = None) -> Policy:
+    """The policy: a flag wins over the environment, which wins over the default.
+
+    Raises:
+        UsageError: a zero, negative or non-integer value anywhere.
+
+    Example:
+        >>> resolve_policy(max_runs=3, env={"JCLI_OUTPUT_MAX_RUNS": "9", "JCLI_OUTPUT_MAX_AGE_DAYS": "2"}).to_wire()
+        {'max_age_days': 2, 'max_runs': 3}
+    """
+    env = os.environ if env is None else env
+    age = max_age_days if max_age_days is not None else _from_env("max_age_days", "JCLI_OUTPUT_MAX_AGE_DAYS", env)
+    runs = max_runs if max_runs is not None else _from_env("max_runs", "JCLI_OUTPUT_MAX_RUNS", env)
+    return Policy(DEFAULT_MAX_AGE_DAYS if age is None else age, DEFAULT_MAX_RUNS if runs is None else runs)
+
+
+def owner_alive(owner: Any) -> bool:
+    """Is the process that wrote a run still running? When in doubt: yes.
+
+    An owner on another host, or without a readable record, counts as alive.
+    """
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
+        return True
+    if owner.get("host") != socket.gethostname():
+        return True
+    import psutil
+
+    try:
+        proc = psutil.Process(owner["pid"])
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return abs(proc.create_time() - float(owner.get("create_time", -1))) < 0.01
+    except psutil.NoSuchProcess:
+        return False
+    except (psutil.Error, TypeError, ValueError):
+        return True
+
+
+class _Run:
+    __slots__ = ("run_id", "path", "manifest", "reason", "completed_ns", "bytes", "files")
+
+    def __init__(self, run_id: str, path: str) -> None:
+        self.run_id = run_id
+        self.path = path
+        self.manifest: dict[str, Any] | None = None
+        self.reason: str | None = None  # why it cannot be vouched for
+        self.completed_ns = 0
+        self.bytes = 0
+        self.files: list[str] = []
+
+
+def _inspect(run_id: str, path: str) -> _Run:
+    """Read a run and decide whether it can be vouched for (nothing is changed)."""
+    run = _Run(run_id, path)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        run.reason = "incomplete"
+        return run
+    if stat.S_ISLNK(info.st_mode):
+        run.reason = "symlink"
+        return run
+    if not stat.S_ISDIR(info.st_mode):
+        run.reason = "unlisted_files"
+        return run
+    manifest_path = os.path.join(path, "manifest.json")
+    try:
+        with open(manifest_path, "rb") as fh:
+            manifest = json.loads(fh.read())
+        if not isinstance(manifest, dict) or manifest.get("managed_by") != "j-cli":
+            raise ValueError
+        listed = manifest.get("files")
+        if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
+            raise ValueError
+        completed = manifest.get("completed_ns")
+        if not isinstance(completed, int):
+            raise ValueError
+    except FileNotFoundError:
+        run.reason = "incomplete"
+        return run
+    except (OSError, ValueError, UnicodeDecodeError):
+        run.reason = "unreadable_manifest"
+        return run
+    run.manifest = manifest
+    run.completed_ns = completed
+    expected = set(listed) | {"manifest.json"}
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        run.reason = "incomplete"
+        return run
+    present = set()
+    for entry in entries:
+        if entry.is_symlink():
+            run.reason = "symlink"
+            return run
+        if not entry.is_file(follow_symlinks=False):
+            run.reason = "unlisted_files"
+            return run
+        present.add(entry.name)
+        run.bytes += entry.stat(follow_symlinks=False).st_size
+    if present - expected:
+        run.reason = "unlisted_files"
+    elif expected - present:
+        run.reason = "incomplete"
+    run.files = sorted(present)
+    return run
+
+
+def _delete(run: _Run) -> None:
+    """Remove exactly the vouched-for files, then the directory. Never follows links."""
+    again = _inspect(run.run_id, run.path)  # re-checked under the lock, right before
+    if again.reason is not None:
+        raise OSError(f"run changed before deletion ({again.reason})")
+    for name in again.files:
+        os.unlink(os.path.join(run.path, name))
+    os.rmdir(run.path)
+
+
+def _staging(staging_dir: str, policy: Policy, now_ns: int, dry_run: bool, alive: Callable[[Any], bool]):
+    """Staged runs: a live owner's are never touched; a dead owner's only after the age limit."""
+    kept, deleted, errors = [], [], []
+    try:
+        names = sorted(os.listdir(staging_dir))
+    except OSError:
+        return kept, deleted, errors
+    for name in names:
+        path = os.path.join(staging_dir, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            kept.append({"run_id": name, "reason": "symlink" if stat.S_ISLNK(info.st_mode) else "unlisted_files", "staging": True})
+            continue
+        owner = None
+        try:
+            with open(os.path.join(path, "manifest.json"), "rb") as fh:
+                owner = json.loads(fh.read()).get("owner")
+        except (OSError, ValueError, AttributeError):
+            owner = None
+        if owner is None or alive(owner):
+            kept.append({"run_id": name, "reason": "active_writer", "staging": True})
+            continue
+        if now_ns - info.st_mtime_ns <= policy.max_age_days * DAY_NS:
+            kept.append({"run_id": name, "reason": "incomplete", "staging": True})
+            continue
+        size = 0
+        try:
+            entries = list(os.scandir(path))
+            if any(e.is_symlink() or not e.is_file(follow_symlinks=False) for e in entries):
+                kept.append({"run_id": name, "reason": "symlink", "staging": True})
+                continue
+            size = sum(e.stat(follow_symlinks=False).st_size for e in entries)
+            if not dry_run:
+                for entry in entries:
+                    os.unlink(entry.path)
+                os.rmdir(path)
+            deleted.append({"run_id": name, "reason": "expired", "bytes": size, "staging": True})
+        except OSError as exc:
+            errors.append({"run_id": name, "error": exc.strerror or str(exc)})
+    return kept, deleted, errors
+
+
+def clean(
+    outputs_dir: str,
+    policy: Policy,
+    *,
+    dry_run: bool = False,
+    keep: frozenset[str] | set[str] = frozenset(),
+    now_ns: int | None = None,
+    alive: Callable[[Any], bool] = owner_alive,
+) -> dict[str, Any]:
+    """Apply ``policy`` to ``outputs_dir`` (the caller holds the outputs lock).
+
+    Args:
+        keep: run ids never to delete (the run just published).
+        now_ns: the clock (injectable; default: now).
+        alive: whether an owner record names a live process (injectable).
+
+    Returns:
+        ``{status, dry_run, policy, deleted[{run_id, reason, bytes}],
+        kept[{run_id, reason}], errors[], totals}``; ``status`` is
+        ``"partial"`` when a deletion failed.
+
+    Raises:
+        UsageError: ``outputs_dir`` is itself a symlink (refused).
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    report: dict[str, Any] = {
+        "schema_version": 1,
+        "status": "ok",
+        "dry_run": dry_run,
+        "policy": policy.to_wire(),
+        "outputs_dir": outputs_dir,
+        "deleted": [],
+        "kept": [],
+        "errors": [],
+    }
+    try:
+        info = os.lstat(outputs_dir)
+    except FileNotFoundError:
+        report["totals"] = {"runs": 0, "deleted": 0, "kept": 0, "bytes_freed": 0}
+        return report
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{outputs_dir} is not a plain directory (a symlink?); refusing to clean it")
+    runs = [
+        _inspect(name, os.path.join(outputs_dir, name))
+        for name in sorted(os.listdir(outputs_dir))
+        if not name.startswith(".")
+    ]
+    vouched = [r for r in runs if r.reason is None]
+    for run in runs:
+        if run.reason is not None:
+            report["kept"].append({"run_id": run.run_id, "reason": run.reason})
+    # The newest run of every live owner is protected, as is the run just published.
+    newest_by_owner: dict[tuple, _Run] = {}
+    for run in vouched:
+        owner = run.manifest.get("owner") or {}
+        key = (owner.get("host"), owner.get("pid"), owner.get("create_time"))
+        best = newest_by_owner.get(key)
+        if best is None or (run.completed_ns, run.run_id) > (best.completed_ns, best.run_id):
+            newest_by_owner[key] = run
+    protected = {r.run_id for r in newest_by_owner.values() if alive(r.manifest.get("owner"))}
+    protected |= set(keep)
+    doomed: list[tuple[_Run, str]] = []
+    survivors = []
+    for run in vouched:
+        if now_ns - run.completed_ns > policy.max_age_days * DAY_NS:
+            doomed.append((run, "expired"))
+        else:
+            survivors.append(run)
+    survivors.sort(key=lambda r: (r.completed_ns, r.run_id), reverse=True)
+    doomed.extend((run, "over_count") for run in survivors[policy.max_runs :])
+    freed = 0
+    for run, reason in doomed:
+        if run.run_id in protected:
+            report["kept"].append({"run_id": run.run_id, "reason": "live_owner" if run.run_id not in keep else "active_writer"})
+            continue
+        try:
+            if not dry_run:
+                _delete(run)
+            report["deleted"].append({"run_id": run.run_id, "reason": reason, "bytes": run.bytes})
+            freed += run.bytes
+        except OSError as exc:
+            report["errors"].append({"run_id": run.run_id, "error": getattr(exc, "strerror", None) or str(exc)})
+    kept, deleted, errors = _staging(os.path.join(outputs_dir, ".staging"), policy, now_ns, dry_run, alive)
+    report["kept"].extend(kept)
+    report["deleted"].extend(deleted)
+    report["errors"].extend(errors)
+    freed += sum(d["bytes"] for d in deleted)
+    if report["errors"]:
+        report["status"] = "partial"
+    report["totals"] = {
+        "runs": len(runs),
+        "deleted": len(report["deleted"]),
+        "kept": len(runs) - sum(1 for d in report["deleted"] if not d.get("staging")),
+        "bytes_freed": freed,
+    }
+    return report
