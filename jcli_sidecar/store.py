@@ -18,7 +18,6 @@ and renamed into place, with a README, a ``.gitignore`` of ``*`` and a
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat

@@ -91,3 +91,18 @@ def use_jupyter(jupyter, monkeypatch):
     monkeypatch.setenv("JCLI_JUPYTER_SERVER_URL", jupyter["url"])
     monkeypatch.setenv("JCLI_JUPYTER_SERVER_TOKEN", jupyter["token"])
     return jupyter
+
+
+@pytest.fixture(scope="module")
+def kernel_session(jupyter):
+    """A kernel session on the shared server for one test module; killed afterwards."""
+    import os
+
+    from helpers import run_cli
+
+    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
+    name = f"test-{os.urandom(3).hex()}"
+    created = run_cli("session", "create", "-n", name, env=env)
+    assert created.returncode == 0, created.stderr
+    yield name
+    run_cli("session", "kill", name, env=env)

@@ -25,17 +25,6 @@ def jcli(*args, **kwargs):
     return run_cli(*args, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def kernel_session(jupyter):
-    """One kernel session shared by the exec tests of this module."""
-    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
-    name = f"exec-{os.urandom(3).hex()}"
-    created = run_cli("-j", "session", "create", "-n", name, env=env)
-    assert created.returncode == 0, created.stderr
-    yield name
-    run_cli("session", "kill", name, env=env)
-
-
 def run(session, code, *extra):
     result = jcli("-j", "exec", session, "-c", code, *extra)
     return result, (result.json() if result.stdout else None)

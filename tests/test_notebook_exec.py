@@ -33,15 +33,6 @@ plt.plot([1, 3, 2]); plt.show()
 """
 
 
-@pytest.fixture(scope="module")
-def kernel_session(jupyter):
-    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
-    name = f"nb-{os.urandom(3).hex()}"
-    assert run_cli("session", "create", "-n", name, env=env).returncode == 0
-    yield name
-    run_cli("session", "kill", name, env=env)
-
-
 @pytest.fixture
 def ws(tmp_path, use_jupyter):
     work = tmp_path / "ws"

@@ -134,17 +134,6 @@ def test_reads_as_nobody_in_a_readonly_workspace_change_nothing(nobody_python, r
     assert not (ws / ".j-cli").exists()
 
 
-@pytest.fixture(scope="module")
-def shared_session(jupyter):
-    from helpers import run_cli
-
-    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
-    name = f"ro-{os.urandom(3).hex()}"
-    assert run_cli("session", "create", "-n", name, env=env).returncode == 0
-    yield name
-    run_cli("session", "kill", name, env=env)
-
-
 def _exec_as_nobody(nobody_python, ws, runtime, jupyter, session, code):
     python, libs = nobody_python
     env = {
@@ -162,20 +151,20 @@ def _exec_as_nobody(nobody_python, ws, runtime, jupyter, session, code):
     )
 
 
-def test_text_only_exec_works_in_a_readonly_workspace(nobody_python, readonly_workspace, jupyter, shared_session):
+def test_text_only_exec_works_in_a_readonly_workspace(nobody_python, readonly_workspace, jupyter, kernel_session):
     ws, runtime = readonly_workspace
     before, runtime_before = _snapshot(ws), _snapshot(runtime)
-    proc = _exec_as_nobody(nobody_python, ws, runtime, jupyter, shared_session, "print('read-only ok'); 40 + 2")
+    proc = _exec_as_nobody(nobody_python, ws, runtime, jupyter, kernel_session, "print('read-only ok'); 40 + 2")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["text"] == "read-only ok\n42\n"
     assert _snapshot(ws) == before and _snapshot(runtime) == runtime_before
 
 
-def test_rich_exec_in_a_readonly_workspace_says_it_ran_but_could_not_save(nobody_python, readonly_workspace, jupyter, shared_session):
+def test_rich_exec_in_a_readonly_workspace_says_it_ran_but_could_not_save(nobody_python, readonly_workspace, jupyter, kernel_session):
     ws, runtime = readonly_workspace
     before, runtime_before = _snapshot(ws), _snapshot(runtime)
     code = "from IPython.display import HTML, display\nprint('ran')\ndisplay(HTML('<b>x</b>'))"
-    proc = _exec_as_nobody(nobody_python, ws, runtime, jupyter, shared_session, code)
+    proc = _exec_as_nobody(nobody_python, ws, runtime, jupyter, kernel_session, code)
     assert proc.returncode == 1 and proc.stdout == b""
     err = json.loads(proc.stderr)
     assert err["code"] == "OUTPUT_SAVE_FAILED" and err["executed"] is True

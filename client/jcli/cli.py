@@ -6,7 +6,6 @@ fast path uses) and run through ``read_command``.
 
 from __future__ import annotations
 
-import sys
 
 import click
 

@@ -7,7 +7,6 @@ Thin: each command resolves the server (explicit or embedded), calls
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
