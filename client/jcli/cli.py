@@ -82,6 +82,20 @@ for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_co
     app.add_command(_command)
 
 
+@app.group()
+def mcp() -> None:
+    """The read-only MCP server for Claude Code, Codex and other MCP hosts."""
+
+
+@mcp.command("serve")
+@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False), help="Allow reads under DIR (repeatable).")
+def mcp_serve(roots: tuple[str, ...]) -> None:
+    """Serve read_notebook_output and read_run_output over stdio."""
+    from .mcp_server import serve
+
+    raise SystemExit(serve(list(roots)))
+
+
 def _json_requested(args: list[str]) -> bool:
     skip = False
     for token in args:
