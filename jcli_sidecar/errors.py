@@ -23,6 +23,8 @@ The tree::
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
     ├── RendererUnavailable           RENDERER_UNAVAILABLE
+    ├── ConfigInvalid                 CONFIG_INVALID (a host config j-cli cannot parse)
+    ├── ConfigConflict                CONFIG_CONFLICT (an entry j-cli does not manage)
     ├── SidecarError                  the sidecar transport (clients fall back)
     │   ├── ProtocolError             PROTOCOL_ERROR (bad frame, bad handshake)
     │   ├── PeerRefused               PEER_REFUSED (another uid on the socket)
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CellMappingUnreliable",
     "CellNotFound",
+    "ConfigConflict",
+    "ConfigInvalid",
     "ERROR_CODES",
     "FileNotFound",
     "InternalError",
@@ -184,6 +188,14 @@ class Timeout(JcliError, TimeoutError):
 
 class RendererUnavailable(JcliError):
     code = "RENDERER_UNAVAILABLE"
+
+
+class ConfigInvalid(JcliError):
+    code = "CONFIG_INVALID"
+
+
+class ConfigConflict(JcliError):
+    code = "CONFIG_CONFLICT"
 
 
 class SidecarError(JcliError):

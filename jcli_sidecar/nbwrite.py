@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import stat
-import tempfile
 
-from .notebook import read_file_bytes, parse_notebook
+from .fileio import write_text_atomic
+from .notebook import parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,25 +89,4 @@ def write_notebook(path: str, nb: dict[str, Any]) -> None:
     Raises:
         OSError: the directory cannot be written.
     """
-    text = dumps_notebook(nb)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".ipynb.tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_text_atomic(path, dumps_notebook(nb))

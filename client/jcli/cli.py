@@ -83,6 +83,60 @@ for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_co
 
 
 @app.group()
+def setup() -> None:
+    """Wire j-cli into agent hosts and git (edits their files directly)."""
+
+
+def _setup_done(result: dict) -> None:
+    ctx = click.get_current_context()
+    if ctx.find_root().obj["json"]:
+        ctx.exit(emit.document(result, True))
+    for key in ("config", "skill", "gitignore"):
+        if result.get(key):
+            click.echo(f"{key}: {result[key]}")
+    done = "removed" if "removed" in result else ("updated" if result.get("changed") else "already up to date")
+    click.echo(done if done != "removed" else ("removed" if result["removed"] else "nothing to remove"))
+    ctx.exit(emit.EXIT_OK)
+
+
+def _setup_call(action) -> dict:
+    from jcli_sidecar.errors import JcliError, OutputSaveFailed
+
+    ctx = click.get_current_context()
+    try:
+        return action()
+    except JcliError as err:
+        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+    except OSError as exc:
+        err = OutputSaveFailed(f"cannot write {getattr(exc, 'filename', '') or 'the config'}: {exc.strerror or exc}")
+        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+
+
+@setup.command("codex")
+@click.option("--project", "scope", flag_value="project", help="This project's .codex/config.toml (roots reads here).")
+@click.option("--user", "scope", flag_value="user", default=True, help="Your Codex config (CODEX_HOME, default ~/.codex).")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's entries.")
+def setup_codex_command(scope: str, remove: bool) -> None:
+    """Register the read-only MCP server (and the j-cli skill) with Codex."""
+    from jcli_sidecar.runtime import workspace_of
+
+    from .setup.codex import setup_codex
+
+    _setup_done(_setup_call(lambda: setup_codex(scope, workspace_of(), remove)))
+
+
+@setup.command("git")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's block.")
+def setup_git_command(remove: bool) -> None:
+    """Add a managed block ignoring **/.j-cli/ to this directory's .gitignore."""
+    from jcli_sidecar.runtime import workspace_of
+
+    from .setup.gitignore import setup_git
+
+    _setup_done(_setup_call(lambda: setup_git(workspace_of(), remove)))
+
+
+@app.group()
 def mcp() -> None:
     """The read-only MCP server for Claude Code, Codex and other MCP hosts."""
 
