@@ -133,3 +133,65 @@ def test_exec_never_touches_gitignore(tmp_path):
     ensure_outputs_dir(str(tmp_path))
     assert not (tmp_path / ".gitignore").exists()
     assert (tmp_path / ".j-cli" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+CLAUDE_JSON = {
+    "numStartups": 12,
+    "theme": "dark",
+    "mcpServers": {"search": {"type": "stdio", "command": "npx", "args": ["-y", "search-mcp"], "env": {"KEY": "x"}}},
+    "projects": {"/somewhere/else": {"allowedTools": [], "mcpServers": {"db": {"type": "stdio", "command": "db-mcp", "args": []}}}},
+    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]},
+}
+
+
+@pytest.fixture
+def claude_home(tmp_path, monkeypatch):
+    import json
+
+    home = tmp_path / "home"
+    home.mkdir()
+    config = home / ".claude.json"
+    config.write_text(json.dumps(CLAUDE_JSON, indent=2) + "\n")
+    config.chmod(0o600)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.mark.parametrize("scope", ["--local", "--user", "--project"])
+def test_claude_install_twice_then_remove_is_byte_identical(claude_home, tmp_path, scope):
+    import json
+
+    project = tmp_path / "project"
+    project.mkdir()
+    config = claude_home / ".claude.json"
+    original = config.read_bytes()
+    assert run_cli("setup", "claude", scope, cwd=project).returncode == 0
+    second = run_cli("-j", "setup", "claude", scope, cwd=project).json()
+    assert second["changed"] is False
+    target = project / ".mcp.json" if scope == "--project" else config
+    doc = json.loads(target.read_text())
+    servers = {
+        "--local": lambda d: d["projects"][str(project.resolve())]["mcpServers"],
+        "--user": lambda d: d["mcpServers"],
+        "--project": lambda d: d["mcpServers"],
+    }[scope](doc)
+    assert servers["jcli"]["args"][:4] == ["-m", "jcli", "mcp", "serve"]
+    if scope != "--project":
+        assert doc["mcpServers"]["search"] == CLAUDE_JSON["mcpServers"]["search"] and doc["hooks"] == CLAUDE_JSON["hooks"]
+    assert run_cli("-j", "setup", "claude", scope, "--remove", cwd=project).json()["removed"]
+    assert config.read_bytes() == original and stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert not (project / ".mcp.json").exists()
+
+
+def test_claude_refuses_a_foreign_jcli_entry_and_broken_json(claude_home, tmp_path):
+    import json
+
+    config = claude_home / ".claude.json"
+    foreign = dict(CLAUDE_JSON, mcpServers={"jcli": {"command": "something-else"}})
+    config.write_text(json.dumps(foreign, indent=2))
+    result = run_cli("-j", "setup", "claude", "--user", cwd=tmp_path)
+    assert result.returncode == 1 and result.error()["code"] == "CONFIG_CONFLICT"
+    config.write_text("{ not json")
+    result = run_cli("-j", "setup", "claude", "--user", cwd=tmp_path)
+    assert result.returncode == 1 and result.error()["code"] == "CONFIG_INVALID"
+    assert config.read_text() == "{ not json"

@@ -125,6 +125,20 @@ def setup_codex_command(scope: str, remove: bool) -> None:
     _setup_done(_setup_call(lambda: setup_codex(scope, workspace_of(), remove)))
 
 
+@setup.command("claude")
+@click.option("--local", "scope", flag_value="local", default=True, help="~/.claude.json, for this project only (default).")
+@click.option("--project", "scope", flag_value="project", help="./.mcp.json, shared with the project.")
+@click.option("--user", "scope", flag_value="user", help="~/.claude.json, for every project.")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's entries.")
+def setup_claude_command(scope: str, remove: bool) -> None:
+    """Register the read-only MCP server (and the j-cli skill) with Claude Code."""
+    from jcli_sidecar.runtime import workspace_of
+
+    from .setup.claude import setup_claude
+
+    _setup_done(_setup_call(lambda: setup_claude(scope, workspace_of(), remove)))
+
+
 @setup.command("git")
 @click.option("--remove", is_flag=True, help="Remove only j-cli's block.")
 def setup_git_command(remove: bool) -> None:
