@@ -45,12 +45,10 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
 
 def _select(server_url: str | None, token: str | None, key: str):
     from .embedded import resolve_server
-    from .jupyter_api import select_session
+    from .jupyter_api import select_session, session_summary
 
     srv = resolve_server(server_url, token)
-    row = select_session(srv.sessions(), key)
-    kernel = row.get("kernel") or {}
-    return srv, {"id": row.get("id"), "name": row.get("name"), "kernel_id": kernel.get("id"), "kernel_name": kernel.get("name")}
+    return srv, session_summary(select_session(srv.sessions(), key))
 
 
 def run_exec(

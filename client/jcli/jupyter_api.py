@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .wire import WebSocket
 
-__all__ = ["JupyterServer", "select_session"]
+__all__ = ["JupyterServer", "select_session", "session_summary"]
 
 
 class JupyterServer:
@@ -151,3 +151,16 @@ def select_session(sessions: list[dict[str, Any]], key: str) -> dict[str, Any]:
         raise SessionNotFound(f"{len(prefixed)} sessions start with {key!r}; give more of the id", candidates=[r["id"] for r in prefixed])
     known = ", ".join(f"{r.get('name') or '-'} ({str(r.get('id'))[:8]})" for r in sessions) or "none"
     raise SessionNotFound(f"no session matches {key!r} (sessions: {known}); see j-cli session list")
+
+
+def session_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """The fields j-cli shows for a session: ids, names, path and kernel state."""
+    kernel = row.get("kernel") or {}
+    return {
+        "id": row.get("id"),
+        "name": row.get("name"),
+        "path": row.get("path"),
+        "kernel_id": kernel.get("id"),
+        "kernel_name": kernel.get("name"),
+        "execution_state": kernel.get("execution_state"),
+    }

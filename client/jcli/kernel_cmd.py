@@ -13,6 +13,7 @@ import click
 from jcli_sidecar.errors import JcliError, UsageError
 
 from . import emit
+from .jupyter_api import select_session, session_summary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,18 +159,6 @@ def session() -> None:
     """Kernel sessions (select one by id, a unique 3+ character id prefix, or a unique name)."""
 
 
-def _session_row(row: dict[str, Any]) -> dict[str, Any]:
-    kernel = row.get("kernel") or {}
-    return {
-        "id": row.get("id"),
-        "name": row.get("name"),
-        "path": row.get("path"),
-        "kernel_id": kernel.get("id"),
-        "kernel_name": kernel.get("name"),
-        "execution_state": kernel.get("execution_state"),
-    }
-
-
 @session.command("create")
 @click.option("-n", "--name", help="A name to select the session by (default: generated).")
 @click.option("-k", "--kernel", help="Kernel spec name (default: the server's default).")
@@ -182,7 +171,7 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
         taken = [row for row in srv.sessions() if row.get("name") == name]
         if taken:
             raise UsageError(f"a session named {name!r} exists already ({taken[0]['id']})")
-        row = _session_row(srv.create_session(_session_path(ctx, name), name, kernel))
+        row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
     except JcliError as err:
         _fail(ctx, err)
     _done(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})")
@@ -208,7 +197,7 @@ def _session_path(ctx: click.Context, name: str) -> str:
 def session_list(ctx: click.Context) -> None:
     """List sessions."""
     try:
-        rows = [_session_row(r) for r in _server(ctx).sessions()]
+        rows = [session_summary(r) for r in _server(ctx).sessions()]
     except JcliError as err:
         _fail(ctx, err)
     human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}" for r in rows) or "no sessions"
@@ -216,10 +205,9 @@ def session_list(ctx: click.Context) -> None:
 
 
 def _select(ctx: click.Context, key: str):
-    from .jupyter_api import select_session
 
     srv = _server(ctx)
-    return srv, _session_row(select_session(srv.sessions(), key))
+    return srv, session_summary(select_session(srv.sessions(), key))
 
 
 @session.command("kill")
