@@ -33,6 +33,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/clean_latency.py
+	$(BIN)/python bench/mcp_latency.py
 
 fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py

@@ -1,0 +1,506 @@
+"""Per-call latency of the ``read_notebook_output`` MCP tool, ours against upstream.
+
+The read is always the same: one image output (cell 100, output 0, a ~90 KB
+PNG) of the ~24 MB notebook of 200 image cells that ``read_latency.py``
+generates. Every server is driven through the real MCP SDK client
+(``mcp.ClientSession`` over ``mcp.stdio_client``, from the project venv), one
+long-lived session per server, all of them open at once in one asyncio
+program:
+
+* ours (sidecar)          -- ``j-cli mcp serve --root bench/.work`` from this
+                             checkout, with the sidecar enabled (the default).
+                             The script starts the sidecar first, so every
+                             call is one round-trip to it, and checks that the
+                             timed calls were all served from its cache;
+* ours (JCLI_SIDECAR=off) -- the same server with ``JCLI_SIDECAR=off``: it
+                             reads and parses the notebook itself on every call;
+* upstream                -- ``j-cli mcp serve --root bench/.work`` of
+                             ``jupyter-jcli`` (pinned in read_latency.py, its
+                             own venv), on the same notebook with cell ids
+                             (``big_ids.ipynb``; it cannot read one without).
+
+Both ours get ``{"file_path": "big.ipynb", "cell_index": 100,
+"output_index": 0}``, a path relative to their single root. Upstream gets the
+same arguments on ``big_ids.ipynb``, once its tool schema (from
+``list_tools``) shows that it takes them. Each server's answer is checked: the
+image content must decode to the PNG stored in the notebook.
+
+What is timed: one ``await session.call_tool(...)`` round trip, with
+``time.perf_counter()``, after 3 warm-up calls per server, 50 calls per server
+(``--calls``), the servers taking turns call by call (the first one changes
+every round) so that they share the machine's noise. After each read, one
+``list_tools`` round trip on the same session is timed too, for information:
+what the protocol costs with no read at all. The start-up of each server
+(spawn + ``initialize``) is timed once, also for information.
+
+Why ratios: the machine is noisy and absolute timings drift up to 2x between
+runs, so the target compares two medians measured side by side in the same
+run (see TARGETS). Nothing here asserts on the numbers: the script prints
+"meets target" or "misses target", and exits non-zero only if our own tool
+fails (a server that does not start, an error result, a wrong PNG, a sidecar
+that does not start or answer). If upstream cannot be installed or fails, the
+script says so and reports our numbers alone.
+
+The sidecar is private to this script: it and every j-cli child run with
+``XDG_RUNTIME_DIR=bench/.work/mcp-runtime`` (mode 0700) and
+``cwd=bench/.work``. At the end the MCP sessions are closed (the SDK closes
+each server's stdin, then terminates it), the sidecar is stopped with
+``j-cli sidecar stop``, also on errors, and the script checks that none of
+the processes it started is left. Each server's stderr goes to
+``bench/.work/mcp-<server>.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from read_latency import (
+    BIG,
+    BIG_IDS,
+    CELLS,
+    J_CLI,
+    UPSTREAM_PIN,
+    BenchError,
+    Sidecar,
+    child_env,
+    ensure_notebooks,
+    ensure_upstream,
+    summarize,
+    verdict,
+)
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+WORK = BENCH / ".work"
+RUNTIME = WORK / "mcp-runtime"  # XDG_RUNTIME_DIR of the sidecar and of every server
+
+TOOL = "read_notebook_output"
+WARMUP = 3
+CALL_TIMEOUT = 120.0  # seconds; a hung server fails instead of hanging the script
+PROCESS_GRACE = 10.0  # seconds a server process may outlive its closed session
+
+# Names used in the table and in the ratios.
+OURS, OURS_OFF, UPSTREAM = "ours (sidecar)", "ours (JCLI_SIDECAR=off)", "upstream"
+LOG_NAMES = {OURS: "ours", OURS_OFF: "ours-off", UPSTREAM: "upstream"}
+
+# (numerator, denominator, op, target): ratios of medians from the same run.
+TARGETS = [(UPSTREAM, OURS, ">=", 4.0)]
+INFO = [(UPSTREAM, OURS_OFF, "information: ours without the sidecar")]
+
+
+# -- the servers ------------------------------------------------------------------
+
+
+class Server:
+    """One MCP server: how to start it, its session, and what it answered."""
+
+    def __init__(self, name: str, exe: Path, env: dict[str, str], notebook: Path, cell: int) -> None:
+        self.name = name
+        self.ours = name != UPSTREAM
+        self.exe = exe
+        self.env = env
+        self.notebook = notebook
+        self.cell = cell
+        self.log = WORK / f"mcp-{LOG_NAMES[name]}.log"
+        self.session = None
+        self.arguments: dict | None = None
+        self.png_of = result_png  # how to find the PNG in its answers (a peer may differ)
+        self.startup_ms: float | None = None
+        self.init_info = ""
+        self.times: list[float] = []
+        self.list_times: list[float] = []  # list_tools round trips: the protocol alone, no read
+
+    def params(self):
+        from mcp import StdioServerParameters
+
+        return StdioServerParameters(
+            command=str(self.exe),
+            args=["mcp", "serve", "--root", str(WORK)],
+            env=self.env,
+            cwd=str(WORK),
+        )
+
+    def log_tail(self) -> str:
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-5:])
+
+    def failure(self, what: str, exc: BaseException) -> str:
+        tail = self.log_tail()
+        return f"{self.name}: {what} failed: {describe_exc(exc)}" + (f"\n{tail}" if tail else "")
+
+
+def describe_exc(exc: BaseException) -> str:
+    """One line for an exception, looking inside (anyio) exception groups."""
+    while len(getattr(exc, "exceptions", ())) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"[:400]
+
+
+class Processes:
+    """Every process this script's servers ran, so that none is left behind."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self.me = psutil.Process()
+        self.seen: dict[int, object] = {}  # pid -> psutil.Process
+
+    def remember_children(self) -> None:
+        import psutil
+
+        for child in self.me.children(recursive=True):
+            try:
+                child.create_time()  # is_running() later compares it: the pid was not reused
+            except psutil.Error:
+                continue
+            self.seen.setdefault(child.pid, child)
+
+    def reap(self) -> list[str]:
+        """Wait for every process seen; kill any that outlives PROCESS_GRACE. Returns notes."""
+        import psutil
+
+        notes = []
+        deadline = time.monotonic() + PROCESS_GRACE
+        for pid, proc in self.seen.items():
+            try:
+                while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    if time.monotonic() > deadline:
+                        proc.kill()  # is_running() checked pid and create time: it is ours
+                        notes.append(f"pid {pid} ({' '.join(proc.cmdline()[1:4])}) still ran after its session closed: killed")
+                        break
+                    time.sleep(0.01)
+            except psutil.NoSuchProcess:
+                pass
+        return notes
+
+
+def leftover_servers() -> list[str]:
+    """``ps`` lines of any ``mcp serve --root bench/.work`` process still running."""
+    r = subprocess.run(["ps", "-eo", "pid=,args="], check=False, stdout=subprocess.PIPE, text=True)
+    marker = f"mcp serve --root {WORK}"
+    return [line.strip() for line in r.stdout.splitlines() if marker in line]
+
+
+# -- the runtime dir --------------------------------------------------------------
+
+
+def private_runtime_dir() -> Path:
+    """A mode-0700 ``XDG_RUNTIME_DIR``: ``bench/.work/mcp-runtime``, or a temporary
+    directory if the sidecar's socket path would not fit a Unix socket there."""
+    from jcli_sidecar.runtime import SidecarPaths
+
+    RUNTIME.mkdir(parents=True, exist_ok=True)
+    os.chmod(RUNTIME, 0o700)
+    socket_path = SidecarPaths(os.path.realpath(WORK), str(RUNTIME / "jcli")).socket
+    if len(os.fsencode(socket_path)) <= 100:
+        return RUNTIME
+    fallback = Path(tempfile.mkdtemp(prefix="jcli-bench-"))  # mkdtemp makes it 0700
+    print(f"note: {RUNTIME.relative_to(ROOT)} is too deep for a Unix socket; using {fallback}")
+    return fallback
+
+
+# -- the answers ------------------------------------------------------------------
+
+
+def describe_result(result) -> str:
+    """What a tools/call result holds, in one line."""
+    parts = []
+    for block in result.content:
+        if block.type == "image":
+            parts.append(f"image {block.mime_type} ({len(block.data)} base64 chars)")
+        elif block.type == "text":
+            text = block.text.replace(str(WORK), "<root>")  # no machine-specific path in the output
+            parts.append(f"text {text if len(text) <= 100 else text[:97] + '...'!r}")
+        else:
+            parts.append(block.type)
+    structured = "none" if result.structured_content is None else f"keys {sorted(result.structured_content)}"
+    wire = len(result.model_dump_json(by_alias=True, exclude_none=True))
+    return (f"isError {bool(result.is_error)}; content [{'; '.join(parts)}]; "
+            f"structuredContent {structured}; ~{wire / 1000:.0f} KB as JSON")
+
+
+def result_png(result) -> bytes | None:
+    """The decoded bytes of the result's one image/png content, or None."""
+    if result.is_error:
+        return None
+    images = [b for b in result.content if b.type == "image" and b.mime_type == "image/png"]
+    if len(images) != 1:
+        return None
+    try:
+        return base64.b64decode(images[0].data, validate=True)
+    except ValueError:
+        return None
+
+
+def png_in_text(result) -> bytes | None:
+    """For a peer that does not answer with image content: a PNG as base64 in JSON text."""
+    for block in result.content:
+        if block.type != "text":
+            continue
+        try:
+            doc = json.loads(block.text)
+            return base64.b64decode(doc["selected"]["data"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
+# -- the measurement --------------------------------------------------------------
+
+
+async def open_server(server: Server, stack: AsyncExitStack, procs: Processes) -> None:
+    """Spawn and initialize ``server`` (timed), then list its tools and set its arguments.
+
+    Its transport and session are entered into ``stack``, closed when it closes.
+    """
+    from mcp import ClientSession, stdio_client
+
+    errlog = stack.enter_context(open(server.log, "w"))
+    t0 = time.perf_counter()
+    read, write = await stack.enter_async_context(stdio_client(server.params(), errlog=errlog))
+    session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT))
+    init = await session.initialize()
+    server.startup_ms = (time.perf_counter() - t0) * 1000
+    procs.remember_children()
+    server.session = session
+    info = init.server_info
+    server.init_info = f"{info.name} {info.version}, protocol {init.protocol_version}"
+
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    if TOOL not in tools:
+        raise RuntimeError(f"no {TOOL} tool (tools: {sorted(tools)})")
+    schema = tools[TOOL].input_schema or {}
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    print(f"{server.name}: {server.init_info}; {TOOL} takes {sorted(props)}, requires {required}")
+    wanted = {"file_path": server.notebook.name, "cell_index": server.cell, "output_index": 0}
+    missing = [key for key in wanted if key not in props]
+    if missing or not set(required) <= set(wanted):
+        raise RuntimeError(f"{TOOL}'s schema does not take file_path/cell_index/output_index: {schema}")
+    server.arguments = wanted
+
+
+async def call(server: Server):
+    return await server.session.call_tool(TOOL, server.arguments, read_timeout_seconds=CALL_TIMEOUT)
+
+
+async def first_answers(servers: dict[str, Server], truth: bytes) -> None:
+    """The warm-up calls, with every answer checked; a failing peer is dropped."""
+    for i in range(WARMUP):
+        for name in list(servers):
+            server = servers[name]
+            try:
+                result = await call(server)
+            except Exception as exc:  # noqa: BLE001 -- ours is fatal below, a peer is dropped
+                message = server.failure(f"warm-up call {i + 1}", exc)
+                if server.ours:
+                    raise BenchError(message) from None
+                print(message)
+                del servers[name]
+                continue
+            if i == 0:
+                print(f"{name} returns: {describe_result(result)}")
+                if result_png(result) is None and not server.ours and png_in_text(result) is not None:
+                    server.png_of = png_in_text  # a peer may send the PNG as base64 in JSON text
+            png = server.png_of(result)
+            if i == 0 or png != truth:
+                how = "image content" if server.png_of is result_png else "base64 in JSON text (no image content)"
+                print(f"check: {name} {how} == notebook PNG ({len(truth)} bytes): {png == truth}")
+            if png == truth:
+                continue
+            if server.ours:
+                raise BenchError(f"{name} did not return the notebook's PNG as image content: "
+                                 f"{describe_result(result)}")
+            print(f"{name}: wrong or unreadable answer: dropped")
+            del servers[name]
+
+
+async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> None:
+    """``calls`` timed round trips per server, taking turns call by call.
+
+    Each answer is checked after it is timed; a wrong one from ours is fatal.
+    Each read is followed by one timed ``list_tools`` on the same session: an
+    MCP round trip with no read, for information.
+    """
+    for i in range(calls):
+        names = list(servers)
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            server = servers[name]
+            t0 = time.perf_counter()
+            try:
+                result = await call(server)
+            except Exception as exc:  # noqa: BLE001
+                message = server.failure(f"timed call {i + 1}", exc)
+                if server.ours:
+                    raise BenchError(message) from None
+                print(message)
+                del servers[name]
+                continue
+            elapsed = (time.perf_counter() - t0) * 1000
+            if server.png_of(result) != truth:
+                message = f"{name}: timed call {i + 1} returned something else: {describe_result(result)}"
+                if server.ours:
+                    raise BenchError(message)
+                print(message)
+                del servers[name]
+                continue
+            server.times.append(elapsed)
+            t0 = time.perf_counter()
+            try:
+                await server.session.list_tools()
+            except Exception as exc:  # noqa: BLE001
+                message = server.failure(f"list_tools after timed call {i + 1}", exc)
+                if server.ours:
+                    raise BenchError(message) from None
+                print(message)
+                del servers[name]
+                continue
+            server.list_times.append((time.perf_counter() - t0) * 1000)
+
+
+async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int) -> dict[str, Server]:
+    """Open every session, warm up, time; returns the servers that lasted."""
+    procs = Processes()
+    try:
+        async with AsyncExitStack() as stack:
+            active: dict[str, Server] = {}
+            for server in servers:  # one after the other, so each start-up is timed alone
+                sub = AsyncExitStack()
+                try:
+                    await open_server(server, sub, procs)
+                except Exception as exc:  # noqa: BLE001
+                    procs.remember_children()
+                    await sub.aclose()
+                    message = server.failure("start-up (spawn, initialize, list_tools)", exc)
+                    if server.ours:
+                        raise BenchError(message) from None
+                    print(message + "\n" + f"{server.name}: dropped")
+                    continue
+                stack.push_async_callback(sub.aclose)  # closed in reverse order, last opened first
+                active[server.name] = server
+
+            await first_answers(active, truth)
+            before = sidecar.status()
+            await timed_calls(active, truth, calls)
+            after = sidecar.status()
+            served = after["requests_served"] - before["requests_served"] - 1  # minus the status call itself
+            misses = after["cache"]["misses"] - before["cache"]["misses"]
+            ok = served == calls and misses == 0
+            print(f"check: the {calls} timed calls of {OURS} were all served by the sidecar, from its cache: "
+                  f"{ok} (requests {served}, cache misses {misses})")
+            print(f"sidecar at the end: {after['requests_served']} requests served, cache entries "
+                  f"{after['cache']['entries']}, hits {after['cache']['hits']}, misses {after['cache']['misses']}")
+            if served < calls:
+                raise BenchError(f"{OURS} did not read through the sidecar")
+            return active
+    finally:
+        procs.remember_children()  # anything spawned since (nothing, normally)
+        notes = procs.reap()
+        left = leftover_servers()
+        for note in notes:
+            print(f"note: {note}")
+        for line in left:
+            print(f"note: still running: {line}")
+        print(f"MCP servers stopped ({len(procs.seen)} processes seen)" + ("" if notes or left else ", none left"))
+
+
+# -- the report ---------------------------------------------------------------------
+
+
+def print_table(servers: list[Server], cell: int, calls: int) -> None:
+    size_mb = BIG.stat().st_size / 1e6
+    print(f"\nMCP: {TOOL} cell {cell} output 0 of a {size_mb:.1f} MB notebook ({CELLS} PNG cells), "
+          f"one stdio session per server; {calls} calls each, interleaved, {WARMUP} warm-ups")
+    print(f"{'server':<28}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'calls':>7}"
+          f"{'list_tools ms':>15}{'startup ms':>12}")
+    for server in servers:
+        start = f"{server.startup_ms:.0f}" if server.startup_ms is not None else "n/a"
+        if not server.times:
+            print(f"{server.name:<28}{'unavailable':>11}{'':>40}{start:>12}"
+                  + (f"  ({UPSTREAM_PIN})" if not server.ours else ""))
+            continue
+        s = summarize(server.times)
+        print(f"{server.name:<28}{s['median']:>11.2f}{s['min']:>9.2f}{s['p90']:>9.2f}"
+              f"{len(server.times):>7}{statistics.median(server.list_times):>15.2f}{start:>12}")
+    print("  list_tools = median of a list_tools round trip on the same session (no read), after each call")
+    print("  startup = spawn + initialize, timed once per server")
+
+
+def print_ratios(medians: dict[str, float]) -> None:
+    print()
+    for num, den, op, target in TARGETS:
+        label = f"{num} / {den}"
+        if num not in medians or den not in medians:
+            print(f"{label:<38} n/a ({num if num not in medians else den} unavailable)")
+            continue
+        ratio = medians[num] / medians[den]
+        print(f"{label:<38}{ratio:>8.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
+    for num, den, note in INFO:
+        label = f"{num} / {den}"
+        if num in medians and den in medians:
+            print(f"{label:<38}{medians[num] / medians[den]:>8.2f}x  ({note})")
+
+
+# -- main -------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=50, help="timed calls per server (default 50)")
+    parser.add_argument("--cell", type=int, default=100, help=f"cell to read, 0..{CELLS - 1} (default 100)")
+    args = parser.parse_args()
+    if args.calls < 1 or not 0 <= args.cell < CELLS:
+        parser.error(f"--calls must be >= 1, and --cell in 0..{CELLS - 1}")
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    ensure_notebooks()  # also gives them an mtime an hour old, so the sidecar cache trusts them
+    upstream = ensure_upstream()
+    stored = json.loads(BIG.read_bytes())["cells"][args.cell]["outputs"][0]["data"]["image/png"]
+    truth = base64.b64decode(stored)
+
+    runtime = private_runtime_dir()
+    servers = [
+        Server(OURS, J_CLI, child_env(runtime, sidecar=True), BIG, args.cell),
+        Server(OURS_OFF, J_CLI, child_env(runtime, sidecar=False), BIG, args.cell),
+    ]
+    if upstream is not None:
+        servers.append(Server(UPSTREAM, upstream, child_env(runtime, sidecar=False), BIG_IDS, args.cell))
+    sidecar = Sidecar(runtime)
+    try:
+        started = sidecar.start()
+        print(f"sidecar started: pid {started['pid']}, cache budget {started['cache']['budget_bytes'] / 2**20:g} MiB")
+        asyncio.run(run(servers, sidecar, truth, args.calls))
+    except BenchError as exc:
+        print(exc)
+        return 1
+    finally:
+        notes = sidecar.stop()
+        if runtime != RUNTIME:
+            shutil.rmtree(runtime, ignore_errors=True)
+        for note in notes:
+            print(f"note: {note}")
+        print("sidecar stopped" + ("" if notes else ", no process left"))
+
+    print_table(servers, args.cell, args.calls)
+    medians = {s.name: statistics.median(s.times) for s in servers if s.times}
+    print_ratios(medians)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
