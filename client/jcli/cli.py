@@ -193,5 +193,7 @@ def run_click(args: list[str]) -> int:
             return emit.error(UsageError(exc.format_message()), True)
         exc.show()
         return emit.EXIT_USAGE
+    except Exception as exc:  # a bug: still one coded line, never a traceback
+        return emit.unexpected(exc, _json_requested(args))
     # With standalone_mode off, click hands back ctx.exit(code) as the result.
     return result if isinstance(result, int) else emit.EXIT_OK

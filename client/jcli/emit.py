@@ -16,11 +16,24 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code"]
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "unexpected"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+
+
+def unexpected(exc: BaseException, json_mode: bool) -> int:
+    """A bug, not bad input: one coded line (a traceback only with JCLI_DEBUG=1)."""
+    import os
+
+    from jcli_sidecar.errors import InternalError
+
+    if os.environ.get("JCLI_DEBUG"):
+        import traceback
+
+        traceback.print_exception(exc)
+    return error(InternalError(f"j-cli failed unexpectedly ({type(exc).__name__}); please report it"), json_mode)
 
 
 def exit_code(err: JcliError) -> int:

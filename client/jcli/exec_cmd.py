@@ -76,6 +76,8 @@ def run_exec(
         return _exec_inline(json_mode, server_url, token, session_key, code, timeout)
     except JcliError as err:
         return emit.error(err, json_mode)
+    except Exception as exc:  # a bug: still one coded line, never a traceback
+        return emit.unexpected(exc, json_mode)
 
 
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout) -> int:

@@ -42,12 +42,15 @@ class JupyterServer:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.token}"} if self.token else {}
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None, *, raw_errors: bool = False
+    ) -> Any:
         """Call ``/api/<path>`` and return its JSON.
 
         Raises:
-            ServerUnavailable: no connection, a rejected token, or a 5xx.
-            HttpError: other non-2xx answers (callers map 404s).
+            ServerUnavailable: no connection, a rejected token, a 5xx, or any
+                other non-2xx answer (a wrong base URL gives 404s).
+            HttpError: other non-2xx answers, when ``raw_errors`` (the caller maps them).
         """
         try:
             response = http_request(
@@ -62,7 +65,11 @@ class JupyterServer:
                 ) from None
             if exc.status >= 500:
                 raise ServerUnavailable(f"Jupyter Server at {self.url} failed: HTTP {exc.status}", url=self.url) from None
-            raise
+            if raw_errors:
+                raise
+            raise ServerUnavailable(
+                f"{self.url} answered HTTP {exc.status} for /api/{path}; is this the server's base URL?", url=self.url
+            ) from None
         try:
             return response.json()
         except ValueError:
@@ -84,13 +91,13 @@ class JupyterServer:
         if kernel:
             body["kernel"]["name"] = kernel
         try:
-            return self.request("POST", "sessions", body, timeout=max(self.timeout, 60.0))
+            return self.request("POST", "sessions", body, timeout=max(self.timeout, 60.0), raw_errors=True)
         except HttpError as exc:
             raise UsageError(f"cannot create the session: {_reason(exc)}") from None
 
     def delete_session(self, session_id: str) -> None:
         try:
-            self.request("DELETE", f"sessions/{quote(session_id)}")
+            self.request("DELETE", f"sessions/{quote(session_id)}", raw_errors=True)
         except HttpError as exc:
             raise SessionNotFound(f"session {session_id} could not be killed: {_reason(exc)}") from None
 

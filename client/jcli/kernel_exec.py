@@ -182,7 +182,10 @@ class KernelConnection:
             self.session,
             "shell",
         )
-        self.ws.send_text(text)
+        try:
+            self.ws.send_text(text)
+        except WireError as exc:
+            raise KernelDied(f"the kernel connection dropped before the run ({exc})") from None
         deadline = None if timeout is None else time.monotonic() + timeout
         _pump(self.ws, msg_id, collector, deadline, self.server, self.kernel_id, self.session)
         return collector.result

@@ -64,7 +64,5 @@ def run_read(command: str, json_mode: bool, file_path: str | None, values: dict[
     except JcliError as err:
         return emit.error(err, json_mode)
     except Exception as exc:  # a bug: still one coded line, never a traceback
-        from jcli_sidecar.errors import InternalError
-
-        return emit.error(InternalError(f"j-cli failed unexpectedly ({type(exc).__name__}); please report it"), json_mode)
+        return emit.unexpected(exc, json_mode)
     return emit.document(envelope, json_mode)
