@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' 2>/dev/null)
 
-.PHONY: demo test bench fixtures install clean
+.PHONY: demo test node-test bench fixtures install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,13 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/pytest
+	$(MAKE) node-test
+
+# The JS plugins' tests (node:test) run against the real j-cli and the real
+# host packages, installed here from the pinned package-lock.json.
+node-test: $(VENV)/.installed
+	cd client/plugins/opencode && npm ci --no-audit --no-fund --silent
+	JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python node --test client/plugins/opencode/jcli.test.mjs
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py

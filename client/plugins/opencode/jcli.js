@@ -1,0 +1,155 @@
+// j-cli for OpenCode: read one saved notebook output in one tool call.
+//
+// A thin translation layer: the request goes to `j-cli -j notebook output
+// --request -` as JSON on stdin (never spliced into a shell string), and the
+// envelope comes back as an OpenCode tool result. Text and HTML go in
+// `output` verbatim; an image goes in `attachments` as a data URL, and its
+// base64 never appears in `output`, `title` or `metadata`. A coded j-cli
+// error becomes a thrown Error carrying the code and message.
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { tool } from "@opencode-ai/plugin";
+
+/** Largest response we ask j-cli for (its --max-response-bytes). */
+export const RESPONSE_BUDGET = 16 * 1024 * 1024;
+/** Stdout beyond this is cut and refused (the budget plus room for the envelope). */
+export const STDOUT_LIMIT = RESPONSE_BUDGET + 64 * 1024;
+
+const BASE64_RUN = /[A-Za-z0-9+/]{40,}/g;
+
+function jcliBin() {
+  return process.env.JCLI_BIN || "j-cli";
+}
+
+/** Run j-cli privately with `request` on stdin; resolves the parsed JSON document. */
+export function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new Error("ABORTED: the tool call was cancelled"));
+      return;
+    }
+    const child = spawn(jcliBin(), args, { cwd, stdio: ["pipe", "pipe", "pipe"], shell: false });
+    const out = [];
+    const err = [];
+    let outBytes = 0;
+    let failure = null;
+    const onAbort = () => {
+      failure = new Error("ABORTED: the tool call was cancelled");
+      child.kill("SIGKILL");
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    child.stdout.on("data", (chunk) => {
+      outBytes += chunk.length;
+      if (outBytes > stdoutLimit) {
+        if (!failure) failure = new Error(`OUTPUT_TOO_LARGE: j-cli answered more than ${stdoutLimit} bytes; read a text window (offset/limit)`);
+        child.kill("SIGKILL");
+        return;
+      }
+      out.push(chunk);
+    });
+    child.stderr.on("data", (chunk) => {
+      if (err.reduce((n, c) => n + c.length, 0) < 64 * 1024) err.push(chunk);
+    });
+    child.on("error", (e) => {
+      failure = failure || new Error(`SERVER_UNAVAILABLE: cannot run ${jcliBin()} (${e.code || e.message})`);
+    });
+    child.on("close", (code) => {
+      signal?.removeEventListener("abort", onAbort);
+      if (failure) return reject(failure);
+      if (code !== 0) {
+        const text = Buffer.concat(err).toString("utf8");
+        let coded = null;
+        try {
+          coded = JSON.parse(text);
+        } catch {
+          coded = null;
+        }
+        const message = coded && coded.code ? `${coded.code}: ${coded.message}` : `j-cli exited with ${code}`;
+        return reject(new Error(message.replace(BASE64_RUN, "[data]")));
+      }
+      const body = Buffer.concat(out).toString("utf8");
+      try {
+        resolve(JSON.parse(body));
+      } catch {
+        reject(new Error("PROTOCOL_ERROR: j-cli's answer was not complete JSON"));
+      }
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify(request));
+  });
+}
+
+function where(doc) {
+  const s = doc.source || {};
+  const base = s.kind === "run" ? `run ${s.run_id}` : `${s.path} cell ${s.cell_index}`;
+  return "output_index" in s ? `${base} output ${s.output_index}` : base;
+}
+
+function windowNote(block) {
+  if (!block || !block.truncated) return "";
+  const end = block.offset + block.returned_characters;
+  const more = block.next_offset != null ? `, continue with offset=${block.next_offset}` : "";
+  return ` (characters ${block.offset}-${end} of ${block.total_characters}${more})`;
+}
+
+/** Translate a j-cli read envelope into an OpenCode ToolResult. */
+export function toToolResult(doc) {
+  const from = where(doc);
+  if (Array.isArray(doc.outputs)) {
+    return { title: `outputs of ${from}`, output: JSON.stringify(doc, null, 2), metadata: { outputs: doc.output_count } };
+  }
+  if (doc.stream) {
+    const b = doc.stream;
+    return { title: `${b.name} from ${from}${windowNote(b)}`, output: b.data, metadata: { output_type: "stream", name: b.name } };
+  }
+  if (doc.error) {
+    const b = doc.error;
+    const output = "data" in b ? b.data : JSON.stringify(b, null, 2);
+    return { title: `error ${b.ename} from ${from}${windowNote(b)}`, output, metadata: { output_type: "error", ename: b.ename } };
+  }
+  const sel = doc.selected;
+  if (sel.encoding === "base64") {
+    const dims = sel.width ? `, ${sel.width}x${sel.height} px` : "";
+    return {
+      title: `${sel.mime_type} from ${from}`,
+      output: `[${sel.mime_type}, ${sel.bytes} bytes${dims}, attached]`,
+      metadata: { mime_type: sel.mime_type, bytes: sel.bytes },
+      attachments: [{ type: "file", mime: sel.mime_type, url: `data:${sel.mime_type};base64,${sel.data}` }],
+    };
+  }
+  const output = sel.encoding === "json" ? JSON.stringify(sel.data, null, 2) : sel.data;
+  return { title: `${sel.mime_type} from ${from}${windowNote(sel)}`, output, metadata: { mime_type: sel.mime_type } };
+}
+
+export const JcliPlugin = async () => ({
+  tool: {
+    read_notebook_output: tool({
+      description:
+        "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
+        "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
+      args: {
+        file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
+        cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
+        output_index: tool.schema.number().int().min(0).optional().describe("0-based output index; omit to list outputs."),
+        mime_type: tool.schema.string().optional().describe("Exactly this representation."),
+        offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters."),
+        limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
+      },
+      async execute(args, context) {
+        const request = {
+          ...args,
+          file_path: path.resolve(context.directory, args.file_path),
+          max_response_bytes: RESPONSE_BUDGET,
+        };
+        for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
+        const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
+          cwd: context.directory,
+          signal: context.abort,
+        });
+        return toToolResult(doc);
+      },
+    }),
+  },
+});
+
+export default JcliPlugin;

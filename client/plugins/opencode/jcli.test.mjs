@@ -1,0 +1,130 @@
+// node --test: the OpenCode plugin against the real @opencode-ai/plugin
+// package and the real j-cli (JCLI_BIN), on tests/fixtures/protocol.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import test from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { JcliPlugin, runJcli } from "./jcli.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.resolve(here, "../../../tests/fixtures/protocol");
+const cases = JSON.parse(fs.readFileSync(path.join(fixtures, "cases.json"), "utf8"));
+
+function workspace() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-opencode-"));
+  fs.cpSync(fixtures, dir, { recursive: true });
+  return dir;
+}
+
+function context(directory, abort = new AbortController().signal) {
+  return { sessionID: "s", messageID: "m", agent: "build", directory, worktree: directory, abort, metadata() {}, ask: async () => {} };
+}
+
+async function readTool() {
+  const hooks = await JcliPlugin({});
+  return hooks.tool.read_notebook_output;
+}
+
+process.env.JCLI_SIDECAR = "off";
+process.env.XDG_RUNTIME_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-xdg-"));
+fs.chmodSync(process.env.XDG_RUNTIME_DIR, 0o700);
+
+test("the tool is declared with zod arguments from tool.schema", async () => {
+  const tool = await readTool();
+  assert.equal(typeof tool.execute, "function");
+  assert.ok(tool.args.file_path.safeParse("a.ipynb").success);
+  assert.equal(tool.args.cell_index.safeParse(-1).success, false);
+});
+
+test("an image arrives as exactly one attachment with the notebook's bytes", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  const result = await tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }, context(dir));
+  const expected = cases.find((c) => c.name === "png").expect.envelope.selected.data;
+  assert.equal(result.attachments.length, 1);
+  assert.equal(result.attachments[0].mime, "image/png");
+  assert.equal(result.attachments[0].url, `data:image/png;base64,${expected}`);
+  for (const text of [result.output, result.title, JSON.stringify(result.metadata)]) {
+    assert.ok(!/[A-Za-z0-9+/]{40,}/.test(text), "base64 outside the attachment");
+  }
+});
+
+test("every text case of the shared fixtures is verbatim", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  for (const c of cases) {
+    const env = c.expect.envelope;
+    if (!env || env.outputs || !env.selected || env.selected.encoding !== "utf-8") continue;
+    const result = await tool.execute(c.request, context(dir));
+    assert.equal(result.output, env.selected.data, c.name);
+    assert.equal(result.attachments, undefined, c.name);
+  }
+});
+
+test("hostile file names are passed as data, never through a shell", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  for (const name of ["with space.ipynb", "quo'te\".ipynb", "$(touch pwned).ipynb", "new\nline.ipynb"]) {
+    fs.copyFileSync(path.join(dir, "kernel_v4.5.ipynb"), path.join(dir, name));
+    const result = await tool.execute({ file_path: name, cell_index: 5, output_index: 0 }, context(dir));
+    assert.equal(result.output, "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>");
+  }
+  assert.equal(fs.existsSync(path.join(dir, "pwned")), false);
+});
+
+test("an image larger than a 1 MiB shell capture arrives whole", async () => {
+  const dir = workspace();
+  const script = `
+import base64, json, os, random
+rng = random.Random(7)
+import zlib, struct
+w = h = 900
+raw = b"".join(b"\\x00" + bytes(rng.getrandbits(8) for _ in range(w * 3)) for _ in range(h))
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
+nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "x",
+      "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(png).decode()}}]}]}
+json.dump(nb, open("big.ipynb", "w"))
+print(len(png))
+`;
+  const size = Number(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { cwd: dir }).toString());
+  assert.ok(size > 1024 * 1024);
+  const tool = await readTool();
+  const result = await tool.execute({ file_path: "big.ipynb", cell_index: 0, output_index: 0 }, context(dir));
+  const data = Buffer.from(result.attachments[0].url.split(",")[1], "base64");
+  assert.equal(data.length, size);
+});
+
+test("a response over budget is a clear error, never half-parsed JSON", async () => {
+  const dir = workspace();
+  await assert.rejects(
+    runJcli(["-j", "notebook", "output", "--request", "-"], { file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }, { cwd: dir, stdoutLimit: 1000 }),
+    /OUTPUT_TOO_LARGE/,
+  );
+  const tool = await readTool();
+  const big = { file_path: "kernel_v4.5.ipynb", cell_index: 14, output_index: 0 };
+  await assert.doesNotReject(tool.execute(big, context(dir)));
+});
+
+test("an abort kills the child and throws", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  const controller = new AbortController();
+  const pending = tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }, context(dir, controller.signal));
+  controller.abort();
+  await assert.rejects(pending, /ABORTED/);
+});
+
+test("a coded j-cli error is thrown with its code and no base64", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  await assert.rejects(tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 99 }, context(dir)), /^Error: CELL_NOT_FOUND: /);
+  await assert.rejects(
+    tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 5, output_index: 0, mime_type: "image/png" }, context(dir)),
+    /MIME_NOT_FOUND/,
+  );
+});
