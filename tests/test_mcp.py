@@ -157,3 +157,31 @@ def test_read_run_output_by_id_and_manifest(tmp_path):
     assert html.content[0].text == "<i>x</i>"
     gone = call(["--root", str(tmp_path)], tool("read_run_output", run="20200101T000000.000000000Z-00000000"))
     assert gone.is_error and gone.content[0].text.startswith("RUN_NOT_FOUND:")
+
+
+def test_without_root_flags_the_clients_roots_are_used(fixture_dir, tmp_path):
+    import warnings
+
+    import mcp_types as types
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=f"file://{fixture_dir}", name="fixtures")])
+
+    async def main():
+        params = StdioServerParameters(command=JCLI, args=["mcp", "serve"], cwd=str(elsewhere), env=dict(os.environ))
+        async with stdio_client(params) as (read, write):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the roots capability is deprecated in newer protocol revisions
+                session = ClientSession(read, write, list_roots_callback=roots)
+            async with session:
+                await session.initialize()
+                inside = await session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 1})
+                outside = await session.call_tool("read_notebook_output", {"file_path": str(elsewhere / "x.ipynb"), "cell_index": 0})
+                return inside, outside
+
+    inside, outside = asyncio.run(main())
+    assert not inside.is_error  # relative to the client's single root, not the launch cwd
+    assert outside.is_error and outside.content[0].text.startswith("PATH_NOT_ALLOWED:")
