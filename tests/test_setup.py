@@ -195,3 +195,27 @@ def test_claude_refuses_a_foreign_jcli_entry_and_broken_json(claude_home, tmp_pa
     result = run_cli("-j", "setup", "claude", "--user", cwd=tmp_path)
     assert result.returncode == 1 and result.error()["code"] == "CONFIG_INVALID"
     assert config.read_text() == "{ not json"
+
+
+def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, monkeypatch):
+    from jcli.plugins import plugin_path
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with open(plugin_path("opencode"), encoding="utf-8") as fh:
+        shipped = fh.read()
+    project = tmp_path / "project"
+    project.mkdir()
+    first = run_cli("-j", "setup", "opencode", cwd=project).json()
+    target = project / ".opencode" / "plugins" / "jcli.js"
+    assert first["changed"] and target.read_text() == shipped
+    assert run_cli("-j", "setup", "opencode", cwd=project).json()["changed"] is False
+    user = run_cli("-j", "setup", "opencode", "--user", cwd=project).json()
+    assert user["plugin"] == str(tmp_path / "config" / "opencode" / "plugins" / "jcli.js")
+    neighbour = project / ".opencode" / "plugins" / "theirs.js"
+    neighbour.write_text("// someone else's plugin\n")
+    assert run_cli("-j", "setup", "opencode", "--remove", cwd=project).json()["removed"]
+    assert not target.exists() and neighbour.read_text() == "// someone else's plugin\n"
+    target.write_text("// a hand-written jcli.js\n")
+    conflict = run_cli("-j", "setup", "opencode", cwd=project)
+    assert conflict.returncode == 1 and conflict.error()["code"] == "CONFIG_CONFLICT"
+    assert target.read_text() == "// a hand-written jcli.js\n"

@@ -91,7 +91,7 @@ def _setup_done(result: dict) -> None:
     ctx = click.get_current_context()
     if ctx.find_root().obj["json"]:
         ctx.exit(emit.document(result, True))
-    for key in ("config", "skill", "gitignore"):
+    for key in ("config", "skill", "gitignore", "plugin"):
         if result.get(key):
             click.echo(f"{key}: {result[key]}")
     done = "removed" if "removed" in result else ("updated" if result.get("changed") else "already up to date")
@@ -137,6 +137,19 @@ def setup_claude_command(scope: str, remove: bool) -> None:
     from .setup.claude import setup_claude
 
     _setup_done(_setup_call(lambda: setup_claude(scope, workspace_of(), remove)))
+
+
+@setup.command("opencode")
+@click.option("--project", "scope", flag_value="project", default=True, help="./.opencode/plugins/jcli.js (default).")
+@click.option("--user", "scope", flag_value="user", help="The OpenCode config dir's plugins/jcli.js.")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's plugin file.")
+def setup_opencode_command(scope: str, remove: bool) -> None:
+    """Install the read_notebook_output plugin for OpenCode."""
+    from jcli_sidecar.runtime import workspace_of
+
+    from .setup.opencode import setup_opencode
+
+    _setup_done(_setup_call(lambda: setup_opencode(scope, workspace_of(), remove)))
 
 
 @setup.command("git")

@@ -1,4 +1,5 @@
 // j-cli for OpenCode: read one saved notebook output in one tool call.
+// managed by j-cli setup (`j-cli setup opencode --remove` deletes this file)
 //
 // A thin translation layer: the request goes to `j-cli -j notebook output
 // --request -` as JSON on stdin (never spliced into a shell string), and the

@@ -1,0 +1,11 @@
+"""The JS host plugins shipped with j-cli (copied into place by ``j-cli setup``)."""
+
+import os
+
+__all__ = ["plugin_path"]
+
+
+def plugin_path(host: str) -> str:
+    """The shipped plugin file for ``host`` (``"opencode"``)."""
+    files = {"opencode": os.path.join("opencode", "jcli.js")}
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), files[host])
