@@ -84,6 +84,8 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
             __version__,
         ):
             _ask_to_exit(sock)
+            sock.close()
+            _wait_until_gone(paths)
             raise SidecarUnavailable("the running sidecar is another version; it was asked to exit")
         reply = read_frame(sock)
         if reply.get("id") != 1:
@@ -97,6 +99,13 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
         raise
     finally:
         sock.close()
+
+
+def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
+    """Wait (bounded) for an old sidecar to release its lifetime lock, so a new one can start."""
+    from .spawn import wait_for_lock
+
+    wait_for_lock(paths.lock, timeout)
 
 
 def _ask_to_exit(sock: socket.socket) -> None:
