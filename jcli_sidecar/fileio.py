@@ -6,7 +6,7 @@ import os
 import stat
 import tempfile
 
-__all__ = ["write_text_atomic"]
+__all__ = ["read_text_or_none", "write_text_atomic"]
 
 
 def write_text_atomic(path: str, text: str) -> None:
@@ -39,3 +39,12 @@ def write_text_atomic(path: str, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def read_text_or_none(path: str) -> str | None:
+    """The file's text exactly as stored (newlines untranslated), or None if it does not exist."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None

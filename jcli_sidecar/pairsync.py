@@ -17,6 +17,7 @@ import copy
 import difflib
 import os
 
+from .errors import OutputDataInvalid
 from .nbwrite import new_cell, new_notebook
 from .notebook import join_text
 from .pairing import PercentCell, normalize_source
@@ -34,7 +35,7 @@ EDIT_SIMILARITY = 0.5
 def _source(cell: Any) -> str:
     try:
         return normalize_source(join_text(cell.get("source", ""), "source"))
-    except Exception:  # a malformed cell never matches
+    except OutputDataInvalid:  # a malformed cell never matches
         return "\0unreadable"
 
 

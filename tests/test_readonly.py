@@ -89,7 +89,8 @@ def readonly_workspace():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _as_nobody(nobody_python, cwd, runtime, *args):
+def _as_nobody(nobody_python, cwd, runtime, *args, **extra_env):
+    """Run ``python -m jcli ARGS`` as nobody, with a minimal environment."""
     python, libs = nobody_python
     env = {
         "PYTHONPATH": libs,
@@ -97,8 +98,9 @@ def _as_nobody(nobody_python, cwd, runtime, *args):
         "HOME": "/nonexistent",
         "XDG_RUNTIME_DIR": str(runtime),
         "JCLI_SIDECAR": "off",
+        **extra_env,
     }
-    return subprocess.run([*DROP, python, "-m", "jcli", *args], cwd=cwd, env=env, capture_output=True, timeout=60)
+    return subprocess.run([*DROP, python, "-m", "jcli", *args], cwd=cwd, env=env, capture_output=True, timeout=120)
 
 
 def test_nobody_really_cannot_write_the_workspace(nobody_python, readonly_workspace):
@@ -135,19 +137,9 @@ def test_reads_as_nobody_in_a_readonly_workspace_change_nothing(nobody_python, r
 
 
 def _exec_as_nobody(nobody_python, ws, runtime, jupyter, session, code):
-    python, libs = nobody_python
-    env = {
-        "PYTHONPATH": libs,
-        "PATH": os.environ["PATH"],
-        "HOME": "/nonexistent",
-        "XDG_RUNTIME_DIR": str(runtime),
-        "JCLI_SIDECAR": "off",
-        "JCLI_JUPYTER_SERVER_URL": jupyter["url"],
-        "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"],
-    }
-    return subprocess.run(
-        [*DROP, python, "-m", "jcli", "-j", "exec", session, "-c", code],
-        cwd=ws, env=env, capture_output=True, timeout=120,
+    return _as_nobody(
+        nobody_python, ws, runtime, "-j", "exec", session, "-c", code,
+        JCLI_JUPYTER_SERVER_URL=jupyter["url"], JCLI_JUPYTER_SERVER_TOKEN=jupyter["token"],
     )
 
 

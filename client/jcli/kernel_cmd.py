@@ -205,9 +205,18 @@ def session_list(ctx: click.Context) -> None:
 
 
 def _select(ctx: click.Context, key: str):
-
     srv = _server(ctx)
     return srv, session_summary(select_session(srv.sessions(), key))
+
+
+def _on_session(ctx: click.Context, key: str, action, report) -> None:
+    """Select a session, run ``action(server, row)``, print ``report(row) -> (doc, human)``."""
+    try:
+        srv, row = _select(ctx, key)
+        action(srv, row)
+    except JcliError as err:
+        _fail(ctx, err)
+    _done(ctx, *report(row))
 
 
 @session.command("kill")
@@ -215,12 +224,12 @@ def _select(ctx: click.Context, key: str):
 @click.pass_context
 def session_kill(ctx: click.Context, session_key: str) -> None:
     """Shut a session and its kernel down."""
-    try:
-        srv, row = _select(ctx, session_key)
-        srv.delete_session(row["id"])
-    except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, {"killed": row["id"], "name": row["name"]}, f"killed {row['id']} ({row['name']})")
+    _on_session(
+        ctx,
+        session_key,
+        lambda srv, row: srv.delete_session(row["id"]),
+        lambda row: ({"killed": row["id"], "name": row["name"]}, f"killed {row['id']} ({row['name']})"),
+    )
 
 
 @click.group()
@@ -233,12 +242,12 @@ def kernel() -> None:
 @click.pass_context
 def kernel_interrupt(ctx: click.Context, session_key: str) -> None:
     """Interrupt what the kernel is running."""
-    try:
-        srv, row = _select(ctx, session_key)
-        srv.interrupt(row["kernel_id"])
-    except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, {"interrupted": row["kernel_id"], "session_id": row["id"]}, f"interrupted kernel {row['kernel_id']}")
+    _on_session(
+        ctx,
+        session_key,
+        lambda srv, row: srv.interrupt(row["kernel_id"]),
+        lambda row: ({"interrupted": row["kernel_id"], "session_id": row["id"]}, f"interrupted kernel {row['kernel_id']}"),
+    )
 
 
 @kernel.command("restart")
@@ -246,9 +255,9 @@ def kernel_interrupt(ctx: click.Context, session_key: str) -> None:
 @click.pass_context
 def kernel_restart(ctx: click.Context, session_key: str) -> None:
     """Restart the kernel (its variables are lost)."""
-    try:
-        srv, row = _select(ctx, session_key)
-        srv.restart(row["kernel_id"])
-    except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, {"restarted": row["kernel_id"], "session_id": row["id"]}, f"restarted kernel {row['kernel_id']}")
+    _on_session(
+        ctx,
+        session_key,
+        lambda srv, row: srv.restart(row["kernel_id"]),
+        lambda row: ({"restarted": row["kernel_id"], "session_id": row["id"]}, f"restarted kernel {row['kernel_id']}"),
+    )

@@ -22,7 +22,7 @@ import os
 import sys
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
-from jcli_sidecar.fileio import write_text_atomic
+from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .skill import install_skill, remove_skill
 
@@ -88,11 +88,7 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
         OSError: a file cannot be written.
     """
     config, skills = claude_paths(scope, project)
-    try:
-        with open(config, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = None
+    text = read_text_or_none(config)
     try:
         doc = json.loads(text) if text else {}
     except ValueError:

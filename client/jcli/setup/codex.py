@@ -13,7 +13,7 @@ import os
 import sys
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
-from jcli_sidecar.fileio import write_text_atomic
+from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .blocks import has_block, put_block, remove_block
 from .skill import install_skill, remove_skill
@@ -77,11 +77,7 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         OSError: a file cannot be written.
     """
     config, skills = codex_paths(scope, project)
-    try:
-        with open(config, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = None
+    text = read_text_or_none(config)
     before = _parse(text or "", config)
     if remove:
         changed = text is not None and has_block(text)

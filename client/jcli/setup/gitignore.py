@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from jcli_sidecar.fileio import write_text_atomic
+from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .blocks import has_block, put_block, remove_block
 
@@ -20,11 +20,7 @@ RULE = "**/.j-cli/"
 def setup_git(project: str, remove: bool = False) -> dict:
     """Add (or remove) the managed block in ``<project>/.gitignore``."""
     path = os.path.join(project, ".gitignore")
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        text = None
+    text = read_text_or_none(path)
     if remove:
         changed = text is not None and has_block(text)
         if changed:
