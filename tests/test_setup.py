@@ -219,3 +219,145 @@ def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, 
     conflict = run_cli("-j", "setup", "opencode", cwd=project)
     assert conflict.returncode == 1 and conflict.error()["code"] == "CONFIG_CONFLICT"
     assert target.read_text() == "// a hand-written jcli.js\n"
+
+
+DSH_WORKSPACE = """\
+# Workspace composition for this repository.
+- id: hooks   # the Claude Code hooks bridge
+  name: '@deepseek-ai/dsh-hooks-claude-code'
+  config:
+    hooks: true
+
+# MCP servers only this project sees
+- id: mcp-local
+  name: "@deepseek-ai/dsh-mcp-client"
+  config:
+    servers:
+      - name: demo
+        command: node
+        args: [server.mjs, --flag]
+"""
+
+DSH_PATCH = """\
+# Host-wide patch, hand-edited.
+- insert:
+    - id: mcp
+      name: '@deepseek-ai/dsh-mcp-client'
+      config:
+        servers:
+          - name: search
+            env:
+              API_KEY: !!js process.env.SEARCH_KEY
+              AUTH: !!js '"Bearer " + process.env.TOKEN'
+- remove: ui-theme"""  # no final newline
+
+
+def _yaml(path):
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(path.read_text()) if "!!js" not in path.read_text() else YAML(typ="rt").load(path.read_text())
+
+
+@pytest.fixture
+def dsh_project(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))
+    project = tmp_path / "project"
+    (project / ".dsh").mkdir(parents=True)
+    (project / ".j-cli" / "outputs" / "run-1").mkdir(parents=True)
+    (project / ".j-cli" / "outputs" / "run-1" / "manifest.json").write_text("{}")
+    return project
+
+
+def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
+    from jcli.plugins import plugin_path
+
+    config = dsh_project / ".dsh" / "cordis.yml"
+    config.write_text(DSH_WORKSPACE)
+    config.chmod(0o640)
+    first = run_cli("-j", "setup", "dsh", cwd=dsh_project)
+    assert first.returncode == 0, first.stderr
+    doc = first.json()
+    plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
+    assert doc["changed"] and doc["row"] == {"id": "j-cli", "name": "./plugins/jcli.ts"} and doc["plugin"] == str(plugin)
+    with open(plugin_path("dsh"), "rb") as fh:
+        assert plugin.read_bytes() == fh.read()
+    rows = _yaml(config)
+    assert [r["id"] for r in rows] == ["hooks", "mcp-local", "j-cli"] and rows[2]["name"] == "./plugins/jcli.ts"
+    assert rows[1]["config"]["servers"][0]["args"] == ["server.mjs", "--flag"]
+    assert config.read_text().startswith(DSH_WORKSPACE)
+    after_first = config.read_bytes()
+    assert run_cli("-j", "setup", "dsh", cwd=dsh_project).json()["changed"] is False
+    assert config.read_bytes() == after_first
+    assert (dsh_project / ".agents" / "skills" / "j-cli" / "SKILL.md").exists()
+    removed = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
+    assert removed["removed"] and removed["plugin_removed"] and removed["skill_removed"]
+    assert config.read_text() == DSH_WORKSPACE and stat.S_IMODE(config.stat().st_mode) == 0o640
+    assert not plugin.exists()
+    assert (dsh_project / ".j-cli" / "outputs" / "run-1" / "manifest.json").read_text() == "{}"
+    again = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
+    assert again["removed"] is False and again["plugin_removed"] is False and config.read_text() == DSH_WORKSPACE
+
+
+def test_dsh_user_scope_inserts_a_patch_with_the_absolute_plugin_path(dsh_project, tmp_path):
+    home = tmp_path / "dsh-home"
+    home.mkdir()
+    patch = home / "cordis.patch.yml"
+    patch.write_text(DSH_PATCH)
+    doc = run_cli("-j", "setup", "dsh", "--user", cwd=dsh_project).json()
+    plugin = home / "plugins" / "jcli.ts"
+    assert doc["config"] == str(patch) and doc["row"] == {"insert": [{"id": "j-cli", "name": str(plugin)}]}
+    rows = _yaml(patch)
+    assert rows[0]["insert"][0]["config"]["servers"][0]["env"]["API_KEY"].tag.value == "tag:yaml.org,2002:js"
+    assert rows[1] == {"remove": "ui-theme"} and rows[2]["insert"][0] == {"id": "j-cli", "name": str(plugin)}
+    assert plugin.exists() and not (dsh_project / ".dsh" / "cordis.yml").exists()
+    assert run_cli("-j", "setup", "dsh", "--user", "--remove", cwd=dsh_project).json()["removed"]
+    assert patch.read_text() == DSH_PATCH and not plugin.exists()
+
+
+@pytest.mark.parametrize("before", [None, "", "# nothing yet\n", "[]\n", "# empty for now\n[]  # rows go here\n"])
+def test_dsh_empty_compositions_round_trip(dsh_project, before):
+    config = dsh_project / ".dsh" / "cordis.yml"
+    if before is not None:
+        config.write_text(before)
+    assert run_cli("-j", "setup", "dsh", cwd=dsh_project).returncode == 0
+    assert [r["id"] for r in _yaml(config)] == ["j-cli"]
+    run_cli("-j", "setup", "dsh", cwd=dsh_project)
+    assert [r["id"] for r in _yaml(config)] == ["j-cli"]
+    assert run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()["removed"]
+    if before is None or before == "":
+        assert not config.exists()
+    else:
+        assert config.read_text() == before
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        ("- id: a\n  name: [unclosed\n", "CONFIG_INVALID"),
+        ("plugins:\n  - id: a\n", "CONFIG_INVALID"),
+        ("[{id: a, name: b}]\n", "CONFIG_INVALID"),
+        ("- id: j-cli\n  name: './plugins/theirs.ts'\n", "CONFIG_CONFLICT"),
+        ("- insert:\n    - id: j-cli\n      name: theirs\n", "CONFIG_CONFLICT"),
+    ],
+)
+def test_dsh_compositions_we_cannot_edit_are_coded_errors_and_stay_untouched(dsh_project, content, code):
+    config = dsh_project / ".dsh" / "cordis.yml"
+    config.write_text(content)
+    result = run_cli("-j", "setup", "dsh", cwd=dsh_project)
+    assert result.returncode == 1 and result.error()["code"] == code, result.stdout + result.stderr
+    assert config.read_text() == content
+    assert not (dsh_project / ".dsh" / "plugins").exists()
+
+
+def test_dsh_refuses_to_replace_or_delete_a_foreign_plugin_file(dsh_project):
+    plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
+    plugin.parent.mkdir()
+    plugin.write_text("// a hand-written jcli.ts\n")
+    result = run_cli("-j", "setup", "dsh", cwd=dsh_project)
+    assert result.returncode == 1 and result.error()["code"] == "CONFIG_CONFLICT"
+    assert plugin.read_text() == "// a hand-written jcli.ts\n"
+    assert not (dsh_project / ".dsh" / "cordis.yml").exists()
+    removal = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project)
+    assert removal.returncode == 1 and removal.error()["code"] == "CONFIG_CONFLICT"
+    assert plugin.read_text() == "// a hand-written jcli.ts\n"

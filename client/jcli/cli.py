@@ -152,6 +152,19 @@ def setup_opencode_command(scope: str, remove: bool) -> None:
     _setup_done(_setup_call(lambda: setup_opencode(scope, workspace_of(), remove)))
 
 
+@setup.command("dsh")
+@click.option("--project", "scope", flag_value="project", default=True, help="./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default).")
+@click.option("--user", "scope", flag_value="user", help="$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts.")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's row, plugin file and skill.")
+def setup_dsh_command(scope: str, remove: bool) -> None:
+    """Install the read_notebook_output plugin for DSH."""
+    from jcli_sidecar.runtime import workspace_of
+
+    from .setup.dsh import setup_dsh
+
+    _setup_done(_setup_call(lambda: setup_dsh(scope, workspace_of(), remove)))
+
+
 @setup.command("git")
 @click.option("--remove", is_flag=True, help="Remove only j-cli's block.")
 def setup_git_command(remove: bool) -> None:

@@ -6,6 +6,6 @@ __all__ = ["plugin_path"]
 
 
 def plugin_path(host: str) -> str:
-    """The shipped plugin file for ``host`` (``"opencode"``)."""
-    files = {"opencode": os.path.join("opencode", "jcli.js")}
+    """The shipped plugin file for ``host`` (``"opencode"`` or ``"dsh"``)."""
+    files = {"opencode": os.path.join("opencode", "jcli.js"), "dsh": os.path.join("dsh", "jcli.ts")}
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), files[host])

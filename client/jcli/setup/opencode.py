@@ -2,21 +2,17 @@
 
 ``--project`` uses ``<project>/.opencode/plugins/``; ``--user`` uses the
 OpenCode config dir (``$XDG_CONFIG_HOME/opencode/plugins``, default
-``~/.config/opencode/plugins``). The file carries a marker line: only a file
-with that marker is replaced or removed; anything else named ``jcli.js`` is
-``CONFIG_CONFLICT``.
+``~/.config/opencode/plugins``). Only a file carrying j-cli's marker is
+replaced or removed; anything else named ``jcli.js`` is ``CONFIG_CONFLICT``.
 """
 
 from __future__ import annotations
 
 import os
 
-from jcli_sidecar.errors import ConfigConflict
-from jcli_sidecar.fileio import write_text_atomic
+from .plugin_file import place_plugin, take_back_plugin
 
-__all__ = ["MARKER", "opencode_plugin_path", "setup_opencode"]
-
-MARKER = "// managed by j-cli setup"
+__all__ = ["opencode_plugin_path", "setup_opencode"]
 
 
 def opencode_plugin_path(scope: str, project: str) -> str:
@@ -32,26 +28,10 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
     Raises:
         ConfigConflict: a ``jcli.js`` j-cli did not write is in the way.
     """
-    from jcli.plugins import plugin_path
-
     target = opencode_plugin_path(scope, project)
-    try:
-        with open(target, encoding="utf-8") as fh:
-            current = fh.read()
-    except FileNotFoundError:
-        current = None
-    if current is not None and MARKER not in current:
-        raise ConfigConflict(f"{target} exists and was not written by j-cli; move it away first", path=target)
     result = {"host": "opencode", "scope": scope, "plugin": target}
     if remove:
-        if current is not None:
-            os.unlink(target)
-        result["removed"] = current is not None
-        return result
-    with open(plugin_path("opencode"), encoding="utf-8") as fh:
-        shipped = fh.read()
-    if current != shipped:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        write_text_atomic(target, shipped)
-    result["changed"] = current != shipped
+        result["removed"] = take_back_plugin(target)
+    else:
+        result["changed"] = place_plugin("opencode", target)
     return result
