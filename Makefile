@@ -31,10 +31,14 @@ test: $(VENV)/.installed
 	$(MAKE) node-test
 
 # The JS plugins' tests (node:test) run against the real j-cli and the real
-# host packages, installed here from the pinned package-lock.json.
+# host packages, installed here from the pinned package-lock.json files. The
+# DSH plugin is type-checked with tsc against the transcribed host types first.
+NODE_ENV_FOR_TESTS := JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python
 node-test: $(VENV)/.installed
 	cd client/plugins/opencode && npm ci --no-audit --no-fund --silent
-	JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python node --test client/plugins/opencode/jcli.test.mjs
+	$(NODE_ENV_FOR_TESTS) node --test client/plugins/opencode/jcli.test.mjs
+	cd client/plugins/dsh && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json
+	cd client/plugins/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test jcli.test.mjs
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py

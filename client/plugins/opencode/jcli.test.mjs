@@ -14,8 +14,14 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, "../../../tests/fixtures/protocol");
 const cases = JSON.parse(fs.readFileSync(path.join(fixtures, "cases.json"), "utf8"));
 
+const made = [];
+test.after(() => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 function workspace() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-opencode-"));
+  made.push(dir);
   fs.cpSync(fixtures, dir, { recursive: true });
   return dir;
 }
@@ -32,6 +38,7 @@ async function readTool() {
 process.env.JCLI_SIDECAR = "off";
 process.env.XDG_RUNTIME_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-xdg-"));
 fs.chmodSync(process.env.XDG_RUNTIME_DIR, 0o700);
+made.push(process.env.XDG_RUNTIME_DIR);
 
 test("the tool is declared with zod arguments from tool.schema", async () => {
   const tool = await readTool();

@@ -1,0 +1,370 @@
+// node --import tsx --test: the DSH plugin (jcli.ts) in a fake DSH host whose
+// ctx.shell really runs commands (bash, stdin, bounded stdout, timeout and
+// abort like the host's executor) and whose ctx.attachments really checks and
+// stores image bytes. The j-cli it runs is the real one (JCLI_BIN), reading
+// tests/fixtures/protocol.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import test from "node:test";
+import { fileURLToPath } from "node:url";
+
+import * as plugin from "./jcli.ts";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.resolve(here, "../../../tests/fixtures/protocol");
+const cases = JSON.parse(fs.readFileSync(path.join(fixtures, "cases.json"), "utf8"));
+const BASE64_RUN = /[A-Za-z0-9+/]{40,}/;
+const MiB = 1024 * 1024;
+
+process.env.JCLI_SIDECAR = "off";
+process.env.XDG_RUNTIME_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-xdg-"));
+fs.chmodSync(process.env.XDG_RUNTIME_DIR, 0o700);
+test.after(() => fs.rmSync(process.env.XDG_RUNTIME_DIR, { recursive: true, force: true }));
+
+function workspace(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-dsh-"));
+  fs.cpSync(fixtures, dir, { recursive: true });
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** ctx.shell as the host's local executor behaves (see dsh-host.d.ts). */
+class LocalShell {
+  constructor(workdir, { defaultStdoutMaxBytes = MiB, stdoutCap = Infinity } = {}) {
+    this.workdir = workdir;
+    this.defaultStdoutMaxBytes = defaultStdoutMaxBytes;
+    this.stdoutCap = stdoutCap;
+    this.commands = [];
+  }
+
+  resolve(request) {
+    return {
+      command: request.command,
+      workdir: request.workdir ?? this.workdir,
+      timeoutMs: Math.min(request.timeoutMs ?? 120_000, 600_000),
+      stdoutMaxBytes: Math.min(request.stdoutMaxBytes ?? this.defaultStdoutMaxBytes, this.stdoutCap),
+      signal: request.signal,
+      stdin: request.stdin,
+      env: request.env,
+    };
+  }
+
+  run(spec) {
+    this.commands.push(spec.command);
+    return new Promise((resolve, reject) => {
+      const child = spawn("bash", ["-c", spec.command], {
+        cwd: spec.workdir,
+        env: { ...process.env, ...(spec.env ?? {}) },
+        detached: true,
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      const collect = (limit) => ({ chunks: [], bytes: 0, truncated: false, limit });
+      const out = collect(spec.stdoutMaxBytes);
+      const err = collect(MiB);
+      const keepTail = (c, chunk) => {
+        c.chunks.push(chunk);
+        c.bytes += chunk.length;
+        while (c.bytes > c.limit) {
+          c.truncated = true;
+          const drop = Math.min(c.chunks[0].length, c.bytes - c.limit);
+          c.chunks[0] = c.chunks[0].subarray(drop);
+          c.bytes -= drop;
+          if (c.chunks[0].length === 0) c.chunks.shift();
+        }
+      };
+      child.stdout.on("data", (chunk) => keepTail(out, chunk));
+      child.stderr.on("data", (chunk) => keepTail(err, chunk));
+      let cause = null;
+      const kill = (why) => {
+        if (cause) return;
+        cause = why;
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      };
+      const timer = setTimeout(() => kill("timeout"), spec.timeoutMs);
+      const onAbort = () => kill("abort");
+      spec.signal?.addEventListener("abort", onAbort, { once: true });
+      if (spec.signal?.aborted) onAbort();
+      child.on("error", reject);
+      child.on("close", (exitCode, signal) => {
+        clearTimeout(timer);
+        spec.signal?.removeEventListener("abort", onAbort);
+        const text = (c) => ({ text: Buffer.concat(c.chunks).toString("utf8"), truncated: c.truncated });
+        resolve({
+          exitCode,
+          signal,
+          timedOut: cause === "timeout",
+          aborted: cause === "abort",
+          timeoutMs: spec.timeoutMs,
+          stdout: text(out),
+          stderr: text(err),
+        });
+      });
+      child.stdin.on("error", () => {});
+      child.stdin.end(spec.stdin ?? "");
+    });
+  }
+}
+
+const MAGIC = {
+  "image/png": [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
+  "image/jpeg": [0xff, 0xd8, 0xff],
+  "image/gif": [0x47, 0x49, 0x46, 0x38],
+  "image/webp": [0x52, 0x49, 0x46, 0x46],
+};
+
+function dimensions(bytes, mediaType) {
+  const view = Buffer.from(bytes);
+  if (mediaType === "image/png") return [view.readUInt32BE(16), view.readUInt32BE(20)];
+  if (mediaType === "image/jpeg") {
+    for (let i = 2; i < view.length; ) {
+      const marker = view[i + 1];
+      const length = view.readUInt16BE(i + 2);
+      if (marker >= 0xc0 && marker <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(marker)) return [view.readUInt16BE(i + 7), view.readUInt16BE(i + 5)];
+      i += 2 + length;
+    }
+  }
+  throw Object.assign(new Error("INVALID_IMAGE"), { code: "INVALID_IMAGE" });
+}
+
+/** ctx.attachments: checks bytes against the declared type and keeps them. */
+class AttachmentStore {
+  constructor() {
+    this.saved = new Map();
+  }
+
+  async saveImage(input) {
+    assert.ok(input.data instanceof Uint8Array, "data must be raw bytes");
+    const magic = MAGIC[input.mediaType];
+    assert.ok(magic, `unsupported media type ${input.mediaType}`);
+    if (!magic.every((b, i) => input.data[i] === b)) throw Object.assign(new Error("IMAGE_TYPE_MISMATCH"), { code: "IMAGE_TYPE_MISMATCH" });
+    const [width, height] = dimensions(input.data, input.mediaType);
+    const attachmentId = `att-${this.saved.size + 1}`;
+    this.saved.set(attachmentId, Buffer.from(input.data));
+    return { attachmentId, mediaType: input.mediaType, bytes: input.data.length, width, height };
+  }
+}
+
+/** The host's raw JSON Schema subset, validated the way the registry does. */
+function conforms(schema, value) {
+  if (schema.oneOf) return schema.oneOf.filter((branch) => conforms(branch, value)).length === 1;
+  if (schema.enum && !schema.enum.includes(value)) return false;
+  switch (schema.type) {
+    case "string":
+      return typeof value === "string";
+    case "integer":
+      return Number.isInteger(value);
+    case "boolean":
+      return typeof value === "boolean";
+    case "object": {
+      if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+      if ((schema.required ?? []).some((k) => !(k in value))) return false;
+      for (const [k, v] of Object.entries(value)) {
+        const sub = schema.properties?.[k];
+        if (!sub) {
+          if (schema.additionalProperties === false) return false;
+        } else if (!conforms(sub, v)) return false;
+      }
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
+/** A fake DSH host: registry + services + the registry's dispatch invariants. */
+function host(dir, shellOptions = {}, config = {}) {
+  const shell = new LocalShell(dir, shellOptions);
+  const attachments = new AttachmentStore();
+  const registered = [];
+  const ctx = {
+    shell,
+    attachments,
+    tools: {
+      register(definition) {
+        registered.push(definition);
+        return () => registered.splice(registered.indexOf(definition), 1);
+      },
+    },
+  };
+  const dispose = plugin.apply(ctx, config);
+  const tool = registered[0];
+  const effects = { deferred: 0, concluded: 0 };
+  /** One Native dispatch: value checked against output.schema, then rendered. */
+  async function call(args, signal = new AbortController().signal) {
+    const exec = {
+      callId: "c1",
+      rootCallId: "c1",
+      name: tool.name,
+      arguments: args,
+      signal,
+      deferContext: () => effects.deferred++,
+      concludeTurn: () => effects.concluded++,
+    };
+    const value = await tool.execute(args, exec);
+    if (signal.aborted) throw new Error("the host would replace this success with 'tool call aborted'");
+    assert.deepEqual(JSON.parse(JSON.stringify(value)), value, "value must be lossless JSON");
+    assert.ok(conforms(tool.output.schema, value), `value violates output.schema: ${JSON.stringify(value).slice(0, 200)}`);
+    return { value, content: tool.output.render(args, value) };
+  }
+  return { ctx, shell, attachments, tool, call, effects, dispose, registered };
+}
+
+test("the plugin registers read_notebook_output in the host's tool shape", (t) => {
+  const h = host(workspace(t));
+  assert.equal(plugin.name, "j-cli");
+  assert.deepEqual(plugin.inject, ["tools", "shell", "attachments"]);
+  assert.equal(h.tool.name, "read_notebook_output");
+  assert.deepEqual(h.tool.parameters.required, ["file_path", "cell_index"]);
+  assert.equal(typeof h.tool.output.render, "function");
+  assert.ok(h.tool.output.schema.oneOf.length === 3);
+  h.dispose();
+  assert.equal(h.registered.length, 0, "disposing unregisters the tool");
+});
+
+test("an image arrives as exactly one image block with the notebook's bytes", async (t) => {
+  const h = host(workspace(t));
+  const { value, content } = await h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 });
+  const expected = Buffer.from(cases.find((c) => c.name === "png").expect.envelope.selected.data, "base64");
+  const images = content.filter((b) => b.type === "image");
+  assert.equal(images.length, 1);
+  assert.equal(images[0].attachment.mediaType, "image/png");
+  assert.deepEqual(h.attachments.saved.get(images[0].attachment.attachmentId), expected);
+  assert.equal(images[0].attachment.bytes, expected.length);
+  assert.equal(h.attachments.saved.size, 1);
+  // PTC: a code-mode program receives `value`, which carries only the reference.
+  assert.equal(value.kind, "image");
+  assert.ok(!BASE64_RUN.test(JSON.stringify(value)), "base64 in the canonical value");
+  for (const block of content) if (block.type === "text") assert.ok(!BASE64_RUN.test(block.text));
+  assert.deepEqual(h.effects, { deferred: 0, concluded: 0 }, "no deferred context, no turn control");
+});
+
+test("a JPEG output is saved as a JPEG attachment", async (t) => {
+  const h = host(workspace(t));
+  const jpeg = cases.find((c) => c.expect.envelope?.selected?.mime_type === "image/jpeg");
+  const { content } = await h.call(jpeg.request);
+  const image = content.find((b) => b.type === "image");
+  assert.equal(image.attachment.mediaType, "image/jpeg");
+  assert.deepEqual(h.attachments.saved.get(image.attachment.attachmentId), Buffer.from(jpeg.expect.envelope.selected.data, "base64"));
+});
+
+test("every text and HTML case of the shared fixtures is verbatim, with no attachment", async (t) => {
+  const h = host(workspace(t));
+  let checked = 0;
+  for (const c of cases) {
+    const env = c.expect.envelope;
+    if (!env || env.outputs || !env.selected || env.selected.encoding !== "utf-8") continue;
+    const { value, content } = await h.call(c.request);
+    assert.equal(value.kind, "text", c.name);
+    assert.equal(content[0].text, env.selected.data, c.name);
+    assert.equal(value.text, env.selected.data, c.name);
+    checked++;
+  }
+  assert.ok(checked >= 5, `only ${checked} text cases`);
+  assert.equal(h.attachments.saved.size, 0);
+});
+
+test("without output_index the tool lists the cell's outputs", async (t) => {
+  const h = host(workspace(t));
+  const { value, content } = await h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2 });
+  assert.equal(value.kind, "outputs");
+  const listing = JSON.parse(content[0].text);
+  assert.ok(Array.isArray(listing.outputs) && listing.outputs.length >= 1);
+  assert.ok(!BASE64_RUN.test(content[0].text));
+});
+
+test("hostile file names are passed as data on stdin, never through the shell", async (t) => {
+  const dir = workspace(t);
+  const h = host(dir);
+  for (const name of ["with space.ipynb", "quo'te\".ipynb", "$(touch pwned).ipynb", "new\nline.ipynb", "`touch pwned2`.ipynb"]) {
+    fs.copyFileSync(path.join(dir, "kernel_v4.5.ipynb"), path.join(dir, name));
+    const { content } = await h.call({ file_path: name, cell_index: 5, output_index: 0 });
+    assert.equal(content[0].text, "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>");
+  }
+  assert.equal(fs.existsSync(path.join(dir, "pwned")), false);
+  assert.equal(fs.existsSync(path.join(dir, "pwned2")), false);
+  for (const command of h.shell.commands) assert.match(command, /^'[^']*' -j notebook output --request -$/);
+});
+
+test("an image larger than a 1 MiB default shell capture arrives whole", async (t) => {
+  const dir = workspace(t);
+  const script = `
+import base64, json, random, struct, zlib
+rng = random.Random(7)
+w = h = 900
+raw = b"".join(b"\\x00" + bytes(rng.getrandbits(8) for _ in range(w * 3)) for _ in range(h))
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
+nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "x",
+      "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(png).decode()}}]}]}
+json.dump(nb, open("big.ipynb", "w"))
+print(len(png))
+`;
+  const size = Number(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { cwd: dir }).toString());
+  assert.ok(size > MiB);
+  const h = host(dir, { defaultStdoutMaxBytes: MiB });
+  const { content } = await h.call({ file_path: "big.ipynb", cell_index: 0, output_index: 0 });
+  const image = content.find((b) => b.type === "image");
+  assert.equal(h.attachments.saved.get(image.attachment.attachmentId).length, size);
+  assert.deepEqual([image.attachment.width, image.attachment.height], [900, 900]);
+});
+
+test("stdout cut by the shell is a clear error, never half-parsed JSON", async (t) => {
+  const h = host(workspace(t), { stdoutCap: 1000 });
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }), /^JcliToolError: OUTPUT_TOO_LARGE: /);
+  assert.equal(h.attachments.saved.size, 0);
+});
+
+test("a stop throws (never a snapshot) and kills the child", async (t) => {
+  const dir = workspace(t);
+  const fifo = path.join(dir, "never-written");
+  execFileSync("mkfifo", [fifo]);
+  const bin = path.join(dir, "blocked-j-cli");
+  fs.writeFileSync(bin, `#!/bin/sh\nexec cat ${JSON.stringify(fifo)}\n`, { mode: 0o755 });
+  const h = host(dir, {}, { bin });
+  const controller = new AbortController();
+  const pending = h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }, controller.signal);
+  controller.abort();
+  await assert.rejects(pending, /^JcliToolError: ABORTED: /);
+  const before = new AbortController();
+  before.abort();
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2 }, before.signal), /ABORTED/);
+  assert.equal(h.shell.commands.length, 1, "a call stopped before it starts runs nothing");
+});
+
+test("a timeout throws TIMEOUT", async (t) => {
+  const dir = workspace(t);
+  const fifo = path.join(dir, "never-written");
+  execFileSync("mkfifo", [fifo]);
+  const bin = path.join(dir, "blocked-j-cli");
+  fs.writeFileSync(bin, `#!/bin/sh\nexec cat ${JSON.stringify(fifo)}\n`, { mode: 0o755 });
+  const h = host(dir, {}, { bin, timeoutMs: 200 });
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }), /^JcliToolError: TIMEOUT: /);
+});
+
+test("a non-zero exit gives the coded error, with no base64 in it", async (t) => {
+  const h = host(workspace(t));
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 99 }), /^JcliToolError: CELL_NOT_FOUND: /);
+  await assert.rejects(h.call({ file_path: "missing.ipynb", cell_index: 0 }), /^JcliToolError: FILE_NOT_FOUND: /);
+  await assert.rejects(
+    h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 5, output_index: 0, mime_type: "image/png" }),
+    (err) => /^MIME_NOT_FOUND: /.test(err.message) && err.code === "MIME_NOT_FOUND" && !BASE64_RUN.test(err.message),
+  );
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: "two" }), /^JcliToolError: USAGE_ERROR: /);
+});
+
+test("a broken executable is SERVER_UNAVAILABLE, and base64 on its stderr is never repeated", async (t) => {
+  const dir = workspace(t);
+  const bin = path.join(dir, "broken-j-cli");
+  fs.writeFileSync(bin, `#!/bin/sh\necho '{"code": "INTERNAL", "message": "${"QUJD".repeat(30)}"}' >&2\nexit 3\n`, { mode: 0o755 });
+  const h = host(dir, {}, { bin });
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), (err) => err.code === "INTERNAL" && !BASE64_RUN.test(err.message));
+  fs.writeFileSync(bin, "#!/bin/sh\necho not json >&2\nexit 3\n", { mode: 0o755 });
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: SERVER_UNAVAILABLE: j-cli exited with 3/);
+});

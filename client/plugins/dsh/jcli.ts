@@ -1,0 +1,330 @@
+// j-cli for DSH: read one saved notebook output in one tool call.
+// managed by j-cli setup (`j-cli setup dsh --remove` deletes this file)
+//
+// A thin translation layer, in one file with no runtime import of any DSH
+// package. The request goes to `j-cli -j notebook output --request -` through
+// `ctx.shell`, as JSON on stdin: the command string holds only the quoted
+// j-cli executable, never an argument. Cancellation, timeout, exit status and
+// stdout completeness are checked before the answer is parsed.
+//
+// Text and HTML come back verbatim. An image is saved with
+// `ctx.attachments.saveImage` and the tool's value carries only its
+// attachment reference, so programmatic (code-mode) callers never see base64;
+// `output.render` turns that reference into an image block for the model.
+// A stop (`exec.signal` aborted) throws: the host discards any success that
+// settles after an abort, and a thrown error is what reaches the model.
+
+// ---- The host surface this file uses (structural; checked against the
+// ---- transcribed host types by dsh-host.conformance.ts).
+
+type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/webp' | 'image/gif'
+
+export interface ImageRef {
+  attachmentId: string
+  mediaType: ImageMediaType
+  bytes: number
+  width: number
+  height: number
+  name?: string
+}
+
+export type Block = { type: 'text'; text: string } | { type: 'image'; attachment: ImageRef; alt?: string }
+
+export interface ShellRequest {
+  command: string
+  timeoutMs?: number
+  stdoutMaxBytes?: number
+  signal?: AbortSignal
+  stdin?: string
+  env?: Record<string, string>
+}
+
+export interface ShellResult {
+  exitCode: number | null
+  signal: string | null
+  timedOut: boolean
+  aborted: boolean
+  timeoutMs: number
+  stdout: { text: string; truncated: boolean }
+  stderr: { text: string; truncated: boolean }
+}
+
+interface Shell<Spec> {
+  resolve(request: ShellRequest): Spec
+  run(spec: Spec): Promise<ShellResult>
+}
+
+export interface SaveImageInput {
+  data: Uint8Array
+  mediaType: ImageMediaType
+  name?: string
+}
+
+interface Attachments {
+  saveImage(input: SaveImageInput): Promise<ImageRef>
+}
+
+interface RunContext {
+  readonly signal: AbortSignal
+}
+
+/** JSON values, as the host's canonical tool value. */
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+/** The JSON Schema subset the host accepts for `output.schema`. */
+interface Schema {
+  type?: 'string' | 'number' | 'integer' | 'boolean' | 'null' | 'array' | 'object'
+  oneOf?: Schema[]
+  properties?: Record<string, Schema>
+  required?: string[]
+  additionalProperties?: boolean
+  items?: Schema
+  enum?: (string | number | boolean | null)[]
+  description?: string
+}
+
+export interface ReadToolDefinition {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Record<string, unknown>
+  readonly timeoutMs: number
+  readonly output: {
+    readonly schema: Schema
+    render(args: unknown, value: Json): Block[]
+  }
+  isConcurrencySafe(args: unknown): boolean
+  execute(args: unknown, exec: RunContext): Promise<ReadValue>
+}
+
+interface PluginContext<Spec> {
+  tools: { register(definition: ReadToolDefinition): () => void }
+  shell: Shell<Spec>
+  attachments: Attachments
+}
+
+export interface Config {
+  /** The j-cli executable (default: `$JCLI_BIN`, else `j-cli` on PATH). */
+  bin?: string
+  /** How long one read may take, in milliseconds. */
+  timeoutMs?: number
+}
+
+// ---- The plugin.
+
+export const name = 'j-cli'
+export const inject = ['tools', 'shell', 'attachments']
+
+/** Largest response asked of j-cli (its `max_response_bytes`). */
+export const RESPONSE_BUDGET = 16 * 1024 * 1024
+/** Stdout captured from j-cli: the budget plus room for the envelope. */
+export const STDOUT_LIMIT = RESPONSE_BUDGET + 64 * 1024
+export const DEFAULT_TIMEOUT_MS = 60_000
+
+/** Request keys the model may set; everything else is the plugin's. */
+const REQUEST_KEYS = ['file_path', 'cell_index', 'output_index', 'mime_type', 'offset', 'limit'] as const
+const IMAGE_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp', 'image/gif']
+const BASE64_RUN = /[A-Za-z0-9+/]{40,}={0,2}/g
+
+/** The canonical value of one call (what code-mode programs receive). */
+export type ReadValue =
+  | { kind: 'outputs'; source: string; text: string }
+  | { kind: 'text'; source: string; mime_type: string; text: string; window?: string }
+  | { kind: 'image'; source: string; mime_type: string; image: ImageRef }
+
+const STRING: Schema = { type: 'string' }
+const VALUE_SCHEMA: Schema = {
+  oneOf: [
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'source', 'text'],
+      properties: { kind: { type: 'string', enum: ['outputs'] }, source: STRING, text: STRING },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'source', 'mime_type', 'text'],
+      properties: { kind: { type: 'string', enum: ['text'] }, source: STRING, mime_type: STRING, text: STRING, window: STRING },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'source', 'mime_type', 'image'],
+      properties: {
+        kind: { type: 'string', enum: ['image'] },
+        source: STRING,
+        mime_type: STRING,
+        image: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['attachmentId', 'mediaType', 'bytes', 'width', 'height'],
+          properties: {
+            attachmentId: STRING,
+            mediaType: { type: 'string', enum: [...IMAGE_TYPES] },
+            bytes: { type: 'integer' },
+            width: { type: 'integer' },
+            height: { type: 'integer' },
+            name: STRING,
+          },
+        },
+      },
+    },
+  ],
+}
+
+const PARAMETERS = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['file_path', 'cell_index'],
+  properties: {
+    file_path: { type: 'string', description: 'An .ipynb, or a py:percent .py paired with one; relative to the session directory.' },
+    cell_index: { type: 'integer', description: '0-based cell index in file_path.' },
+    output_index: { type: 'integer', description: '0-based output index; omit to list the cell\'s outputs.' },
+    mime_type: { type: 'string', description: 'Exactly this representation (default: the richest one).' },
+    offset: { type: 'integer', description: 'Text window start, in characters.' },
+    limit: { type: 'integer', description: 'Text window length, in characters.' },
+  },
+}
+
+/** A j-cli failure, thrown as `Error` with `CODE: message` (never any base64). */
+export class JcliToolError extends Error {
+  readonly code: string
+  constructor(code: string, message: string) {
+    super(`${code}: ${message.replace(BASE64_RUN, '[data]')}`)
+    this.name = 'JcliToolError'
+    this.code = code
+  }
+}
+
+function quoteForShell(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`
+}
+
+function requestFrom(args: unknown): Record<string, unknown> {
+  if (typeof args !== 'object' || args === null) throw new JcliToolError('USAGE_ERROR', 'arguments must be an object')
+  const given = args as Record<string, unknown>
+  const request: Record<string, unknown> = {}
+  for (const key of REQUEST_KEYS) if (given[key] !== undefined) request[key] = given[key]
+  request.max_response_bytes = RESPONSE_BUDGET
+  return request
+}
+
+function stopped(): JcliToolError {
+  return new JcliToolError('ABORTED', 'the read was stopped')
+}
+
+/** Run j-cli once and return its parsed JSON answer, or throw a coded error. */
+export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, unknown>, options: { bin: string; timeoutMs: number; signal: AbortSignal }): Promise<any> {
+  if (options.signal.aborted) throw stopped()
+  const spec = shell.resolve({
+    command: `${quoteForShell(options.bin)} -j notebook output --request -`,
+    stdin: JSON.stringify(request),
+    stdoutMaxBytes: STDOUT_LIMIT,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+  })
+  const result = await shell.run(spec)
+  if (result.aborted || options.signal.aborted) throw stopped()
+  if (result.timedOut) throw new JcliToolError('TIMEOUT', `j-cli did not answer within ${result.timeoutMs} ms`)
+  if (result.exitCode !== 0) {
+    let coded: { code?: unknown; message?: unknown } | null = null
+    try {
+      coded = JSON.parse(result.stderr.text)
+    } catch {
+      coded = null
+    }
+    if (coded && typeof coded.code === 'string') throw new JcliToolError(coded.code, String(coded.message ?? ''))
+    const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with ${result.exitCode}`
+    throw new JcliToolError('SERVER_UNAVAILABLE', `j-cli ${how}`)
+  }
+  if (result.stdout.truncated) {
+    throw new JcliToolError('OUTPUT_TOO_LARGE', `j-cli answered more than ${STDOUT_LIMIT} bytes; read a text window (offset/limit)`)
+  }
+  try {
+    return JSON.parse(result.stdout.text)
+  } catch {
+    throw new JcliToolError('PROTOCOL_ERROR', "j-cli's answer was not complete JSON")
+  }
+}
+
+function sourceOf(doc: any): string {
+  const s = doc.source ?? {}
+  const base = s.kind === 'run' ? `run ${s.run_id}` : `${s.path} cell ${s.cell_index}`
+  return 'output_index' in s ? `${base} output ${s.output_index}` : base
+}
+
+function windowOf(block: any): string | undefined {
+  if (!block || !block.truncated) return undefined
+  const end = block.offset + block.returned_characters
+  const more = block.next_offset != null ? `; continue with offset=${block.next_offset}` : ''
+  return `characters ${block.offset}-${end} of ${block.total_characters}${more}`
+}
+
+/** Translate a j-cli read envelope into the tool's value, saving an image first. */
+export async function toValue(doc: any, attachments: Attachments, signal: AbortSignal): Promise<ReadValue> {
+  const source = sourceOf(doc)
+  if (Array.isArray(doc.outputs)) return { kind: 'outputs', source, text: JSON.stringify(doc, null, 2) }
+  if (doc.stream) return textValue(source, `stream/${doc.stream.name}`, doc.stream.data, windowOf(doc.stream))
+  if (doc.error) {
+    const b = doc.error
+    return textValue(source, 'error', 'data' in b ? b.data : JSON.stringify(b, null, 2), windowOf(b))
+  }
+  const sel = doc.selected
+  if (sel.encoding === 'base64') {
+    if (!IMAGE_TYPES.includes(sel.mime_type)) {
+      throw new JcliToolError('MIME_NOT_FOUND', `${sel.mime_type} cannot be shown here; DSH takes ${IMAGE_TYPES.join(', ')}`)
+    }
+    const data = Buffer.from(sel.data, 'base64')
+    const ref = await attachments.saveImage({ data: new Uint8Array(data.buffer, data.byteOffset, data.length), mediaType: sel.mime_type })
+    if (signal.aborted) throw stopped()
+    const image: ImageRef = { attachmentId: String(ref.attachmentId), mediaType: ref.mediaType, bytes: ref.bytes, width: ref.width, height: ref.height }
+    if (ref.name !== undefined) image.name = ref.name
+    return { kind: 'image', source, mime_type: sel.mime_type, image }
+  }
+  const text = sel.encoding === 'json' ? JSON.stringify(sel.data, null, 2) : sel.data
+  return textValue(source, sel.mime_type, text, windowOf(sel))
+}
+
+function textValue(source: string, mime: string, text: string, window: string | undefined): ReadValue {
+  return window === undefined ? { kind: 'text', source, mime_type: mime, text } : { kind: 'text', source, mime_type: mime, text, window }
+}
+
+/** Pure: the model-facing blocks for one value. */
+export function render(_args: unknown, value: Json): Block[] {
+  const v = value as unknown as ReadValue
+  if (v.kind === 'image') {
+    const i = v.image
+    return [
+      { type: 'text', text: `${v.mime_type} from ${v.source} (${i.width}x${i.height} px, ${i.bytes} bytes)` },
+      { type: 'image', attachment: { ...i }, alt: `${v.mime_type} from ${v.source}` },
+    ]
+  }
+  if (v.kind === 'text' && v.window !== undefined) {
+    return [{ type: 'text', text: v.text }, { type: 'text', text: `[${v.mime_type} from ${v.source}: ${v.window}]` }]
+  }
+  return [{ type: 'text', text: v.text }]
+}
+
+/** The `read_notebook_output` tool over the given host services. */
+export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: Attachments, config: Config = {}): ReadToolDefinition {
+  const bin = config.bin || process.env.JCLI_BIN || 'j-cli'
+  const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  return {
+    name: 'read_notebook_output',
+    description:
+      'Read a saved Jupyter notebook output in one call. Without output_index: the cell\'s outputs and MIME types. ' +
+      'With it: that output, text and HTML verbatim, images as images. Works for .ipynb and py:percent .py pairs.',
+    parameters: PARAMETERS,
+    timeoutMs: timeoutMs + 5_000,
+    output: { schema: VALUE_SCHEMA, render },
+    isConcurrencySafe: () => true,
+    async execute(args, exec) {
+      const doc = await runJcli(shell, requestFrom(args), { bin, timeoutMs, signal: exec.signal })
+      return toValue(doc, attachments, exec.signal)
+    },
+  }
+}
+
+export function apply<Spec>(ctx: PluginContext<Spec>, config: Config = {}): () => void {
+  return ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config))
+}
