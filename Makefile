@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # Dependencies change rarely: install them once per pyproject.toml change.
 $(VENV)/.deps: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q '.[test]'
+	$(BIN)/pip install -q '.[test,svg]'
 	touch $@
 
 # The package itself is reinstalled (not editable) whenever a source changes,

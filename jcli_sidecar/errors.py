@@ -22,7 +22,9 @@ The tree::
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
-    ├── RendererUnavailable           RENDERER_UNAVAILABLE
+    ├── RendererUnavailable           RENDERER_UNAVAILABLE (the [svg] extra is not installed)
+    ├── RenderFailed                  RENDER_FAILED (rendering or fitting failed or hit a cap)
+    ├── ImageTooLarge                 IMAGE_TOO_LARGE (over the pixel cap, or cannot fit the limits)
     ├── ConfigInvalid                 CONFIG_INVALID (a host config j-cli cannot parse)
     ├── ConfigConflict                CONFIG_CONFLICT (an entry j-cli does not manage)
     ├── SidecarError                  the sidecar transport (clients fall back)
@@ -49,6 +51,7 @@ __all__ = [
     "ConfigInvalid",
     "ERROR_CODES",
     "FileNotFound",
+    "ImageTooLarge",
     "InternalError",
     "InvalidWindow",
     "JcliError",
@@ -64,6 +67,7 @@ __all__ = [
     "PathNotAllowed",
     "PeerRefused",
     "ProtocolError",
+    "RenderFailed",
     "RendererUnavailable",
     "RunNotFound",
     "RuntimeDirUnsafe",
@@ -188,6 +192,14 @@ class Timeout(JcliError, TimeoutError):
 
 class RendererUnavailable(JcliError):
     code = "RENDERER_UNAVAILABLE"
+
+
+class RenderFailed(JcliError):
+    code = "RENDER_FAILED"
+
+
+class ImageTooLarge(JcliError):
+    code = "IMAGE_TOO_LARGE"
 
 
 class ConfigInvalid(JcliError):

@@ -19,6 +19,7 @@ __all__ = [
     "decode_image",
     "decoded_size",
     "image_size",
+    "is_animated",
     "is_json_mime",
     "is_raster_image",
     "mime_kind",
@@ -227,3 +228,59 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
         w, h = struct.unpack("<HH", data[26:30])
         return w & 0x3FFF, h & 0x3FFF
     return None
+
+
+def is_animated(mime: str, data: bytes) -> bool:
+    """Whether a GIF, WebP or PNG holds more than one frame (read from its structure).
+
+    Example:
+        >>> is_animated("image/jpeg", b"\\xff\\xd8\\xff")
+        False
+    """
+    try:
+        if mime == "image/gif":
+            return _gif_frames(data, stop_at=2) > 1
+        if mime == "image/webp":
+            return data[12:16] == b"VP8X" and bool(data[20] & 0x02)
+        if mime == "image/png":
+            return _png_frames(data) > 1
+    except IndexError:
+        return False
+    return False
+
+
+def _gif_frames(data: bytes, stop_at: int) -> int:
+    """Image descriptors in a GIF, counted up to ``stop_at``."""
+    packed = data[10]
+    i = 13 + (3 * 2 ** ((packed & 7) + 1) if packed & 0x80 else 0)
+    frames = 0
+    while i < len(data) and frames < stop_at:
+        kind = data[i]
+        if kind == 0x3B:  # trailer
+            break
+        if kind == 0x21:  # extension: label, then sub-blocks
+            i += 2
+        elif kind == 0x2C:  # image descriptor (+ local colour table), LZW size, sub-blocks
+            frames += 1
+            local = data[i + 9]
+            i += 10 + (3 * 2 ** ((local & 7) + 1) if local & 0x80 else 0) + 1
+        else:
+            break
+        while i < len(data) and data[i]:
+            i += data[i] + 1
+        i += 1
+    return frames
+
+
+def _png_frames(data: bytes) -> int:
+    """``num_frames`` of an APNG's acTL chunk, else 1."""
+    i = 8
+    while i + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[i : i + 4])
+        kind = data[i + 4 : i + 8]
+        if kind == b"acTL":
+            return struct.unpack(">I", data[i + 8 : i + 12])[0]
+        if kind == b"IDAT":
+            return 1
+        i += 12 + length
+    return 1

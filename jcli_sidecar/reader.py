@@ -36,6 +36,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+    from .imageview import ViewSpec
+
     Loader = Callable[[str], NotebookFile]
 
 __all__ = [
@@ -342,6 +344,7 @@ def read_output(
     *,
     binary: bool = False,
     load: Loader | None = None,
+    view: ViewSpec | None = None,
 ) -> dict[str, Any]:
     """Read one saved output as a schema-v1 envelope.
 
@@ -357,6 +360,8 @@ def read_output(
         binary: keep image ``data`` as bytes (for the msgpack wire); the
             default is canonical base64 text.
         load: how to open a notebook (see :func:`resolve_cell`).
+        view: convert the selected image (or render the selected SVG) for a
+            host, in memory (see :func:`jcli_sidecar.imageview.view_spec`).
 
     Returns:
         ``{schema_version, status, source, output_type,
@@ -371,7 +376,8 @@ def read_output(
     Raises:
         FileNotFound, NotebookReadFailed, CellNotFound,
         CellMappingUnreliable, OutputNotFound, MimeNotFound, InvalidWindow,
-        OutputDataInvalid, OutputTooLarge, UsageError.
+        OutputDataInvalid, OutputTooLarge, UsageError, and with ``view``
+        ImageTooLarge, RenderFailed, RendererUnavailable.
 
     Example:
         >>> env = read_output("examples/demo.ipynb", 1, 1)
@@ -398,7 +404,7 @@ def read_output(
     source = resolved.source()
     source["output_index"] = output_index
     memo = (resolved.notebook, (resolved.cell_index, output_index))
-    envelope = output_envelope(outputs[output_index], output_index, source, mime_type, offset, limit, binary, memo)
+    envelope = output_envelope(outputs[output_index], output_index, source, mime_type, offset, limit, binary, memo, view)
     return _fit(envelope, cap)
 
 
@@ -411,15 +417,18 @@ def output_envelope(
     limit: int | None = None,
     binary: bool = False,
     memo: tuple[Any, Any] = (None, None),
+    view: ViewSpec | None = None,
 ) -> dict[str, Any]:
     """The schema-v1 envelope of one stored output (nbformat-shaped ``raw``).
 
     Shared by notebook reads and inline-run reads; image values may be
     base64 text (notebooks) or bytes (run files). ``memo`` is
-    ``(NotebookFile or None, key)`` for keeping decoded images.
+    ``(NotebookFile or None, key)`` for keeping decoded images; ``view``
+    converts the selection (see :func:`read_output`).
 
     Raises:
-        OutputDataInvalid, MimeNotFound, InvalidWindow.
+        OutputDataInvalid, MimeNotFound, InvalidWindow, and with ``view``
+        UsageError, ImageTooLarge, RenderFailed, RendererUnavailable.
     """
     out = _parse_output(raw, output_index)
     envelope: dict[str, Any] = {
@@ -429,6 +438,8 @@ def output_envelope(
         "output_type": out.output_type,
         "available_mime_types": out.available,
     }
+    if out.output_type in ("stream", "error") and view is not None and view.as_mime_type is not None:
+        raise UsageError(f"--as converts images and SVG; output {output_index} is a {out.output_type}")
     if out.output_type == "stream":
         _check_mime(mime_type, out, output_index)
         envelope["stream"] = {"name": out.stream_name, **_text_block(out.text, offset, limit)}
@@ -436,12 +447,16 @@ def output_envelope(
         _check_mime(mime_type, out, output_index)
         envelope["error"] = _error_block(out.error, offset, limit)
     else:
+        if mime_type is None and view is not None and view.as_mime_type is not None:
+            # converting: the best image representation, SVG source included
+            images = [m for m in out.available if mimes.is_raster_image(m) or m == "image/svg+xml"]
+            mime_type = mimes.auto_select(images)
         chosen = _check_mime(mime_type, out, output_index)
         envelope["metadata"] = out.metadata
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
         notebook, key = memo
-        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary, (notebook, (key, chosen)))
+        envelope["selected"] = _select(chosen, out.bundle[chosen], offset, limit, binary, (notebook, (key, chosen)), view)
     return envelope
 
 
@@ -496,7 +511,7 @@ def _error_block(error: dict[str, Any], offset: int, limit: int | None) -> dict[
     return {"ename": error["ename"], "serialization": "json", **_text_block(serialised, offset, limit)}
 
 
-def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool, memo) -> dict[str, Any]:
+def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool, memo, view: ViewSpec | None = None) -> dict[str, Any]:
     kind = mimes.mime_kind(mime, value)
     if kind == "image":
         if offset or limit is not None:
@@ -510,16 +525,21 @@ def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool,
             data = mimes.decode_image(mime, join_text(value, mime))
             if notebook is not None:
                 notebook.remember(key, data, len(data))
-        selected: dict[str, Any] = {
-            "mime_type": mime,
-            "encoding": "base64",
-            "bytes": len(data),
-            "data": data if binary else base64.b64encode(data).decode("ascii"),
-        }
-        size = mimes.image_size(mime, data)
-        if size is not None:
-            selected["width"], selected["height"] = size
-        return selected
+        facts: dict[str, Any] = {}
+        if view is not None:
+            from .imageview import view_image
+
+            mime, data, facts = view_image(mime, data, view)
+        return _image_block(mime, data, binary, facts)
+    if view is not None and view.as_mime_type is not None:
+        if mime != "image/svg+xml" or kind != "text":
+            raise UsageError(f"--as converts images and SVG; the selected representation is {mime}")
+        if offset or limit is not None:
+            raise InvalidWindow("offset/limit apply to text; the SVG is being rendered as an image")
+        from .imageview import render_svg
+
+        shown, data, facts = render_svg(join_text(value, mime), view)
+        return _image_block(shown, data, binary, facts)
     if kind == "text":
         return {"mime_type": mime, **_text_block(join_text(value, mime), offset, limit)}
     serialised = json_text(value)
@@ -527,6 +547,28 @@ def _select(mime: str, value: Any, offset: int, limit: int | None, binary: bool,
         return {"mime_type": mime, "encoding": "json", "bytes": len(dump_json(value)), "data": value}
     # Never a partial JSON value: a cut is text, and says so.
     return {"mime_type": mime, "serialization": "json", **_text_block(serialised, offset, limit)}
+
+
+def _image_block(mime: str, data: bytes, binary: bool, facts: dict[str, Any]) -> dict[str, Any]:
+    selected: dict[str, Any] = {
+        "mime_type": mime,
+        "encoding": "base64",
+        "bytes": len(data),
+        "data": data if binary else base64.b64encode(data).decode("ascii"),
+    }
+    size = mimes.image_size(mime, data)
+    if size is not None:
+        selected["width"], selected["height"] = size
+    if mimes.is_animated(mime, data):
+        selected["animated"] = True
+    if facts:
+        from .imageview import view_note
+
+        selected.update(facts)
+        note = view_note(facts)
+        if note:
+            selected["note"] = note
+    return selected
 
 
 def _fit(envelope: dict[str, Any], cap: int) -> dict[str, Any]:

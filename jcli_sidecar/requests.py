@@ -1,7 +1,9 @@
 """Read requests as plain maps: one schema for the CLI, MCP and the sidecar.
 
 A request is ``{file_path, cell_index, output_index?, mime_type?, offset?,
-limit?, max_response_bytes?}``, the same names as the MCP tool arguments.
+limit?, max_response_bytes?}`` plus the view fields ``{host?,
+as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same names as
+the MCP tool arguments.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 
     from .reader import Loader
 
-__all__ = ["HANDLERS", "READ_FIELDS", "check_read_request", "handle_list", "handle_read"]
+__all__ = ["HANDLERS", "READ_FIELDS", "VIEW_FIELDS", "check_read_request", "handle_list", "handle_read", "view_of"]
 
 #: field -> (accepted JSON type, required)
 READ_FIELDS: dict[str, tuple[str, bool]] = {
@@ -27,7 +29,15 @@ READ_FIELDS: dict[str, tuple[str, bool]] = {
     "offset": ("integer", False),
     "limit": ("integer", False),
     "max_response_bytes": ("integer", False),
+    "host": ("string", False),
+    "as_mime_type": ("string", False),
+    "max_edge": ("integer", False),
+    "max_pixels": ("integer", False),
+    "max_bytes": ("integer", False),
 }
+
+#: The request fields that ask for a converted view of the selected image.
+VIEW_FIELDS: tuple[str, ...] = ("host", "as_mime_type", "max_edge", "max_pixels", "max_bytes")
 
 
 def _type_ok(kind: str, value: Any) -> bool:
@@ -68,6 +78,15 @@ def check_read_request(request: Any) -> dict[str, Any]:
     return clean
 
 
+def view_of(args: dict[str, Any]):
+    """The :class:`~jcli_sidecar.imageview.ViewSpec` a checked request asks for, or None."""
+    if not any(name in args for name in VIEW_FIELDS):
+        return None
+    from .imageview import view_spec
+
+    return view_spec(**{name: args.get(name) for name in VIEW_FIELDS})
+
+
 def handle_read(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
     """Answer a read request: the catalog without ``output_index``, else one output.
 
@@ -87,6 +106,7 @@ def handle_read(request: Any, *, binary: bool = False, load: Loader | None = Non
         max_response_bytes=args.get("max_response_bytes"),
         binary=binary,
         load=load,
+        view=view_of(args),
     )
 
 

@@ -141,8 +141,11 @@ def read_run(
     max_response_bytes: int | None = None,
     *,
     binary: bool = False,
+    view: Any = None,
 ) -> dict[str, Any]:
     """The catalog of a run, or one of its outputs: the notebook envelope with ``source.kind = "run"``.
+
+    ``view`` converts the selected image as in :func:`jcli_sidecar.reader.read_output`.
 
     Raises:
         RunNotFound, OutputNotFound, MimeNotFound, InvalidWindow,
@@ -163,7 +166,7 @@ def read_run(
         raise OutputNotFound(f"run {manifest.get('run_id')} has no output {output_index} (it has {len(entries)})", output_count=len(entries))
     source["output_index"] = output_index
     raw = _materialise(run_dir, entries[output_index], output_index)
-    envelope = output_envelope(raw, output_index, source, mime_type, offset, limit, binary)
+    envelope = output_envelope(raw, output_index, source, mime_type, offset, limit, binary, view=view)
     return fit_response(envelope, max_response_bytes)
 
 

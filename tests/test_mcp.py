@@ -185,3 +185,33 @@ def test_without_root_flags_the_clients_roots_are_used(fixture_dir, tmp_path):
     inside, outside = asyncio.run(main())
     assert not inside.is_error  # relative to the client's single root, not the launch cwd
     assert outside.is_error and outside.content[0].text.startswith("PATH_NOT_ALLOWED:")
+
+
+def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
+    import io
+
+    from PIL import Image
+
+    big = io.BytesIO()
+    Image.new("RGB", (5000, 1000), (10, 200, 30)).save(big, "PNG")
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><rect width="120" height="60" fill="#ff0000"/></svg>'
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(big.getvalue()).decode()}),
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": svg, "text/plain": "<svg>"}),
+    ]
+    nb.cells = [cell]
+    path = tmp_path / "plots.ipynb"
+    nbformat.write(nb, str(path))
+    before = path.read_bytes()
+    root = ["--root", str(tmp_path), "--host", "codex"]
+    fitted = call(root, tool("read_notebook_output", file_path=str(path), cell_index=0, output_index=0))
+    image = Image.open(io.BytesIO(base64.b64decode(fitted.content[0].data)))
+    assert image.size == (2048, 409) and "fitted from 5000x1000" in fitted.content[1].text
+    rendered = call(root, tool("read_notebook_output", file_path=str(path), cell_index=0, output_index=1,
+                               mime_type="image/svg+xml", as_mime_type="image/png"))
+    assert not rendered.is_error and rendered.content[0].type == "image" and rendered.content[0].mime_type == "image/png"
+    assert Image.open(io.BytesIO(base64.b64decode(rendered.content[0].data))).convert("RGB").getpixel((5, 5)) == (255, 0, 0)
+    assert "rendered from image/svg+xml" in rendered.content[1].text
+    assert path.read_bytes() == before

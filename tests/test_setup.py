@@ -56,7 +56,7 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
     parsed = tomllib.loads(config.read_text())
     assert parsed["mcp_servers"]["docs"]["args"] == ["-y", "docs-mcp@1.2.3"]
     ours = parsed["mcp_servers"]["jcli"]
-    assert ours["args"] == ["-m", "jcli", "mcp", "serve"] and ours["startup_timeout_sec"] == 30 and ours["tool_timeout_sec"] == 120
+    assert ours["args"] == ["-m", "jcli", "mcp", "serve", "--host", "codex"] and ours["startup_timeout_sec"] == 30 and ours["tool_timeout_sec"] == 120
     assert config.read_text().startswith(CODEX_CONFIG)  # every byte outside our table survives
     skill = tmp_path / "home" / ".agents" / "skills" / "j-cli" / "SKILL.md"
     assert skill.read_text().startswith("---\nname: j-cli\n")

@@ -183,11 +183,17 @@ def mcp() -> None:
 
 @mcp.command("serve")
 @click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False), help="Allow reads under DIR (repeatable).")
-def mcp_serve(roots: tuple[str, ...]) -> None:
+@click.option("--host", metavar="NAME", help="Fit images to this host's types and limits: dsh, claude, codex or opencode.")
+def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
     """Serve read_notebook_output and read_run_output over stdio."""
+    from jcli_sidecar.errors import JcliError
+
     from .mcp_server import serve
 
-    raise SystemExit(serve(list(roots)))
+    try:
+        raise SystemExit(serve(list(roots), host))
+    except JcliError as err:
+        click.get_current_context().exit(emit.error(err, False))
 
 
 def _json_requested(args: list[str]) -> bool:

@@ -43,6 +43,16 @@ _WINDOW = {
     "offset": {"type": "integer", "minimum": 0, "description": "Text window start, in characters (default 0)."},
     "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Text window length, in characters."},
 }
+_VIEW = {
+    "as_mime_type": {
+        "type": "string",
+        "enum": ["image/png", "image/jpeg", "image/webp"],
+        "description": "Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.",
+    },
+    "max_edge": {"type": "integer", "minimum": 1, "description": "Downscale an image whose long edge is over this many pixels."},
+    "max_pixels": {"type": "integer", "minimum": 1, "description": "Downscale an image of more pixels than this."},
+    "max_bytes": {"type": "integer", "minimum": 1, "description": "Shrink an image larger than this many bytes."},
+}
 _READ_SCHEMA = {
     "type": "object",
     "properties": {
@@ -51,6 +61,7 @@ _READ_SCHEMA = {
         "output_index": {"type": "integer", "minimum": 0, "description": "0-based index in the cell's outputs; omit to list them."},
         "mime_type": {"type": "string", "description": "Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."},
         **_WINDOW,
+        **_VIEW,
     },
     "required": ["file_path", "cell_index"],
     "additionalProperties": False,
@@ -62,6 +73,7 @@ _RUN_SCHEMA = {
         "output_index": {"type": "integer", "minimum": 0, "description": "0-based output index; omit to list the run's outputs."},
         "mime_type": {"type": "string", "description": "Exactly this representation."},
         **_WINDOW,
+        **_VIEW,
     },
     "required": ["run"],
     "additionalProperties": False,
@@ -141,16 +153,22 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
 
             data = base64.b64encode(data).decode("ascii")
         dims = f", {selected['width']}x{selected['height']} px" if "width" in selected else ""
-        return [("image", (data, mime)), ("text", f"[{mime}, {selected['bytes']} bytes{dims}, from {where}]")]
+        note = f"; {selected['note']}" if selected.get("note") else ""
+        return [("image", (data, mime)), ("text", f"[{mime}, {selected['bytes']} bytes{dims}, from {where}{note}]")]
     text = json_text(selected["data"]) if selected["encoding"] == "json" else selected["data"]
     return [("text", text), ("text", f"[{mime} from {where}{_window(selected)}]")]
 
 
-def _read(tool: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
-    """Run one tool call against the core (through the sidecar when one answers)."""
+def _read(tool: str, args: dict[str, Any], roots: list[str], host: str | None = None) -> dict[str, Any]:
+    """Run one tool call against the core (through the sidecar when one answers).
+
+    ``host`` (from ``mcp serve --host``) fits images to that host's limits.
+    """
     from .transport import read
 
-    args = dict(args or {})
+    args = {k: v for k, v in (args or {}).items() if k != "host"}
+    if host is not None:
+        args["host"] = host
     if tool == "read_notebook_output":
         args["file_path"] = resolve_path(args.get("file_path"), roots)
         if args["file_path"].endswith(".py"):
@@ -172,7 +190,9 @@ def _read(tool: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
             cwd = roots[0]
         else:
             raise PathAmbiguous(f"run id {ref!r} with {len(roots)} roots; give the manifest path", roots=roots)
-        unknown = set(args) - {"output_index", "mime_type", "offset", "limit"}
+        from jcli_sidecar.requests import VIEW_FIELDS, view_of
+
+        unknown = set(args) - {"output_index", "mime_type", "offset", "limit", *VIEW_FIELDS}
         if unknown:
             raise UsageError(f"unknown argument(s): {', '.join(sorted(unknown))}")
         return read_run(
@@ -182,20 +202,25 @@ def _read(tool: str, args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
             args.get("mime_type"),
             args.get("offset") or 0,
             args.get("limit"),
+            view=view_of({k: args[k] for k in VIEW_FIELDS if args.get(k) is not None}),
         )
     raise UsageError(f"unknown tool {tool!r}")
 
 
-def serve(roots: list[str]) -> int:
-    """Serve MCP over stdio until the client goes away."""
+def serve(roots: list[str], host: str | None = None) -> int:
+    """Serve MCP over stdio until the client goes away; images fit ``host`` when given."""
     import anyio
 
+    if host is not None:
+        from jcli_sidecar.imageview import view_spec
+
+        view_spec(host=host)  # an unknown host fails here, before serving
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="j-cli mcp: %(levelname)s %(message)s")
-    anyio.run(_serve, [os.path.realpath(r) for r in roots])
+    anyio.run(_serve, [os.path.realpath(r) for r in roots], host)
     return 0
 
 
-async def _serve(roots: list[str]) -> None:
+async def _serve(roots: list[str], host: str | None = None) -> None:
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -233,7 +258,7 @@ async def _serve(roots: list[str]) -> None:
 
     async def call_tool(ctx, params) -> types.CallToolResult:
         try:
-            doc = await anyio.to_thread.run_sync(_read, params.name, params.arguments or {}, await allowed_roots(ctx))
+            doc = await anyio.to_thread.run_sync(_read, params.name, params.arguments or {}, await allowed_roots(ctx), host)
         except JcliError as err:
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"{err.code}: {err.message}")], is_error=True)
         except Exception as exc:  # a bug: still a coded tool error, never a protocol crash

@@ -39,6 +39,16 @@ def output_list(ctx: click.Context) -> None:
     ctx.exit(emit.EXIT_OK)
 
 
+def _view_options(command):
+    """The read commands' view options (``--host``, ``--as``, ``--max-*``), from their one table."""
+    from .read_options import VIEW_OPTIONS
+
+    types = {"int": int, "str": str}
+    for opt in reversed(VIEW_OPTIONS):
+        command = click.option(*opt.flags, opt.field, type=types[opt.kind], metavar=opt.metavar, help=opt.help)(command)
+    return command
+
+
 @output.command("show")
 @click.argument("ref", metavar="RUN_ID|MANIFEST")
 @click.option("--output", "output_index", type=int, metavar="K", help="0-based output index; omit for the catalog.")
@@ -46,15 +56,18 @@ def output_list(ctx: click.Context) -> None:
 @click.option("--offset", type=int, default=0, metavar="O", help="Text window start, in characters.")
 @click.option("--limit", type=int, metavar="L", help="Text window length, in characters.")
 @click.option("--max-response-bytes", type=int, metavar="B", help="Refuse responses larger than this (default 32 MiB).")
+@_view_options
 @click.pass_context
-def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, limit, max_response_bytes) -> None:
+def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, limit, max_response_bytes, **view) -> None:
     """Show a run's catalog, or one of its outputs."""
+    from jcli_sidecar.requests import view_of
     from jcli_sidecar.runs import read_run
     from jcli_sidecar.runtime import workspace_of
 
     json_mode = ctx.find_root().obj["json"]
     try:
-        doc = read_run(workspace_of(), ref, output_index, mime_type, offset, limit, max_response_bytes)
+        spec = view_of({k: v for k, v in view.items() if v is not None})
+        doc = read_run(workspace_of(), ref, output_index, mime_type, offset, limit, max_response_bytes, view=spec)
     except (JcliError, OSError) as exc:
         ctx.exit(emit.error(_coded(exc), json_mode))
     ctx.exit(emit.document(doc, json_mode))

@@ -8,7 +8,7 @@ maps to one field of the read request (see ``jcli_sidecar.requests``).
 
 from __future__ import annotations
 
-__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "ReadOption"]
+__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "ReadOption", "VIEW_OPTIONS"]
 
 
 class ReadOption:
@@ -45,6 +45,17 @@ MAX_RESPONSE = ReadOption(
     ("--max-response-bytes",), "max_response_bytes", "int", "Refuse responses larger than this (default 32 MiB).", "B"
 )
 
+HOST = ReadOption(
+    ("--host",), "host", "str", "Fit an image to this host's types and limits: dsh, claude, codex or opencode.", "NAME"
+)
+AS = ReadOption(("--as",), "as_mime_type", "str", "Convert the selected image (or render the SVG) to image/png, image/jpeg or image/webp.", "MIME")
+MAX_EDGE = ReadOption(("--max-edge",), "max_edge", "int", "Downscale an image whose long edge is over PX pixels.", "PX")
+MAX_PIXELS = ReadOption(("--max-pixels",), "max_pixels", "int", "Downscale an image of more than N pixels.", "N")
+MAX_BYTES = ReadOption(("--max-bytes",), "max_bytes", "int", "Shrink an image larger than B bytes.", "B")
+
+#: The options that view (convert) the selected image; the stored one never changes.
+VIEW_OPTIONS: tuple[ReadOption, ...] = (HOST, AS, MAX_EDGE, MAX_PIXELS, MAX_BYTES)
+
 #: ``--request -``: the whole request as one JSON object on stdin.
 REQUEST_OPTION = ReadOption(
     ("--request",), "request", "str", "Read the request as a JSON object from stdin ('-').", "-"
@@ -58,6 +69,6 @@ READ_COMMANDS: dict[str, tuple[str, tuple[ReadOption, ...]]] = {
     ),
     "output": (
         "Read one saved output (text and HTML verbatim, images as base64 in -j mode).",
-        (CELL, OUTPUT, MIME, OFFSET, LIMIT, MAX_RESPONSE, REQUEST_OPTION),
+        (CELL, OUTPUT, MIME, OFFSET, LIMIT, MAX_RESPONSE, *VIEW_OPTIONS, REQUEST_OPTION),
     ),
 }

@@ -44,7 +44,7 @@ def claude_paths(scope: str, project: str) -> tuple[str, str]:
 
 
 def _entry(scope: str, project: str) -> dict[str, Any]:
-    args = ["-m", "jcli", "mcp", "serve"]
+    args = ["-m", "jcli", "mcp", "serve", "--host", "claude"]
     if scope != "user":
         args += ["--root", project]
     return {"type": "stdio", "command": sys.executable, "args": args, "env": {}}

@@ -38,7 +38,7 @@ def codex_paths(scope: str, project: str) -> tuple[str, str]:
 
 def server_table(scope: str, project: str) -> dict[str, Any]:
     """What Codex starts: this interpreter running ``j-cli mcp serve``."""
-    args = ["-m", "jcli", "mcp", "serve"]
+    args = ["-m", "jcli", "mcp", "serve", "--host", "codex"]
     if scope == "project":
         args += ["--root", project]
     return {

@@ -11,6 +11,8 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { blockedExecutable, writeBigPngNotebook } from "../test-support.mjs";
+
 import * as plugin from "./jcli.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -294,19 +296,7 @@ test("hostile file names are passed as data on stdin, never through the shell", 
 
 test("an image larger than a 1 MiB default shell capture arrives whole", async (t) => {
   const dir = workspace(t);
-  const script = `
-import base64, json, random, struct, zlib
-rng = random.Random(7)
-w = h = 900
-raw = b"".join(b"\\x00" + bytes(rng.getrandbits(8) for _ in range(w * 3)) for _ in range(h))
-def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
-nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "x",
-      "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(png).decode()}}]}]}
-json.dump(nb, open("big.ipynb", "w"))
-print(len(png))
-`;
-  const size = Number(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { cwd: dir }).toString());
+  const size = writeBigPngNotebook(dir);
   assert.ok(size > MiB);
   const h = host(dir, { defaultStdoutMaxBytes: MiB });
   const { content } = await h.call({ file_path: "big.ipynb", cell_index: 0, output_index: 0 });
@@ -323,10 +313,7 @@ test("stdout cut by the shell is a clear error, never half-parsed JSON", async (
 
 test("a stop throws (never a snapshot) and kills the child", async (t) => {
   const dir = workspace(t);
-  const fifo = path.join(dir, "never-written");
-  execFileSync("mkfifo", [fifo]);
-  const bin = path.join(dir, "blocked-j-cli");
-  fs.writeFileSync(bin, `#!/bin/sh\nexec cat ${JSON.stringify(fifo)}\n`, { mode: 0o755 });
+  const bin = blockedExecutable(dir);
   const h = host(dir, {}, { bin });
   const controller = new AbortController();
   const pending = h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }, controller.signal);
@@ -340,10 +327,7 @@ test("a stop throws (never a snapshot) and kills the child", async (t) => {
 
 test("a timeout throws TIMEOUT", async (t) => {
   const dir = workspace(t);
-  const fifo = path.join(dir, "never-written");
-  execFileSync("mkfifo", [fifo]);
-  const bin = path.join(dir, "blocked-j-cli");
-  fs.writeFileSync(bin, `#!/bin/sh\nexec cat ${JSON.stringify(fifo)}\n`, { mode: 0o755 });
+  const bin = blockedExecutable(dir);
   const h = host(dir, {}, { bin, timeoutMs: 200 });
   await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 }), /^JcliToolError: TIMEOUT: /);
 });
@@ -367,4 +351,32 @@ test("a broken executable is SERVER_UNAVAILABLE, and base64 on its stderr is nev
   await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), (err) => err.code === "INTERNAL" && !BASE64_RUN.test(err.message));
   fs.writeFileSync(bin, "#!/bin/sh\necho not json >&2\nexit 3\n", { mode: 0o755 });
   await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: SERVER_UNAVAILABLE: j-cli exited with 3/);
+});
+
+test("images are fitted to DSH's limits and SVG renders on request, all in memory", async (t) => {
+  const dir = workspace(t);
+  const script = `
+import base64, io, json
+from PIL import Image
+out = io.BytesIO()
+Image.new("RGB", (5000, 1000), (10, 200, 30)).save(out, "PNG")
+svg = '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60"><rect width="120" height="60" fill="#ff0000"/></svg>'
+nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "x",
+      "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(out.getvalue()).decode()}},
+                  {"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": svg, "text/plain": "<svg>"}}]}]}
+json.dump(nb, open("plots.ipynb", "w"))
+`;
+  execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { cwd: dir });
+  const before = fs.readFileSync(path.join(dir, "plots.ipynb"));
+  const h = host(dir);
+  const fitted = await h.call({ file_path: "plots.ipynb", cell_index: 0, output_index: 0 });
+  const image = fitted.content.find((b) => b.type === "image");
+  assert.deepEqual([image.attachment.width, image.attachment.height], [2048, 409]);
+  assert.match(fitted.value.note, /^fitted from 5000x1000 px image\/png/);
+  const rendered = await h.call({ file_path: "plots.ipynb", cell_index: 0, output_index: 1, mime_type: "image/svg+xml", as_mime_type: "image/png" });
+  const png = rendered.content.find((b) => b.type === "image");
+  assert.equal(png.attachment.mediaType, "image/png");
+  assert.match(rendered.value.note, /^rendered from image\/svg\+xml/);
+  assert.deepEqual(fs.readFileSync(path.join(dir, "plots.ipynb")), before);
+  assert.deepEqual(fs.readdirSync(dir).filter((n) => n.startsWith("plots")), ["plots.ipynb"]);
 });

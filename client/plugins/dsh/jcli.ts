@@ -121,7 +121,7 @@ export const STDOUT_LIMIT = RESPONSE_BUDGET + 64 * 1024
 export const DEFAULT_TIMEOUT_MS = 60_000
 
 /** Request keys the model may set; everything else is the plugin's. */
-const REQUEST_KEYS = ['file_path', 'cell_index', 'output_index', 'mime_type', 'offset', 'limit'] as const
+const REQUEST_KEYS = ['file_path', 'cell_index', 'output_index', 'mime_type', 'offset', 'limit', 'as_mime_type', 'max_edge', 'max_pixels', 'max_bytes'] as const
 const IMAGE_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp', 'image/gif']
 const BASE64_RUN = /[A-Za-z0-9+/]{40,}={0,2}/g
 
@@ -129,7 +129,7 @@ const BASE64_RUN = /[A-Za-z0-9+/]{40,}={0,2}/g
 export type ReadValue =
   | { kind: 'outputs'; source: string; text: string }
   | { kind: 'text'; source: string; mime_type: string; text: string; window?: string }
-  | { kind: 'image'; source: string; mime_type: string; image: ImageRef }
+  | { kind: 'image'; source: string; mime_type: string; image: ImageRef; note?: string }
 
 const STRING: Schema = { type: 'string' }
 const VALUE_SCHEMA: Schema = {
@@ -154,6 +154,7 @@ const VALUE_SCHEMA: Schema = {
         kind: { type: 'string', enum: ['image'] },
         source: STRING,
         mime_type: STRING,
+        note: STRING,
         image: {
           type: 'object',
           additionalProperties: false,
@@ -183,6 +184,14 @@ const PARAMETERS = {
     mime_type: { type: 'string', description: 'Exactly this representation (default: the richest one).' },
     offset: { type: 'integer', description: 'Text window start, in characters.' },
     limit: { type: 'integer', description: 'Text window length, in characters.' },
+    as_mime_type: {
+      type: 'string',
+      enum: ['image/png', 'image/jpeg', 'image/webp'],
+      description: 'Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.',
+    },
+    max_edge: { type: 'integer', description: 'Downscale an image whose long edge is over this many pixels.' },
+    max_pixels: { type: 'integer', description: 'Downscale an image of more pixels than this.' },
+    max_bytes: { type: 'integer', description: 'Shrink an image larger than this many bytes.' },
   },
 }
 
@@ -205,6 +214,7 @@ function requestFrom(args: unknown): Record<string, unknown> {
   const given = args as Record<string, unknown>
   const request: Record<string, unknown> = {}
   for (const key of REQUEST_KEYS) if (given[key] !== undefined) request[key] = given[key]
+  request.host = 'dsh' // j-cli fits images to DSH's types and limits
   request.max_response_bytes = RESPONSE_BUDGET
   return request
 }
@@ -279,7 +289,8 @@ export async function toValue(doc: any, attachments: Attachments, signal: AbortS
     if (signal.aborted) throw stopped()
     const image: ImageRef = { attachmentId: String(ref.attachmentId), mediaType: ref.mediaType, bytes: ref.bytes, width: ref.width, height: ref.height }
     if (ref.name !== undefined) image.name = ref.name
-    return { kind: 'image', source, mime_type: sel.mime_type, image }
+    const note: string | undefined = sel.note
+    return note === undefined ? { kind: 'image', source, mime_type: sel.mime_type, image } : { kind: 'image', source, mime_type: sel.mime_type, image, note }
   }
   const text = sel.encoding === 'json' ? JSON.stringify(sel.data, null, 2) : sel.data
   return textValue(source, sel.mime_type, text, windowOf(sel))
@@ -295,7 +306,7 @@ export function render(_args: unknown, value: Json): Block[] {
   if (v.kind === 'image') {
     const i = v.image
     return [
-      { type: 'text', text: `${v.mime_type} from ${v.source} (${i.width}x${i.height} px, ${i.bytes} bytes)` },
+      { type: 'text', text: `${v.mime_type} from ${v.source} (${i.width}x${i.height} px, ${i.bytes} bytes${v.note ? `; ${v.note}` : ''})` },
       { type: 'image', attachment: { ...i }, alt: `${v.mime_type} from ${v.source}` },
     ]
   }

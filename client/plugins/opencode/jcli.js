@@ -110,7 +110,7 @@ export function toToolResult(doc) {
   }
   const sel = doc.selected;
   if (sel.encoding === "base64") {
-    const dims = sel.width ? `, ${sel.width}x${sel.height} px` : "";
+    const dims = (sel.width ? `, ${sel.width}x${sel.height} px` : "") + (sel.note ? `; ${sel.note}` : "");
     return {
       title: `${sel.mime_type} from ${from}`,
       output: `[${sel.mime_type}, ${sel.bytes} bytes${dims}, attached]`,
@@ -135,11 +135,19 @@ export const JcliPlugin = async () => ({
         mime_type: tool.schema.string().optional().describe("Exactly this representation."),
         offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters."),
         limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
+        as_mime_type: tool.schema
+          .enum(["image/png", "image/jpeg", "image/webp"])
+          .optional()
+          .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
+        max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
+        max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
+        max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
       },
       async execute(args, context) {
         const request = {
           ...args,
           file_path: path.resolve(context.directory, args.file_path),
+          host: "opencode",
           max_response_bytes: RESPONSE_BUDGET,
         };
         for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];

@@ -1,12 +1,13 @@
 // node --test: the OpenCode plugin against the real @opencode-ai/plugin
 // package and the real j-cli (JCLI_BIN), on tests/fixtures/protocol.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
+
+import { writeBigPngNotebook } from "../test-support.mjs";
 
 import { JcliPlugin, runJcli } from "./jcli.js";
 
@@ -85,20 +86,7 @@ test("hostile file names are passed as data, never through a shell", async () =>
 
 test("an image larger than a 1 MiB shell capture arrives whole", async () => {
   const dir = workspace();
-  const script = `
-import base64, json, os, random
-rng = random.Random(7)
-import zlib, struct
-w = h = 900
-raw = b"".join(b"\\x00" + bytes(rng.getrandbits(8) for _ in range(w * 3)) for _ in range(h))
-def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
-nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "execution_count": 1, "source": "x",
-      "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(png).decode()}}]}]}
-json.dump(nb, open("big.ipynb", "w"))
-print(len(png))
-`;
-  const size = Number(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { cwd: dir }).toString());
+  const size = writeBigPngNotebook(dir);
   assert.ok(size > 1024 * 1024);
   const tool = await readTool();
   const result = await tool.execute({ file_path: "big.ipynb", cell_index: 0, output_index: 0 }, context(dir));
