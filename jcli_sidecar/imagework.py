@@ -98,7 +98,7 @@ def _fit_pixels(im, target: str, req: dict[str, Any]) -> dict[str, Any]:
     width, height = im.size
     first_frame_only = bool(getattr(im, "is_animated", False))
     scale = _scale(width, height, req)
-    size = (max(1, int(width * scale)), max(1, int(height * scale)))
+    size = (max(1, int(width * scale + 1e-6)), max(1, int(height * scale + 1e-6)))
     if im.format == "JPEG" and scale < 1:
         im.draft("RGB", size)  # decode at a reduced scale: less memory, less time
     if first_frame_only:

@@ -392,3 +392,14 @@ def test_generated_and_damaged_images_never_produce_a_traceback(image, edge, hos
         return  # within the limits: the stored bytes, untouched (even damaged ones)
     width, height = Image.open(io.BytesIO(out)).size
     assert max(width, height) <= edge and facts["original"]["mime_type"] == mime
+
+
+def test_the_worker_cannot_write_any_file(tmp_path):
+    """RLIMIT_FSIZE = 0 in the worker: even one byte to a file kills it (SIGXFSZ)."""
+    import signal
+
+    target = tmp_path / "intermediate.png"
+    code = f"from jcli_sidecar.imagework import _cap_self; _cap_self(1 << 31, 5); open({str(target)!r}, 'wb').write(b'x')"
+    proc = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGXFSZ
+    assert not target.exists() or target.stat().st_size == 0

@@ -104,6 +104,8 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
     mime = sel["mime_type"]
     if sel["encoding"] == "base64":
         dims = f", {sel['width']}x{sel['height']} px" if "width" in sel else ""
+        dims += "".join(f"; {fact}" for fact in ("animated",) if sel.get(fact))
+        dims += f" ({sel['note']})" if sel.get("note") else ""
         body = f"{mime} image, {sel['bytes']} bytes{dims}\n"
         return body, f"[from {where}; use -j to get the image data]"
     if sel["encoding"] == "json":
