@@ -395,11 +395,20 @@ def test_generated_and_damaged_images_never_produce_a_traceback(image, edge, hos
 
 
 def test_the_worker_cannot_write_any_file(tmp_path):
-    """RLIMIT_FSIZE = 0 in the worker: even one byte to a file kills it (SIGXFSZ)."""
-    import signal
+    """RLIMIT_FSIZE = 0 in the worker: writing even one byte to a file fails (EFBIG; Python ignores SIGXFSZ)."""
+    import errno
 
     target = tmp_path / "intermediate.png"
-    code = f"from jcli_sidecar.imagework import _cap_self; _cap_self(1 << 31, 5); open({str(target)!r}, 'wb').write(b'x')"
+    code = (
+        "import sys\n"
+        "from jcli_sidecar.imagework import _cap_self\n"
+        "_cap_self(1 << 31, 5)\n"
+        "try:\n"
+        f"    with open({str(target)!r}, 'wb') as fh:\n"
+        "        fh.write(b'x'); fh.flush()\n"
+        "except OSError as exc:\n"
+        "    sys.exit(exc.errno)\n"
+    )
     proc = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, timeout=60)
-    assert proc.returncode == -signal.SIGXFSZ
-    assert not target.exists() or target.stat().st_size == 0
+    assert proc.returncode == errno.EFBIG, proc.stderr
+    assert target.stat().st_size == 0
