@@ -108,7 +108,7 @@ def _fit_pixels(im, target: str, req: dict[str, Any]) -> dict[str, Any]:
     from .imageview import CAPS
 
     for _ in range(CAPS.fit_rounds):
-        shown = frame.resize(size, Image.Resampling.LANCZOS) if size != frame.size else frame
+        shown = frame.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0) if size != frame.size else frame
         data = _encode(shown, target, quality)
         if not req.get("max_bytes") or len(data) <= req["max_bytes"]:
             return {
