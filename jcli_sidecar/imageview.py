@@ -169,19 +169,18 @@ def _within(spec: ViewSpec, size: tuple[int, int] | None, nbytes: int) -> bool:
 def view_image(mime: str, data: bytes, spec: ViewSpec) -> tuple[str, bytes, dict[str, Any]]:
     """``(mime, bytes, facts)`` of a raster image as ``spec`` wants it.
 
-    ``facts`` adds ``animated``; when the image was changed, also
-    ``original{mime_type, bytes, width, height}``, ``fitted_to`` (the limits)
-    and, for an animation cut to one frame, ``first_frame_only``.
+    ``facts`` is empty when the stored bytes are returned; when the image
+    was changed, ``original{mime_type, bytes, width, height}`` and
+    ``fitted_to`` (the limits), plus ``animated`` and ``first_frame_only``
+    for an animation cut to one frame.
 
     Raises:
         ImageTooLarge, RenderFailed.
     """
     size = mimes.image_size(mime, data)
-    animated = mimes.is_animated(mime, data)
-    facts: dict[str, Any] = {"animated": True} if animated else {}
     target = spec.as_mime_type or (mime if mime in spec.types else "image/png")
     if target == mime and _within(spec, size, len(data)):
-        return mime, data, facts  # byte-identical
+        return mime, data, {}  # byte-identical
     if size is not None and size[0] * size[1] > CAPS.decode_pixels:
         raise ImageTooLarge(
             f"the {mime} is {size[0]}x{size[1]} px, over the {CAPS.decode_pixels}-pixel cap for conversion",
@@ -189,12 +188,12 @@ def view_image(mime: str, data: bytes, spec: ViewSpec) -> tuple[str, bytes, dict
             height=size[1],
         )
     done = _run_child({"op": "fit", "mime": mime, "data": data, "target": target, **_limits(spec)})
-    facts.update(
-        original={"mime_type": mime, "bytes": len(data), "width": done["original_width"], "height": done["original_height"]},
-        fitted_to=spec.limits(),
-    )
+    facts: dict[str, Any] = {
+        "original": {"mime_type": mime, "bytes": len(data), "width": done["original_width"], "height": done["original_height"]},
+        "fitted_to": spec.limits(),
+    }
     if done.get("first_frame_only"):
-        facts["first_frame_only"] = True
+        facts.update(animated=True, first_frame_only=True)  # the stored image is animated; this view is not
     return done["mime"], done["data"], facts
 
 
@@ -272,7 +271,7 @@ def _run_child(request: dict[str, Any]) -> dict[str, Any]:
         raise RenderFailed(f"the image worker {how} (memory cap {CAPS.child_memory_bytes // MiB} MiB) before answering")
     if not answer["ok"]:
         message = answer.get("message", "")
-        if answer.get("code") == "RENDERER_UNAVAILABLE":
+        if answer.get("code") == RendererUnavailable.code:
             message = f"{message}; {SVG_INSTALL_HINT}"
-        raise error_from_code(answer.get("code", "RENDER_FAILED"), message)
+        raise error_from_code(answer.get("code", RenderFailed.code), message)
     return answer

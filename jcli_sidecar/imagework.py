@@ -10,8 +10,9 @@ at a deadline too.
 Requests: ``{op: "fit", mime, data, target, max_edge?, max_pixels?,
 max_bytes?, decode_pixels}`` and ``{op: "svg", data, target, ...limits}``.
 Answers: ``{ok: true, mime, data, width, height, original_width,
-original_height, first_frame_only?}`` or ``{ok: false, code, message}``;
-messages never carry payload data.
+original_height, first_frame_only?}`` or ``{ok: false, code, message}``,
+the code being one of :mod:`jcli_sidecar.errors`; messages never carry
+payload data.
 """
 
 from __future__ import annotations
@@ -26,16 +27,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["OPS", "WorkError", "main"]
+from .errors import ImageTooLarge, JcliError, RenderFailed, RendererUnavailable
+
+__all__ = ["OPS", "main"]
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}")
-
-
-class WorkError(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _cap_self(memory_bytes: int, cpu_seconds: int) -> None:
@@ -64,10 +60,10 @@ def _open(data: bytes, decode_pixels: int):
         try:
             im = Image.open(io.BytesIO(data))  # the header only; pixels are not decoded yet
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise WorkError("IMAGE_TOO_LARGE", f"the image is over the {decode_pixels}-pixel cap for conversion") from None
+            raise ImageTooLarge(f"the image is over the {decode_pixels}-pixel cap for conversion") from None
     width, height = im.size
     if width < 1 or height < 1 or width * height > decode_pixels:
-        raise WorkError("IMAGE_TOO_LARGE", f"the image is {width}x{height} px, over the {decode_pixels}-pixel cap for conversion")
+        raise ImageTooLarge(f"the image is {width}x{height} px, over the {decode_pixels}-pixel cap for conversion")
     return im
 
 
@@ -124,7 +120,7 @@ def _fit_pixels(im, target: str, req: dict[str, Any]) -> dict[str, Any]:
             quality -= 20
         else:
             size = (max(1, int(size[0] * 0.75)), max(1, int(size[1] * 0.75)))
-    raise WorkError("IMAGE_TOO_LARGE", f"the image does not fit in {req['max_bytes']} bytes as {target}")
+    raise ImageTooLarge(f"the image does not fit in {req['max_bytes']} bytes as {target}")
 
 
 
@@ -140,7 +136,7 @@ def render_svg(req: dict[str, Any]) -> dict[str, Any]:
     try:
         import pyvips
     except (ImportError, OSError):
-        raise WorkError("RENDERER_UNAVAILABLE", "the SVG renderer (pyvips with libvips) cannot be loaded") from None
+        raise RendererUnavailable("the SVG renderer (pyvips with libvips) cannot be loaded") from None
     # Only the SVG-from-memory loader may run: no other loader, no files.
     pyvips.operation_block_set("VipsForeignLoad", True)
     pyvips.operation_block_set("VipsForeignLoadSvgBuffer", False)
@@ -148,13 +144,13 @@ def render_svg(req: dict[str, Any]) -> dict[str, Any]:
         head = pyvips.Image.svgload_buffer(req["data"])  # reads the size only
         width, height = head.width, head.height
         if width < 1 or height < 1:
-            raise WorkError("RENDER_FAILED", "the SVG has no drawable size")
+            raise RenderFailed("the SVG has no drawable size")
         scale = _scale(width, height, req)
         if width * height * scale * scale > req["decode_pixels"]:
-            raise WorkError("IMAGE_TOO_LARGE", "the rendered SVG would be over the pixel cap")
+            raise ImageTooLarge("the rendered SVG would be over the pixel cap")
         png = pyvips.Image.svgload_buffer(req["data"], scale=scale).write_to_buffer(".png")
     except pyvips.Error as exc:
-        raise WorkError("RENDER_FAILED", f"the SVG cannot be rendered: {_short(exc)}") from None
+        raise RenderFailed(f"the SVG cannot be rendered: {_short(exc)}") from None
     from PIL import Image
 
     im = Image.open(io.BytesIO(png))
@@ -178,18 +174,15 @@ def main() -> int:
     try:
         req = msgpack.unpackb(sys.stdin.buffer.read(), raw=False)
         answer = {"ok": True, **OPS[req["op"]](req)}
-    except WorkError as err:
+    except JcliError as err:
         answer = {"ok": False, "code": err.code, "message": err.message}
     except MemoryError:
-        answer = {"ok": False, "code": "RENDER_FAILED", "message": "the image work reached its memory cap"}
+        answer = {"ok": False, "code": RenderFailed.code, "message": "the image work reached its memory cap"}
     except Exception as exc:  # any decoder failure is a coded answer, never a traceback
-        answer = {"ok": False, "code": "RENDER_FAILED", "message": f"the image cannot be converted ({type(exc).__name__}: {_short(exc)})"}
+        answer = {"ok": False, "code": RenderFailed.code, "message": f"the image cannot be converted ({type(exc).__name__}: {_short(exc)})"}
     sys.stdout.buffer.write(msgpack.packb(answer, use_bin_type=True))
     return 0
 
 
 if __name__ == "__main__":
-    # Run the importable copy of this module, so that svgcheck's WorkError is this one.
-    from jcli_sidecar.imagework import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -16,6 +16,7 @@ import re
 import xml.parsers.expat
 
 from . import mime as mimes
+from .errors import ImageTooLarge, RenderFailed
 from .imageview import CAPS
 
 __all__ = ["check_svg"]
@@ -24,14 +25,12 @@ _DATA_URL = re.compile(r"^\s*data:([^;,]*)((?:;[^;,]*)*),", re.I)
 _SVG_NS = "http://www.w3.org/2000/svg"
 
 
-def _refuse(reason: str):
-    from .imagework import WorkError
-
-    return WorkError("RENDER_FAILED", f"the SVG was refused: {reason}")
+def _refuse(reason: str) -> RenderFailed:
+    return RenderFailed(f"the SVG was refused: {reason}")
 
 
 def check_svg(data: bytes, decode_pixels: int) -> None:
-    """Raise ``WorkError`` (RENDER_FAILED or IMAGE_TOO_LARGE) unless ``data`` is safe to render."""
+    """Raise RenderFailed or ImageTooLarge unless ``data`` is safe to render."""
     parser = xml.parsers.expat.ParserCreate(namespace_separator=" ")
     parser.SetParamEntityParsing(xml.parsers.expat.XML_PARAM_ENTITY_PARSING_NEVER)
     state = {"depth": 0, "elements": 0, "root": None}
@@ -96,6 +95,4 @@ def _check_embedded(href: str, decode_pixels: int) -> None:
     if size is None:
         raise _refuse(f"an embedded {media} has no readable size")
     if size[0] * size[1] > decode_pixels:
-        from .imagework import WorkError
-
-        raise WorkError("IMAGE_TOO_LARGE", f"an embedded {media} is {size[0]}x{size[1]} px, over the {decode_pixels}-pixel cap")
+        raise ImageTooLarge(f"an embedded {media} is {size[0]}x{size[1]} px, over the {decode_pixels}-pixel cap")

@@ -281,9 +281,6 @@ export async function toValue(doc: any, attachments: Attachments, signal: AbortS
   }
   const sel = doc.selected
   if (sel.encoding === 'base64') {
-    if (!IMAGE_TYPES.includes(sel.mime_type)) {
-      throw new JcliToolError('MIME_NOT_FOUND', `${sel.mime_type} cannot be shown here; DSH takes ${IMAGE_TYPES.join(', ')}`)
-    }
     const data = Buffer.from(sel.data, 'base64')
     const ref = await attachments.saveImage({ data: new Uint8Array(data.buffer, data.byteOffset, data.length), mediaType: sel.mime_type })
     if (signal.aborted) throw stopped()
