@@ -13,6 +13,7 @@ from jcli_sidecar import __version__
 from jcli_sidecar.errors import UsageError
 
 from . import emit
+from .click_options import table_options
 from .fastpath import JSON_FLAGS
 from .read_command import run_read
 from .read_options import READ_COMMANDS
@@ -40,19 +41,8 @@ def notebook() -> None:
     """Read saved notebook outputs (never executes, never writes)."""
 
 
-_TYPES = {"int": int, "float": float, "str": str}
-
-
-def _table_options(options) -> list[click.Parameter]:
-    """click options from one of the shared option tables."""
-    return [
-        click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help)
-        for opt in options
-    ]
-
-
 def _make_exec_command() -> click.Command:
-    params = [click.Argument(["session_key"], metavar="SESSION"), *_table_options(EXEC_OPTIONS)]
+    params = [click.Argument(["session_key"], metavar="SESSION"), *table_options(EXEC_OPTIONS)]
 
     @click.pass_context
     def callback(ctx: click.Context, session_key: str, **values) -> None:
@@ -64,7 +54,7 @@ def _make_exec_command() -> click.Command:
 
 def _make_read_command(name: str, help_text: str, options) -> click.Command:
     params: list[click.Parameter] = [click.Argument(["file_path"], required=False, metavar="FILE")]
-    params.extend(_table_options(options))
+    params.extend(table_options(options))
 
     @click.pass_context
     def callback(ctx: click.Context, file_path: str | None, **values) -> None:
@@ -112,57 +102,56 @@ def _setup_call(action) -> dict:
         ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
 
 
-@setup.command("codex")
-@click.option("--project", "scope", flag_value="project", help="This project's .codex/config.toml (roots reads here).")
-@click.option("--user", "scope", flag_value="user", default=True, help="Your Codex config (CODEX_HOME, default ~/.codex).")
-@click.option("--remove", is_flag=True, help="Remove only j-cli's entries.")
-def setup_codex_command(scope: str, remove: bool) -> None:
-    """Register the read-only MCP server (and the j-cli skill) with Codex."""
-    from jcli_sidecar.runtime import workspace_of
-
-    from .setup.codex import setup_codex
-
-    _setup_done(_setup_call(lambda: setup_codex(scope, workspace_of(), remove)))
-
-
-@setup.command("claude")
-@click.option("--local", "scope", flag_value="local", default=True, help="~/.claude.json, for this project only (default).")
-@click.option("--project", "scope", flag_value="project", help="./.mcp.json, shared with the project.")
-@click.option("--user", "scope", flag_value="user", help="~/.claude.json, for every project.")
-@click.option("--remove", is_flag=True, help="Remove only j-cli's entries.")
-def setup_claude_command(scope: str, remove: bool) -> None:
-    """Register the read-only MCP server (and the j-cli skill) with Claude Code."""
-    from jcli_sidecar.runtime import workspace_of
-
-    from .setup.claude import setup_claude
-
-    _setup_done(_setup_call(lambda: setup_claude(scope, workspace_of(), remove)))
-
-
-@setup.command("opencode")
-@click.option("--project", "scope", flag_value="project", default=True, help="./.opencode/plugins/jcli.js (default).")
-@click.option("--user", "scope", flag_value="user", help="The OpenCode config dir's plugins/jcli.js.")
-@click.option("--remove", is_flag=True, help="Remove only j-cli's plugin file.")
-def setup_opencode_command(scope: str, remove: bool) -> None:
-    """Install the read_notebook_output plugin for OpenCode."""
-    from jcli_sidecar.runtime import workspace_of
-
-    from .setup.opencode import setup_opencode
-
-    _setup_done(_setup_call(lambda: setup_opencode(scope, workspace_of(), remove)))
+#: host -> (help, [(scope, help)] with the default first, --remove help).
+#: ``jcli.setup.<host>.setup_<host>(scope, project, remove)`` does the work.
+_HOST_SETUPS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
+    "codex": (
+        "Register the read-only MCP server (and the j-cli skill) with Codex.",
+        [("user", "Your Codex config (CODEX_HOME, default ~/.codex) (default)."),
+         ("project", "This project's .codex/config.toml (roots reads here).")],
+        "Remove only j-cli's entries.",
+    ),
+    "claude": (
+        "Register the read-only MCP server (and the j-cli skill) with Claude Code.",
+        [("local", "~/.claude.json, for this project only (default)."),
+         ("project", "./.mcp.json, shared with the project."),
+         ("user", "~/.claude.json, for every project.")],
+        "Remove only j-cli's entries.",
+    ),
+    "opencode": (
+        "Install the read_notebook_output plugin for OpenCode.",
+        [("project", "./.opencode/plugins/jcli.js (default)."),
+         ("user", "The OpenCode config dir's plugins/jcli.js.")],
+        "Remove only j-cli's plugin file.",
+    ),
+    "dsh": (
+        "Install the read_notebook_output plugin for DSH.",
+        [("project", "./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default)."),
+         ("user", "$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts.")],
+        "Remove only j-cli's row, plugin file and skill.",
+    ),
+}
 
 
-@setup.command("dsh")
-@click.option("--project", "scope", flag_value="project", default=True, help="./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default).")
-@click.option("--user", "scope", flag_value="user", help="$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts.")
-@click.option("--remove", is_flag=True, help="Remove only j-cli's row, plugin file and skill.")
-def setup_dsh_command(scope: str, remove: bool) -> None:
-    """Install the read_notebook_output plugin for DSH."""
-    from jcli_sidecar.runtime import workspace_of
+def _make_host_setup_command(host: str, help_text: str, scopes: list[tuple[str, str]], remove_help: str) -> click.Command:
+    first, *others = scopes
+    params: list[click.Parameter] = [click.Option([f"--{first[0]}", "scope"], flag_value=first[0], default=True, help=first[1])]
+    params += [click.Option([f"--{scope}", "scope"], flag_value=scope, help=text) for scope, text in others]
+    params.append(click.Option(["--remove"], is_flag=True, help=remove_help))
 
-    from .setup.dsh import setup_dsh
+    def callback(scope: str, remove: bool) -> None:
+        import importlib
 
-    _setup_done(_setup_call(lambda: setup_dsh(scope, workspace_of(), remove)))
+        from jcli_sidecar.runtime import workspace_of
+
+        run = getattr(importlib.import_module(f".setup.{host}", __package__), f"setup_{host}")
+        _setup_done(_setup_call(lambda: run(scope, workspace_of(), remove)))
+
+    return click.Command(host, params=params, callback=callback, help=help_text)
+
+
+for _host, (_help, _scopes, _remove_help) in _HOST_SETUPS.items():
+    setup.add_command(_make_host_setup_command(_host, _help, _scopes, _remove_help))
 
 
 @setup.command("git")

@@ -11,6 +11,8 @@ import click
 from jcli_sidecar.errors import JcliError
 
 from . import emit
+from .click_options import table_options
+from .read_options import VIEW_OPTIONS
 
 __all__ = ["output"]
 
@@ -39,16 +41,6 @@ def output_list(ctx: click.Context) -> None:
     ctx.exit(emit.EXIT_OK)
 
 
-def _view_options(command):
-    """The read commands' view options (``--host``, ``--as``, ``--max-*``), from their one table."""
-    from .read_options import VIEW_OPTIONS
-
-    types = {"int": int, "str": str}
-    for opt in reversed(VIEW_OPTIONS):
-        command = click.option(*opt.flags, opt.field, type=types[opt.kind], metavar=opt.metavar, help=opt.help)(command)
-    return command
-
-
 @output.command("show")
 @click.argument("ref", metavar="RUN_ID|MANIFEST")
 @click.option("--output", "output_index", type=int, metavar="K", help="0-based output index; omit for the catalog.")
@@ -56,7 +48,6 @@ def _view_options(command):
 @click.option("--offset", type=int, default=0, metavar="O", help="Text window start, in characters.")
 @click.option("--limit", type=int, metavar="L", help="Text window length, in characters.")
 @click.option("--max-response-bytes", type=int, metavar="B", help="Refuse responses larger than this (default 32 MiB).")
-@_view_options
 @click.pass_context
 def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, limit, max_response_bytes, **view) -> None:
     """Show a run's catalog, or one of its outputs."""
@@ -71,6 +62,9 @@ def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, l
     except (JcliError, OSError) as exc:
         ctx.exit(emit.error(_coded(exc), json_mode))
     ctx.exit(emit.document(doc, json_mode))
+
+
+output_show.params.extend(table_options(VIEW_OPTIONS))  # --host, --as, --max-*: the read commands' own
 
 
 def _coded(exc: Exception) -> JcliError:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["ROW_ID", "dsh_paths", "plugin_row", "setup_dsh"]
 
 ROW_ID = "j-cli"
+_PROJECT_PLUGIN = "./plugins/jcli.ts"  # relative to .dsh/, where cordis.yml is
 _PURPOSE = "DSH plugin row for read_notebook_output"
 _WAS_EMPTY_FLOW = " (in place of an empty [])"
 _REPLACED = "# replaced line: "
@@ -54,13 +55,13 @@ def dsh_paths(scope: str, project: str) -> tuple[str, str, str]:
 def plugin_row(scope: str, plugin: str) -> dict[str, Any]:
     """The composition entry j-cli adds (a row, or an ``insert`` patch of one)."""
     if scope == "project":
-        return {"id": ROW_ID, "name": "./plugins/jcli.ts"}
+        return {"id": ROW_ID, "name": _PROJECT_PLUGIN}
     return {"insert": [{"id": ROW_ID, "name": plugin}]}
 
 
 def _row_yaml(scope: str, plugin: str) -> str:
     if scope == "project":
-        return f"- id: {ROW_ID}\n  name: './plugins/jcli.ts'\n"
+        return f"- id: {ROW_ID}\n  name: '{_PROJECT_PLUGIN}'\n"
     return f"- insert:\n    - id: {ROW_ID}\n      name: {json.dumps(plugin)}\n"
 
 
@@ -80,7 +81,7 @@ def _parse(text: str, path: str) -> list:
 
 
 def _plain(node: Any) -> Any:
-    """Comparable plain data: tagged values keep their tag."""
+    """Comparable plain data: tagged scalars (``!!js …``) keep their tag."""
     from ruamel.yaml.comments import TaggedScalar
 
     if isinstance(node, dict):
@@ -89,9 +90,6 @@ def _plain(node: Any) -> Any:
         return [_plain(v) for v in node]
     if isinstance(node, TaggedScalar):
         return ("tag", str(node.tag.value), node.value)
-    tag = getattr(node, "tag", None)
-    if tag is not None and getattr(tag, "value", None):
-        return ("tag", str(tag.value), _plain(dict(node)) if isinstance(node, dict) else str(node))
     return node
 
 
