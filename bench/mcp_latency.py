@@ -57,7 +57,6 @@ import asyncio
 import base64
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +76,7 @@ from read_latency import (
     child_env,
     ensure_notebooks,
     ensure_upstream,
+    stop_and_clean,
     summarize,
     verdict,
 )
@@ -333,10 +333,18 @@ async def first_answers(servers: dict[str, Server], truth: bytes) -> None:
 async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> None:
     """``calls`` timed round trips per server, taking turns call by call.
 
-    Each answer is checked after it is timed; a wrong one from ours is fatal.
+    Each answer is checked after it is timed; a wrong one from ours is fatal,
+    a peer's drops that peer.
     Each read is followed by one timed ``list_tools`` on the same session: an
     MCP round trip with no read, for information.
     """
+
+    def drop(name: str, message: str) -> None:
+        if servers[name].ours:
+            raise BenchError(message)
+        print(message)
+        del servers[name]
+
     for i in range(calls):
         names = list(servers)
         for name in names[i % len(names):] + names[: i % len(names)]:
@@ -345,30 +353,18 @@ async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> N
             try:
                 result = await call(server)
             except Exception as exc:  # noqa: BLE001
-                message = server.failure(f"timed call {i + 1}", exc)
-                if server.ours:
-                    raise BenchError(message) from None
-                print(message)
-                del servers[name]
+                drop(name, server.failure(f"timed call {i + 1}", exc))
                 continue
             elapsed = (time.perf_counter() - t0) * 1000
             if server.png_of(result) != truth:
-                message = f"{name}: timed call {i + 1} returned something else: {describe_result(result)}"
-                if server.ours:
-                    raise BenchError(message)
-                print(message)
-                del servers[name]
+                drop(name, f"{name}: timed call {i + 1} returned something else: {describe_result(result)}")
                 continue
             server.times.append(elapsed)
             t0 = time.perf_counter()
             try:
                 await server.session.list_tools()
             except Exception as exc:  # noqa: BLE001
-                message = server.failure(f"list_tools after timed call {i + 1}", exc)
-                if server.ours:
-                    raise BenchError(message) from None
-                print(message)
-                del servers[name]
+                drop(name, server.failure(f"list_tools after timed call {i + 1}", exc))
                 continue
             server.list_times.append((time.perf_counter() - t0) * 1000)
 
@@ -489,12 +485,7 @@ def main() -> int:
         print(exc)
         return 1
     finally:
-        notes = sidecar.stop()
-        if runtime != RUNTIME:
-            shutil.rmtree(runtime, ignore_errors=True)
-        for note in notes:
-            print(f"note: {note}")
-        print("sidecar stopped" + ("" if notes else ", no process left"))
+        stop_and_clean(sidecar, runtime, RUNTIME)
 
     print_table(servers, args.cell, args.calls)
     medians = {s.name: statistics.median(s.times) for s in servers if s.times}

@@ -332,6 +332,16 @@ class Sidecar:
 # -- running and measuring ----------------------------------------------------
 
 
+def stop_and_clean(sidecar: Sidecar, runtime: Path, kept: Path) -> None:
+    """Stop the bench's sidecar, drop a private runtime dir (not ``kept``), say what was left."""
+    notes = sidecar.stop()
+    if runtime != kept:
+        shutil.rmtree(runtime, ignore_errors=True)
+    for note in notes:
+        print(f"note: {note}")
+    print("sidecar stopped" + ("" if notes else ", no process left"))
+
+
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WORK, env=env)
 
@@ -636,12 +646,7 @@ def main() -> int:
         print(exc)
         return 1
     finally:
-        notes = sidecar.stop()
-        if runtime != RUNTIME:
-            shutil.rmtree(runtime, ignore_errors=True)
-        for note in notes:
-            print(f"note: {note}")
-        print("sidecar stopped" + ("" if notes else ", no process left"))
+        stop_and_clean(sidecar, runtime, RUNTIME)
 
     print_cli_table(cli_times, rss, args.cell, args.runs)
     print_in_process_table(in_process)
