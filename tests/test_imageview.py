@@ -325,10 +325,11 @@ def test_a_fit_through_the_sidecar_matches_the_in_process_one(tmp_path, sidecar_
     direct = _selected(run_cli("-j", "notebook", "output", str(nb), "--cell", "0", "--output", "0", "--host", "dsh",
                                cwd=tmp_path, env=dict(os.environ, JCLI_SIDECAR="off")))
     assert run_cli("sidecar", "start", cwd=tmp_path).returncode == 0
+    served = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["requests_served"]
     through = _selected(_read(nb, 0, "--host", "dsh"))
     stats = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()
     assert through == direct and direct[0]["width"] <= 2048
-    assert stats.get("running", True), stats
+    assert stats["running"] is True and stats["requests_served"] >= served + 2, stats  # the read went through it
 
 
 # --- fuzzing ---------------------------------------------------------------

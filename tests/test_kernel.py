@@ -59,7 +59,8 @@ def test_sessions_are_selected_by_id_prefix_or_name(use_jupyter):
 
 
 def test_streams_results_and_errors(use_jupyter, kernel_session):
-    result, doc = run(kernel_session, "print('hello'); import sys; print('warn', file=sys.stderr); 6 * 7")
+    # stdout is flushed first: ipykernel flushes its two streams independently otherwise
+    result, doc = run(kernel_session, "print('hello', flush=True); import sys; print('warn', file=sys.stderr); 6 * 7")
     assert result.returncode == 0 and doc["status"] == "ok"
     assert [o["type"] for o in doc["outputs"]] == ["stream", "stream", "display"]
     assert doc["outputs"][0] == {"type": "stream", "output_index": 0, "name": "stdout", "text": "hello\n"}
