@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
+import sys
 import tomllib
 
 import pytest
@@ -68,18 +70,38 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
     assert again["removed"] is False and config.read_text() == CODEX_CONFIG
 
 
-def test_codex_project_scope_roots_the_server_in_the_project(codex_home, tmp_path):
+def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(codex_home, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     config = project / ".codex" / "config.toml"
     assert result["config"] == str(config.resolve())
-    ours = tomllib.loads(config.read_text())["mcp_servers"]["jcli"]
-    assert ours["args"][-2:] == ["--root", str(project.resolve())]
+    text = config.read_text()
+    ours = tomllib.loads(text)["mcp_servers"]["jcli"]
+    assert ours["command"] == "j-cli" and ours["args"] == ["mcp", "serve", "--host", "codex"]
+    assert str(tmp_path) not in text  # a file teammates commit names no path of this machine
+    assert result["project_trusted"] is False
+    (warning,) = result["warnings"]
+    assert "trusted" in warning and json.dumps(str(project.resolve())) in warning and str(codex_home / "config.toml") in warning
+    human = run_cli("setup", "codex", "--project", cwd=project)
+    assert human.returncode == 0 and b"warning: Codex ignores" in human.stderr
     assert (project / ".agents" / "skills" / "j-cli" / "SKILL.md").exists()
-    assert (codex_home / "config.toml").read_text() == CODEX_CONFIG  # the user file is untouched
+    assert (codex_home / "config.toml").read_text() == CODEX_CONFIG  # the user file is untouched: j-cli never trusts for you
     run_cli("setup", "codex", "--project", "--remove", cwd=project)
     assert not config.exists()  # j-cli created it, j-cli removed it
+
+
+@pytest.mark.parametrize("where", ["project", "git-root"])
+def test_codex_project_trusted_by_the_user_gives_no_warning(codex_home, tmp_path, where):
+    repo = tmp_path / "repo"
+    project = repo / "sub" if where == "git-root" else repo
+    project.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    trusted = repo if where == "git-root" else project
+    with open(codex_home / "config.toml", "a") as fh:
+        fh.write(f"\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = \"trusted\"\n")
+    result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
+    assert result["project_trusted"] is True and result["warnings"] == []
 
 
 def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp_path):
@@ -175,7 +197,11 @@ def test_claude_install_twice_then_remove_is_byte_identical(claude_home, tmp_pat
         "--user": lambda d: d["mcpServers"],
         "--project": lambda d: d["mcpServers"],
     }[scope](doc)
-    assert servers["jcli"]["args"][:4] == ["-m", "jcli", "mcp", "serve"]
+    if scope == "--project":  # shared with the team: plain j-cli, no path of this machine
+        assert servers["jcli"]["command"] == "j-cli" and servers["jcli"]["args"] == ["mcp", "serve", "--host", "claude"]
+        assert str(tmp_path) not in target.read_text()
+    else:  # one machine's own file: this install's interpreter, found without PATH
+        assert servers["jcli"]["command"] == sys.executable and servers["jcli"]["args"][:4] == ["-m", "jcli", "mcp", "serve"]
     if scope != "--project":
         assert doc["mcpServers"]["search"] == CLAUDE_JSON["mcpServers"]["search"] and doc["hooks"] == CLAUDE_JSON["hooks"]
     assert run_cli("-j", "setup", "claude", scope, "--remove", cwd=project).json()["removed"]
@@ -209,8 +235,12 @@ def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, 
     target = project / ".opencode" / "plugins" / "jcli.js"
     assert first["changed"] and target.read_text() == shipped
     assert run_cli("-j", "setup", "opencode", cwd=project).json()["changed"] is False
+    assert 'const INSTALLED_COMMAND = ["j-cli"] // set by j-cli setup' in shipped  # the shared copy names j-cli on PATH
     user = run_cli("-j", "setup", "opencode", "--user", cwd=project).json()
     assert user["plugin"] == str(tmp_path / "config" / "opencode" / "plugins" / "jcli.js")
+    assert user["command"] == [sys.executable, "-m", "jcli"]  # a user's own copy finds this install without PATH
+    user_copy = (tmp_path / "config" / "opencode" / "plugins" / "jcli.js").read_text()
+    assert user_copy == shipped.replace('["j-cli"] // set', f"{json.dumps(user['command'])} // set")
     neighbour = project / ".opencode" / "plugins" / "theirs.js"
     neighbour.write_text("// someone else's plugin\n")
     assert run_cli("-j", "setup", "opencode", "--remove", cwd=project).json()["removed"]
@@ -311,6 +341,8 @@ def test_dsh_user_scope_inserts_a_patch_with_the_absolute_plugin_path(dsh_projec
     assert rows[0]["insert"][0]["config"]["servers"][0]["env"]["API_KEY"].tag.value == "tag:yaml.org,2002:js"
     assert rows[1] == {"remove": "ui-theme"} and rows[2]["insert"][0] == {"id": "j-cli", "name": str(plugin)}
     assert plugin.exists() and not (dsh_project / ".dsh" / "cordis.yml").exists()
+    assert doc["command"] == [sys.executable, "-m", "jcli"]  # a user's own copy finds this install without PATH
+    assert f"const INSTALLED_COMMAND: readonly string[] = {json.dumps(doc['command'])} // set by j-cli setup" in plugin.read_text()
     assert run_cli("-j", "setup", "dsh", "--user", "--remove", cwd=dsh_project).json()["removed"]
     assert patch.read_text() == DSH_PATCH and not plugin.exists()
 

@@ -84,6 +84,8 @@ def _setup_done(result: dict) -> None:
     for key in ("config", "skill", "gitignore", "plugin"):
         if result.get(key):
             click.echo(f"{key}: {result[key]}")
+    for warning in result.get("warnings", ()):
+        click.echo(f"warning: {warning}", err=True)
     done = "removed" if "removed" in result else ("updated" if result.get("changed") else "already up to date")
     click.echo(done if done != "removed" else ("removed" if result["removed"] else "nothing to remove"))
     ctx.exit(emit.EXIT_OK)

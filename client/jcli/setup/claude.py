@@ -11,19 +11,20 @@ The skill goes to ``<project>/.claude/skills/j-cli/`` for ``--project`` and to
 ``~/.claude/skills/j-cli/`` otherwise. JSON has no comments, so the files are
 re-serialised the way Claude Code writes them (2-space indent); a file
 already in that form round-trips byte for byte. Our entry is recognised by
-its command (``-m jcli mcp serve``); any other ``jcli`` entry is
-``CONFIG_CONFLICT``.
+its command (``j-cli mcp serve`` or ``<python> -m jcli mcp serve``); any
+other ``jcli`` entry is ``CONFIG_CONFLICT``. The project file names plain
+``j-cli`` and no path of this machine (see :mod:`jcli.setup.command`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
+from .command import is_mcp_server_argv, mcp_server_argv
 from .skill import install_skill, remove_skill
 
 TYPE_CHECKING = False
@@ -44,14 +45,16 @@ def claude_paths(scope: str, project: str) -> tuple[str, str]:
 
 
 def _entry(scope: str, project: str) -> dict[str, Any]:
-    args = ["-m", "jcli", "mcp", "serve", "--host", "claude"]
-    if scope != "user":
-        args += ["--root", project]
-    return {"type": "stdio", "command": sys.executable, "args": args, "env": {}}
+    # local is one project on one machine: rooted there. project is shared: plain
+    # `j-cli`, rooted by Claude Code's project directory. user: every project.
+    command, *args = mcp_server_argv("claude", scope, root=project if scope == "local" else None)
+    return {"type": "stdio", "command": command, "args": args, "env": {}}
 
 
 def _ours(entry: Any) -> bool:
-    return isinstance(entry, dict) and list(entry.get("args") or [])[:4] == ["-m", "jcli", "mcp", "serve"]
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return False
+    return is_mcp_server_argv([entry["command"], *[str(a) for a in entry.get("args") or []]])
 
 
 def _servers(doc: dict[str, Any], scope: str, project: str, create: bool) -> dict[str, Any] | None:

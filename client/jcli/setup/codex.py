@@ -10,19 +10,19 @@ parse and carry exactly our table).
 from __future__ import annotations
 
 import os
-import sys
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .blocks import has_block, put_block, remove_block
+from .command import mcp_server_argv
 from .skill import install_skill, remove_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["codex_paths", "server_table", "setup_codex"]
+__all__ = ["codex_paths", "project_trusted", "server_table", "setup_codex"]
 
 STARTUP_TIMEOUT_SEC = 30
 TOOL_TIMEOUT_SEC = 120
@@ -37,16 +37,56 @@ def codex_paths(scope: str, project: str) -> tuple[str, str]:
 
 
 def server_table(scope: str, project: str) -> dict[str, Any]:
-    """What Codex starts: this interpreter running ``j-cli mcp serve``."""
-    args = ["-m", "jcli", "mcp", "serve", "--host", "codex"]
-    if scope == "project":
-        args += ["--root", project]
+    """What Codex starts: ``j-cli mcp serve`` (plain ``j-cli`` in a shared project file)."""
+    command, *args = mcp_server_argv("codex", scope)
     return {
-        "command": sys.executable,
+        "command": command,
         "args": args,
         "startup_timeout_sec": STARTUP_TIMEOUT_SEC,
         "tool_timeout_sec": TOOL_TIMEOUT_SEC,
     }
+
+
+def _trust_keys(project: str) -> list[str]:
+    """The paths Codex looks up for a project's trust: the directory, then its git root."""
+    keys = [os.path.realpath(project)]
+    here = keys[0]
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            if here != keys[0]:
+                keys.append(here)
+            return keys
+        parent = os.path.dirname(here)
+        if parent == here:
+            return keys
+        here = parent
+
+
+def project_trusted(project: str) -> bool:
+    """Whether the user's Codex config trusts ``project`` (else Codex ignores its ``.codex/``)."""
+    user_config = codex_paths("user", project)[0]
+    try:
+        projects = _parse(read_text_or_none(user_config) or "", user_config).get("projects") or {}
+    except ConfigInvalid:
+        return False
+    levels = {os.path.realpath(key): (entry or {}).get("trust_level") for key, entry in projects.items() if isinstance(entry, dict)}
+    return any(levels.get(key) == "trusted" for key in _trust_keys(project))
+
+
+def _trust_warning(project: str) -> str:
+    user_config = codex_paths("user", project)[0]
+    key = _trust_keys(project)[-1]
+    return (
+        f"Codex ignores {os.path.join(project, '.codex', 'config.toml')} until this project is trusted: "
+        f"start codex in {project} and trust it when asked, or add to {user_config}: "
+        f"[projects.{_toml_key(key)}] trust_level = \"trusted\""
+    )
+
+
+def _toml_key(key: str) -> str:
+    import json
+
+    return json.dumps(key)  # a TOML basic string is a JSON string for any path
 
 
 def _parse(text: str, path: str):
@@ -100,4 +140,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         os.makedirs(os.path.dirname(config), exist_ok=True)
         write_text_atomic(config, new)
     skill = install_skill(skills)
-    return {"host": "codex", "scope": scope, "config": config, "server": table, "skill": skill, "changed": new != text}
+    result = {"host": "codex", "scope": scope, "config": config, "server": table, "skill": skill, "changed": new != text}
+    if scope == "project":
+        result["project_trusted"] = project_trusted(project)
+        result["warnings"] = [] if result["project_trusted"] else [_trust_warning(project)]
+    return result

@@ -25,6 +25,7 @@ from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .blocks import has_block, put_block, remove_block
+from .command import jcli_command
 from .plugin_file import place_plugin, take_back_plugin
 from .skill import install_skill, remove_skill
 
@@ -173,11 +174,12 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     new = _with_row(text or "", rows, _row_yaml(scope, plugin))
     if _split(_parse(new, config)) != (_split(rows)[0], [row]):
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
-    plugin_changed = place_plugin("dsh", plugin)
+    command = jcli_command(scope)
+    plugin_changed = place_plugin("dsh", plugin, command)
     if new != text:
         os.makedirs(os.path.dirname(config), exist_ok=True)
         write_text_atomic(config, new)
-    result.update(row=row, skill=install_skill(skills), changed=new != text or plugin_changed)
+    result.update(row=row, command=command, skill=install_skill(skills), changed=new != text or plugin_changed)
     return result
 
 

@@ -4,12 +4,15 @@
 OpenCode config dir (``$XDG_CONFIG_HOME/opencode/plugins``, default
 ``~/.config/opencode/plugins``). Only a file carrying j-cli's marker is
 replaced or removed; anything else named ``jcli.js`` is ``CONFIG_CONFLICT``.
+The plugin records how to start j-cli: plain ``j-cli`` in a project (the file
+is shared), this install's interpreter for ``--user``; ``JCLI_BIN`` wins.
 """
 
 from __future__ import annotations
 
 import os
 
+from .command import jcli_command
 from .plugin_file import place_plugin, take_back_plugin
 
 __all__ = ["opencode_plugin_path", "setup_opencode"]
@@ -33,5 +36,6 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
     if remove:
         result["removed"] = take_back_plugin(target)
     else:
-        result["changed"] = place_plugin("opencode", target)
+        result["command"] = jcli_command(scope)
+        result["changed"] = place_plugin("opencode", target, result["command"])
     return result

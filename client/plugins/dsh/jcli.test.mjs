@@ -343,14 +343,19 @@ test("a non-zero exit gives the coded error, with no base64 in it", async (t) =>
   await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: "two" }), /^JcliToolError: USAGE_ERROR: /);
 });
 
-test("a broken executable is SERVER_UNAVAILABLE, and base64 on its stderr is never repeated", async (t) => {
+test("a missing or broken executable is JCLI_UNAVAILABLE and says what to set; base64 on its stderr is never repeated", async (t) => {
   const dir = workspace(t);
   const bin = path.join(dir, "broken-j-cli");
   fs.writeFileSync(bin, `#!/bin/sh\necho '{"code": "INTERNAL", "message": "${"QUJD".repeat(30)}"}' >&2\nexit 3\n`, { mode: 0o755 });
   const h = host(dir, {}, { bin });
   await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), (err) => err.code === "INTERNAL" && !BASE64_RUN.test(err.message));
   fs.writeFileSync(bin, "#!/bin/sh\necho not json >&2\nexit 3\n", { mode: 0o755 });
-  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: SERVER_UNAVAILABLE: j-cli exited with 3/);
+  await assert.rejects(h.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: JCLI_UNAVAILABLE: .*exited with 3 without a coded answer: not json.*set JCLI_BIN/);
+  const missing = host(dir, {}, { bin: path.join(dir, "no-such-j-cli") });
+  await assert.rejects(missing.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: JCLI_UNAVAILABLE: .*not found.*set JCLI_BIN/);
+  fs.writeFileSync(path.join(dir, "not-executable"), "", { mode: 0o644 });
+  const denied = host(dir, {}, { bin: path.join(dir, "not-executable") });
+  await assert.rejects(denied.call({ file_path: "kernel_v4.5.ipynb", cell_index: 0 }), /^JcliToolError: JCLI_UNAVAILABLE: .*not executable/);
 });
 
 test("images are fitted to DSH's limits and SVG renders on request, all in memory", async (t) => {

@@ -103,7 +103,7 @@ interface PluginContext<Spec> {
 }
 
 export interface Config {
-  /** The j-cli executable (default: `$JCLI_BIN`, else `j-cli` on PATH). */
+  /** The j-cli executable (default: `$JCLI_BIN`, else the command `j-cli setup` recorded). */
   bin?: string
   /** How long one read may take, in milliseconds. */
   timeoutMs?: number
@@ -113,6 +113,10 @@ export interface Config {
 
 export const name = 'j-cli'
 export const inject = ['tools', 'shell', 'attachments']
+
+// How to start j-cli: plain `j-cli` from PATH in a project's shared copy, this
+// install's absolute interpreter in a user's own (config.bin, then JCLI_BIN, win).
+const INSTALLED_COMMAND: readonly string[] = ["j-cli"] // set by j-cli setup
 
 /** Largest response asked of j-cli (its `max_response_bytes`). */
 export const RESPONSE_BUDGET = 16 * 1024 * 1024
@@ -223,11 +227,18 @@ function stopped(): JcliToolError {
   return new JcliToolError('ABORTED', 'the read was stopped')
 }
 
+function unavailable(command: readonly string[], why: string): JcliToolError {
+  return new JcliToolError(
+    'JCLI_UNAVAILABLE',
+    `cannot run j-cli (${command.join(' ')}: ${why}); install j-cli on PATH, re-run \`j-cli setup dsh\`, or set JCLI_BIN (or the row's config.bin) to the absolute path of j-cli`,
+  )
+}
+
 /** Run j-cli once and return its parsed JSON answer, or throw a coded error. */
-export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, unknown>, options: { bin: string; timeoutMs: number; signal: AbortSignal }): Promise<any> {
+export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, unknown>, options: { command: readonly string[]; timeoutMs: number; signal: AbortSignal }): Promise<any> {
   if (options.signal.aborted) throw stopped()
   const spec = shell.resolve({
-    command: `${quoteForShell(options.bin)} -j notebook output --request -`,
+    command: `${options.command.map(quoteForShell).join(' ')} -j notebook output --request -`,
     stdin: JSON.stringify(request),
     stdoutMaxBytes: STDOUT_LIMIT,
     timeoutMs: options.timeoutMs,
@@ -244,8 +255,14 @@ export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, 
       coded = null
     }
     if (coded && typeof coded.code === 'string') throw new JcliToolError(coded.code, String(coded.message ?? ''))
-    const how = result.exitCode === null ? `was killed by ${result.signal}` : `exited with ${result.exitCode}`
-    throw new JcliToolError('SERVER_UNAVAILABLE', `j-cli ${how}`)
+    // The shell says 127 for a command it cannot find and 126 for one it cannot execute.
+    const how =
+      result.exitCode === null ? `killed by ${result.signal}`
+      : result.exitCode === 127 ? 'not found'
+      : result.exitCode === 126 ? 'not executable'
+      : `exited with ${result.exitCode} without a coded answer`
+    const last = result.stderr.text.trim().split('\n').pop() ?? ''
+    throw unavailable(options.command, last ? `${how}: ${last.slice(0, 200)}` : how)
   }
   if (result.stdout.truncated) {
     throw new JcliToolError('OUTPUT_TOO_LARGE', `j-cli answered more than ${STDOUT_LIMIT} bytes; read a text window (offset/limit)`)
@@ -315,7 +332,8 @@ export function render(_args: unknown, value: Json): Block[] {
 
 /** The `read_notebook_output` tool over the given host services. */
 export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: Attachments, config: Config = {}): ReadToolDefinition {
-  const bin = config.bin || process.env.JCLI_BIN || 'j-cli'
+  const bin = config.bin || process.env.JCLI_BIN
+  const command = bin ? [bin] : INSTALLED_COMMAND
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS
   return {
     name: 'read_notebook_output',
@@ -327,7 +345,7 @@ export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: At
     output: { schema: VALUE_SCHEMA, render },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const doc = await runJcli(shell, requestFrom(args), { bin, timeoutMs, signal: exec.signal })
+      const doc = await runJcli(shell, requestFrom(args), { command, timeoutMs, signal: exec.signal })
       return toValue(doc, attachments, exec.signal)
     },
   }

@@ -7,32 +7,50 @@
 // `output` verbatim; an image goes in `attachments` as a data URL, and its
 // base64 never appears in `output`, `title` or `metadata`. A coded j-cli
 // error becomes a thrown Error carrying the code and message.
+//
+// OpenCode calls every function this module exports as a plugin and refuses
+// any other export, so the plugin is the only export. Its helpers hang off it
+// as `JcliPlugin.internals` for the unit tests.
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { tool } from "@opencode-ai/plugin";
 
+// How to start j-cli: plain `j-cli` from PATH in a project's shared copy, this
+// install's absolute interpreter in a user's own (JCLI_BIN wins over both).
+const INSTALLED_COMMAND = ["j-cli"] // set by j-cli setup
+
 /** Largest response we ask j-cli for (its --max-response-bytes). */
-export const RESPONSE_BUDGET = 16 * 1024 * 1024;
+const RESPONSE_BUDGET = 16 * 1024 * 1024;
 /** Stdout beyond this is cut and refused (the budget plus room for the envelope). */
-export const STDOUT_LIMIT = RESPONSE_BUDGET + 64 * 1024;
+const STDOUT_LIMIT = RESPONSE_BUDGET + 64 * 1024;
+const STDERR_LIMIT = 64 * 1024;
 
-const BASE64_RUN = /[A-Za-z0-9+/]{40,}/g;
+const BASE64_RUN = /[A-Za-z0-9+/]{40,}={0,2}/g;
 
-function jcliBin() {
-  return process.env.JCLI_BIN || "j-cli";
+function jcliCommand() {
+  return process.env.JCLI_BIN ? [process.env.JCLI_BIN] : INSTALLED_COMMAND;
+}
+
+function unavailable(command, why) {
+  return new Error(
+    `JCLI_UNAVAILABLE: cannot run j-cli (${command.join(" ")}: ${why}); ` +
+      "install j-cli on PATH, re-run `j-cli setup opencode`, or set JCLI_BIN to the absolute path of j-cli",
+  );
 }
 
 /** Run j-cli privately with `request` on stdin; resolves the parsed JSON document. */
-export function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}) {
+function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(new Error("ABORTED: the tool call was cancelled"));
       return;
     }
-    const child = spawn(jcliBin(), args, { cwd, stdio: ["pipe", "pipe", "pipe"], shell: false });
+    const command = jcliCommand();
+    const child = spawn(command[0], [...command.slice(1), ...args], { cwd, stdio: ["pipe", "pipe", "pipe"], shell: false });
     const out = [];
     const err = [];
     let outBytes = 0;
+    let errBytes = 0;
     let failure = null;
     const onAbort = () => {
       failure = new Error("ABORTED: the tool call was cancelled");
@@ -49,12 +67,13 @@ export function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT
       out.push(chunk);
     });
     child.stderr.on("data", (chunk) => {
-      if (err.reduce((n, c) => n + c.length, 0) < 64 * 1024) err.push(chunk);
+      if (errBytes < STDERR_LIMIT) err.push(chunk);
+      errBytes += chunk.length;
     });
     child.on("error", (e) => {
-      failure = failure || new Error(`SERVER_UNAVAILABLE: cannot run ${jcliBin()} (${e.code || e.message})`);
+      failure = failure || unavailable(command, e.code || e.message);
     });
-    child.on("close", (code) => {
+    child.on("close", (code, killedBy) => {
       signal?.removeEventListener("abort", onAbort);
       if (failure) return reject(failure);
       if (code !== 0) {
@@ -65,8 +84,12 @@ export function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT
         } catch {
           coded = null;
         }
-        const message = coded && coded.code ? `${coded.code}: ${coded.message}` : `j-cli exited with ${code}`;
-        return reject(new Error(message.replace(BASE64_RUN, "[data]")));
+        if (coded && typeof coded.code === "string") {
+          return reject(new Error(`${coded.code}: ${coded.message}`.replace(BASE64_RUN, "[data]")));
+        }
+        const how = code === null ? `killed by ${killedBy}` : `exited with ${code} without a coded answer`;
+        const last = text.trim().split("\n").pop() || "";
+        return reject(unavailable(command, `${how}${last ? `: ${last.slice(0, 200)}` : ""}`.replace(BASE64_RUN, "[data]")));
       }
       const body = Buffer.concat(out).toString("utf8");
       try {
@@ -94,7 +117,7 @@ function windowNote(block) {
 }
 
 /** Translate a j-cli read envelope into an OpenCode ToolResult. */
-export function toToolResult(doc) {
+function toToolResult(doc) {
   const from = where(doc);
   if (Array.isArray(doc.outputs)) {
     return { title: `outputs of ${from}`, output: JSON.stringify(doc, null, 2), metadata: { outputs: doc.output_count } };
@@ -122,7 +145,7 @@ export function toToolResult(doc) {
   return { title: `${sel.mime_type} from ${from}${windowNote(sel)}`, output, metadata: { mime_type: sel.mime_type } };
 }
 
-export const JcliPlugin = async () => ({
+const JcliPlugin = async () => ({
   tool: {
     read_notebook_output: tool({
       description:
@@ -160,5 +183,7 @@ export const JcliPlugin = async () => ({
     }),
   },
 });
+
+JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, runJcli, toToolResult };
 
 export default JcliPlugin;

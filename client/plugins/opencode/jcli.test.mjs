@@ -9,7 +9,10 @@ import { fileURLToPath } from "node:url";
 
 import { writeBigPngNotebook } from "../test-support.mjs";
 
-import { JcliPlugin, runJcli } from "./jcli.js";
+import * as pluginModule from "./jcli.js";
+
+const JcliPlugin = pluginModule.default;
+const { runJcli } = JcliPlugin.internals;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, "../../../tests/fixtures/protocol");
@@ -40,6 +43,30 @@ process.env.JCLI_SIDECAR = "off";
 process.env.XDG_RUNTIME_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-xdg-"));
 fs.chmodSync(process.env.XDG_RUNTIME_DIR, 0o700);
 made.push(process.env.XDG_RUNTIME_DIR);
+
+test("the module exports only functions, as OpenCode's loader requires (the real loader is tests/test_host_opencode.py)", () => {
+  const exported = Object.entries(pluginModule);
+  assert.deepEqual(exported.map(([name]) => name), ["default"]);
+  for (const [name, value] of exported) assert.equal(typeof value, "function", name);
+});
+
+test("a missing or broken j-cli is JCLI_UNAVAILABLE and says what to set", async (t) => {
+  const dir = workspace();
+  const tool = await readTool();
+  const saved = process.env.JCLI_BIN;
+  t.after(() => {
+    process.env.JCLI_BIN = saved;
+  });
+  process.env.JCLI_BIN = path.join(dir, "no-such-j-cli");
+  await assert.rejects(tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2 }, context(dir)), /^Error: JCLI_UNAVAILABLE: .*ENOENT.*set JCLI_BIN/);
+  const broken = path.join(dir, "broken-j-cli");
+  fs.writeFileSync(broken, "#!/bin/sh\necho 'Traceback: ModuleNotFoundError: jcli' >&2\nexit 1\n", { mode: 0o755 });
+  process.env.JCLI_BIN = broken;
+  await assert.rejects(tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2 }, context(dir)), /^Error: JCLI_UNAVAILABLE: .*exited with 1 without a coded answer: Traceback: ModuleNotFoundError: jcli.*set JCLI_BIN/);
+  fs.writeFileSync(path.join(dir, "not-executable"), "", { mode: 0o644 });
+  process.env.JCLI_BIN = path.join(dir, "not-executable");
+  await assert.rejects(tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2 }, context(dir)), /^Error: JCLI_UNAVAILABLE: .*EACCES/);
+});
 
 test("the tool is declared with zod arguments from tool.schema", async () => {
   const tool = await readTool();
