@@ -44,6 +44,17 @@ def sidecar_on(monkeypatch, isolated_runtime):
         proc.wait(10)
 
 
+@pytest.fixture(scope="session")
+def host_bin():
+    """The pinned real agent hosts' ``node_modules/.bin`` (installed on first use).
+
+    A failed install fails the tests that need a host: it is never a skip.
+    """
+    from hostbins import host_bin_dir
+
+    return host_bin_dir()
+
+
 @pytest.fixture
 def fixture_dir(tmp_path) -> Path:
     """A private copy of tests/fixtures/protocol (tests may not touch the originals)."""

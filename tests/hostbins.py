@@ -1,0 +1,110 @@
+"""The real agent hosts, installed once from the lock files under tests/hosts.
+
+``host_bin_dir()`` installs the pinned packages into ``tests/hosts/node_modules``
+(and OpenCode's own plugin dependency into ``tests/hosts/opencode-deps``) the
+first time, and again only when a lock file changes, then returns the hosts'
+``.bin``. After that first install every host suite runs offline. The install
+uses ``npm install --no-save`` rather than ``npm ci``: the hosts ship one
+optional package per platform, and npm's lock keeps only this platform's, so
+``npm ci`` refuses a lock that ``npm install`` accepts unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+from helpers import REPO
+
+HOSTS_DIR = REPO / "tests" / "hosts"
+#: What OpenCode installs into every config dir it loads plugins from (its own
+#: ``@opencode-ai/plugin``, at its own version), pinned so tests can seed it.
+OPENCODE_DEPS = HOSTS_DIR / "opencode-deps"
+_STAMP_NAME = ".jcli-lock-sha256"
+
+# What a host CLI must never inherit from the developer's shell: keys, tokens, model settings.
+_SECRET_PREFIXES = ("ANTHROPIC", "OPENAI", "CLAUDE_CODE", "CODEX_", "OPENCODE")
+
+
+class HostsUnavailable(RuntimeError):
+    """npm is missing or the pinned install failed."""
+
+
+def _lock_digest(folder) -> str:
+    return hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
+
+
+def _install(folder) -> None:
+    digest = _lock_digest(folder)
+    stamp = folder / "node_modules" / _STAMP_NAME
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise HostsUnavailable("npm is not installed; the real-host suites need Node.js 20+ with npm")
+    proc = subprocess.run(
+        [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=folder, capture_output=True, text=True, timeout=900,
+    )
+    if proc.returncode != 0:
+        raise HostsUnavailable(f"npm install in {folder.name} failed:\n{proc.stderr[-3000:]}")
+    if _lock_digest(folder) != digest:
+        raise HostsUnavailable(f"npm install changed {folder.name}/package-lock.json; the pins are out of step")
+    stamp.write_text(digest)
+
+
+def host_bin_dir():
+    """The ``node_modules/.bin`` of the pinned hosts, installing them when needed.
+
+    Raises:
+        HostsUnavailable: npm is not installed, or the install failed (its tail is in the message).
+    """
+    for folder in (HOSTS_DIR, OPENCODE_DEPS):
+        _install(folder)
+    return HOSTS_DIR / "node_modules" / ".bin"
+
+
+def seed_opencode_dir(config_dir) -> None:
+    """Give an OpenCode config dir the dependency OpenCode would fetch into it.
+
+    OpenCode adds ``@opencode-ai/plugin`` to every dir it loads plugins from
+    and installs it unless a consistent install is already there; seeding the
+    pinned one lets the host load plugins with no network at all.
+    """
+    config_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(OPENCODE_DEPS / name, config_dir / name)
+    (config_dir / "node_modules").symlink_to(OPENCODE_DEPS / "node_modules", target_is_directory=True)
+
+
+_OFFLINE: list[list[str]] = []
+
+
+def offline_prefix() -> list[str]:
+    """``["unshare", "-n"]`` when this machine can give a process no network, else ``[]``.
+
+    Under it a host has only a loopback that is down: a test proves the host
+    needs no network, and nothing it does can reach another address.
+    """
+    if not _OFFLINE:
+        unshare = shutil.which("unshare")
+        works = unshare is not None and subprocess.run([unshare, "-n", "true"], capture_output=True, timeout=30).returncode == 0
+        _OFFLINE.append([unshare, "-n"] if works else [])
+    return _OFFLINE[0]
+
+
+def host_env(home, **extra) -> dict[str, str]:
+    """An environment for a host CLI: this one without secrets, with HOME (and XDG dirs) under ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SECRET_PREFIXES)}
+    home = str(home)
+    env.update(
+        HOME=home,
+        XDG_CONFIG_HOME=os.path.join(home, ".config"),
+        XDG_DATA_HOME=os.path.join(home, ".local", "share"),
+        XDG_CACHE_HOME=os.path.join(home, ".cache"),
+        XDG_STATE_HOME=os.path.join(home, ".local", "state"),
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
