@@ -15,7 +15,7 @@ from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
 from .blocks import has_block, put_block, remove_block
-from .command import mcp_server_argv
+from .command import MCP_SERVER_ENV, mcp_server_argv
 from .skill import install_skill, remove_skill
 
 TYPE_CHECKING = False
@@ -42,6 +42,7 @@ def server_table(scope: str, project: str) -> dict[str, Any]:
     return {
         "command": command,
         "args": args,
+        "env_vars": list(MCP_SERVER_ENV),  # Codex passes only these through, by name
         "startup_timeout_sec": STARTUP_TIMEOUT_SEC,
         "tool_timeout_sec": TOOL_TIMEOUT_SEC,
     }

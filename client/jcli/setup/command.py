@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["PORTABLE_COMMAND", "is_mcp_server_argv", "jcli_command", "mcp_server_argv"]
+__all__ = ["MCP_SERVER_ENV", "PORTABLE_COMMAND", "is_mcp_server_argv", "jcli_command", "mcp_server_argv"]
 
 #: What a shared project file runs: ``j-cli`` from PATH.
 PORTABLE_COMMAND = ("j-cli",)
 _MODULE_ARGS = ("-m", "jcli")
+#: The environment ``j-cli mcp serve`` reads. A host that starts MCP servers
+#: with a fixed environment (Codex) must pass these through, or reads would
+#: use another runtime dir (a second sidecar) and ignore ``JCLI_SIDECAR=off``.
+MCP_SERVER_ENV = ("XDG_RUNTIME_DIR", "JCLI_SIDECAR", "JCLI_SIDECAR_IDLE_SECONDS", "JCLI_SIDECAR_CACHE_MB", "JCLI_DEBUG")
 _SERVE = ("mcp", "serve")
 
 

@@ -1,0 +1,249 @@
+"""The real Codex CLI (pinned in tests/hosts) loads what ``j-cli setup codex`` writes.
+
+Codex runs offline against a temporary HOME and CODEX_HOME. Nothing is mocked.
+Besides ``codex mcp list/get``, the tests drive ``codex app-server`` (Codex's
+own JSON-RPC interface for its IDE clients) over stdio, through
+``tests/codex_app_server.py``:
+
+- ``initialize`` (+ ``initialized``): ``{userAgent, codexHome, platformFamily, platformOs}``;
+- ``thread/start`` (ephemeral, read-only sandbox, approvals ``never``):
+  ``{thread: {id, cwd, ...}, ...}``; the thread's MCP servers start and report
+  ``mcpServer/startupStatus/updated`` ``{threadId, name, status: starting|ready|failed}``;
+- ``mcpServerStatus/list`` (optionally ``threadId``): ``{data: [{name, serverInfo,
+  runtimeStatus, tools: {name: Tool}, ...}], nextCursor}``. Without a thread it
+  reads the user config only; project config (``.codex/config.toml``) counts only
+  for a thread whose cwd is in a trusted project;
+- ``mcpServer/tool/call`` ``{threadId, server, tool, arguments}``: Codex calls the
+  MCP tool itself and returns the MCP result ``{content, structuredContent?, isError?}``.
+  With this method no model is needed, so no turn is ever started.
+
+What keeps it offline (checked with strace on 0.171.0: no DNS query, no
+non-loopback connect): ``codex_app_server.OFFLINE_CONFIG`` in the user config,
+i.e. a model provider on 127.0.0.1 that is never contacted (without it,
+``thread/start`` resolves api.openai.com) and ``features.plugins = false``
+(else the plugin marketplace sync resolves api.github.com and chatgpt.com).
+
+Codex starts stdio MCP servers with a fixed environment (HOME, LANG, PATH,
+SHELL, TERM and the CA bundle variables), so ``setup codex`` names the
+variables j-cli reads in the table's ``env_vars`` (Codex's own pass-through
+setting). Without it ``XDG_RUNTIME_DIR`` and ``JCLI_SIDECAR`` would not reach
+``j-cli mcp serve``, and a read through Codex would start a second sidecar in
+``/tmp/jcli-<uid>``, outliving the test; the tests that call a tool rely on it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+from codex_app_server import OFFLINE_CONFIG, AppServer, AppServerError
+from helpers import BIN, FIXTURES, load_cases, run_cli
+from hostbins import host_env
+
+SERVER = "jcli"
+TOOLS = {"read_notebook_output", "read_run_output"}
+
+
+def codex(bin_dir, home, *args, cwd=None):
+    env = host_env(home, CODEX_HOME=home / ".codex")
+    return subprocess.run([str(bin_dir / "codex"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
+
+
+def test_codex_lists_our_server_exactly_as_configured(host_bin, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    assert run_cli("setup", "codex", cwd=tmp_path).returncode == 0
+    listed = json.loads(codex(host_bin, home, "mcp", "list", "--json").stdout)
+    ours = [entry for entry in listed if entry["name"] == "jcli"]
+    assert len(ours) == 1, listed
+    transport = ours[0]["transport"]
+    configured = run_cli("-j", "setup", "codex", cwd=tmp_path).json()["server"]
+    assert transport["command"] == configured["command"] and transport["args"] == configured["args"]
+    got = codex(host_bin, home, "mcp", "get", "jcli", "--json")
+    assert got.returncode == 0 and json.loads(got.stdout)["transport"]["args"] == configured["args"]
+    assert run_cli("setup", "codex", "--remove", cwd=tmp_path).returncode == 0
+    after = json.loads(codex(host_bin, home, "mcp", "list", "--json").stdout)
+    assert all(entry["name"] != "jcli" for entry in after)
+
+
+# -- codex app-server --------------------------------------------------------
+
+
+class Host:
+    """A temporary HOME/CODEX_HOME with the offline config, and a project dir holding the fixture notebooks."""
+
+    def __init__(self, host_bin, tmp_path, monkeypatch):
+        self.tmp = tmp_path
+        self.home = tmp_path / "home"
+        self.codex_home = self.home / ".codex"
+        self.codex_home.mkdir(parents=True)
+        self.user_config = self.codex_home / "config.toml"
+        self.user_config.write_text(OFFLINE_CONFIG)
+        self.project = tmp_path / "project"
+        shutil.copytree(FIXTURES, self.project)
+        self.codex = str(host_bin / "codex")
+        monkeypatch.setenv("HOME", str(self.home))
+        monkeypatch.setenv("CODEX_HOME", str(self.codex_home))
+        # j-cli first on PATH: a project-scope config names plain `j-cli`.
+        self.env = host_env(self.home, CODEX_HOME=self.codex_home, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+        self._started = 0
+
+    def setup(self, *args):
+        """``j-cli -j setup codex ARGS`` in the project, as its JSON result."""
+        done = run_cli("-j", "setup", "codex", *args, cwd=self.project, env=self.env)
+        assert done.returncode == 0, done.stderr
+        return done.json()
+
+    def trust_project(self):
+        """What a user writes (or Codex's trust prompt does) to trust the project."""
+        with open(self.user_config, "a", encoding="utf-8") as fh:
+            fh.write(f'\n[projects.{json.dumps(os.path.realpath(self.project))}]\ntrust_level = "trusted"\n')
+
+    def app_server(self, *overrides) -> AppServer:
+        """``codex app-server`` in the project dir (initialized); use it as a context manager."""
+        self._started += 1
+        server = AppServer(self.codex, self.env, self.project, self.tmp / f"app-server-{self._started}.stderr", overrides)
+        try:
+            info = server.initialize()
+            assert os.path.realpath(info["codexHome"]) == os.path.realpath(self.codex_home), info
+        except BaseException:
+            server.close()
+            raise
+        return server
+
+
+@pytest.fixture
+def host(host_bin, tmp_path, monkeypatch):
+    made = Host(host_bin, tmp_path, monkeypatch)
+    yield made
+    import psutil
+
+    leaked = _processes_in(tmp_path)
+    for proc in leaked:
+        proc.kill()
+    psutil.wait_procs(leaked, timeout=10)
+    assert not leaked, f"processes working in the test's directories survived: {[(p.pid, p.info['cmdline']) for p in leaked]}"
+
+
+def _processes_in(tmp_path) -> list:
+    """Live processes (not this one) whose cwd or command line is under ``tmp_path``."""
+    import psutil
+
+    root = os.path.realpath(tmp_path)
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
+        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        cwd = proc.info["cwd"] or ""
+        if cwd == root or cwd.startswith(root + os.sep) or any(root in part for part in proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def _case(name: str) -> dict:
+    return next(case for case in load_cases() if case["name"] == name)
+
+
+def _notebook_png(path) -> bytes:
+    """The PNG bytes the notebook stores for cell 2, output 0 (its base64, decoded here)."""
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)["cells"][2]["outputs"][0]["data"]["image/png"]
+    return base64.b64decode("".join(data) if isinstance(data, list) else data)
+
+
+def _no_jcli(server: AppServer, thread_id: str) -> None:
+    assert SERVER not in server.mcp_status()
+    assert SERVER not in server.mcp_status(thread_id)
+    with pytest.raises(AppServerError, match="unknown MCP server 'jcli'"):
+        server.call_tool(thread_id, SERVER, "read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 0})
+
+
+def test_app_server_starts_our_server_with_both_tools_and_forgets_it_after_remove(host):
+    host.setup()
+    with host.app_server() as server:
+        listed = server.mcp_status()  # the user config alone: Codex starts the server to list its tools
+        assert SERVER in listed, listed.keys()
+        assert listed[SERVER]["serverInfo"]["name"] == "j-cli"
+        assert set(listed[SERVER]["tools"]) == TOOLS
+        thread = server.start_thread()
+        server.wait_mcp_ready(thread, SERVER)
+        ours = server.mcp_status(thread)[SERVER]
+        assert ours["runtimeStatus"] == "connected"
+        assert set(ours["tools"]) == TOOLS and ours["toolsError"] is None
+        assert ours["tools"]["read_notebook_output"]["annotations"]["readOnlyHint"] is True
+    removed = host.setup("--remove")
+    assert removed["removed"] is True
+    assert host.user_config.read_text() == OFFLINE_CONFIG  # only j-cli's block went
+    with host.app_server() as server:
+        _no_jcli(server, server.start_thread())
+
+
+def test_a_tool_call_through_codex_returns_the_png_bytes_and_the_html_verbatim(host):
+    host.setup()
+    with host.app_server() as server:
+        thread = server.start_thread()
+        server.wait_mcp_ready(thread, SERVER)
+        notebook = os.path.realpath(host.project / "kernel_v4.5.ipynb")
+
+        png = _case("png")
+        got = server.call_tool(thread, SERVER, "read_notebook_output", {**png["request"], "file_path": notebook})
+        assert not got.get("isError") and "structuredContent" not in got, got
+        image, note = got["content"]
+        assert image["type"] == "image" and image["mimeType"] == "image/png", {k: v for k, v in image.items() if k != "data"}
+        expected = _notebook_png(notebook)
+        assert base64.b64decode(image["data"], validate=True) == expected
+        assert len(expected) == png["expect"]["envelope"]["selected"]["bytes"]
+        assert note["type"] == "text" and note["text"].startswith(f"[image/png, {len(expected)} bytes"), note
+        assert image["data"] not in note["text"]
+
+        html = _case("html")
+        got = server.call_tool(thread, SERVER, "read_notebook_output", {**html["request"], "file_path": notebook})
+        assert not got.get("isError"), got
+        body, note = got["content"]
+        assert body == {"type": "text", "text": html["expect"]["envelope"]["selected"]["data"]}
+        assert note == {"type": "text", "text": f"[text/html from {notebook} cell 5 output 0]"}
+
+
+def test_project_scope_is_ignored_by_codex_until_trusted_and_setup_says_so(host):
+    result = host.setup("--project")
+    assert result["server"]["command"] == "j-cli"
+    assert result["server"]["args"] == ["mcp", "serve", "--host", "codex"]
+    assert result["project_trusted"] is False
+    (warning,) = result["warnings"]
+    assert json.dumps(os.path.realpath(host.project)) in warning and 'trust_level = "trusted"' in warning
+    assert str(host.user_config) in warning
+    before = host.user_config.read_text()
+    with host.app_server() as server:
+        ignored = server.wait_for("configWarning", lambda p: str(host.project / ".codex") in (p.get("summary") or ""))
+        assert "trusted" in ignored["summary"]
+        _no_jcli(server, server.start_thread())
+    assert host.user_config.read_text() == before  # Codex trusted nothing by itself
+
+
+def test_trusted_project_scope_runs_plain_jcli_rooted_at_the_project(host):
+    host.trust_project()
+    result = host.setup("--project")
+    assert result["project_trusted"] is True and result["warnings"] == []
+    assert "--root" not in result["server"]["args"]
+    with host.app_server() as server:
+        thread = server.start_thread()
+        server.wait_mcp_ready(thread, SERVER)
+        ours = server.mcp_status(thread)[SERVER]
+        assert ours["runtimeStatus"] == "connected" and set(ours["tools"]) == TOOLS
+        argv = [cmdline for cmdline in server.descendants() if "mcp" in cmdline]
+        assert len(argv) == 1 and argv[0][-4:] == ["mcp", "serve", "--host", "codex"], argv
+        assert argv[0][-5] == str(BIN / "j-cli")  # the script Codex found on PATH for plain `j-cli`
+
+        html = _case("html")  # file_path relative: the root is the project dir, with no --root
+        got = server.call_tool(thread, SERVER, "read_notebook_output", html["request"])
+        assert not got.get("isError"), got
+        body, note = got["content"]
+        assert body == {"type": "text", "text": html["expect"]["envelope"]["selected"]["data"]}
+        notebook = os.path.realpath(host.project / html["request"]["file_path"])
+        assert note["text"] == f"[text/html from {notebook} cell 5 output 0]"
