@@ -32,13 +32,17 @@ test: $(VENV)/.installed
 
 # The JS plugins' tests (node:test) run against the real j-cli and the real
 # host packages, installed here from the pinned package-lock.json files. The
-# DSH plugin is type-checked with tsc against the transcribed host types first.
+# DSH plugin is type-checked with tsc against the transcribed host types first,
+# then loaded by the real DSH runtime (tests/hosts/dsh). The other real hosts
+# (OpenCode, Codex, Claude Code, the MCP Inspector) run inside pytest.
 NODE_ENV_FOR_TESTS := JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python
 node-test: $(VENV)/.installed
 	cd client/plugins/opencode && npm ci --no-audit --no-fund --silent
 	$(NODE_ENV_FOR_TESTS) node --test client/plugins/opencode/jcli.test.mjs
 	cd client/plugins/dsh && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json
 	cd client/plugins/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test jcli.test.mjs
+	cd tests/hosts/dsh && npm ci --no-audit --no-fund --ignore-scripts --silent
+	cd tests/hosts/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test dsh-real-host.test.mjs
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py

@@ -58,7 +58,10 @@ _RASTER = ("image/png", "image/jpeg", "image/webp", "image/gif")
 HOST_PROFILES: dict[str, HostProfile] = {
     p.name: p
     for p in (
-        HostProfile("dsh", _RASTER, 2048, 2048 * 2048, 4 * MiB, "DSH normalises images to a 2048 px long edge and 4 MiB"),
+        HostProfile(
+            "dsh", _RASTER, 2000, 2000 * 2000, 3 * MiB + MiB // 2,
+            "DSH's attachment store (dsh-attachment-local 0.1.0-rc.8 defaults) admits at most 2000 px per side and 3.5 MiB",
+        ),
         HostProfile(
             "claude", _RASTER, 1568, 1568 * 1568, 3 * MiB + 3 * MiB // 4,
             "Claude takes png/jpeg/gif/webp up to 5 MB of base64 (3.75 MiB of bytes) and downscales past a 1568 px long edge",

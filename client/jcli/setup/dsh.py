@@ -180,7 +180,23 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         os.makedirs(os.path.dirname(config), exist_ok=True)
         write_text_atomic(config, new)
     result.update(row=row, command=command, skill=install_skill(skills), changed=new != text or plugin_changed)
+    if scope == "project":
+        result["warnings"] = [_project_warning(config)]
     return result
+
+
+def _project_warning(config: str) -> str:
+    """DSH composes its home and profile patches, never a project's file: say how to include it."""
+    from pathlib import Path
+
+    home = os.environ.get("DSH_HOME") or os.path.join(os.path.expanduser("~"), ".dsh")
+    url = Path(config).as_uri()
+    return (
+        f"DSH reads no project file by itself: to load {config}, include it from "
+        f"{os.path.join(home, 'cordis.patch.yml')} (or a `dsh --patch` overlay) with "
+        f"`- insert: [{{id: j-cli-project, name: 'cordis:include', config: {{path: '{url}'}}}}]`, "
+        "or run `j-cli setup dsh --user` instead"
+    )
 
 
 def _split(rows: list) -> tuple[list, list]:

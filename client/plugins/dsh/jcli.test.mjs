@@ -376,7 +376,7 @@ json.dump(nb, open("plots.ipynb", "w"))
   const h = host(dir);
   const fitted = await h.call({ file_path: "plots.ipynb", cell_index: 0, output_index: 0 });
   const image = fitted.content.find((b) => b.type === "image");
-  assert.deepEqual([image.attachment.width, image.attachment.height], [2048, 409]);
+  assert.deepEqual([image.attachment.width, image.attachment.height], [2000, 400]);
   assert.match(fitted.value.note, /^fitted from 5000x1000 px image\/png/);
   const rendered = await h.call({ file_path: "plots.ipynb", cell_index: 0, output_index: 1, mime_type: "image/svg+xml", as_mime_type: "image/png" });
   const png = rendered.content.find((b) => b.type === "image");
