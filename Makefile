@@ -26,7 +26,10 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
+# The real agent hosts are installed (once per lock-file change) before pytest,
+# so a first install is never counted against a test's timeout.
 test: $(VENV)/.installed
+	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(BIN)/pytest
 	$(MAKE) node-test
 
