@@ -10,22 +10,26 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, REPO, servers_under, sidecars_under
+from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
 
 
 @pytest.fixture(autouse=True)
-def isolated_runtime(tmp_path_factory, monkeypatch):
+def isolated_runtime(tmp_path_factory, monkeypatch, request):
     """A private runtime dir per test, and no sidecar unless a test asks.
 
-    Teardown stops every sidecar started under this runtime dir, and fails
-    the test if any was still alive.
+    Teardown stops every sidecar started under this runtime dir, or for a
+    workspace in this test's tmp_path (a host that drops the environment
+    would start one elsewhere), and fails the test if any was still alive.
     """
     runtime = tmp_path_factory.mktemp("xdg-runtime")
     runtime.chmod(0o700)
+    test_dir = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
     yield runtime
     survivors = sidecars_under(runtime) + servers_under(runtime)
+    if test_dir is not None:
+        survivors += [p for p in sidecars_for_workspaces_in(test_dir) if p not in survivors]
     for proc in survivors:
         proc.kill()
     for proc in survivors:

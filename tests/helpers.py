@@ -74,3 +74,18 @@ def sidecars_under(runtime: Path, markers=("jcli_sidecar", "jcli-sidecar")) -> l
 def servers_under(runtime: Path) -> list:
     """Live embedded Jupyter Servers started under the runtime dir ``runtime``."""
     return sidecars_under(runtime, markers=("jupyter_server",))
+
+
+def sidecars_for_workspaces_in(folder: Path) -> list:
+    """Live sidecars (whatever their runtime dir) serving a workspace inside ``folder``."""
+    import psutil
+
+    prefix = os.path.realpath(folder) + os.sep
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = proc.info["cmdline"] or []
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or not any("jcli_sidecar" in part for part in cmdline):
+            continue
+        if "--workspace" in cmdline[:-1] and (os.path.realpath(cmdline[cmdline.index("--workspace") + 1]) + os.sep).startswith(prefix):
+            found.append(proc)
+    return found

@@ -5,6 +5,10 @@ server over stdio, makes one request, prints the result and exits by itself
 (``--format json``: one ``{"result": ...}`` object on stdout; a tool result
 with ``isError`` exits 5). It runs offline against a temporary HOME.
 
+The Inspector starts the server with a minimal environment of its own, so the
+test's isolation (its runtime dir, the sidecar off) is handed to the server
+with ``-e``; without it a read would start a sidecar in ``/tmp/jcli-<uid>``.
+
 ``--tool-arg key=value`` JSON-parses each value (``cell_index=2`` is the
 number 2; a path is not JSON, so it stays a string), then coerces any string
 left over to the type the tool's input schema declares. j-cli itself refuses
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
 
@@ -46,15 +51,18 @@ def inspector(bin_dir, tmp_path, root, *args, era=None):
     home = tmp_path / "inspector-home"
     home.mkdir(exist_ok=True)
     era_args = ["--protocol-era", era] if era else []
+    isolation = [f"{key}={os.environ[key]}" for key in ("XDG_RUNTIME_DIR", "JCLI_SIDECAR")]
     proc = subprocess.run(
-        [str(bin_dir / "mcp-inspector"), "--cli", "--format", "json", *era_args, JCLI, "mcp", "serve", "--root", str(root), *args],
+        [str(bin_dir / "mcp-inspector"), "--cli", "--format", "json", *era_args,
+         *[arg for pair in isolation for arg in ("-e", pair)],
+         JCLI, "mcp", "serve", "--root", str(root), *args],
         cwd=tmp_path, env=host_env(home), capture_output=True, text=True, timeout=120,
     )
     # the server it started goes away with it (waited for, bounded: no sleep)
     servers = [p for p in psutil.process_iter(["cmdline"]) if str(root) in " ".join(p.info["cmdline"] or [])]
     _, alive = psutil.wait_procs(servers, timeout=10)
-    for proc in alive:
-        proc.kill()
+    for survivor in alive:
+        survivor.kill()
     assert not alive, [p.pid for p in alive]
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
