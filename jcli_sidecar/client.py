@@ -103,7 +103,7 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
 
 def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
     """Wait (bounded) for an old sidecar to release its lifetime lock, so a new one can start."""
-    from .spawn import wait_for_lock
+    from .locks import wait_for_lock
 
     wait_for_lock(paths.lock, timeout)
 

@@ -4,6 +4,8 @@
   published and while retention cleans.
 - The notebook write-back lock, ``<runtime dir>/locks/<hash of the notebook's
   real path>``: never beside the user's notebook.
+- The sidecar's lifetime and spawn locks (``<hash>.lock``, ``<hash>.spawn.lock``
+  in the runtime dir): :func:`wait_for_lock` waits for their holder to go.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 
 from .runtime import workspace_hash
 
-__all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock"]
+__all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock", "wait_for_lock"]
 
 
 @contextlib.contextmanager
@@ -46,3 +48,29 @@ def notebook_lock_path(runtime_dir: str, notebook: str) -> str:
 def notebook_lock(runtime_dir: str, notebook: str):
     """Hold the write-back lock of ``notebook`` (blocking)."""
     return _flock(notebook_lock_path(runtime_dir, notebook))
+
+
+def wait_for_lock(path: str, timeout: float) -> bool:
+    """Block until the flock on ``path`` is free (or ``timeout`` passes).
+
+    This waits on the event itself (the holder releasing or dying), not on
+    a polling loop. Returns False on timeout.
+    """
+    import threading
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    done = threading.Event()
+
+    def take() -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            done.set()
+
+    waiter = threading.Thread(target=take, daemon=True)
+    waiter.start()
+    got = done.wait(timeout)
+    if got:
+        os.close(fd)
+    return got

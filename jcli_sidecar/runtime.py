@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     from hashlib import blake2b
 
 __all__ = [
+    "SPAWN_LOCK_FD_ENV",
     "SidecarPaths",
     "disabled",
     "ensure_runtime_dir",
@@ -35,6 +36,10 @@ __all__ = [
     "workspace_hash",
     "workspace_of",
 ]
+
+#: The spawner hands the held spawn lock to its child in this variable (an fd
+#: number); the sidecar releases it once it listens.
+SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
 
 #: ``JCLI_SIDECAR`` values that turn the sidecar off.
 OFF_VALUES = frozenset({"off", "0", "false", "no", "disabled"})

@@ -30,7 +30,7 @@ from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_pay
 from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .ops import OPS
 from .protocol import PROTOCOL_VERSION
-from .runtime import SidecarPaths, ensure_runtime_dir, workspace_hash
+from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir, workspace_hash
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ __all__ = ["DEFAULT_IDLE_SECONDS", "Sidecar", "serve"]
 log = logging.getLogger("jcli_sidecar")
 
 DEFAULT_IDLE_SECONDS = 600.0
-SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
 #: Test hook: a FIFO path. At the chosen point (``JCLI_SIDECAR_TEST_STALL_AT``;
 #: default: the start of any notebook request) the sidecar writes one line
 #: to it, then blocks forever, so a test can kill -9 it at a known step.

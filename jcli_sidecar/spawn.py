@@ -17,7 +17,8 @@ import socket
 import sys
 import threading
 
-from .runtime import SidecarPaths
+from .locks import wait_for_lock
+from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths
 
 __all__ = [
     "is_listening",
@@ -28,7 +29,6 @@ __all__ = [
     "start",
     "status",
     "stop",
-    "wait_for_lock",
 ]
 
 
@@ -77,8 +77,6 @@ def spawn_detached(paths: SidecarPaths) -> bool:
     The runtime dir must already exist and be verified. Returns True when
     this call started one.
     """
-    from .server import SPAWN_LOCK_FD_ENV
-
     fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:
@@ -97,30 +95,6 @@ def spawn_detached(paths: SidecarPaths) -> bool:
         return True
     finally:
         os.close(fd)  # the child keeps the lock until it listens
-
-
-def wait_for_lock(path: str, timeout: float) -> bool:
-    """Block until the flock on ``path`` is free (or ``timeout`` passes).
-
-    This waits on the event itself (the holder releasing or dying), not on
-    a polling loop. Returns False on timeout.
-    """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    done = threading.Event()
-
-    def take() -> None:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            done.set()
-
-    waiter = threading.Thread(target=take, daemon=True)
-    waiter.start()
-    got = done.wait(timeout)
-    if got:
-        os.close(fd)
-    return got
 
 
 # -- start / stop / status, for `j-cli sidecar ...` ---------------------------

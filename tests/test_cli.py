@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import FIXTURES, REPO, run_cli
+from helpers import FIXTURES, REPO, run_cli, sidecars_under
 
 DEMO = str(REPO / "examples" / "demo.ipynb")
 BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{40,}")
@@ -127,12 +127,18 @@ sys.exit(code)
         ["-j", "notebook", "output", "PAIR", "--cell", "1", "--output", "0"],
     ],
 )
-def test_a_read_does_not_import_heavy_modules(args, tmp_path):
+@pytest.mark.parametrize("sidecar", ["off", "cold"])
+def test_a_read_does_not_import_heavy_modules(args, sidecar, tmp_path, request):
+    """Also with the sidecar on and none running: the read is in-process and starts one for next time."""
+    if sidecar == "cold":
+        runtime = request.getfixturevalue("sidecar_on")
     args = [a.replace("DEMO", DEMO).replace("PAIR", str(FIXTURES / "pair_ids.py")) for a in args]
     listing = tmp_path / "modules.txt"
-    proc = subprocess.run([sys.executable, "-c", IMPORT_PROBE, str(listing), *args], capture_output=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", IMPORT_PROBE, str(listing), *args], cwd=tmp_path, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     loaded = set(listing.read_text().split())
     roots = {name.split(".")[0] for name in loaded}
-    assert not roots & {"click", "nbformat", "psutil", "watchfiles", "mcp", "jsonschema", "typing_extensions"}
+    assert not roots & {"click", "nbformat", "psutil", "watchfiles", "mcp", "jsonschema", "typing_extensions", "asyncio"}
+    if sidecar == "cold":
+        assert "jcli_sidecar.spawn" in loaded and sidecars_under(runtime)  # the background start did happen
     assert "jcli_sidecar.reader" in loaded

@@ -23,7 +23,7 @@ from jcli_sidecar import __version__
 from jcli_sidecar.framing import HEADER, pack_frame, read_frame
 from jcli_sidecar.protocol import PROTOCOL_VERSION
 from jcli_sidecar.runtime import SidecarPaths
-from jcli_sidecar.spawn import wait_for_lock
+from jcli_sidecar.locks import wait_for_lock
 
 READ = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"]
 

@@ -16,7 +16,7 @@ from PIL import Image
 
 from jcli_sidecar.errors import OutputDataInvalid, OutputSaveFailed, RunNotFound
 from jcli_sidecar.runs import read_run
-from jcli_sidecar.spawn import wait_for_lock
+from jcli_sidecar.locks import wait_for_lock
 from jcli_sidecar.store import CACHEDIR_FILES, publish_run
 
 RICH = (
