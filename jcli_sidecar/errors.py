@@ -51,6 +51,7 @@ __all__ = [
     "ConfigInvalid",
     "ERROR_CODES",
     "FileNotFound",
+    "HOST_PLUGIN_CODES",
     "ImageTooLarge",
     "InternalError",
     "InvalidWindow",
@@ -243,6 +244,9 @@ def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:
 
 _BY_CODE: dict[str, type[JcliError]] = {c.code: c for c in _all_leaves(JcliError)}
 ERROR_CODES: frozenset[str] = frozenset(_BY_CODE)
+#: Codes only the host plugins raise, about running j-cli itself (j-cli never
+#: reports them): the call was stopped, or j-cli could not be run at all.
+HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE"})
 
 
 def error_from_code(code: str, message: str, **details: Any) -> JcliError:

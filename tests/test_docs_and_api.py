@@ -6,6 +6,7 @@ import doctest
 import importlib
 import pickle
 import pkgutil
+import re
 
 import pytest
 from helpers import REPO
@@ -46,6 +47,20 @@ def test_every_code_is_upper_snake_and_unique():
     assert len(codes) == len(set(codes))
     assert all(code.isupper() and " " not in code for code in codes)
     assert errors.ERROR_CODES == set(codes)
+
+
+def test_the_host_plugins_throw_only_known_codes_and_use_their_own():
+    from jcli.plugins import plugin_path
+
+    thrown = set()
+    for host in ("opencode", "dsh"):
+        with open(plugin_path(host), encoding="utf-8") as fh:
+            source = fh.read()
+        thrown |= set(re.findall(r"""JcliToolError\(\s*'([A-Z][A-Z_]+)'""", source))
+        thrown |= set(re.findall(r"""Error\(\s*[`"']([A-Z][A-Z_]+): """, source))
+    assert thrown <= errors.ERROR_CODES | errors.HOST_PLUGIN_CODES, thrown - errors.ERROR_CODES
+    assert errors.HOST_PLUGIN_CODES <= thrown
+    assert not errors.HOST_PLUGIN_CODES & errors.ERROR_CODES
 
 
 @pytest.mark.parametrize("code", sorted(errors.ERROR_CODES))
