@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import time
 
@@ -106,21 +105,10 @@ def owner_alive(owner: Any) -> bool:
 
     An owner on another host, or without a readable record, counts as alive.
     """
-    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int):
-        return True
-    if owner.get("host") != socket.gethostname():
-        return True
-    import psutil
+    from .process_record import GONE, ProcessRecord
 
-    try:
-        proc = psutil.Process(owner["pid"])
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return abs(proc.create_time() - float(owner.get("create_time", -1))) < 0.01
-    except psutil.NoSuchProcess:
-        return False
-    except (psutil.Error, TypeError, ValueError):
-        return True
+    record = ProcessRecord.from_dict(owner)
+    return record is None or record.state() != GONE
 
 
 class _Run:

@@ -333,18 +333,16 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 
 def write_pid_file(paths: SidecarPaths, workspace: str | None) -> None:
     """Atomically record who serves this socket (pid plus create time)."""
-    import psutil
+    from .process_record import ProcessRecord
 
-    me = psutil.Process()
     record = {
-        "pid": me.pid,
-        "create_time": me.create_time(),
+        **ProcessRecord.current().to_dict(),
         "workspace": workspace,
         "socket": paths.socket,
         "version": __version__,
         "protocol": PROTOCOL_VERSION,
     }
-    tmp = f"{paths.pid}.{me.pid}.tmp"
+    tmp = f"{paths.pid}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump(record, fh)

@@ -118,20 +118,10 @@ def recorded_process(paths: SidecarPaths):
     Returns None for a missing or stale record (dead pid, or a pid reused by
     another process), so a stale file never leads to signalling a stranger.
     """
-    import psutil
+    from .process_record import ProcessRecord
 
-    record = read_pid_record(paths)
-    if not record or not isinstance(record.get("pid"), int):
-        return None
-    try:
-        proc = psutil.Process(record["pid"])
-        if abs(proc.create_time() - float(record.get("create_time", -1))) > 0.01:
-            return None
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc
-    except (psutil.Error, TypeError, ValueError):
-        return None
+    record = ProcessRecord.from_dict(read_pid_record(paths))
+    return None if record is None else record.process()
 
 
 def status(paths: SidecarPaths) -> dict:

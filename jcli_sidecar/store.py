@@ -19,7 +19,6 @@ and renamed into place, with a README, a ``.gitignore`` of ``*`` and a
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import tempfile
 import time
@@ -205,10 +204,9 @@ class StagedRun:
 
 
 def _owner() -> dict[str, Any]:
-    import psutil
+    from .process_record import ProcessRecord
 
-    me = psutil.Process()
-    return {"pid": me.pid, "create_time": me.create_time(), "host": socket.gethostname()}
+    return ProcessRecord.current().to_dict()
 
 
 def _item_type(mime: str, kind: str) -> str:

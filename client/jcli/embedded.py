@@ -124,7 +124,9 @@ class EmbeddedServer:
                     raise ServerUnavailable(f"the embedded Jupyter Server did not answer in {START_TIMEOUT:g} s") from None
                 time.sleep(delay)  # a server starting up: back off gently
                 delay = min(delay * 1.5, 0.25)
-        state = {"url": url, "token": token, "pid": proc.pid, "workspace": self.workspace, "log": self.log_path}
+        from jcli_sidecar.process_record import ProcessRecord
+
+        state = {"url": url, "token": token, **ProcessRecord.of_pid(proc.pid).to_dict(), "workspace": self.workspace, "log": self.log_path}
         _write_private_json(self.state_path, state)
         return state
 
@@ -135,11 +137,14 @@ class EmbeddedServer:
         state = self.state()
         if state is None:
             return False
+        from jcli_sidecar.process_record import ProcessRecord
+
         stopped = False
-        pid = state.get("pid")
-        if isinstance(pid, int) and _is_our_server(pid, state):
-            os.kill(pid, signal.SIGTERM)
-            _wait_gone(pid, 15.0)
+        record = ProcessRecord.from_dict(state)
+        server = None if record is None else record.process()  # never a stranger that reused the pid
+        if server is not None:
+            server.send_signal(signal.SIGTERM)
+            _wait_gone(server, 15.0)
             stopped = True
         try:
             os.unlink(self.state_path)
@@ -148,24 +153,13 @@ class EmbeddedServer:
         return stopped
 
 
-def _is_our_server(pid: int, state: dict[str, Any]) -> bool:
-    """The pid still runs the server we started (its env carries our runtime dir)."""
+def _wait_gone(proc, timeout: float) -> None:
     import psutil
 
     try:
-        proc = psutil.Process(pid)
-        return "jupyter_server" in " ".join(proc.cmdline()) and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _wait_gone(pid: int, timeout: float) -> None:
-    import psutil
-
-    try:
-        psutil.Process(pid).wait(timeout)
+        proc.wait(timeout)
     except psutil.TimeoutExpired:
-        psutil.Process(pid).kill()
+        proc.kill()
     except psutil.Error:
         pass
 
