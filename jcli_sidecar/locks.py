@@ -35,7 +35,9 @@ def outputs_lock(outputs_dir: str):
     Raises:
         OSError: the lock file cannot be created (e.g. a read-only workspace).
     """
-    return _flock(os.path.join(outputs_dir, ".lock"))
+    from .layout import Outputs
+
+    return _flock(Outputs(outputs_dir).lock)
 
 
 def notebook_lock_path(runtime_dir: str, notebook: str) -> str:

@@ -15,12 +15,13 @@ vouched for (it is kept and reported); anything outside ``.j-cli/outputs``.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
 
 from .errors import UsageError
+from .layout import MANIFEST, Outputs, manifest_path, parse_manifest
+from .protocol import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,12 +139,9 @@ def _inspect(run_id: str, path: str) -> _Run:
     if not stat.S_ISDIR(info.st_mode):
         run.reason = "unlisted_files"
         return run
-    manifest_path = os.path.join(path, "manifest.json")
     try:
-        with open(manifest_path, "rb") as fh:
-            manifest = json.loads(fh.read())
-        if not isinstance(manifest, dict) or manifest.get("managed_by") != "j-cli":
-            raise ValueError
+        with open(manifest_path(path), "rb") as fh:
+            manifest = parse_manifest(fh.read())
         listed = manifest.get("files")
         if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
             raise ValueError
@@ -158,7 +156,7 @@ def _inspect(run_id: str, path: str) -> _Run:
         return run
     run.manifest = manifest
     run.completed_ns = completed
-    expected = set(listed) | {"manifest.json"}
+    expected = set(listed) | {MANIFEST}
     try:
         entries = list(os.scandir(path))
     except OSError:
@@ -210,8 +208,8 @@ def _staging(staging_dir: str, policy: Policy, now_ns: int, dry_run: bool, alive
             continue
         owner = None
         try:
-            with open(os.path.join(path, "manifest.json"), "rb") as fh:
-                owner = json.loads(fh.read()).get("owner")
+            with open(manifest_path(path), "rb") as fh:
+                owner = parse_manifest(fh.read()).get("owner")
         except (OSError, ValueError, AttributeError):
             owner = None
         if owner is None or alive(owner):
@@ -263,7 +261,7 @@ def clean(
     """
     now_ns = time.time_ns() if now_ns is None else now_ns
     report: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "status": "ok",
         "dry_run": dry_run,
         "policy": policy.to_wire(),
@@ -282,7 +280,7 @@ def clean(
     runs = [
         _inspect(name, os.path.join(outputs_dir, name))
         for name in sorted(os.listdir(outputs_dir))
-        if not name.startswith(".")
+        if Outputs.is_run_name(name)
     ]
     vouched = [r for r in runs if r.reason is None]
     for run in runs:
@@ -319,7 +317,7 @@ def clean(
             freed += run.bytes
         except OSError as exc:
             report["errors"].append({"run_id": run.run_id, "error": getattr(exc, "strerror", None) or str(exc)})
-    kept, deleted, errors = _staging(os.path.join(outputs_dir, ".staging"), policy, now_ns, dry_run, alive)
+    kept, deleted, errors = _staging(Outputs(outputs_dir).staging, policy, now_ns, dry_run, alive)
     report["kept"].extend(kept)
     report["deleted"].extend(deleted)
     report["errors"].extend(errors)

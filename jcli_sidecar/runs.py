@@ -12,9 +12,10 @@ import json
 import os
 
 from .errors import JcliError, OutputDataInvalid, RunNotFound, UsageError
+from .layout import Outputs, manifest_path, parse_manifest
 from .notebook import read_file_bytes
+from .protocol import SCHEMA_VERSION
 from .reader import catalog_envelope, fit_response, output_envelope
-from .store import MANAGED_BY, outputs_dir
 from .textwindow import check_window
 
 TYPE_CHECKING = False
@@ -49,11 +50,9 @@ def _load_manifest(path: str) -> dict[str, Any]:
     except JcliError as exc:  # FileNotFound, NotebookReadFailed
         raise RunNotFound(f"{path}: no such run; it may have been cleaned ({exc.code})", path=path) from None
     try:
-        manifest = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise OutputDataInvalid(f"{path}: the manifest is not valid JSON") from None
-    if not isinstance(manifest, dict) or manifest.get("managed_by") != MANAGED_BY:
-        raise OutputDataInvalid(f"{path}: not a j-cli run manifest")
+        manifest = parse_manifest(raw)
+    except ValueError as exc:
+        raise OutputDataInvalid(f"{path}: {exc}") from None
     if not isinstance(manifest.get("outputs"), list):
         raise OutputDataInvalid(f"{path}: the manifest has no output list")
     return manifest
@@ -71,11 +70,11 @@ def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
     if os.sep in ref or ref.endswith(".json"):
         path = os.path.abspath(ref)
         if os.path.isdir(path):
-            path = os.path.join(path, "manifest.json")
+            path = manifest_path(path)
     else:
-        if ref.startswith("."):
+        if not Outputs.is_run_name(ref):
             raise RunNotFound(f"{ref!r} is not a run id")
-        path = os.path.join(outputs_dir(cwd), ref, "manifest.json")
+        path = manifest_path(Outputs.of_workspace(cwd).run_dir(ref))
     if not os.path.isfile(path):
         raise RunNotFound(f"run {ref} not found; it may have been cleaned (see j-cli output list)", run=ref)
     return os.path.dirname(path), _load_manifest(path)
@@ -125,7 +124,7 @@ def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "run",
         "run_id": manifest.get("run_id"),
-        "manifest": os.path.join(run_dir, "manifest.json"),
+        "manifest": manifest_path(run_dir),
         "execution_count": (manifest.get("source") or {}).get("execution_count"),
         "created_ns": manifest.get("created_ns"),
     }
@@ -172,16 +171,16 @@ def read_run(
 
 def list_runs(cwd: str) -> dict[str, Any]:
     """Every published run in ``<cwd>/.j-cli/outputs``, newest first. Writes nothing."""
-    root = outputs_dir(cwd)
+    root = Outputs.of_workspace(cwd).root
     runs = []
     try:
         names = sorted(os.listdir(root), reverse=True)
     except (FileNotFoundError, NotADirectoryError):
         names = []
     for name in names:
-        if name.startswith("."):
+        if not Outputs.is_run_name(name):
             continue
-        path = os.path.join(root, name, "manifest.json")
+        path = manifest_path(os.path.join(root, name))
         try:
             manifest = _load_manifest(path)
         except JcliError as exc:
@@ -198,4 +197,4 @@ def list_runs(cwd: str) -> dict[str, Any]:
                 "manifest": path,
             }
         )
-    return {"schema_version": 1, "status": "ok", "outputs_dir": root, "runs": runs}
+    return {"schema_version": SCHEMA_VERSION, "status": "ok", "outputs_dir": root, "runs": runs}

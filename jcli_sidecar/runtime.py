@@ -10,6 +10,11 @@ paths are limited to about 107 bytes):
       <hash>.lock            held by the live sidecar for its whole life
       <hash>.spawn.lock      held while one sidecar is being started
       <hash>.log             the sidecar's stdout and stderr
+      <hash>.server.json     the embedded Jupyter Server: {url, token, pid, ...}, 0600
+      <hash>.server.lock     held while it is being started
+      <hash>.server.log      its output
+      <hash>.jupyter/        its Jupyter runtime dir
+      locks/<hash>           notebook write-back locks (see jcli_sidecar.locks)
 
 The runtime dir is never output storage. This module imports nothing heavy:
 clients on the warm path use it.
@@ -28,6 +33,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     from hashlib import blake2b
 
 __all__ = [
+    "RUNTIME_FILES",
     "SPAWN_LOCK_FD_ENV",
     "SidecarPaths",
     "disabled",
@@ -36,6 +42,19 @@ __all__ = [
     "workspace_hash",
     "workspace_of",
 ]
+
+#: What each of a workspace's runtime files is called: ``<hash><suffix>``.
+RUNTIME_FILES = {
+    "socket": ".sock",
+    "pid": ".pid",
+    "lock": ".lock",
+    "spawn_lock": ".spawn.lock",
+    "log": ".log",
+    "server_state": ".server.json",
+    "server_lock": ".server.lock",
+    "server_log": ".server.log",
+    "jupyter_runtime": ".jupyter",
+}
 
 #: The spawner hands the held spawn lock to its child in this variable (an fd
 #: number); the sidecar releases it once it listens.
@@ -115,19 +134,17 @@ class SidecarPaths:
         self.workspace = workspace
         self.hash = workspace_hash(workspace)
         self.dir = directory if directory is not None else runtime_dir()
+        self._name_files()
+
+    def _name_files(self) -> None:
         base = os.path.join(self.dir, self.hash)
-        self.socket = base + ".sock"
-        self.pid = base + ".pid"
-        self.lock = base + ".lock"
-        self.spawn_lock = base + ".spawn.lock"
-        self.log = base + ".log"
+        for attr in ("socket", "pid", "lock", "spawn_lock", "log"):
+            setattr(self, attr, base + RUNTIME_FILES[attr])
 
     @classmethod
     def for_instance(cls, instance: str, directory: str | None = None) -> SidecarPaths:
         """Paths for a systemd instance name (the hash) before the workspace is known."""
         paths = cls("", directory)
-        base = os.path.join(paths.dir, instance)
         paths.hash = instance
-        paths.socket, paths.pid, paths.lock = base + ".sock", base + ".pid", base + ".lock"
-        paths.spawn_lock, paths.log = base + ".spawn.lock", base + ".log"
+        paths._name_files()
         return paths

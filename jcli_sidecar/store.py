@@ -25,6 +25,7 @@ import time
 
 from . import mime as mimes
 from .errors import OutputDataInvalid, OutputSaveFailed
+from .layout import JCLI_DIR, MANAGED_BY, MANIFEST_TMP, Outputs, encode_manifest, manifest_path
 from .locks import outputs_lock
 from .notebook import join_text
 from .protocol import SCHEMA_VERSION, dump_json
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHEDIR_FILES",
     "INLINE_TEXT_LIMIT",
-    "JCLI_DIR",
-    "MANAGED_BY",
     "StagedRun",
     "ensure_outputs_dir",
     "needs_store",
@@ -47,8 +46,6 @@ __all__ = [
     "stage_run",
 ]
 
-JCLI_DIR = ".j-cli"
-MANAGED_BY = "j-cli"
 #: Text up to this many characters stays inside the manifest.
 INLINE_TEXT_LIMIT = 2048
 
@@ -85,7 +82,7 @@ _EXTENSIONS = {
 
 def outputs_dir(cwd: str) -> str:
     """``<cwd>/.j-cli/outputs``."""
-    return os.path.join(cwd, JCLI_DIR, "outputs")
+    return Outputs.of_workspace(cwd).root
 
 
 def _refuse_symlink(path: str) -> None:
@@ -136,9 +133,10 @@ def ensure_outputs_dir(cwd: str) -> str:
             way is a symlink.
     """
     try:
-        jcli = _make_jcli_dir(cwd)
-        outputs = os.path.join(jcli, "outputs")
-        for directory in (outputs, os.path.join(outputs, ".staging")):
+        _make_jcli_dir(cwd)
+        layout = Outputs.of_workspace(cwd)
+        outputs = layout.root
+        for directory in (outputs, layout.staging):
             _refuse_symlink(directory)
             try:
                 os.mkdir(directory)
@@ -148,7 +146,7 @@ def ensure_outputs_dir(cwd: str) -> str:
         return outputs
     except OSError as exc:
         raise OutputSaveFailed(
-            f"cannot create {os.path.join(cwd, JCLI_DIR, 'outputs')}: {exc.strerror or exc}", path=cwd
+            f"cannot create {outputs_dir(cwd)}: {exc.strerror or exc}", path=cwd
         ) from None
 
 
@@ -193,14 +191,15 @@ class StagedRun:
     def __init__(self, run_id: str, outputs: str, manifest: dict[str, Any], items: list[dict[str, Any]]) -> None:
         self.run_id = run_id
         self.outputs_dir = outputs
-        self.staging = os.path.join(outputs, ".staging", run_id)
-        self.final = os.path.join(outputs, run_id)
+        layout = Outputs(outputs)
+        self.staging = layout.staged_dir(run_id)
+        self.final = layout.run_dir(run_id)
         self.manifest = manifest
         self.items = items
 
     @property
     def manifest_path(self) -> str:
-        return os.path.join(self.final, "manifest.json")
+        return manifest_path(self.final)
 
 
 def _owner() -> dict[str, Any]:
@@ -257,10 +256,10 @@ def stage_run(
             "outputs": entries,
             "files": sorted(files),
         }
-        tmp = os.path.join(staged.staging, ".manifest.json.tmp")
+        tmp = os.path.join(staged.staging, MANIFEST_TMP)
         with open(tmp, "xb") as fh:
-            fh.write(dump_json(staged.manifest))
-        os.rename(tmp, os.path.join(staged.staging, "manifest.json"))
+            fh.write(encode_manifest(staged.manifest))
+        os.rename(tmp, manifest_path(staged.staging))
     except OSError as exc:
         raise OutputSaveFailed(f"cannot write the run under {outputs_path}: {exc.strerror or exc}", path=outputs_path) from None
     return staged
@@ -332,7 +331,7 @@ def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: A
 def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | None = None) -> dict[str, Any]:
     """Move a staged run into place under the outputs lock, then apply retention.
 
-    Idempotent: a run whose ``manifest.json`` is already in place counts as
+    Idempotent: a run whose manifest is already in place counts as
     published (a sidecar may have finished it before dying). Retention runs
     under the same lock and never deletes this run; if it fails, the publish
     still succeeds, with a bounded warning.
@@ -346,13 +345,13 @@ def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | 
     """
     if "/" in run_id or run_id in ("", ".", "..") or run_id.startswith("."):
         raise OutputSaveFailed(f"{run_id!r} is not a run id")
-    final = os.path.join(outputs, run_id)
-    staging = os.path.join(outputs, ".staging", run_id)
-    manifest = os.path.join(final, "manifest.json")
+    layout = Outputs(outputs)
+    final, staging = layout.run_dir(run_id), layout.staged_dir(run_id)
+    manifest = manifest_path(final)
     result: dict[str, Any] = {"manifest": manifest, "warnings": [], "cleaned": 0}
     with outputs_lock(outputs):
         if not os.path.isfile(manifest):
-            if not os.path.isfile(os.path.join(staging, "manifest.json")):
+            if not os.path.isfile(manifest_path(staging)):
                 raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
             os.rename(staging, final)
         if policy is not None:

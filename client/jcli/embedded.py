@@ -18,7 +18,7 @@ import os
 import sys
 
 from jcli_sidecar.errors import JcliError, ServerUnavailable
-from jcli_sidecar.runtime import ensure_runtime_dir, workspace_hash, workspace_of
+from jcli_sidecar.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash, workspace_of
 
 from .jupyter_api import JupyterServer
 
@@ -38,10 +38,10 @@ class EmbeddedServer:
     def __init__(self, workspace: str, directory: str) -> None:
         self.workspace = workspace
         base = os.path.join(directory, workspace_hash(workspace))
-        self.state_path = base + ".server.json"
-        self.lock_path = base + ".server.lock"
-        self.log_path = base + ".server.log"
-        self.jupyter_runtime = base + ".jupyter"
+        self.state_path = base + RUNTIME_FILES["server_state"]
+        self.lock_path = base + RUNTIME_FILES["server_lock"]
+        self.log_path = base + RUNTIME_FILES["server_log"]
+        self.jupyter_runtime = base + RUNTIME_FILES["jupyter_runtime"]
 
     def state(self) -> dict[str, Any] | None:
         try:

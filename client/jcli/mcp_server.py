@@ -185,7 +185,7 @@ def _read(tool: str, args: dict[str, Any], roots: list[str], host: str | None = 
             raise UsageError("run must be a run id or a manifest path")
         if os.sep in ref or ref.endswith(".json"):
             ref = resolve_path(ref, roots)
-            cwd = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(ref))))
+            cwd = os.path.dirname(ref)  # a path names its run itself; cwd only resolves run ids
         elif len(roots) == 1:
             cwd = roots[0]
         else:

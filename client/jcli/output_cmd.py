@@ -117,7 +117,9 @@ def _locked_clean(outputs: str, policy, dry_run: bool, clean):
 
     from jcli_sidecar.locks import outputs_lock
 
-    lock_path = os.path.join(outputs, ".lock")
+    from jcli_sidecar.layout import Outputs
+
+    lock_path = Outputs(outputs).lock
     if dry_run and not os.path.exists(lock_path):
         return clean(outputs, policy, dry_run=True)
     with outputs_lock(outputs):
