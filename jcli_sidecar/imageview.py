@@ -19,6 +19,7 @@ import sys
 
 from . import mime as mimes
 from .errors import ImageTooLarge, RenderFailed, RendererUnavailable, UsageError, error_from_code
+from .request_spec import AS_MIME_TYPES as _OUTPUT_TYPES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -102,7 +103,6 @@ class _Caps:
 CAPS = _Caps()
 
 SVG_INSTALL_HINT = "install the SVG extra: pip install 'j-cli[svg]'"
-_OUTPUT_TYPES = ("image/png", "image/jpeg", "image/webp")
 
 
 class ViewSpec:

@@ -1,9 +1,9 @@
-"""Read requests as plain maps: one schema for the CLI, MCP and the sidecar.
+"""Read requests as plain maps, checked against the one spec (``request_spec``).
 
 A request is ``{file_path, cell_index, output_index?, mime_type?, offset?,
 limit?, max_response_bytes?}`` plus the view fields ``{host?,
 as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same names as
-the MCP tool arguments.
+the MCP tool arguments and the plugins' parameters.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .errors import UsageError
 from .reader import read_output
+from .request_spec import READ_SPEC, VIEW_FIELDS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,24 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDLERS", "READ_FIELDS", "VIEW_FIELDS", "check_read_request", "handle_list", "handle_read", "view_of"]
 
-#: field -> (accepted JSON type, required)
-READ_FIELDS: dict[str, tuple[str, bool]] = {
-    "file_path": ("string", True),
-    "cell_index": ("integer", True),
-    "output_index": ("integer", False),
-    "mime_type": ("string", False),
-    "offset": ("integer", False),
-    "limit": ("integer", False),
-    "max_response_bytes": ("integer", False),
-    "host": ("string", False),
-    "as_mime_type": ("string", False),
-    "max_edge": ("integer", False),
-    "max_pixels": ("integer", False),
-    "max_bytes": ("integer", False),
-}
-
-#: The request fields that ask for a converted view of the selected image.
-VIEW_FIELDS: tuple[str, ...] = ("host", "as_mime_type", "max_edge", "max_pixels", "max_bytes")
+#: field -> (accepted JSON type, required), from the spec.
+READ_FIELDS: dict[str, tuple[str, bool]] = {f.name: (f.type, f.required) for f in READ_SPEC}
 
 
 def _type_ok(kind: str, value: Any) -> bool:

@@ -82,3 +82,23 @@ def test_errors_are_also_the_matching_builtins():
     assert issubclass(errors.Timeout, TimeoutError)
     assert issubclass(errors.OutputDataInvalid, ValueError)
     assert str(errors.MimeNotFound("no such mime")) == "no such mime"
+
+
+def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
+    from jcli.mcp_server import _schemas
+    from jcli.read_options import READ_COMMANDS
+
+    from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
+
+    kinds = {"int": "integer", "str": "string"}
+    spec = {f.name: f for f in READ_SPEC}
+    options = {opt.field: opt for _help, opts in READ_COMMANDS.values() for opt in opts if opt.field != "request"}
+    for field, option in options.items():
+        if field in spec:
+            assert kinds[option.kind] == spec[field].type, field
+    assert {f.name for f in READ_SPEC} - {"file_path"} <= set(options)  # every field has a flag (FILE is positional)
+    read_schema, run_schema = _schemas()
+    assert read_schema["properties"].keys() == tool_schema(READ_SPEC)["properties"].keys()
+    assert run_schema == tool_schema(RUN_SPEC)
+    for schema in (read_schema, run_schema):
+        assert all(isinstance(p["type"], str) for p in schema["properties"].values())  # one type each: portable

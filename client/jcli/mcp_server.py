@@ -39,45 +39,12 @@ log = logging.getLogger("jcli.mcp")
 #: How long to wait for a client's answer to roots/list (some never answer).
 ROOTS_TIMEOUT = 2.0
 
-_WINDOW = {
-    "offset": {"type": "integer", "minimum": 0, "description": "Text window start, in characters (default 0)."},
-    "limit": {"type": ["integer", "null"], "minimum": 1, "description": "Text window length, in characters."},
-}
-_VIEW = {
-    "as_mime_type": {
-        "type": "string",
-        "enum": ["image/png", "image/jpeg", "image/webp"],
-        "description": "Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.",
-    },
-    "max_edge": {"type": "integer", "minimum": 1, "description": "Downscale an image whose long edge is over this many pixels."},
-    "max_pixels": {"type": "integer", "minimum": 1, "description": "Downscale an image of more pixels than this."},
-    "max_bytes": {"type": "integer", "minimum": 1, "description": "Shrink an image larger than this many bytes."},
-}
-_READ_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "file_path": {"type": "string", "description": "An .ipynb, or a py:percent .py paired with one (absolute, or relative to the single root)."},
-        "cell_index": {"type": "integer", "minimum": 0, "description": "0-based cell index in file_path."},
-        "output_index": {"type": "integer", "minimum": 0, "description": "0-based index in the cell's outputs; omit to list them."},
-        "mime_type": {"type": "string", "description": "Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."},
-        **_WINDOW,
-        **_VIEW,
-    },
-    "required": ["file_path", "cell_index"],
-    "additionalProperties": False,
-}
-_RUN_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "run": {"type": "string", "description": "A run id (from j-cli exec) or the path of its manifest.json."},
-        "output_index": {"type": "integer", "minimum": 0, "description": "0-based output index; omit to list the run's outputs."},
-        "mime_type": {"type": "string", "description": "Exactly this representation."},
-        **_WINDOW,
-        **_VIEW,
-    },
-    "required": ["run"],
-    "additionalProperties": False,
-}
+def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two tools' input schemas, from the one request spec."""
+    from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
+
+    path_rule = "An .ipynb, or a py:percent .py paired with one (absolute, or relative to the single root)."
+    return tool_schema(READ_SPEC, file_path=path_rule), tool_schema(RUN_SPEC)
 
 
 def resolve_path(path: Any, roots: list[str]) -> str:
@@ -190,9 +157,10 @@ def _read(tool: str, args: dict[str, Any], roots: list[str], host: str | None = 
             cwd = roots[0]
         else:
             raise PathAmbiguous(f"run id {ref!r} with {len(roots)} roots; give the manifest path", roots=roots)
+        from jcli_sidecar.request_spec import RUN_SPEC
         from jcli_sidecar.requests import VIEW_FIELDS, view_of
 
-        unknown = set(args) - {"output_index", "mime_type", "offset", "limit", *VIEW_FIELDS}
+        unknown = set(args) - {f.name for f in RUN_SPEC} - {"host"}
         if unknown:
             raise UsageError(f"unknown argument(s): {', '.join(sorted(unknown))}")
         return read_run(
@@ -230,6 +198,7 @@ async def _serve(roots: list[str], host: str | None = None) -> None:
 
     state: dict[str, Any] = {"roots": roots or None}
     read_only = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+    read_schema, run_schema = _schemas()
     tools = [
         types.Tool(
             name="read_notebook_output",
@@ -237,13 +206,13 @@ async def _serve(roots: list[str], host: str | None = None) -> None:
                 "Read a saved notebook output in one call: without output_index, the cell's catalog "
                 "(outputs and MIME types); with it, that output - images as images, text and HTML verbatim."
             ),
-            input_schema=_READ_SCHEMA,
+            input_schema=read_schema,
             annotations=read_only,
         ),
         types.Tool(
             name="read_run_output",
             description="Read an output kept from an inline j-cli exec run (by run id or manifest path); same rules.",
-            input_schema=_RUN_SCHEMA,
+            input_schema=run_schema,
             annotations=read_only,
         ),
     ]

@@ -29,3 +29,26 @@ export function blockedExecutable(dir) {
   fs.writeFileSync(bin, `#!/bin/sh\nexec cat ${JSON.stringify(fifo)}\n`, { mode: 0o755 });
   return bin;
 }
+
+/** The read tool's schema as j-cli's one request spec defines it (jcli_sidecar/request_spec.py). */
+export function specSchema() {
+  const script = "import json; from jcli_sidecar.request_spec import tool_schema; print(json.dumps(tool_schema()))";
+  return JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script]).toString());
+}
+
+/**
+ * Fail when a plugin's parameters drift from the spec: the same fields, types,
+ * bounds, choices and descriptions (file_path may add the host's path rule).
+ */
+export function assertMatchesSpec(assert, schema, spec = specSchema()) {
+  assert.deepEqual(Object.keys(schema.properties).sort(), Object.keys(spec.properties).sort());
+  assert.deepEqual([...schema.required].sort(), [...spec.required].sort());
+  for (const [name, want] of Object.entries(spec.properties)) {
+    const got = schema.properties[name];
+    assert.equal(got.type, want.type, name);
+    assert.equal(got.minimum, want.minimum, name);
+    assert.deepEqual(got.enum, want.enum, name);
+    if (name === "file_path") assert.ok(got.description.startsWith(want.description.replace(/\.$/, "")), got.description);
+    else assert.equal(got.description, want.description, name);
+  }
+}

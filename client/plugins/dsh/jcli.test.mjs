@@ -11,7 +11,7 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { blockedExecutable, writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, blockedExecutable, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as plugin from "./jcli.ts";
 
@@ -228,6 +228,12 @@ test("the plugin registers read_notebook_output in the host's tool shape", (t) =
   assert.ok(h.tool.output.schema.oneOf.length === 3);
   h.dispose();
   assert.equal(h.registered.length, 0, "disposing unregisters the tool");
+});
+
+test("the tool's parameters are j-cli's request spec (no drift)", (t) => {
+  const h = host(workspace(t));
+  assertMatchesSpec(assert, h.tool.parameters);
+  h.dispose();
 });
 
 test("an image arrives as exactly one image block with the notebook's bytes", async (t) => {

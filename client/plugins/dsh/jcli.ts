@@ -177,25 +177,28 @@ const VALUE_SCHEMA: Schema = {
   ],
 }
 
+// The read request as the model sees it: the fields, types, bounds and
+// descriptions of j-cli's one request spec (jcli_sidecar/request_spec.py); a
+// test fails when this drifts from it. file_path's path rule is this host's.
 const PARAMETERS = {
   type: 'object',
   additionalProperties: false,
   required: ['file_path', 'cell_index'],
   properties: {
     file_path: { type: 'string', description: 'An .ipynb, or a py:percent .py paired with one; relative to the session directory.' },
-    cell_index: { type: 'integer', description: '0-based cell index in file_path.' },
-    output_index: { type: 'integer', description: '0-based output index; omit to list the cell\'s outputs.' },
-    mime_type: { type: 'string', description: 'Exactly this representation (default: the richest one).' },
-    offset: { type: 'integer', description: 'Text window start, in characters.' },
-    limit: { type: 'integer', description: 'Text window length, in characters.' },
+    cell_index: { type: 'integer', minimum: 0, description: '0-based cell index in file_path.' },
+    output_index: { type: 'integer', minimum: 0, description: "0-based index in the cell's outputs; omit to list them." },
+    mime_type: { type: 'string', description: 'Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG).' },
+    offset: { type: 'integer', minimum: 0, description: 'Text window start, in characters (default 0).' },
+    limit: { type: 'integer', minimum: 1, description: 'Text window length, in characters.' },
     as_mime_type: {
       type: 'string',
       enum: ['image/png', 'image/jpeg', 'image/webp'],
       description: 'Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.',
     },
-    max_edge: { type: 'integer', description: 'Downscale an image whose long edge is over this many pixels.' },
-    max_pixels: { type: 'integer', description: 'Downscale an image of more pixels than this.' },
-    max_bytes: { type: 'integer', description: 'Shrink an image larger than this many bytes.' },
+    max_edge: { type: 'integer', minimum: 1, description: 'Downscale an image whose long edge is over this many pixels.' },
+    max_pixels: { type: 'integer', minimum: 1, description: 'Downscale an image of more pixels than this.' },
+    max_bytes: { type: 'integer', minimum: 1, description: 'Shrink an image larger than this many bytes.' },
   },
 }
 

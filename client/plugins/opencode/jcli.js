@@ -151,12 +151,14 @@ const JcliPlugin = async () => ({
       description:
         "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
         "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
+      // The fields, types, bounds and descriptions of j-cli's one request spec
+      // (jcli_sidecar/request_spec.py); a test fails when this drifts from it.
       args: {
         file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
         cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
-        output_index: tool.schema.number().int().min(0).optional().describe("0-based output index; omit to list outputs."),
-        mime_type: tool.schema.string().optional().describe("Exactly this representation."),
-        offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters."),
+        output_index: tool.schema.number().int().min(0).optional().describe("0-based index in the cell's outputs; omit to list them."),
+        mime_type: tool.schema.string().optional().describe("Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."),
+        offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters (default 0)."),
         limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
         as_mime_type: tool.schema
           .enum(["image/png", "image/jpeg", "image/webp"])

@@ -7,7 +7,7 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as pluginModule from "./jcli.js";
 
@@ -66,6 +66,12 @@ test("a missing or broken j-cli is JCLI_UNAVAILABLE and says what to set", async
   fs.writeFileSync(path.join(dir, "not-executable"), "", { mode: 0o644 });
   process.env.JCLI_BIN = path.join(dir, "not-executable");
   await assert.rejects(tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 2 }, context(dir)), /^Error: JCLI_UNAVAILABLE: .*EACCES/);
+});
+
+test("the tool's arguments are j-cli's request spec (no drift)", async () => {
+  const tool = await readTool();
+  const { tool: helper } = await import("@opencode-ai/plugin");
+  assertMatchesSpec(assert, helper.schema.toJSONSchema(helper.schema.object(tool.args)));
 });
 
 test("the tool is declared with zod arguments from tool.schema", async () => {
