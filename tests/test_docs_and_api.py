@@ -102,3 +102,22 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
     assert run_schema == tool_schema(RUN_SPEC)
     for schema in (read_schema, run_schema):
         assert all(isinstance(p["type"], str) for p in schema["properties"].values())  # one type each: portable
+
+
+def test_the_readme_lists_every_error_code_and_no_other():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Errors") : text.index("## Layout")]
+    listed = re.findall(r"^\| `([A-Z_]+)` \|", section, re.M)
+    assert len(listed) == len(set(listed))
+    assert set(listed) == errors.ERROR_CODES | errors.HOST_PLUGIN_CODES
+
+
+@pytest.mark.parametrize("where", ["setup", "sidecar", "output"])
+def test_an_os_error_becomes_one_coded_error_per_place_and_keeps_its_reason(where):
+    import errno
+
+    from jcli.outcome import OS_ERRORS, translate
+
+    err = translate(PermissionError(errno.EACCES, "Permission denied", "/x/config.toml"), where)
+    assert type(err) is OS_ERRORS[where][0] and err.code in errors.ERROR_CODES
+    assert "Permission denied" in err.message

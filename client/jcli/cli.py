@@ -77,31 +77,21 @@ def setup() -> None:
     """Wire j-cli into agent hosts and git (edits their files directly)."""
 
 
-def _setup_done(result: dict) -> None:
-    ctx = click.get_current_context()
-    if ctx.find_root().obj["json"]:
-        ctx.exit(emit.document(result, True))
-    for key in ("config", "skill", "gitignore", "plugin"):
-        if result.get(key):
-            click.echo(f"{key}: {result[key]}")
-    for warning in result.get("warnings", ()):
-        click.echo(f"warning: {warning}", err=True)
-    done = "removed" if "removed" in result else ("updated" if result.get("changed") else "already up to date")
-    click.echo(done if done != "removed" else ("removed" if result["removed"] else "nothing to remove"))
-    ctx.exit(emit.EXIT_OK)
-
-
-def _setup_call(action) -> dict:
-    from jcli_sidecar.errors import JcliError, OutputSaveFailed
+def _run_setup(action) -> None:
+    """Run one ``setup`` action and print what it changed (warnings on stderr)."""
+    from . import outcome
 
     ctx = click.get_current_context()
-    try:
-        return action()
-    except JcliError as err:
-        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
-    except OSError as exc:
-        err = OutputSaveFailed(f"cannot write {getattr(exc, 'filename', '') or 'the config'}: {exc.strerror or exc}")
-        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
+    result = outcome.attempt(ctx, action, "setup")
+    if not outcome.json_mode(ctx):
+        for warning in result.get("warnings", ()):
+            click.echo(f"warning: {warning}", err=True)
+    lines = [f"{key}: {result[key]}" for key in ("config", "skill", "gitignore", "plugin") if result.get(key)]
+    if "removed" in result:
+        lines.append("removed" if result["removed"] else "nothing to remove")
+    else:
+        lines.append("updated" if result.get("changed") else "already up to date")
+    outcome.finish(ctx, result, "\n".join(lines))
 
 
 #: host -> (help, [(scope, help)] with the default first, --remove help).
@@ -147,7 +137,7 @@ def _make_host_setup_command(host: str, help_text: str, scopes: list[tuple[str, 
         from jcli_sidecar.runtime import workspace_of
 
         run = getattr(importlib.import_module(f".setup.{host}", __package__), f"setup_{host}")
-        _setup_done(_setup_call(lambda: run(scope, workspace_of(), remove)))
+        _run_setup(lambda: run(scope, workspace_of(), remove))
 
     return click.Command(host, params=params, callback=callback, help=help_text)
 
@@ -164,7 +154,7 @@ def setup_git_command(remove: bool) -> None:
 
     from .setup.gitignore import setup_git
 
-    _setup_done(_setup_call(lambda: setup_git(workspace_of(), remove)))
+    _run_setup(lambda: setup_git(workspace_of(), remove))
 
 
 @app.group()

@@ -12,7 +12,7 @@ import click
 
 from jcli_sidecar.errors import JcliError, UsageError
 
-from . import emit
+from .outcome import fail, finish
 from .jupyter_api import select_session, session_summary
 
 TYPE_CHECKING = False
@@ -22,27 +22,11 @@ if TYPE_CHECKING:
 __all__ = ["healthcheck", "kernel", "kernelspec", "server", "session"]
 
 
-def _json(ctx: click.Context) -> bool:
-    return ctx.find_root().obj["json"]
-
-
 def _server(ctx: click.Context, start: bool = True):
     from .embedded import resolve_server
 
     obj = ctx.find_root().obj
     return resolve_server(obj.get("server_url"), obj.get("token"), start=start)
-
-
-def _done(ctx: click.Context, doc: dict[str, Any], human: str, code: int = emit.EXIT_OK) -> None:
-    if _json(ctx):
-        emit.document(doc, True)
-    else:
-        click.echo(human)
-    ctx.exit(code)
-
-
-def _fail(ctx: click.Context, err: JcliError) -> None:
-    ctx.exit(emit.error(err, _json(ctx)))
 
 
 # -- server ---------------------------------------------------------------------
@@ -71,9 +55,9 @@ def server_start(ctx: click.Context) -> None:
         embedded, live = nearest(directory, workspace)
         state = live or embedded.start()
     except JcliError as err:
-        _fail(ctx, err)
+        fail(ctx, err)
     doc = {"running": True, **_public(state)}
-    _done(ctx, doc, f"Jupyter Server running at {state['url']} (pid {state['pid']}) for {state['workspace']}")
+    finish(ctx, doc, f"Jupyter Server running at {state['url']} (pid {state['pid']}) for {state['workspace']}")
 
 
 @server.command("stop")
@@ -84,8 +68,8 @@ def server_stop(ctx: click.Context) -> None:
         directory, workspace, EmbeddedServer, _ = _embedded()
         stopped = EmbeddedServer(workspace, directory).stop()
     except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, {"stopped": stopped, "workspace": workspace}, "server stopped" if stopped else "no server was running here")
+        fail(ctx, err)
+    finish(ctx, {"stopped": stopped, "workspace": workspace}, "server stopped" if stopped else "no server was running here")
 
 
 @server.command("status")
@@ -96,11 +80,11 @@ def server_status(ctx: click.Context) -> None:
         directory, workspace, _, nearest = _embedded()
         _, live = nearest(directory, workspace)
     except JcliError as err:
-        _fail(ctx, err)
+        fail(ctx, err)
     if live is None:
-        _done(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
+        finish(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
     doc = {"running": True, **_public(live)}
-    _done(ctx, doc, f"Jupyter Server at {live['url']} (pid {live['pid']}) for {live['workspace']}\ntoken {live['token']}")
+    finish(ctx, doc, f"Jupyter Server at {live['url']} (pid {live['pid']}) for {live['workspace']}\ntoken {live['token']}")
 
 
 def _public(state: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +103,7 @@ def healthcheck(ctx: click.Context) -> None:
         status = srv.status()
         specs = srv.kernelspecs()
     except JcliError as err:
-        _fail(ctx, err)
+        fail(ctx, err)
     doc = {
         "status": "ok",
         "server": srv.url,
@@ -127,7 +111,7 @@ def healthcheck(ctx: click.Context) -> None:
         "default_kernel": specs.get("default"),
         "kernelspecs": sorted((specs.get("kernelspecs") or {}).keys()),
     }
-    _done(ctx, doc, f"ok: {srv.url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
+    finish(ctx, doc, f"ok: {srv.url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
 
 
 @click.group()
@@ -142,13 +126,13 @@ def kernelspec_list(ctx: click.Context) -> None:
     try:
         specs = _server(ctx).kernelspecs()
     except JcliError as err:
-        _fail(ctx, err)
+        fail(ctx, err)
     rows = [
         {"name": name, "display_name": (spec.get("spec") or {}).get("display_name"), "language": (spec.get("spec") or {}).get("language")}
         for name, spec in sorted((specs.get("kernelspecs") or {}).items())
     ]
     doc = {"default": specs.get("default"), "kernelspecs": rows}
-    _done(ctx, doc, "\n".join(f"{r['name']}\t{r['display_name']}" + ("  (default)" if r["name"] == doc["default"] else "") for r in rows))
+    finish(ctx, doc, "\n".join(f"{r['name']}\t{r['display_name']}" + ("  (default)" if r["name"] == doc["default"] else "") for r in rows))
 
 
 # -- sessions and kernels ---------------------------------------------------------
@@ -173,8 +157,8 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
             raise UsageError(f"a session named {name!r} exists already ({taken[0]['id']})")
         row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
     except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})")
+        fail(ctx, err)
+    finish(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})")
 
 
 def _session_path(ctx: click.Context, name: str) -> str:
@@ -199,9 +183,9 @@ def session_list(ctx: click.Context) -> None:
     try:
         rows = [session_summary(r) for r in _server(ctx).sessions()]
     except JcliError as err:
-        _fail(ctx, err)
+        fail(ctx, err)
     human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}" for r in rows) or "no sessions"
-    _done(ctx, {"sessions": rows}, human)
+    finish(ctx, {"sessions": rows}, human)
 
 
 def _select(ctx: click.Context, key: str):
@@ -215,8 +199,8 @@ def _on_session(ctx: click.Context, key: str, action, report) -> None:
         srv, row = _select(ctx, key)
         action(srv, row)
     except JcliError as err:
-        _fail(ctx, err)
-    _done(ctx, *report(row))
+        fail(ctx, err)
+    finish(ctx, *report(row))
 
 
 @session.command("kill")

@@ -12,6 +12,7 @@ from jcli_sidecar.errors import JcliError
 
 from . import emit
 from .click_options import table_options
+from .outcome import attempt, fail, finish, translate
 from .read_options import VIEW_OPTIONS
 
 __all__ = ["output"]
@@ -29,16 +30,9 @@ def output_list(ctx: click.Context) -> None:
     from jcli_sidecar.runs import list_runs
     from jcli_sidecar.runtime import workspace_of
 
-    json_mode = ctx.find_root().obj["json"]
-    try:
-        doc = list_runs(workspace_of())
-    except (JcliError, OSError) as exc:
-        ctx.exit(emit.error(_coded(exc), json_mode))
-    if json_mode:
-        ctx.exit(emit.document(doc, True))
+    doc = attempt(ctx, lambda: list_runs(workspace_of()), "output")
     lines = [f"{r['run_id']}  {r.get('status', '?')}  {r.get('outputs', '?')} output(s), {r.get('files', '?')} file(s)" for r in doc["runs"]]
-    click.echo("\n".join(lines) or f"no runs in {doc['outputs_dir']}")
-    ctx.exit(emit.EXIT_OK)
+    finish(ctx, doc, "\n".join(lines) or f"no runs in {doc['outputs_dir']}")
 
 
 @output.command("show")
@@ -55,24 +49,14 @@ def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, l
     from jcli_sidecar.runs import read_run
     from jcli_sidecar.runtime import workspace_of
 
-    json_mode = ctx.find_root().obj["json"]
-    try:
+    def show() -> dict:
         spec = view_of({k: v for k, v in view.items() if v is not None})
-        doc = read_run(workspace_of(), ref, output_index, mime_type, offset, limit, max_response_bytes, view=spec)
-    except (JcliError, OSError) as exc:
-        ctx.exit(emit.error(_coded(exc), json_mode))
-    ctx.exit(emit.document(doc, json_mode))
+        return read_run(workspace_of(), ref, output_index, mime_type, offset, limit, max_response_bytes, view=spec)
+
+    finish(ctx, attempt(ctx, show, "output"))
 
 
 output_show.params.extend(table_options(VIEW_OPTIONS))  # --host, --as, --max-*: the read commands' own
-
-
-def _coded(exc: Exception) -> JcliError:
-    if isinstance(exc, JcliError):
-        return exc
-    from jcli_sidecar.errors import RunNotFound
-
-    return RunNotFound(f"the outputs directory cannot be read: {getattr(exc, 'strerror', exc)}")
 
 
 @output.command("clean")
@@ -86,7 +70,7 @@ def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> N
     from jcli_sidecar.runtime import workspace_of
     from jcli_sidecar.store import outputs_dir
 
-    json_mode = ctx.find_root().obj["json"]
+    outputs = None
     try:
         policy = resolve_policy(max_age_days, max_runs)
         outputs = outputs_dir(workspace_of())
@@ -94,21 +78,18 @@ def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> N
     except PermissionError as exc:
         from jcli_sidecar.errors import PathNotAllowed
 
-        err = PathNotAllowed(f"cannot take the outputs lock in {outputs} ({exc.strerror}); nothing was deleted")
-        ctx.exit(emit.error(err, json_mode))
-    except (JcliError, OSError) as exc:
-        ctx.exit(emit.error(_coded(exc), json_mode))
-    if json_mode:
-        emit.document(report, True)
-    else:
-        verb = "would delete" if dry_run else "deleted"
-        lines = [f"{verb} {d['run_id']} ({d['reason']})" for d in report["deleted"]]
-        lines += [f"kept {k['run_id']} ({k['reason']})" for k in report["kept"]]
-        lines += [f"failed {e['run_id']}: {e['error']}" for e in report["errors"]]
-        totals = report["totals"]
-        lines.append(f"{totals['deleted']} run(s) {verb}, {totals['bytes_freed']} bytes; {totals['runs']} run(s) were there")
-        click.echo("\n".join(lines))
-    ctx.exit(emit.EXIT_OK if report["status"] == "ok" else emit.EXIT_FAILURE)
+        fail(ctx, PathNotAllowed(f"cannot take the outputs lock in {outputs} ({exc.strerror}); nothing was deleted"))
+    except JcliError as err:
+        fail(ctx, err)
+    except OSError as exc:
+        fail(ctx, translate(exc, "output"))
+    verb = "would delete" if dry_run else "deleted"
+    lines = [f"{verb} {d['run_id']} ({d['reason']})" for d in report["deleted"]]
+    lines += [f"kept {k['run_id']} ({k['reason']})" for k in report["kept"]]
+    lines += [f"failed {e['run_id']}: {e['error']}" for e in report["errors"]]
+    totals = report["totals"]
+    lines.append(f"{totals['deleted']} run(s) {verb}, {totals['bytes_freed']} bytes; {totals['runs']} run(s) were there")
+    finish(ctx, report, "\n".join(lines), emit.EXIT_OK if report["status"] == "ok" else emit.EXIT_FAILURE)
 
 
 def _locked_clean(outputs: str, policy, dry_run: bool, clean):

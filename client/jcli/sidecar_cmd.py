@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from jcli_sidecar.errors import JcliError
 from jcli_sidecar.runtime import SidecarPaths, ensure_runtime_dir, workspace_of
 
-from . import emit
+from .outcome import attempt, fail, finish
 
 __all__ = ["sidecar"]
 
@@ -18,27 +17,6 @@ def _paths(create: bool) -> SidecarPaths:
     except FileNotFoundError:
         directory = None  # nothing has run yet: status says so
     return SidecarPaths(workspace_of(), directory)
-
-
-def _finish(ctx: click.Context, doc: dict, human: str) -> None:
-    json_mode = ctx.find_root().obj["json"]
-    if json_mode:
-        ctx.exit(emit.document(doc, True))
-    click.echo(human)
-    ctx.exit(emit.EXIT_OK)
-
-
-def _call(ctx: click.Context, action) -> dict:
-    """Run a ``jcli_sidecar.spawn`` action; a failure is one coded error."""
-    try:
-        return action()
-    except JcliError as err:
-        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
-    except OSError as exc:
-        from jcli_sidecar.errors import SidecarUnavailable
-
-        err = SidecarUnavailable(f"sidecar files unusable: {exc.strerror or exc}")
-        ctx.exit(emit.error(err, ctx.find_root().obj["json"]))
 
 
 @click.group()
@@ -53,8 +31,8 @@ def start(ctx: click.Context, timeout: float) -> None:
     """Start this workspace's sidecar (if needed) and wait until it answers."""
     from jcli_sidecar import spawn
 
-    doc = _call(ctx, lambda: spawn.start(_paths(create=True), timeout))
-    _finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
+    doc = attempt(ctx, lambda: spawn.start(_paths(create=True), timeout), "sidecar")
+    finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
 
 
 @sidecar.command()
@@ -64,8 +42,8 @@ def stop(ctx: click.Context, timeout: float) -> None:
     """Stop this workspace's sidecar."""
     from jcli_sidecar import spawn
 
-    doc = _call(ctx, lambda: spawn.stop(_paths(create=False), timeout))
-    _finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
+    doc = attempt(ctx, lambda: spawn.stop(_paths(create=False), timeout), "sidecar")
+    finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
 
 
 @sidecar.command()
@@ -74,7 +52,7 @@ def status(ctx: click.Context) -> None:
     """Show the socket, pid, uptime, cache and request counters."""
     from jcli_sidecar import spawn
 
-    doc = _call(ctx, lambda: spawn.status(_paths(create=False)))
+    doc = attempt(ctx, lambda: spawn.status(_paths(create=False)), "sidecar")
     if doc["running"]:
         cache = doc.get("cache", {})
         human = (
@@ -84,7 +62,7 @@ def status(ctx: click.Context) -> None:
         )
     else:
         human = f"no sidecar running for {doc['workspace']}\nsocket {doc['socket']}"
-    _finish(ctx, doc, human)
+    finish(ctx, doc, human)
 
 
 @sidecar.command("unit-name")
@@ -98,4 +76,4 @@ def unit_name(ctx: click.Context) -> None:
         "service_unit": f"jcli-sidecar@{paths.hash}.service",
         "workspace": paths.workspace,
     }
-    _finish(ctx, doc, doc["socket_unit"])
+    finish(ctx, doc, doc["socket_unit"])

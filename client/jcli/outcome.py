@@ -1,0 +1,64 @@
+"""How every click command ends: the CLI's one error boundary.
+
+A command runs its core call through :func:`attempt`, which passes a coded
+error through and translates an ``OSError`` by the one table
+:data:`OS_ERRORS`; it ends with :func:`finish` (the document in ``-j``
+mode, else a human text) or :func:`fail`. Exit codes and printing are
+:mod:`jcli.emit`'s, which the lean fast path uses too.
+"""
+
+from __future__ import annotations
+
+import click
+
+from jcli_sidecar import errors
+
+from . import emit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, NoReturn
+
+__all__ = ["OS_ERRORS", "attempt", "fail", "finish", "json_mode", "translate"]
+
+#: What an ``OSError`` means, by where the command met it: (error class, message template).
+OS_ERRORS: dict[str, tuple[type[errors.JcliError], str]] = {
+    "setup": (errors.OutputSaveFailed, "cannot write {path}: {reason}"),
+    "sidecar": (errors.SidecarUnavailable, "sidecar files unusable: {reason}"),
+    "output": (errors.RunNotFound, "the outputs directory cannot be read: {reason}"),
+}
+
+
+def json_mode(ctx: click.Context) -> bool:
+    """Whether ``-j`` was given."""
+    return bool(ctx.find_root().obj["json"])
+
+
+def translate(exc: OSError, where: str) -> errors.JcliError:
+    """The coded error an ``OSError`` met in ``where`` (a key of :data:`OS_ERRORS`) stands for."""
+    cls, template = OS_ERRORS[where]
+    return cls(template.format(path=getattr(exc, "filename", None) or "the config", reason=exc.strerror or str(exc)))
+
+
+def fail(ctx: click.Context, err: errors.JcliError) -> NoReturn:
+    """Print ``err`` (its envelope with ``-j``) and exit with its code."""
+    ctx.exit(emit.error(err, json_mode(ctx)))
+
+
+def attempt(ctx: click.Context, action: Callable[[], Any], where: str) -> Any:
+    """``action()``, or :func:`fail` with its coded error (an ``OSError`` translated for ``where``)."""
+    try:
+        return action()
+    except errors.JcliError as err:
+        fail(ctx, err)
+    except OSError as exc:
+        fail(ctx, translate(exc, where))
+
+
+def finish(ctx: click.Context, doc: dict[str, Any], human: str | None = None, code: int = emit.EXIT_OK) -> NoReturn:
+    """Print the result (the document with ``-j``; else ``human``, or the document's own rendering) and exit."""
+    if json_mode(ctx) or human is None:
+        emit.document(doc, json_mode(ctx))
+    else:
+        click.echo(human)
+    ctx.exit(code)
