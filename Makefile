@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' 2>/dev/null)
 
-.PHONY: demo test node-test bench fixtures install clean
+.PHONY: demo test lint node-test bench fixtures install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,16 @@ demo: $(VENV)/.installed
 
 # The real agent hosts are installed (once per lock-file change) before pytest,
 # so a first install is never counted against a test's timeout.
-test: $(VENV)/.installed
+test: $(VENV)/.installed lint
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(BIN)/pytest
 	$(MAKE) node-test
+
+# Lint and format check (ruff) over all Python, and the type checker over the core.
+lint: $(VENV)/.deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The JS plugins' tests (node:test) run against the real j-cli and the real
 # host packages, installed here from the pinned package-lock.json files. The

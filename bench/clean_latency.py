@@ -66,16 +66,16 @@ from read_latency import BenchError, describe_failure, summarize, verdict
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 WORK = BENCH / ".work"
-TEMPLATE = WORK / "clean-template"          # the workspace (holds .j-cli/outputs/)
+TEMPLATE = WORK / "clean-template"  # the workspace (holds .j-cli/outputs/)
 STAMP_FILE = TEMPLATE / "bench-stamp.json"  # written last: the template is complete
 COPIES = WORK / "clean-copies"
-RUNTIME = WORK / "clean-runtime"            # XDG_RUNTIME_DIR of the j-cli children
+RUNTIME = WORK / "clean-runtime"  # XDG_RUNTIME_DIR of the j-cli children
 OUR_BIN = ROOT / ".venv" / "bin"
 J_CLI = OUR_BIN / "j-cli"
 
 RUNS = 10_000
 SPREAD_DAYS = 30
-TEXT_CHARS = 5000          # over the store's 2048-character inline limit: stored as a file
+TEXT_CHARS = 5000  # over the store's 2048-character inline limit: stored as a file
 STAMP = {"runs": RUNS, "spread_days": SPREAD_DAYS, "text_chars": TEXT_CHARS}  # rebuild when these change
 DAY_NS = 86_400 * 1_000_000_000
 # The runs' ages grow with the template's. Under the default 7 days, at least
@@ -166,8 +166,7 @@ def build_template() -> None:
     try:
         for i in range(RUNS):
             when = built_ns - (RUNS - 1 - i) * step  # oldest first, the newest at built_ns
-            staged = stage_run(cwd, outputs, source={"kind": "bench"}, status="ok",
-                               created_ns=when, completed_ns=when)
+            staged = stage_run(cwd, outputs, source={"kind": "bench"}, status="ok", created_ns=when, completed_ns=when)
             publish_run(staged.outputs_dir, staged.run_id)
             if (i + 1) % 1000 == 0:
                 print(f"  {i + 1} / {RUNS} runs published ({time.perf_counter() - t0:.1f} s)", flush=True)
@@ -200,7 +199,7 @@ class Copies:
     def new(self, what: str) -> Path:
         self.count += 1
         dest = COPIES / f"{self.count:02d}-{what}"
-        r = subprocess.run(["cp", "-a", str(TEMPLATE), str(dest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        r = subprocess.run(["cp", "-a", str(TEMPLATE), str(dest)], capture_output=True)
         if r.returncode != 0:
             raise BenchError(describe_failure("cp -a (copying the template)", r))
         return dest
@@ -232,8 +231,7 @@ def argv_of(name: str, copy: Path) -> list[str]:
 def timed_run(name: str, copy: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
     argv = argv_of(name, copy)
     t0 = time.perf_counter()
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       cwd=copy, env=env)
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=copy, env=env)
     return (time.perf_counter() - t0) * 1000, r
 
 
@@ -274,7 +272,7 @@ class Checker:
 
     def __init__(self, info: dict) -> None:
         self.names = info["names"]
-        self.kept = set(self.names[-KEEP:])          # run ids sort by creation time: the newest 50
+        self.kept = set(self.names[-KEEP:])  # run ids sort by creation time: the newest 50
         self.doomed = set(self.names[:-KEEP])
         self.completed = info["completed"]
         self.printed: set[str] = set()
@@ -291,11 +289,19 @@ class Checker:
     def dry(self, r: subprocess.CompletedProcess, before: dict, copy: Path, now_ns: int) -> None:
         doc = report_of("ours dry run (j-cli output clean --dry-run)", r)
         deleted = {d["run_id"] for d in doc["deleted"]}
-        ok = (doc["status"] == "ok" and doc["dry_run"] is True and doc["totals"]["deleted"] == len(self.doomed)
-              and deleted == self.doomed and not doc["errors"])
-        self._say("dry", f"check: dry run reports totals.deleted == {len(self.doomed)}, the 50 newest kept: {ok} "
-                         f"(status {doc['status']!r}, totals {doc['totals']}, reasons {reasons(doc)}, "
-                         f"expected about {self.expected_reasons(now_ns)})")
+        ok = (
+            doc["status"] == "ok"
+            and doc["dry_run"] is True
+            and doc["totals"]["deleted"] == len(self.doomed)
+            and deleted == self.doomed
+            and not doc["errors"]
+        )
+        self._say(
+            "dry",
+            f"check: dry run reports totals.deleted == {len(self.doomed)}, the 50 newest kept: {ok} "
+            f"(status {doc['status']!r}, totals {doc['totals']}, reasons {reasons(doc)}, "
+            f"expected about {self.expected_reasons(now_ns)})",
+        )
         if not ok:
             raise BenchError(f"the dry run reported the wrong runs: totals {doc['totals']}, errors {doc['errors'][:3]}")
         same = tree_fingerprint(copy) == before
@@ -307,16 +313,24 @@ class Checker:
         doc = report_of("ours clean (j-cli output clean)", r)
         deleted = {d["run_id"] for d in doc["deleted"]}
         left = run_names(outputs_of(copy))
-        ok = (doc["status"] == "ok" and doc["dry_run"] is False and doc["totals"]["deleted"] == len(self.doomed)
-              and deleted == self.doomed and not doc["errors"])
-        self._say("real", f"check: real clean reports totals.deleted == {len(self.doomed)}: {ok} "
-                          f"(status {doc['status']!r}, totals {doc['totals']}, reasons {reasons(doc)})")
+        ok = (
+            doc["status"] == "ok"
+            and doc["dry_run"] is False
+            and doc["totals"]["deleted"] == len(self.doomed)
+            and deleted == self.doomed
+            and not doc["errors"]
+        )
+        self._say(
+            "real",
+            f"check: real clean reports totals.deleted == {len(self.doomed)}: {ok} "
+            f"(status {doc['status']!r}, totals {doc['totals']}, reasons {reasons(doc)})",
+        )
         same = set(left) == self.kept
-        self._say("real-left", f"check: exactly the {KEEP} newest run dirs remain after the real clean: {same} "
-                               f"({len(left)} left)")
+        self._say("real-left", f"check: exactly the {KEEP} newest run dirs remain after the real clean: {same} ({len(left)} left)")
         if not ok or not same:
-            raise BenchError(f"the real clean did the wrong thing: totals {doc['totals']}, "
-                             f"errors {doc['errors'][:3]}, {len(left)} runs left")
+            raise BenchError(
+                f"the real clean did the wrong thing: totals {doc['totals']}, errors {doc['errors'][:3]}, {len(left)} runs left"
+            )
 
     def floor(self, r: subprocess.CompletedProcess, copy: Path) -> bool:
         gone = r.returncode == 0 and not outputs_of(copy).exists()
@@ -347,7 +361,7 @@ def measure(info: dict, rounds: int, copies: Copies) -> dict[str, list[float]]:
                 fresh[name] = copies.new("real" if name == REAL else "rm")
         os.sync()  # the copies' dirty pages are written back before the timed part
         order = [n for n in names if n in times]
-        for name in order[i % len(order):] + order[: i % len(order)]:
+        for name in order[i % len(order) :] + order[: i % len(order)]:
             ms, r = timed_run(name, fresh[name], env)
             if name == DRY:
                 check.dry(r, before, dry_copy, time.time_ns())
@@ -381,8 +395,7 @@ def profile_clean(copies: Copies, top: int = 20) -> None:
         report = clean(outputs, policy)
         prof.disable()
     ms = (time.perf_counter() - t0) * 1000
-    print(f"\nprofile: retention.clean in-process on a fresh copy: {ms:.0f} ms (under cProfile), "
-          f"totals {report['totals']}")
+    print(f"\nprofile: retention.clean in-process on a fresh copy: {ms:.0f} ms (under cProfile), totals {report['totals']}")
     for key in ("tottime", "cumulative"):
         out = io.StringIO()
         pstats.Stats(prof, stream=out).strip_dirs().sort_stats(key).print_stats(top)
@@ -397,10 +410,12 @@ def profile_clean(copies: Copies, top: int = 20) -> None:
 
 
 def print_table(times: dict, rounds: int, info: dict) -> None:
-    print(f"\nclean: {RUNS} runs (manifest + one {TEXT_CHARS}-char file each, completed over {SPREAD_DAYS} days; "
-          f"template built {(time.time_ns() - info['built_ns']) / DAY_NS:.1f} days ago), default policy "
-          f"{MAX_AGE_DAYS} days / {MAX_RUNS} runs; {rounds} round{'s' if rounds != 1 else ''}, interleaved, "
-          f"{WARMUP} warm-up dry run")
+    print(
+        f"\nclean: {RUNS} runs (manifest + one {TEXT_CHARS}-char file each, completed over {SPREAD_DAYS} days; "
+        f"template built {(time.time_ns() - info['built_ns']) / DAY_NS:.1f} days ago), default policy "
+        f"{MAX_AGE_DAYS} days / {MAX_RUNS} runs; {rounds} round{'s' if rounds != 1 else ''}, interleaved, "
+        f"{WARMUP} warm-up dry run"
+    )
     print(f"{'command':<32}{'median ms':>11}{'min ms':>9}{'max ms':>9}")
     for name, samples in times.items():
         s = summarize(samples)
@@ -427,8 +442,7 @@ def print_targets(times: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the three commands (default 3)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile retention.clean in-process (cProfile) on one more copy")
+    parser.add_argument("--profile", action="store_true", help="also profile retention.clean in-process (cProfile) on one more copy")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
@@ -437,8 +451,10 @@ def main() -> int:
     copies = None
     try:
         info = ensure_template()
-        print(f"template: {len(info['names'])} runs in {outputs_of(TEMPLATE).relative_to(ROOT)}, "
-              f"built {(time.time_ns() - info['built_ns']) / DAY_NS:.2f} days ago")
+        print(
+            f"template: {len(info['names'])} runs in {outputs_of(TEMPLATE).relative_to(ROOT)}, "
+            f"built {(time.time_ns() - info['built_ns']) / DAY_NS:.2f} days ago"
+        )
         copies = Copies()
         times = measure(info, args.rounds, copies)
         if args.profile:

@@ -92,13 +92,13 @@ from read_latency import (
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 WORK = BENCH / ".work"
-JROOT = WORK / "jroot"                      # the server's root_dir (kernels' cwd)
-JRUNTIME = WORK / "jupyter-runtime"         # JUPYTER_RUNTIME_DIR (connection files)
-XDG_RUNTIME = WORK / "exec-runtime"         # XDG_RUNTIME_DIR of the j-cli children
+JROOT = WORK / "jroot"  # the server's root_dir (kernels' cwd)
+JRUNTIME = WORK / "jupyter-runtime"  # JUPYTER_RUNTIME_DIR (connection files)
+XDG_RUNTIME = WORK / "exec-runtime"  # XDG_RUNTIME_DIR of the j-cli children
 SERVER_LOG = WORK / "jupyter-server.log"
 ZMQ_KERNEL_LOG = WORK / "zmq-kernel.log"
-JKC_LOG = WORK / "jkc.log"                  # jupyter-kernel-client's stderr
-STORE_WS = WORK / "store-ws"                # cwd of the run store (holds .j-cli/)
+JKC_LOG = WORK / "jkc.log"  # jupyter-kernel-client's stderr
+STORE_WS = WORK / "store-ws"  # cwd of the run store (holds .j-cli/)
 JKC_VENV = WORK / "jkc-venv"
 OUR_BIN = ROOT / ".venv" / "bin"
 J_CLI = OUR_BIN / "j-cli"
@@ -108,7 +108,7 @@ CODE = "1+1"
 WARMUP = 2
 CALL_WARMUP = 5
 SERVER_START_TIMEOUT = 60.0
-PNGS, PNG_SIDE, PNG_SEED = 200, 183, 20240602   # 183x183 RGB noise: ~100 KB each
+PNGS, PNG_SIDE, PNG_SEED = 200, 183, 20240602  # 183x183 RGB noise: ~100 KB each
 
 # Names used in the tables and in the ratios.
 OURS, UPSTREAM, FLOOR = "ours", "upstream", "floor"
@@ -156,29 +156,34 @@ class Server:
             directory.mkdir(parents=True, exist_ok=True)
         os.chmod(JRUNTIME, 0o700)
         argv = [
-            str(OUR_BIN / "python"), "-m", "jupyter_server", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+            str(OUR_BIN / "python"),
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={JROOT}",
         ]
         if os.geteuid() == 0:
             argv.append("--allow-root")
         env = dict(os.environ, JUPYTER_TOKEN=self.token, JUPYTER_RUNTIME_DIR=str(JRUNTIME))
         with open(SERVER_LOG, "wb") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=WORK, env=env)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=WORK, env=env)
         self._remember(self.proc.pid)
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if self.proc.poll() is not None:
-                raise BenchError(f"the Jupyter Server exited with {self.proc.returncode} at start; "
-                                 f"see {SERVER_LOG.relative_to(ROOT)}")
+                raise BenchError(f"the Jupyter Server exited with {self.proc.returncode} at start; see {SERVER_LOG.relative_to(ROOT)}")
             try:
                 self.get("status", timeout=2)
                 return
             except (OSError, ValueError):
                 if time.monotonic() > deadline:
-                    raise BenchError(f"the Jupyter Server did not answer /api/status within "
-                                     f"{SERVER_START_TIMEOUT:g} s; see {SERVER_LOG.relative_to(ROOT)}") from None
+                    raise BenchError(
+                        f"the Jupyter Server did not answer /api/status within "
+                        f"{SERVER_START_TIMEOUT:g} s; see {SERVER_LOG.relative_to(ROOT)}"
+                    ) from None
                 time.sleep(0.1)
 
     def get(self, path: str, timeout: float = 10.0):
@@ -253,8 +258,7 @@ def child_env(server: Server) -> dict[str, str]:
 
 
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          cwd=WORK, env=env)
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=WORK, env=env)
 
 
 def ensure_venv(venv: Path, pin: str, module: str) -> Path | None:
@@ -310,8 +314,7 @@ def create_sessions(env: dict[str, str], upstream: Path | None) -> tuple[dict, b
         return row, False
     try:
         up = json.loads(r.stdout)
-        print(f"session bench-upstream: id {up['session_id'][:8]}, kernel {up['kernel_id'][:8]} "
-              f"(upstream, its own session create)")
+        print(f"session bench-upstream: id {up['session_id'][:8]}, kernel {up['kernel_id'][:8]} (upstream, its own session create)")
     except (ValueError, KeyError, TypeError):
         print(f"note: upstream session create printed: {r.stdout[:200]!r}")
     return row, True
@@ -342,8 +345,7 @@ def check_cli(name: str, r: subprocess.CompletedProcess) -> bool:
     return True
 
 
-def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_runs: int,
-                with_upstream: bool) -> tuple[dict, dict]:
+def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_runs: int, with_upstream: bool) -> tuple[dict, dict]:
     """A: returns ``(timings ms by command, peak RSS MiB by command)``."""
     commands = cli_commands(env, upstream if with_upstream else None)
     last: dict[str, bytes] = {}
@@ -356,8 +358,10 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
                 del commands[name]
     if OURS in commands:  # check_cli has checked both printed 2
         doc = json.loads(last[OURS])
-        print(f"check: ours prints 2: True  (status {doc['status']!r}, text {doc['text']!r}, "
-              f"outputs {[o.get('text') for o in doc.get('outputs', [])]})")
+        print(
+            f"check: ours prints 2: True  (status {doc['status']!r}, text {doc['text']!r}, "
+            f"outputs {[o.get('text') for o in doc.get('outputs', [])]})"
+        )
     if UPSTREAM in commands:
         doc = json.loads(last[UPSTREAM])
         print(f"check: upstream prints 2: True  (status {doc['status']!r}, outputs {doc['outputs']})")
@@ -369,7 +373,7 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
         names = list(commands)
         if UPSTREAM in names and up_done >= (i + 1) * upstream_runs // runs:
             names.remove(UPSTREAM)  # upstream runs in upstream_runs of the rounds, evenly spread
-        for name in names[i % len(names):] + names[: i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             t0 = time.perf_counter()
             r = run(commands[name], env)
             elapsed = (time.perf_counter() - t0) * 1000
@@ -431,7 +435,11 @@ class JkcPeer:
         self.log = open(JKC_LOG, "w")
         self.proc = subprocess.Popen(
             [str(python), "-c", JKC_DRIVER, server.url, server.token, kernel_id],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=WORK,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=WORK,
         )
         self.info: dict = {}
 
@@ -485,8 +493,7 @@ class ZmqKernel:
 
         os.environ["JUPYTER_RUNTIME_DIR"] = str(JRUNTIME)  # its connection file
         self.log = open(ZMQ_KERNEL_LOG, "wb")
-        self.km, self.kc = start_new_kernel(startup_timeout=60, kernel_name="python3", cwd=str(JROOT),
-                                            stdout=self.log, stderr=self.log)
+        self.km, self.kc = start_new_kernel(startup_timeout=60, kernel_name="python3", cwd=str(JROOT), stdout=self.log, stderr=self.log)
         self.proc = self.km.provisioner.process if self.km.provisioner else None
 
     def execute(self) -> list[dict]:
@@ -521,8 +528,7 @@ class ZmqKernel:
         return notes
 
 
-def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, calls: int,
-                       cleanup: list) -> tuple[dict, dict]:
+def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, calls: int, cleanup: list) -> tuple[dict, dict]:
     """B: returns ``(timings ms by client, notes about jupyter-kernel-client)``."""
     from jcli.jupyter_api import JupyterServer
     from jcli.kernel_exec import KernelConnection, execute
@@ -548,7 +554,8 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
 
     def ours_ok(result) -> bool:
         return result.status == "ok" and any(
-            (o.get("data") or {}).get("text/plain") == "2" for o in result.outputs if o["output_type"] == "execute_result")
+            (o.get("data") or {}).get("text/plain") == "2" for o in result.outputs if o["output_type"] == "execute_result"
+        )
 
     try:
         first = ours()[1]
@@ -570,8 +577,10 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
             hello = peer.hello()
             attached = hello["kernel_id"] == kernel_id
             jkc_notes = {"peer": peer, **hello, "attached": attached}
-            print(f"check: jupyter-kernel-client {hello['version']} attached to the bench kernel: {attached}; "
-                  f"returns 2: {hello['ok']}  outputs {hello['first']['outputs']}")
+            print(
+                f"check: jupyter-kernel-client {hello['version']} attached to the bench kernel: {attached}; "
+                f"returns 2: {hello['ok']}  outputs {hello['first']['outputs']}"
+            )
             if hello["ok"]:
                 fns[JKC] = lambda: peer.call()
             else:
@@ -614,7 +623,7 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
     bad: dict[str, int] = {name: 0 for name in fns}
     for i in range(calls):
         names = list(fns)
-        for name in names[i % len(names):] + names[: i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             done = call(name)
             if done is None:
                 continue
@@ -653,8 +662,9 @@ def store_api():
     except (TypeError, ValueError):
         have_stage, publish_params = set(), []
     if not want_stage <= have_stage or publish_params[:2] != ["outputs", "run_id"]:
-        print(f"run store: its API is not the one this benchmark knows (stage_run{sorted(have_stage)}, "
-              f"publish_run{publish_params}) (skipped)")
+        print(
+            f"run store: its API is not the one this benchmark knows (stage_run{sorted(have_stage)}, publish_run{publish_params}) (skipped)"
+        )
         return None
     return stage, publish
 
@@ -677,9 +687,11 @@ def measure_store(api, runs: int) -> tuple[dict, dict] | None:
     stage_run, publish_run = api
     pngs = make_pngs()
     outputs = [
-        {"output_type": "display_data",
-         "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": f"<Figure #{i}>"},
-         "metadata": {}}
+        {
+            "output_type": "display_data",
+            "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": f"<Figure #{i}>"},
+            "metadata": {},
+        }
         for i, png in enumerate(pngs)
     ]
     shutil.rmtree(STORE_WS, ignore_errors=True)
@@ -690,8 +702,7 @@ def measure_store(api, runs: int) -> tuple[dict, dict] | None:
 
     def store_once() -> tuple[float, float, str]:
         t0 = time.perf_counter()
-        staged = stage_run(ws, outputs, source={"kind": "code", "code": "bench"}, status="ok",
-                           created_ns=time.time_ns())
+        staged = stage_run(ws, outputs, source={"kind": "code", "code": "bench"}, status="ok", created_ns=time.time_ns())
         t1 = time.perf_counter()
         published = publish_run(staged.outputs_dir, staged.run_id)
         manifest = published["manifest"] if isinstance(published, dict) else published
@@ -712,9 +723,11 @@ def measure_store(api, runs: int) -> tuple[dict, dict] | None:
         run_dir = Path(manifest).parent
         doc = json.loads(Path(manifest).read_bytes())
         files = [run_dir / e["data"]["image/png"]["file"] for e in doc["outputs"]]
-        same = len(files) == PNGS and all(f.read_bytes() == png for f, png in zip(files, pngs))
-        print(f"check: published run holds the {PNGS} PNGs, byte for byte: {same}  "
-              f"({sum(map(len, pngs)) / 1e6:.1f} MB in {run_dir.relative_to(ROOT)})")
+        same = len(files) == PNGS and all(f.read_bytes() == png for f, png in zip(files, pngs, strict=False))
+        print(
+            f"check: published run holds the {PNGS} PNGs, byte for byte: {same}  "
+            f"({sum(map(len, pngs)) / 1e6:.1f} MB in {run_dir.relative_to(ROOT)})"
+        )
         if not same:
             raise BenchError("the run store published the wrong files")
 
@@ -752,22 +765,25 @@ def measure_store(api, runs: int) -> tuple[dict, dict] | None:
 
 
 def print_cli_table(times: dict, rss: dict, runs: int, upstream_runs: int) -> None:
-    print(f"\nA. CLI: j-cli -j exec SESSION --code '{CODE}' on one local Jupyter Server; "
-          f"{runs} runs each ({upstream_runs} for upstream), interleaved, {WARMUP} warm-ups")
+    print(
+        f"\nA. CLI: j-cli -j exec SESSION --code '{CODE}' on one local Jupyter Server; "
+        f"{runs} runs each ({upstream_runs} for upstream), interleaved, {WARMUP} warm-ups"
+    )
     print(f"{'command':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'runs':>6}{'peak RSS MiB':>14}")
     for name, samples in times.items():
         s = summarize(samples)
         peak = f"{rss[name]:.1f}" if rss.get(name) else "n/a"
-        print(f"{LABELS.get(name, name):<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}"
-              f"{len(samples):>6}{peak:>14}")
+        print(f"{LABELS.get(name, name):<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}{len(samples):>6}{peak:>14}")
     if UPSTREAM not in times:
         print(f"{UPSTREAM:<30}unavailable ({UPSTREAM_PIN})")
         return
     fast, slow = upstream_modes(times[UPSTREAM])
     if slow:
-        print(f"  upstream: {len(slow)} of {len(times[UPSTREAM])} runs stalled (median "
-              f"{statistics.median(slow):.0f} ms; its websocket close waited out a select timeout)"
-              + (f", {len(fast)} did not (median {statistics.median(fast):.0f} ms)" if fast else ""))
+        print(
+            f"  upstream: {len(slow)} of {len(times[UPSTREAM])} runs stalled (median "
+            f"{statistics.median(slow):.0f} ms; its websocket close waited out a select timeout)"
+            + (f", {len(fast)} did not (median {statistics.median(fast):.0f} ms)" if fast else "")
+        )
 
 
 def upstream_modes(samples: list[float]) -> tuple[list[float], list[float]]:
@@ -782,8 +798,7 @@ def upstream_modes(samples: list[float]) -> tuple[list[float], list[float]]:
 
 
 def print_in_process_table(times: dict, calls: int, jkc: dict) -> None:
-    print(f"\nB. in-process: execute '{CODE}' and wait for the result; {calls} calls each, interleaved, "
-          f"{CALL_WARMUP} warm-ups")
+    print(f"\nB. in-process: execute '{CODE}' and wait for the result; {calls} calls each, interleaved, {CALL_WARMUP} warm-ups")
     print(f"{'client':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
     for name, samples in times.items():
         s = summarize(samples)
@@ -793,21 +808,24 @@ def print_in_process_table(times: dict, calls: int, jkc: dict) -> None:
     else:
         info = jkc.get("peer").info if jkc.get("peer") else {}
         alive = info.get("threads_alive")
-        print(f"  jupyter-kernel-client {jkc['version']}: connect {jkc['connect_ms']:.0f} ms; "
-              f"stop() {info.get('stop_ms', float('nan')):.0f} ms"
-              + (f", threads still alive after stop: {alive}" if alive else "")
-              + (f"; process exit {info['exit_ms']:.0f} ms after 'q'" if "exit_ms" in info else ""))
+        print(
+            f"  jupyter-kernel-client {jkc['version']}: connect {jkc['connect_ms']:.0f} ms; "
+            f"stop() {info.get('stop_ms', float('nan')):.0f} ms"
+            + (f", threads still alive after stop: {alive}" if alive else "")
+            + (f"; process exit {info['exit_ms']:.0f} ms after 'q'" if "exit_ms" in info else "")
+        )
 
 
 def print_store_table(result, runs: int) -> None:
     if result is None:
         return
     times, info = result
-    print(f"\nC. run store: stage + publish {PNGS} PNG outputs (avg {info['avg_kb']:.1f} KB, "
-          f"{info['mb']:.1f} MB); {runs} run{'s' if runs != 1 else ''} each, interleaved, 1 warm-up")
+    print(
+        f"\nC. run store: stage + publish {PNGS} PNG outputs (avg {info['avg_kb']:.1f} KB, "
+        f"{info['mb']:.1f} MB); {runs} run{'s' if runs != 1 else ''} each, interleaved, 1 warm-up"
+    )
     print(f"{'step':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
-    what = {"stage": "stage_run", "publish": "publish_run", "store": "stage_run + publish_run",
-            "raw": "raw: b64decode + write files"}
+    what = {"stage": "stage_run", "publish": "publish_run", "store": "stage_run + publish_run", "raw": "raw: b64decode + write files"}
     for name, samples in times.items():
         s = summarize(samples)
         print(f"{what[name]:<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}")
@@ -827,8 +845,7 @@ def print_targets(samples: dict[str, list[float]], store) -> None:
         fast, slow = upstream_modes(samples[UPSTREAM])
         if fast and slow:
             ratio = statistics.median(fast) / medians[OURS]
-            print(f"{'upstream (runs not stalled) / ours':<36}{ratio:>7.2f}x  (information: upstream when its "
-                  f"close does not stall)")
+            print(f"{'upstream (runs not stalled) / ours':<36}{ratio:>7.2f}x  (information: upstream when its close does not stall)")
     if store is not None:
         times = store[0]
         ratio = statistics.median(times["store"]) / statistics.median(times["raw"])

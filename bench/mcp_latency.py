@@ -230,8 +230,7 @@ def describe_result(result) -> str:
             parts.append(block.type)
     structured = "none" if result.structured_content is None else f"keys {sorted(result.structured_content)}"
     wire = len(result.model_dump_json(by_alias=True, exclude_none=True))
-    return (f"isError {bool(result.is_error)}; content [{'; '.join(parts)}]; "
-            f"structuredContent {structured}; ~{wire / 1000:.0f} KB as JSON")
+    return f"isError {bool(result.is_error)}; content [{'; '.join(parts)}]; structuredContent {structured}; ~{wire / 1000:.0f} KB as JSON"
 
 
 def result_png(result) -> bytes | None:
@@ -324,8 +323,7 @@ async def first_answers(servers: dict[str, Server], truth: bytes) -> None:
             if png == truth:
                 continue
             if server.ours:
-                raise BenchError(f"{name} did not return the notebook's PNG as image content: "
-                                 f"{describe_result(result)}")
+                raise BenchError(f"{name} did not return the notebook's PNG as image content: {describe_result(result)}")
             print(f"{name}: wrong or unreadable answer: dropped")
             del servers[name]
 
@@ -347,7 +345,7 @@ async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> N
 
     for i in range(calls):
         names = list(servers)
-        for name in names[i % len(names):] + names[: i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             server = servers[name]
             t0 = time.perf_counter()
             try:
@@ -397,10 +395,14 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
             served = after["requests_served"] - before["requests_served"] - 1  # minus the status call itself
             misses = after["cache"]["misses"] - before["cache"]["misses"]
             ok = served == calls and misses == 0
-            print(f"check: the {calls} timed calls of {OURS} were all served by the sidecar, from its cache: "
-                  f"{ok} (requests {served}, cache misses {misses})")
-            print(f"sidecar at the end: {after['requests_served']} requests served, cache entries "
-                  f"{after['cache']['entries']}, hits {after['cache']['hits']}, misses {after['cache']['misses']}")
+            print(
+                f"check: the {calls} timed calls of {OURS} were all served by the sidecar, from its cache: "
+                f"{ok} (requests {served}, cache misses {misses})"
+            )
+            print(
+                f"sidecar at the end: {after['requests_served']} requests served, cache entries "
+                f"{after['cache']['entries']}, hits {after['cache']['hits']}, misses {after['cache']['misses']}"
+            )
             if served < calls:
                 raise BenchError(f"{OURS} did not read through the sidecar")
             return active
@@ -420,19 +422,21 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
 
 def print_table(servers: list[Server], cell: int, calls: int) -> None:
     size_mb = BIG.stat().st_size / 1e6
-    print(f"\nMCP: {TOOL} cell {cell} output 0 of a {size_mb:.1f} MB notebook ({CELLS} PNG cells), "
-          f"one stdio session per server; {calls} calls each, interleaved, {WARMUP} warm-ups")
-    print(f"{'server':<28}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'calls':>7}"
-          f"{'list_tools ms':>15}{'startup ms':>12}")
+    print(
+        f"\nMCP: {TOOL} cell {cell} output 0 of a {size_mb:.1f} MB notebook ({CELLS} PNG cells), "
+        f"one stdio session per server; {calls} calls each, interleaved, {WARMUP} warm-ups"
+    )
+    print(f"{'server':<28}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'calls':>7}{'list_tools ms':>15}{'startup ms':>12}")
     for server in servers:
         start = f"{server.startup_ms:.0f}" if server.startup_ms is not None else "n/a"
         if not server.times:
-            print(f"{server.name:<28}{'unavailable':>11}{'':>40}{start:>12}"
-                  + (f"  ({UPSTREAM_PIN})" if not server.ours else ""))
+            print(f"{server.name:<28}{'unavailable':>11}{'':>40}{start:>12}" + (f"  ({UPSTREAM_PIN})" if not server.ours else ""))
             continue
         s = summarize(server.times)
-        print(f"{server.name:<28}{s['median']:>11.2f}{s['min']:>9.2f}{s['p90']:>9.2f}"
-              f"{len(server.times):>7}{statistics.median(server.list_times):>15.2f}{start:>12}")
+        print(
+            f"{server.name:<28}{s['median']:>11.2f}{s['min']:>9.2f}{s['p90']:>9.2f}"
+            f"{len(server.times):>7}{statistics.median(server.list_times):>15.2f}{start:>12}"
+        )
     print("  list_tools = median of a list_tools round trip on the same session (no read), after each call")
     print("  startup = spawn + initialize, timed once per server")
 

@@ -136,11 +136,13 @@ def build_notebook(with_ids: bool) -> dict:
             "cell_type": "code",
             "execution_count": i + 1,
             "metadata": {},
-            "outputs": [{
-                "output_type": "display_data",
-                "data": {"image/png": png, "text/plain": [f"<Figure {SIDE}x{SIDE} #{i}>"]},
-                "metadata": {},
-            }],
+            "outputs": [
+                {
+                    "output_type": "display_data",
+                    "data": {"image/png": png, "text/plain": [f"<Figure {SIDE}x{SIDE} #{i}>"]},
+                    "metadata": {},
+                }
+            ],
             "source": [f"show_noise({i})"],
         }
         if with_ids:
@@ -189,6 +191,7 @@ def ensure_notebooks() -> None:
 
 def ensure_copies() -> None:
     """``big_00.ipynb`` .. ``big_09.ipynb``: real copies of ``big.ipynb`` (own inodes, old mtime)."""
+
     def fingerprint(path: Path) -> tuple[int, int] | None:
         try:
             info = path.stat()
@@ -343,7 +346,7 @@ def stop_and_clean(sidecar: Sidecar, runtime: Path, kept: Path) -> None:
 
 
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WORK, env=env)
+    return subprocess.run(argv, capture_output=True, cwd=WORK, env=env)
 
 
 def describe_failure(name: str, r: subprocess.CompletedProcess) -> str:
@@ -371,13 +374,11 @@ def peak_rss_mib(argv: list[str], env: dict[str, str]) -> float | None:
     Both report ru_maxrss in KiB.
     """
     if os.access(GNU_TIME, os.X_OK):
-        r = subprocess.run([GNU_TIME, "-f", "%M", *argv], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, cwd=WORK, env=env)
+        r = subprocess.run([GNU_TIME, "-f", "%M", *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=WORK, env=env)
         last = (r.stderr.strip().splitlines() or ["-1"])[-1]
         kib = int(last) if r.returncode == 0 and last.isdigit() else -1
     else:
-        r = subprocess.run([sys.executable, "-I", "-S", "-c", SPAWN_AND_WAIT4, *argv],
-                           stdout=subprocess.PIPE, text=True, cwd=WORK, env=env)
+        r = subprocess.run([sys.executable, "-I", "-S", "-c", SPAWN_AND_WAIT4, *argv], stdout=subprocess.PIPE, text=True, cwd=WORK, env=env)
         kib = int(r.stdout) if r.returncode == 0 else -1
     return kib / 1024 if kib >= 0 else None
 
@@ -466,7 +467,7 @@ def time_cli(commands: dict, runs: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in commands}
     for i in range(runs):
         names = list(commands)
-        for name in names[i % len(names):] + names[: i % len(names)]:
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             t0 = time.perf_counter()
             r = run_or_drop(commands, name)
             elapsed = time.perf_counter() - t0
@@ -477,8 +478,7 @@ def time_cli(commands: dict, runs: int) -> dict[str, list[float]]:
     return times
 
 
-def measure_cli(sidecar: Sidecar, cell: int, upstream: Path | None, runtime: Path,
-                truth: bytes, runs: int) -> tuple[dict, dict]:
+def measure_cli(sidecar: Sidecar, cell: int, upstream: Path | None, runtime: Path, truth: bytes, runs: int) -> tuple[dict, dict]:
     """Figure 1: returns ``(timings ms by command, peak RSS MiB by command)``."""
     commands = cli_commands(cell, upstream, runtime)
     check_cli_answers(warm_up(commands), truth)
@@ -488,8 +488,10 @@ def measure_cli(sidecar: Sidecar, cell: int, upstream: Path | None, runtime: Pat
     after = sidecar.status()
     served = after["requests_served"] - before["requests_served"] - 1  # minus the status call itself
     misses = after["cache"]["misses"] - before["cache"]["misses"]
-    print(f"check: the {runs} timed warm runs were all served from the sidecar's cache: "
-          f"{served == runs and misses == 0} (requests {served}, cache misses {misses})")
+    print(
+        f"check: the {runs} timed warm runs were all served from the sidecar's cache: "
+        f"{served == runs and misses == 0} (requests {served}, cache misses {misses})"
+    )
     return times, rss
 
 
@@ -547,8 +549,10 @@ def measure_memory(sidecar: Sidecar, cell: int) -> dict:
         call(paths, "notebook.read", {"file_path": copy.name, "cell_index": cell, "output_index": 0})
     cache = sidecar.status()["cache"]
     result = {"pid": pid, "fresh": fresh, "rss": sidecar.rss_mib(pid), **cache}
-    print(f"check: sidecar cache entries == {len(COPIES)}: {cache['entries'] == len(COPIES)} "
-          f"(entries {cache['entries']}, misses {cache['misses']})")
+    print(
+        f"check: sidecar cache entries == {len(COPIES)}: {cache['entries'] == len(COPIES)} "
+        f"(entries {cache['entries']}, misses {cache['misses']})"
+    )
     return result
 
 
@@ -562,8 +566,10 @@ def verdict(value: float, op: str, target: float) -> str:
 
 def print_cli_table(times: dict, rss: dict, cell: int, runs: int) -> None:
     size_mb = BIG.stat().st_size / 1e6
-    print(f"\nCLI: read cell {cell} output 0 of a {size_mb:.1f} MB notebook "
-          f"({CELLS} PNG cells); {runs} runs each, interleaved, {WARMUP} warm-ups")
+    print(
+        f"\nCLI: read cell {cell} output 0 of a {size_mb:.1f} MB notebook "
+        f"({CELLS} PNG cells); {runs} runs each, interleaved, {WARMUP} warm-ups"
+    )
     print(f"{'command':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'peak RSS MiB':>14}")
     for name, samples in times.items():
         s = summarize(samples)
@@ -574,8 +580,10 @@ def print_cli_table(times: dict, rss: dict, cell: int, runs: int) -> None:
 
 
 def print_in_process_table(times: dict) -> None:
-    print(f"\nin-process: the same read inside this script "
-          f"({len(times[IN_SIDECAR])} calls, {len(times[COLD_IN_PROCESS])} cold reads, interleaved)")
+    print(
+        f"\nin-process: the same read inside this script "
+        f"({len(times[IN_SIDECAR])} calls, {len(times[COLD_IN_PROCESS])} cold reads, interleaved)"
+    )
     print(f"{'read':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
     what = {IN_SIDECAR: "in-sidecar (call)", COLD_IN_PROCESS: "cold in-process (read_output)"}
     for name, samples in times.items():
@@ -603,8 +611,10 @@ def print_targets(medians: dict[str, float], mem: dict | None) -> None:
         print(f"{label:<32}{ratio:>7.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
     if mem is not None:
         limit = mem["budget_bytes"] / MIB + SIDECAR_BASE_MIB
-        print(f"{'sidecar RSS':<32}{mem['rss']:>6.1f} MiB  (target <= budget {mem['budget_bytes'] / MIB:g} "
-              f"+ base {SIDECAR_BASE_MIB} = {limit:g} MiB)  {verdict(mem['rss'], '<=', limit)}")
+        print(
+            f"{'sidecar RSS':<32}{mem['rss']:>6.1f} MiB  (target <= budget {mem['budget_bytes'] / MIB:g} "
+            f"+ base {SIDECAR_BASE_MIB} = {limit:g} MiB)  {verdict(mem['rss'], '<=', limit)}"
+        )
 
 
 # -- main -----------------------------------------------------------------------
@@ -639,9 +649,11 @@ def main() -> int:
         cli_times, rss = measure_cli(sidecar, args.cell, upstream, runtime, truth, args.runs)
         in_process = measure_in_process(args.cell, truth, args.calls, args.cold_reads)
         end = sidecar.status()
-        print(f"sidecar at the end: {end['requests_served']} requests served, cache entries "
-              f"{end['cache']['entries']}, hits {end['cache']['hits']}, misses {end['cache']['misses']}, "
-              f"RSS {sidecar.rss_mib(end['pid']):.1f} MiB")
+        print(
+            f"sidecar at the end: {end['requests_served']} requests served, cache entries "
+            f"{end['cache']['entries']}, hits {end['cache']['hits']}, misses {end['cache']['misses']}, "
+            f"RSS {sidecar.rss_mib(end['pid']):.1f} MiB"
+        )
     except BenchError as exc:
         print(exc)
         return 1

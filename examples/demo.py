@@ -49,9 +49,7 @@ def main() -> None:
         run("session", "create", "-n", "demo")
 
         code = (
-            "import matplotlib.pyplot as plt\n"
-            "print('hello from the kernel')\n"
-            "plt.figure(figsize=(3, 2)); plt.plot([1, 3, 2]); plt.show()"
+            "import matplotlib.pyplot as plt\nprint('hello from the kernel')\nplt.figure(figsize=(3, 2)); plt.plot([1, 3, 2]); plt.show()"
         )
         result = json.loads(run("-j", "exec", "demo", "-c", code, show=False).stdout)
         print(json.dumps({k: result[k] for k in ("status", "text", "outputs", "run")}, indent=2))

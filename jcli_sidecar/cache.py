@@ -23,7 +23,8 @@ from .notebook import NotebookFile, read_file_with_stat
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["CacheWatcher", "DEFAULT_BUDGET_MB", "NotebookCache", "RACY_NS", "budget_from_env"]
 
@@ -210,9 +211,7 @@ class CacheWatcher:
                 await self._restart.wait()
                 continue
             try:
-                async for changes in awatch(
-                    *sorted(self._watched), stop_event=self._restart, recursive=False, debounce=50, step=20
-                ):
+                async for changes in awatch(*sorted(self._watched), stop_event=self._restart, recursive=False, debounce=50, step=20):
                     for _change, changed in changes:
                         if self.cache.evict(os.path.realpath(changed)):
                             self.evicted += 1

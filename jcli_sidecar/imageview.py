@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 from . import mime as mimes
-from .errors import ImageTooLarge, RenderFailed, RendererUnavailable, UsageError, error_from_code
+from .errors import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
 from .request_spec import AS_MIME_TYPES as _OUTPUT_TYPES
 
 TYPE_CHECKING = False
@@ -60,19 +60,35 @@ HOST_PROFILES: dict[str, HostProfile] = {
     p.name: p
     for p in (
         HostProfile(
-            "dsh", _RASTER, 2000, 2000 * 2000, 3 * MiB + MiB // 2,
+            "dsh",
+            _RASTER,
+            2000,
+            2000 * 2000,
+            3 * MiB + MiB // 2,
             "DSH's attachment store (dsh-attachment-local 0.1.0-rc.8 defaults) admits at most 2000 px per side and 3.5 MiB",
         ),
         HostProfile(
-            "claude", _RASTER, 1568, 1568 * 1568, 3 * MiB + 3 * MiB // 4,
+            "claude",
+            _RASTER,
+            1568,
+            1568 * 1568,
+            3 * MiB + 3 * MiB // 4,
             "Claude takes png/jpeg/gif/webp up to 5 MB of base64 (3.75 MiB of bytes) and downscales past a 1568 px long edge",
         ),
         HostProfile(
-            "codex", _RASTER, 2048, 2048 * 2048, 10 * MiB,
+            "codex",
+            _RASTER,
+            2048,
+            2048 * 2048,
+            10 * MiB,
             "Codex rejects SVG; OpenAI vision scales images into a 2048 px square",
         ),
         HostProfile(
-            "opencode", _RASTER, 1568, 1568 * 1568, 3 * MiB + 3 * MiB // 4,
+            "opencode",
+            _RASTER,
+            1568,
+            1568 * 1568,
+            3 * MiB + 3 * MiB // 4,
             "OpenCode forwards attachments to the model provider; these are the strictest common limits (Claude's)",
         ),
     )
@@ -123,10 +139,14 @@ class ViewSpec:
         self.max_bytes = max_bytes
 
     def limits(self) -> dict[str, int]:
-        return {k: v for k, v in (("max_edge", self.max_edge), ("max_pixels", self.max_pixels), ("max_bytes", self.max_bytes)) if v is not None}
+        return {
+            k: v for k, v in (("max_edge", self.max_edge), ("max_pixels", self.max_pixels), ("max_bytes", self.max_bytes)) if v is not None
+        }
 
 
-def view_spec(host: Any = None, as_mime_type: Any = None, max_edge: Any = None, max_pixels: Any = None, max_bytes: Any = None) -> ViewSpec | None:
+def view_spec(
+    host: Any = None, as_mime_type: Any = None, max_edge: Any = None, max_pixels: Any = None, max_bytes: Any = None
+) -> ViewSpec | None:
     """The view asked for, or None when the stored bytes are wanted as they are.
 
     Explicit limits override the host profile's.
@@ -220,7 +240,12 @@ def render_svg(svg: str, spec: ViewSpec) -> tuple[str, bytes, dict[str, Any]]:
     done = _run_child({"op": "svg", "data": source, "target": target, **limits})
     facts = {
         "converted_from": "image/svg+xml",
-        "original": {"mime_type": "image/svg+xml", "bytes": len(source), "width": done["original_width"], "height": done["original_height"]},
+        "original": {
+            "mime_type": "image/svg+xml",
+            "bytes": len(source),
+            "width": done["original_width"],
+            "height": done["original_height"],
+        },
         "fitted_to": {k: v for k, v in limits.items() if k != "decode_pixels"},
     }
     return done["mime"], done["data"], facts

@@ -23,11 +23,11 @@ import re
 import resource
 import sys
 
+from .errors import ImageTooLarge, JcliError, RendererUnavailable, RenderFailed
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-from .errors import ImageTooLarge, JcliError, RenderFailed, RendererUnavailable
 
 __all__ = ["OPS", "main"]
 
@@ -121,7 +121,6 @@ def _fit_pixels(im, target: str, req: dict[str, Any]) -> dict[str, Any]:
         else:
             size = (max(1, int(size[0] * 0.75)), max(1, int(size[1] * 0.75)))
     raise ImageTooLarge(f"the image does not fit in {req['max_bytes']} bytes as {target}")
-
 
 
 def fit(req: dict[str, Any]) -> dict[str, Any]:

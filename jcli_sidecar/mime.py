@@ -153,9 +153,7 @@ def decode_image(mime: str, text: str) -> bytes:
     try:
         data = binascii.a2b_base64(raw, strict_mode=True)
     except binascii.Error:
-        raise OutputDataInvalid(
-            f"{mime} data is not valid base64: bad alphabet or padding"
-        ) from None
+        raise OutputDataInvalid(f"{mime} data is not valid base64: bad alphabet or padding") from None
     return check_image(mime, data)
 
 

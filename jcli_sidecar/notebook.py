@@ -160,11 +160,7 @@ class NotebookFile:
             start, end = self._spans[index]
             try:
                 found, _ = members(self.raw, start)
-                return {
-                    key: json.loads(self.raw[a:b])
-                    for key, (a, b) in found.items()
-                    if key in ("cell_type", "id", "source")
-                }
+                return {key: json.loads(self.raw[a:b]) for key, (a, b) in found.items() if key in ("cell_type", "id", "source")}
             except (Bail, ValueError):
                 pass
         return self.cell(index)
@@ -226,9 +222,7 @@ def _upgrade_old_major(raw: bytes, path: str) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             node = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as exc:  # nbformat raises many kinds for bad input
-        raise NotebookReadFailed(
-            f"{path}: old notebook format could not be upgraded ({type(exc).__name__})", path=path
-        ) from None
+        raise NotebookReadFailed(f"{path}: old notebook format could not be upgraded ({type(exc).__name__})", path=path) from None
     nb = json.loads(json.dumps(node))
     # The upgrade invents random cell ids; they are not in the file, so drop them.
     for cell in nb.get("cells", []):

@@ -15,7 +15,8 @@ from .requests import handle_list, handle_read
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from .server import Sidecar
 

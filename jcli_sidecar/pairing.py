@@ -39,9 +39,7 @@ _CELL_ID = re.compile(r"""(?:^|[ \t])id=(?P<q>["'])(?P<id>[^"']*)(?P=q)""")
 _HEADER_FENCE = "# ---"
 
 
-class PercentCell(
-    namedtuple("PercentCell", "cell_type source cell_id start_line end_line", defaults=(None, 1, 1))
-):
+class PercentCell(namedtuple("PercentCell", "cell_type source cell_id start_line end_line", defaults=(None, 1, 1))):
     """One cell of a py:percent file: ``(cell_type, source, cell_id, start_line, end_line)``.
 
     ``source`` is normalised (see :func:`normalize_source`); markdown and raw
@@ -103,7 +101,8 @@ def parse_percent(text: str) -> list[PercentCell]:
     lines = text.replace("\r\n", "\n").split("\n")
     start = _skip_header(lines)
     cells: list[PercentCell] = []
-    kind, cell_id, first, last, body = "code", None, start + 1, start + 1, []
+    body: list[str] = []
+    kind, cell_id, first, last = "code", None, start + 1, start + 1
     seen_marker = False
 
     def close() -> None:
@@ -129,7 +128,7 @@ def parse_percent(text: str) -> list[PercentCell]:
     return cells
 
 
-def write_percent(cells: list[dict[str, Any]] | list[PercentCell]) -> str:
+def write_percent(cells: list[dict[str, Any]] | list[PercentCell] | list[Any]) -> str:
     """Write cells as py:percent text that :func:`parse_percent` reads back.
 
     Each cell is a :class:`PercentCell` or a notebook-style dict with
@@ -162,10 +161,7 @@ def write_percent(cells: list[dict[str, Any]] | list[PercentCell]) -> str:
             body = [("# " + line) if line else "#" for line in body]
         for line in body:
             if _MARKER.match(line):
-                raise UsageError(
-                    f"cell {index} has a line that reads as a '# %%' marker; "
-                    "it cannot be written as py:percent"
-                )
+                raise UsageError(f"cell {index} has a line that reads as a '# %%' marker; it cannot be written as py:percent")
         chunks.append("\n".join([marker, *body]) + "\n")
     return "\n".join(chunks)
 
@@ -175,9 +171,7 @@ def paired_notebook_path(py_path: str) -> str:
     return os.path.splitext(py_path)[0] + ".ipynb"
 
 
-def map_cell(
-    py_cells: list[PercentCell], py_index: int, nb_cells: list[Any], py_path: str
-) -> tuple[int, str]:
+def map_cell(py_cells: list[PercentCell], py_index: int, nb_cells: list[Any], py_path: str) -> tuple[int, str]:
     """Find the notebook cell for ``.py`` cell ``py_index``.
 
     ``nb_cells`` are the notebook's cells; only ``cell_type``, ``id`` and

@@ -1,4 +1,4 @@
-""""Is this still the process we recorded?", answered in one place.
+""" "Is this still the process we recorded?", answered in one place.
 
 j-cli records processes it may later trust or signal: the sidecar (its pid
 file), the embedded Jupyter Server (its state file) and the writer of an

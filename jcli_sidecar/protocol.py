@@ -37,7 +37,6 @@ PROTOCOL_VERSION = 1
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
-
 def _bytes_as_base64(value: Any) -> str:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(value).decode("ascii")

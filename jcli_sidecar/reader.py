@@ -12,13 +12,13 @@ import os
 from . import mime as mimes
 from .errors import (
     FileNotFound,
-    UsageError,
     InvalidWindow,
     MimeNotFound,
     NotebookReadFailed,
     OutputDataInvalid,
     OutputNotFound,
     OutputTooLarge,
+    UsageError,
 )
 from .notebook import NotebookFile, cell_at, join_text, read_file_bytes
 from .pairing import is_percent, map_cell, paired_notebook_path, parse_percent
@@ -34,7 +34,8 @@ from .textwindow import check_window, is_whole, window
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from .imageview import ViewSpec
 
@@ -105,9 +106,7 @@ class ResolvedCell:
         return out
 
 
-def resolve_cell(
-    path: str | os.PathLike[str], cell_index: int, load: Loader | None = None
-) -> ResolvedCell:
+def resolve_cell(path: str | os.PathLike[str], cell_index: int, load: Loader | None = None) -> ResolvedCell:
     """Pin ``(path, cell_index)`` to a notebook cell.
 
     An ``.ipynb`` (or any non-``.py`` file) is read as a notebook and the
@@ -137,9 +136,7 @@ def _real(path: str) -> str:
     try:
         return os.path.realpath(path)
     except OSError as exc:  # e.g. a relative path while the cwd has been deleted
-        raise FileNotFound(
-            f"{path}: cannot be resolved ({exc.strerror}); is the current directory gone?", path=path
-        ) from None
+        raise FileNotFound(f"{path}: cannot be resolved ({exc.strerror}); is the current directory gone?", path=path) from None
 
 
 def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedCell:
@@ -159,8 +156,7 @@ def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedC
         nb = load(nb_path)
     except FileNotFound:
         raise FileNotFound(
-            f"{py_path}: its paired notebook {nb_path} does not exist; "
-            "run the file with j-cli exec to create it",
+            f"{py_path}: its paired notebook {nb_path} does not exist; run the file with j-cli exec to create it",
             path=nb_path,
         ) from None
     py_cells = parse_percent(text)
@@ -305,9 +301,7 @@ def _cell_outputs(resolved: ResolvedCell) -> list[Any]:
     return outputs
 
 
-def list_outputs(
-    path: str | os.PathLike[str], cell_index: int, *, load: Loader | None = None
-) -> dict[str, Any]:
+def list_outputs(path: str | os.PathLike[str], cell_index: int, *, load: Loader | None = None) -> dict[str, Any]:
     """The catalog of one cell's saved outputs, without payloads.
 
     A markdown or raw cell has an empty catalog that names its
@@ -492,8 +486,7 @@ def _check_mime(mime_type: str | None, out: _Output, index: int) -> str:
             available=[],
         )
     raise MimeNotFound(
-        f"output {index} has no {mime_type} representation "
-        f"(available: {', '.join(available) or 'none'})",
+        f"output {index} has no {mime_type} representation (available: {', '.join(available) or 'none'})",
         available=available,
     )
 

@@ -60,7 +60,12 @@ _WINDOW = (
     Field("limit", "integer", "Text window length, in characters.", minimum=1),
 )
 _VIEW = (
-    Field("as_mime_type", "string", "Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.", enum=AS_MIME_TYPES),
+    Field(
+        "as_mime_type",
+        "string",
+        "Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.",
+        enum=AS_MIME_TYPES,
+    ),
     Field("max_edge", "integer", "Downscale an image whose long edge is over this many pixels.", minimum=1),
     Field("max_pixels", "integer", "Downscale an image of more pixels than this.", minimum=1),
     Field("max_bytes", "integer", "Shrink an image larger than this many bytes.", minimum=1),

@@ -8,7 +8,6 @@ the MCP tool arguments and the plugins' parameters.
 
 from __future__ import annotations
 
-
 from .errors import UsageError
 from .reader import read_output
 from .request_spec import READ_SPEC, VIEW_FIELDS
@@ -46,10 +45,7 @@ def check_read_request(request: Any) -> dict[str, Any]:
         raise UsageError("the request must be a JSON object")
     unknown = sorted(set(request) - set(READ_FIELDS))
     if unknown:
-        raise UsageError(
-            f"unknown request field(s): {', '.join(map(str, unknown))} "
-            f"(known: {', '.join(READ_FIELDS)})"
-        )
+        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(READ_FIELDS)})")
     clean: dict[str, Any] = {}
     for name, (kind, required) in READ_FIELDS.items():
         value = request.get(name)

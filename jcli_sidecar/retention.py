@@ -25,7 +25,8 @@ from .protocol import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_AGE_DAYS",
@@ -74,7 +75,7 @@ def _positive(name: str, value: Any) -> int:
     return value
 
 
-def _from_env(name: str, env_name: str, env: dict[str, str]) -> int | None:
+def _from_env(name: str, env_name: str, env: Mapping[str, str]) -> int | None:
     raw = env.get(env_name)
     if raw is None or raw == "":
         return None
@@ -85,7 +86,7 @@ def _from_env(name: str, env_name: str, env: dict[str, str]) -> int | None:
     return _positive(f"{env_name} ({name})", value)
 
 
-def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: dict[str, str] | None = None) -> Policy:
+def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: Mapping[str, str] | None = None) -> Policy:
     """The policy: a flag wins over the environment, which wins over the default.
 
     Raises:
@@ -192,7 +193,9 @@ def _delete(run: _Run) -> None:
 
 def _staging(staging_dir: str, policy: Policy, now_ns: int, dry_run: bool, alive: Callable[[Any], bool]):
     """Staged runs: a live owner's are never touched; a dead owner's only after the age limit."""
-    kept, deleted, errors = [], [], []
+    kept: list[dict[str, Any]] = []
+    deleted: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(staging_dir))
     except OSError:
@@ -277,11 +280,7 @@ def clean(
         return report
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise UsageError(f"{outputs_dir} is not a plain directory (a symlink?); refusing to clean it")
-    runs = [
-        _inspect(name, os.path.join(outputs_dir, name))
-        for name in sorted(os.listdir(outputs_dir))
-        if Outputs.is_run_name(name)
-    ]
+    runs = [_inspect(name, os.path.join(outputs_dir, name)) for name in sorted(os.listdir(outputs_dir)) if Outputs.is_run_name(name)]
     vouched = [r for r in runs if r.reason is None]
     for run in runs:
         if run.reason is not None:

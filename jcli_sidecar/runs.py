@@ -162,7 +162,9 @@ def read_run(
     if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
         raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
     if output_index >= len(entries):
-        raise OutputNotFound(f"run {manifest.get('run_id')} has no output {output_index} (it has {len(entries)})", output_count=len(entries))
+        raise OutputNotFound(
+            f"run {manifest.get('run_id')} has no output {output_index} (it has {len(entries)})", output_count=len(entries)
+        )
     source["output_index"] = output_index
     raw = _materialise(run_dir, entries[output_index], output_index)
     envelope = output_envelope(raw, output_index, source, mime_type, offset, limit, binary, view=view)
@@ -172,7 +174,7 @@ def read_run(
 def list_runs(cwd: str) -> dict[str, Any]:
     """Every published run in ``<cwd>/.j-cli/outputs``, newest first. Writes nothing."""
     root = Outputs.of_workspace(cwd).root
-    runs = []
+    runs: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(root), reverse=True)
     except (FileNotFoundError, NotADirectoryError):

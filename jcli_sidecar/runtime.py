@@ -99,9 +99,7 @@ def _check(path: str) -> None:
     if info.st_uid != os.geteuid():
         raise RuntimeDirUnsafe(f"{path} is owned by uid {info.st_uid}, not by this user", path=path)
     if info.st_mode & 0o077:
-        raise RuntimeDirUnsafe(
-            f"{path} has mode {stat.S_IMODE(info.st_mode):o}; it must be 0700", path=path
-        )
+        raise RuntimeDirUnsafe(f"{path} has mode {stat.S_IMODE(info.st_mode):o}; it must be 0700", path=path)
 
 
 def ensure_runtime_dir(create: bool) -> str:
@@ -138,8 +136,11 @@ class SidecarPaths:
 
     def _name_files(self) -> None:
         base = os.path.join(self.dir, self.hash)
-        for attr in ("socket", "pid", "lock", "spawn_lock", "log"):
-            setattr(self, attr, base + RUNTIME_FILES[attr])
+        self.socket = base + RUNTIME_FILES["socket"]
+        self.pid = base + RUNTIME_FILES["pid"]
+        self.lock = base + RUNTIME_FILES["lock"]
+        self.spawn_lock = base + RUNTIME_FILES["spawn_lock"]
+        self.log = base + RUNTIME_FILES["log"]
 
     @classmethod
     def for_instance(cls, instance: str, directory: str | None = None) -> SidecarPaths:

@@ -25,16 +25,16 @@ import threading
 import time
 
 from . import __version__
+from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
-from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .ops import OPS
 from .protocol import PROTOCOL_VERSION
 from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir, workspace_hash
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TextIO
 
 __all__ = ["DEFAULT_IDLE_SECONDS", "Sidecar", "serve"]
 
@@ -66,7 +66,7 @@ class _StallHook:
         self.fifo = fifo
         self.at = at
         self._lock = threading.Lock()
-        self._out = None
+        self._out: TextIO | None = None
 
     def __call__(self, point: str) -> None:
         if not self.fifo:
@@ -315,7 +315,7 @@ async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fr
         if writer.can_write_eof():
             writer.write_eof()
         await asyncio.wait_for(reader.read(MAX_REQUEST_FRAME), timeout=5)
-    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+    except (TimeoutError, OSError, asyncio.IncompleteReadError):
         pass
     await _close(writer)
 

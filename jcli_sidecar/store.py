@@ -145,9 +145,7 @@ def ensure_outputs_dir(cwd: str) -> str:
             _refuse_symlink(directory)
         return outputs
     except OSError as exc:
-        raise OutputSaveFailed(
-            f"cannot create {outputs_dir(cwd)}: {exc.strerror or exc}", path=cwd
-        ) from None
+        raise OutputSaveFailed(f"cannot create {outputs_dir(cwd)}: {exc.strerror or exc}", path=cwd) from None
 
 
 def new_run_id(now_ns: int | None = None) -> str:
@@ -240,7 +238,8 @@ def stage_run(
     staged = StagedRun(run_id, outputs_path, {}, [])
     try:
         os.mkdir(staged.staging)
-        entries, files = [], []
+        entries: list[dict[str, Any]] = []
+        files: list[str] = []
         for index, output in enumerate(outputs):
             entries.append(_stage_output(staged, index, output, files))
         staged.manifest = {
@@ -282,7 +281,9 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: 
             name = f"output-{index:04d}-{entry['name']}.txt"
             path = _write(staged, name, text.encode("utf-8", "surrogatepass"), files)
             entry["text"] = {"file": name, "bytes": os.path.getsize(os.path.join(staged.staging, name))}
-            staged.items.append({"type": "stream", "output_index": index, "mime": "text/plain", "path": path, "bytes": entry["text"]["bytes"]})
+            staged.items.append(
+                {"type": "stream", "output_index": index, "mime": "text/plain", "path": path, "bytes": entry["text"]["bytes"]}
+            )
         else:
             entry["text"] = {"inline": text}
         return entry

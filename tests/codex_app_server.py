@@ -122,7 +122,9 @@ class AppServer:
     # -- protocol -----------------------------------------------------------
 
     def initialize(self) -> dict:
-        result = self.request("initialize", {"clientInfo": {"name": "jcli_tests", "title": "j-cli tests", "version": "0"}, "capabilities": None})
+        result = self.request(
+            "initialize", {"clientInfo": {"name": "jcli_tests", "title": "j-cli tests", "version": "0"}, "capabilities": None}
+        )
         self._send({"method": "initialized"})
         return result
 

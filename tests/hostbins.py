@@ -46,7 +46,10 @@ def _install(folder) -> None:
         raise HostsUnavailable("npm is not installed; the real-host suites need Node.js 20+ with npm")
     proc = subprocess.run(
         [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder, capture_output=True, text=True, timeout=900,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     if proc.returncode != 0:
         raise HostsUnavailable(f"npm install in {folder.name} failed:\n{proc.stderr[-3000:]}")

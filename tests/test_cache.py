@@ -150,7 +150,7 @@ def test_the_watcher_evicts_a_changed_notebook_early(notebook):
                 try:
                     await asyncio.wait_for(evicted.wait(), 0.5)
                     break
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await asyncio.to_thread(cache.load, notebook)
             assert evicted.is_set()
             assert cache.stats()["entries"] == 0

@@ -16,10 +16,7 @@ import jcli_sidecar
 from jcli_sidecar import errors
 
 MODULES = sorted(
-    f"{pkg.__name__}.{info.name}"
-    for pkg in (jcli_sidecar, jcli)
-    for info in pkgutil.iter_modules(pkg.__path__)
-    if info.name != "__main__"
+    f"{pkg.__name__}.{info.name}" for pkg in (jcli_sidecar, jcli) for info in pkgutil.iter_modules(pkg.__path__) if info.name != "__main__"
 )
 
 
@@ -87,7 +84,6 @@ def test_errors_are_also_the_matching_builtins():
 def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
     from jcli.mcp_server import _schemas
     from jcli.read_options import READ_COMMANDS
-
     from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
 
     kinds = {"int": "integer", "str": "string"}

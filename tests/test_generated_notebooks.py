@@ -46,9 +46,7 @@ good_output = st.one_of(
     st.fixed_dictionaries(
         {"output_type": st.just("execute_result"), "data": bundle, "metadata": st.just({}), "execution_count": st.integers(0, 99)}
     ),
-    st.fixed_dictionaries(
-        {"output_type": st.just("error"), "ename": text, "evalue": text, "traceback": st.lists(text, max_size=3)}
-    ),
+    st.fixed_dictionaries({"output_type": st.just("error"), "ename": text, "evalue": text, "traceback": st.lists(text, max_size=3)}),
 )
 odd_output = st.one_of(json_value, st.dictionaries(st.sampled_from(["output_type", "data", "text", "name"]), json_value))
 cell = st.one_of(

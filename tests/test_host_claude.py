@@ -144,7 +144,12 @@ def test_claude_shows_the_project_server_pending_then_connects_once_approved(hos
     assert line == f"jcli: {shown} - {CONNECTED}"  # started from PATH, in the project, and it answered
     got = claude(host_bin, home, "mcp", "get", "jcli", cwd=project, **on_path)
     fields = described(got)
-    assert (fields["Scope"], fields["Status"], fields["Command"], fields["Args"]) == (PROJECT_SCOPE, CONNECTED, "j-cli", "mcp serve --host claude")
+    assert (fields["Scope"], fields["Status"], fields["Command"], fields["Args"]) == (
+        PROJECT_SCOPE,
+        CONNECTED,
+        "j-cli",
+        "mcp serve --host claude",
+    )
     assert "claude mcp remove jcli -s project" in got.stdout
 
     removed = run_cli("-j", "setup", "claude", "--project", "--remove", cwd=project)

@@ -53,10 +53,25 @@ def inspector(bin_dir, tmp_path, root, *args, era=None):
     era_args = ["--protocol-era", era] if era else []
     isolation = [f"{key}={os.environ[key]}" for key in ("XDG_RUNTIME_DIR", "JCLI_SIDECAR")]
     proc = subprocess.run(
-        [str(bin_dir / "mcp-inspector"), "--cli", "--format", "json", *era_args,
-         *[arg for pair in isolation for arg in ("-e", pair)],
-         JCLI, "mcp", "serve", "--root", str(root), *args],
-        cwd=tmp_path, env=host_env(home), capture_output=True, text=True, timeout=120,
+        [
+            str(bin_dir / "mcp-inspector"),
+            "--cli",
+            "--format",
+            "json",
+            *era_args,
+            *[arg for pair in isolation for arg in ("-e", pair)],
+            JCLI,
+            "mcp",
+            "serve",
+            "--root",
+            str(root),
+            *args,
+        ],
+        cwd=tmp_path,
+        env=host_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     # the server it started goes away with it (waited for, bounded: no sleep)
     servers = [p for p in psutil.process_iter(["cmdline"]) if str(root) in " ".join(p.info["cmdline"] or [])]
@@ -69,8 +84,16 @@ def inspector(bin_dir, tmp_path, root, *args, era=None):
 
 
 def read(bin_dir, tmp_path, root, file_name, cell_index, output_index=None, era=None):
-    args = ["--method", "tools/call", "--tool-name", "read_notebook_output",
-            "--tool-arg", f"file_path={root / file_name}", "--tool-arg", f"cell_index={cell_index}"]
+    args = [
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_notebook_output",
+        "--tool-arg",
+        f"file_path={root / file_name}",
+        "--tool-arg",
+        f"cell_index={cell_index}",
+    ]
     if output_index is not None:
         args += ["--tool-arg", f"output_index={output_index}"]
     return inspector(bin_dir, tmp_path, root, *args, era=era)

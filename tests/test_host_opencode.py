@@ -55,8 +55,18 @@ class OpenCode:
 
     def run_tool(self, params: dict, path: str | None = None) -> subprocess.CompletedProcess:
         env = host_env(self.home, PATH=path or self.path, JCLI_SIDECAR="off", **_QUIET)
-        argv = [*offline_prefix(), str(self.bin), "debug", "agent", "build", "--print-logs",
-                "--tool", "read_notebook_output", "--params", json.dumps(params)]
+        argv = [
+            *offline_prefix(),
+            str(self.bin),
+            "debug",
+            "agent",
+            "build",
+            "--print-logs",
+            "--tool",
+            "read_notebook_output",
+            "--params",
+            json.dumps(params),
+        ]
         proc = subprocess.run(argv, cwd=self.project, env=env, capture_output=True, text=True, timeout=100)
         for failure in _LOAD_FAILURES:
             assert failure not in proc.stderr, [ln for ln in proc.stderr.splitlines() if failure in ln]

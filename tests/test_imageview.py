@@ -30,8 +30,10 @@ from jcli_sidecar.imageview import HOST_PROFILES, render_svg, view_image, view_s
 
 
 def _png(width: int, height: int, seed: int = 1, mode: str = "RGB") -> bytes:
-    im = Image.effect_noise((width, height), 60).convert(mode) if mode != "RGB" else Image.merge(
-        "RGB", [Image.effect_noise((width, height), 40 + 10 * i + seed) for i in range(3)]
+    im = (
+        Image.effect_noise((width, height), 60).convert(mode)
+        if mode != "RGB"
+        else Image.merge("RGB", [Image.effect_noise((width, height), 40 + 10 * i + seed) for i in range(3)])
     )
     out = io.BytesIO()
     im.save(out, "PNG", compress_level=1)
@@ -136,8 +138,14 @@ def test_webp_and_gif_are_read_checked_and_animation_is_reported(tmp_path):
     awebp = _encode(frames, "WEBP")
     nb = _notebook(
         tmp_path / "formats.ipynb",
-        [{"image/gif": _b64(gif)}, {"image/gif": _b64(still_gif)}, {"image/webp": _b64(webp)}, {"image/webp": _b64(awebp)},
-         {"image/webp": _b64(gif)}, {"image/gif": _b64(webp)}],
+        [
+            {"image/gif": _b64(gif)},
+            {"image/gif": _b64(still_gif)},
+            {"image/webp": _b64(webp)},
+            {"image/webp": _b64(awebp)},
+            {"image/webp": _b64(gif)},
+            {"image/gif": _b64(webp)},
+        ],
     )
     selected, data = _selected(_read(nb, 0))
     assert data == gif and selected["animated"] is True and (selected["width"], selected["height"]) == (240, 160)
@@ -200,9 +208,10 @@ def test_svg_renders_in_memory_for_codex_and_reports_the_conversion(tmp_path):
 def test_without_the_svg_extra_the_xml_reads_and_rendering_is_renderer_unavailable(tmp_path):
     """A real install without pyvips: the package and its base dependencies only."""
     import click
+    import msgpack
+
     import jcli
     import jcli_sidecar
-    import msgpack
 
     libs = tmp_path / "lib"
     for package in (jcli_sidecar, jcli, click, msgpack):
@@ -210,7 +219,22 @@ def test_without_the_svg_extra_the_xml_reads_and_rendering_is_renderer_unavailab
         shutil.copytree(src, libs / src.name, ignore=shutil.ignore_patterns("__pycache__"))
     nb = _svg_notebook(tmp_path, [PLOT_SVG])
     env = {"PYTHONPATH": str(libs), "PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"], "JCLI_SIDECAR": "off"}
-    base = [sys.executable, "-S", "-m", "jcli", "-j", "notebook", "output", str(nb), "--cell", "0", "--output", "0", "--mime", "image/svg+xml"]
+    base = [
+        sys.executable,
+        "-S",
+        "-m",
+        "jcli",
+        "-j",
+        "notebook",
+        "output",
+        str(nb),
+        "--cell",
+        "0",
+        "--output",
+        "0",
+        "--mime",
+        "image/svg+xml",
+    ]
     probe = subprocess.run([sys.executable, "-S", "-c", "import pyvips"], env=env, capture_output=True)
     assert probe.returncode != 0, "pyvips must be missing in this environment"
     text = subprocess.run(base, env=env, capture_output=True, timeout=60)
@@ -256,16 +280,20 @@ def _malicious(tmp_path: Path, url: str) -> dict[str, str]:
     other = tmp_path / "other.svg"
     other.write_text('<svg xmlns="http://www.w3.org/2000/svg"><rect id="a" width="50" height="50" fill="#ff0000"/></svg>')
     svg = '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="100" height="100">{}</svg>'
-    laughs = "".join(f'<!ENTITY l{i} "{"&l%d;" % (i - 1) * 10}">' for i in range(1, 10))
+    laughs = "".join(f'<!ENTITY l{i} "' + f"&l{i - 1};" * 10 + '">' for i in range(1, 10))
     bomb = _png(20, 20)
     return {
-        "http href": svg.format(f'<image href="{url}/x.png" width="100" height="100"/><image xlink:href="{url}/y.png" width="100" height="100"/>'),
+        "http href": svg.format(
+            f'<image href="{url}/x.png" width="100" height="100"/><image xlink:href="{url}/y.png" width="100" height="100"/>'
+        ),
         "file href": svg.format(
             f'<image href="file:///etc/passwd" width="100" height="100"/><image href="file://{red}" width="100" height="100"/>'
             f'<image href="{red}" width="100" height="100"/><image href="file://{fifo}" width="10" height="10"/>'
             f'<image href="{fifo}" width="10" height="10"/><use href="{other}#a"/><use href="file://{other}#a"/>'
         ),
-        "css import": svg.format(f'<style>@import url("{url}/evil.css"); @import url("file://{fifo}");</style><rect width="10" height="10"/>'),
+        "css import": svg.format(
+            f'<style>@import url("{url}/evil.css"); @import url("file://{fifo}");</style><rect width="10" height="10"/>'
+        ),
         "entity expansion": f'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY l0 "ha">{laughs}]><svg xmlns="http://www.w3.org/2000/svg"><text>&l9;</text></svg>',
         "external entity": '<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]><svg xmlns="http://www.w3.org/2000/svg"><text>&x;</text></svg>',
         "huge size": '<svg xmlns="http://www.w3.org/2000/svg" width="1e9" height="1e9"><rect width="1e9" height="1e9" fill="#00ff00"/></svg>',
@@ -294,7 +322,9 @@ def test_malicious_svgs_are_refused_or_rendered_without_their_effect(tmp_path, l
             selected, data = _selected(result)
             shown = Image.open(io.BytesIO(data)).convert("RGB")
             assert max(shown.size) <= imageview.CAPS.svg_default_edge, name
-            assert shown.getcolors(1 << 24) is None or (255, 0, 0) not in {c for _, c in shown.getcolors(1 << 24)}, f"{name}: a local file's pixels were drawn"
+            assert shown.getcolors(1 << 24) is None or (255, 0, 0) not in {c for _, c in shown.getcolors(1 << 24)}, (
+                f"{name}: a local file's pixels were drawn"
+            )
             outcomes[name] = "rendered"
         else:
             error = result.error()
@@ -322,8 +352,22 @@ def test_the_memory_cap_and_the_deadline_are_real(monkeypatch):
 
 def test_a_fit_through_the_sidecar_matches_the_in_process_one(tmp_path, sidecar_on, big_png):
     nb = _notebook(tmp_path / "big.ipynb", [{"image/png": _b64(big_png)}])
-    direct = _selected(run_cli("-j", "notebook", "output", str(nb), "--cell", "0", "--output", "0", "--host", "dsh",
-                               cwd=tmp_path, env=dict(os.environ, JCLI_SIDECAR="off")))
+    direct = _selected(
+        run_cli(
+            "-j",
+            "notebook",
+            "output",
+            str(nb),
+            "--cell",
+            "0",
+            "--output",
+            "0",
+            "--host",
+            "dsh",
+            cwd=tmp_path,
+            env=dict(os.environ, JCLI_SIDECAR="off"),
+        )
+    )
     assert run_cli("sidecar", "start", cwd=tmp_path).returncode == 0
     served = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["requests_served"]
     through = _selected(_read(nb, 0, "--host", "dsh"))
@@ -336,11 +380,29 @@ def test_a_fit_through_the_sidecar_matches_the_in_process_one(tmp_path, sidecar_
 
 _TAGS = st.sampled_from(["g", "rect", "circle", "text", "image", "use", "path", "svg", "defs", "style", "script", "foreignObject"])
 _VALUES = st.one_of(
-    st.sampled_from(["0", "-1", "1e9", "1e-9", "NaN", "100%", "#a", "url(#x)", "file:///etc/passwd", "http://127.0.0.1:9/x",
-                     "data:image/png;base64,AAAA", "data:text/html,<b>", "M0 0 L10 10 Z", ""]),
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "1e9",
+            "1e-9",
+            "NaN",
+            "100%",
+            "#a",
+            "url(#x)",
+            "file:///etc/passwd",
+            "http://127.0.0.1:9/x",
+            "data:image/png;base64,AAAA",
+            "data:text/html,<b>",
+            "M0 0 L10 10 Z",
+            "",
+        ]
+    ),
     st.text(max_size=12),
 )
-_ATTRS = st.dictionaries(st.sampled_from(["width", "height", "x", "y", "r", "href", "d", "fill", "transform", "viewBox"]), _VALUES, max_size=4)
+_ATTRS = st.dictionaries(
+    st.sampled_from(["width", "height", "x", "y", "r", "href", "d", "fill", "transform", "viewBox"]), _VALUES, max_size=4
+)
 
 
 @st.composite

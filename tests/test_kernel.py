@@ -9,7 +9,6 @@ import threading
 import pytest
 from helpers import run_cli
 
-
 WORKDIR = {}
 
 
@@ -211,7 +210,9 @@ def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp
     listing = tmp_path / "modules.txt"
     proc = subprocess.run(
         [sys.executable, "-c", EXEC_IMPORT_PROBE, str(listing), "-j", "exec", kernel_session, "-c", "40 + 2"],
-        cwd=tmp_path, capture_output=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["text"] == "42\n"
@@ -235,8 +236,15 @@ def test_a_server_behind_a_url_prefix_works_like_a_hub_user_server(tmp_path):
     runtime.mkdir()
     token = os.urandom(12).hex()
     cmd = [
-        sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0", "--ServerApp.base_url=/user/someone/", f"--ServerApp.root_dir={tmp_path}",
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        "--ServerApp.base_url=/user/someone/",
+        f"--ServerApp.root_dir={tmp_path}",
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime)}
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -20,7 +20,9 @@ def call(root_args, calls, cwd=None, env=None):
     """Start ``j-cli mcp serve``, run ``calls(session)``, return its result."""
 
     async def main():
-        params = StdioServerParameters(command=JCLI, args=["mcp", "serve", *root_args], cwd=str(cwd) if cwd else None, env=env or dict(os.environ))
+        params = StdioServerParameters(
+            command=JCLI, args=["mcp", "serve", *root_args], cwd=str(cwd) if cwd else None, env=env or dict(os.environ)
+        )
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -95,9 +97,14 @@ def test_errors_are_tool_results_with_is_error(fixture_dir, tmp_path, arguments,
 
 
 def test_relative_paths_need_a_single_root(fixture_dir, tmp_path):
-    result = call(["--root", str(fixture_dir), "--root", str(tmp_path)], tool("read_notebook_output", file_path="kernel_v4.5.ipynb", cell_index=1))
+    result = call(
+        ["--root", str(fixture_dir), "--root", str(tmp_path)], tool("read_notebook_output", file_path="kernel_v4.5.ipynb", cell_index=1)
+    )
     assert result.is_error and result.content[0].text.startswith("PATH_AMBIGUOUS:")
-    absolute = call(["--root", str(fixture_dir), "--root", str(tmp_path)], tool("read_notebook_output", file_path=str(fixture_dir / "kernel_v4.5.ipynb"), cell_index=1))
+    absolute = call(
+        ["--root", str(fixture_dir), "--root", str(tmp_path)],
+        tool("read_notebook_output", file_path=str(fixture_dir / "kernel_v4.5.ipynb"), cell_index=1),
+    )
     assert not absolute.is_error
 
 
@@ -113,7 +120,10 @@ def test_without_roots_only_the_launch_cwd_is_allowed(fixture_dir, tmp_path):
 def test_twenty_parallel_calls_all_answer(fixture_dir):
     async def many(session):
         return await asyncio.gather(
-            *(session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 2 + i % 2, "output_index": 0}) for i in range(20))
+            *(
+                session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 2 + i % 2, "output_index": 0})
+                for i in range(20)
+            )
         )
 
     results = call(["--root", str(fixture_dir)], many)
@@ -136,7 +146,10 @@ def test_repeated_calls_hit_the_sidecar_and_it_never_owns_our_stdout(fixture_dir
     os.utime(fixture_dir / "kernel_v4.5.ipynb", (1_600_000_000, 1_600_000_000))
 
     async def repeated(session):
-        return [await session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}) for _ in range(5)]
+        return [
+            await session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0})
+            for _ in range(5)
+        ]
 
     results = call(["--root", str(fixture_dir)], repeated, cwd=fixture_dir)
     assert all(not r.is_error for r in results)
@@ -149,7 +162,13 @@ def test_read_run_output_by_id_and_manifest(tmp_path):
     from jcli_sidecar.store import publish_run, stage_run
 
     png = nbformat.read(str(__import__("helpers").FIXTURES / "kernel_v4.5.ipynb"), 4).cells[2].outputs[0].data["image/png"]
-    staged = stage_run(str(tmp_path), [{"output_type": "display_data", "metadata": {}, "data": {"image/png": png, "text/html": "<i>x</i>"}}], source={}, status="ok", created_ns=1)
+    staged = stage_run(
+        str(tmp_path),
+        [{"output_type": "display_data", "metadata": {}, "data": {"image/png": png, "text/html": "<i>x</i>"}}],
+        source={},
+        status="ok",
+        created_ns=1,
+    )
     manifest = publish_run(staged.outputs_dir, staged.run_id)["manifest"]
     by_id = call(["--root", str(tmp_path)], tool("read_run_output", run=staged.run_id, output_index=0))
     assert by_id.content[0].type == "image" and base64.b64decode(by_id.content[0].data) == base64.b64decode(png)
@@ -209,8 +228,12 @@ def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
     fitted = call(root, tool("read_notebook_output", file_path=str(path), cell_index=0, output_index=0))
     image = Image.open(io.BytesIO(base64.b64decode(fitted.content[0].data)))
     assert image.size == (2048, 409) and "fitted from 5000x1000" in fitted.content[1].text
-    rendered = call(root, tool("read_notebook_output", file_path=str(path), cell_index=0, output_index=1,
-                               mime_type="image/svg+xml", as_mime_type="image/png"))
+    rendered = call(
+        root,
+        tool(
+            "read_notebook_output", file_path=str(path), cell_index=0, output_index=1, mime_type="image/svg+xml", as_mime_type="image/png"
+        ),
+    )
     assert not rendered.is_error and rendered.content[0].type == "image" and rendered.content[0].mime_type == "image/png"
     assert Image.open(io.BytesIO(base64.b64decode(rendered.content[0].data))).convert("RGB").getpixel((5, 5)) == (255, 0, 0)
     assert "rendered from image/svg+xml" in rendered.content[1].text

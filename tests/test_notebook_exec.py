@@ -170,10 +170,22 @@ def test_our_writer_matches_nbformat_byte_for_byte():
 
 
 def test_sync_keeps_matches_by_id_then_content():
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "id": "a", "source": "x = 1", "metadata": {}, "outputs": [{"output_type": "stream", "name": "stdout", "text": "1"}], "execution_count": 1},
-        {"cell_type": "code", "id": "b", "source": "y = 2", "metadata": {}, "outputs": [], "execution_count": None},
-    ]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "a",
+                "source": "x = 1",
+                "metadata": {},
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "1"}],
+                "execution_count": 1,
+            },
+            {"cell_type": "code", "id": "b", "source": "y = 2", "metadata": {}, "outputs": [], "execution_count": None},
+        ],
+    }
     synced, _, report = sync_notebook([PercentCell("code", "y = 2"), PercentCell("code", "x = 10", "a")], nb)
     assert [c["id"] for c in synced["cells"]] == ["b", "a"]
     assert synced["cells"][1]["outputs"] == [] and synced["cells"][1]["source"] == "x = 10"

@@ -82,9 +82,7 @@ def test_write_then_parse_round_trips(cells):
     except UsageError:
         assume(False)
     back = parse_percent(text)
-    assert [(c.cell_type, c.source, c.cell_id) for c in back] == [
-        (c.cell_type, c.source, c.cell_id) for c in cells
-    ]
+    assert [(c.cell_type, c.source, c.cell_id) for c in back] == [(c.cell_type, c.source, c.cell_id) for c in cells]
 
 
 def _heads(nb_path):

@@ -38,8 +38,17 @@ def test_a_reused_pid_a_dead_pid_and_another_uid_are_gone(stranger):
 
 def test_another_host_is_unknown_and_malformed_maps_are_no_record():
     assert ProcessRecord.from_dict(dict(ProcessRecord.current().to_dict(), host="elsewhere")).state() == UNKNOWN
-    for bad in (None, [], {}, {"pid": "1", "create_time": 1.0}, {"pid": 1}, {"pid": True, "create_time": 1.0},
-                {"pid": 1, "create_time": "x"}, {"pid": -5, "create_time": 1.0}, {"pid": 1, "create_time": 1.0, "uid": "0"}):
+    for bad in (
+        None,
+        [],
+        {},
+        {"pid": "1", "create_time": 1.0},
+        {"pid": 1},
+        {"pid": True, "create_time": 1.0},
+        {"pid": 1, "create_time": "x"},
+        {"pid": -5, "create_time": 1.0},
+        {"pid": 1, "create_time": 1.0, "uid": "0"},
+    ):
         assert ProcessRecord.from_dict(bad) is None, bad
 
 

@@ -71,9 +71,7 @@ def test_cli_flags_and_stdin_request_match_the_fixture(case, fixture_dir):
     request = case["request"]
     command = "output" if "output_index" in request else "outputs"
     by_flags = run_cli("-j", "notebook", command, *_flags(request), cwd=fixture_dir)
-    by_stdin = run_cli(
-        "-j", "notebook", "output", "--request", "-", cwd=fixture_dir, stdin=json.dumps(request).encode()
-    )
+    by_stdin = run_cli("-j", "notebook", "output", "--request", "-", cwd=fixture_dir, stdin=json.dumps(request).encode())
     for result in (by_flags, by_stdin):
         expect = case["expect"]
         if "error" in expect:

@@ -16,10 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import click
 import pytest
 from helpers import FIXTURES
 
-import click
 import jcli
 import jcli_sidecar
 
@@ -63,10 +63,7 @@ def nobody_python():
 
 
 def _snapshot(root: Path) -> dict:
-    return {
-        str(p.relative_to(root)): (p.stat().st_mode, p.stat().st_size, p.stat().st_mtime_ns)
-        for p in [root, *root.rglob("*")]
-    }
+    return {str(p.relative_to(root)): (p.stat().st_mode, p.stat().st_size, p.stat().st_mtime_ns) for p in [root, *root.rglob("*")]}
 
 
 @pytest.fixture
@@ -138,8 +135,16 @@ def test_reads_as_nobody_in_a_readonly_workspace_change_nothing(nobody_python, r
 
 def _exec_as_nobody(nobody_python, ws, runtime, jupyter, session, code):
     return _as_nobody(
-        nobody_python, ws, runtime, "-j", "exec", session, "-c", code,
-        JCLI_JUPYTER_SERVER_URL=jupyter["url"], JCLI_JUPYTER_SERVER_TOKEN=jupyter["token"],
+        nobody_python,
+        ws,
+        runtime,
+        "-j",
+        "exec",
+        session,
+        "-c",
+        code,
+        JCLI_JUPYTER_SERVER_URL=jupyter["url"],
+        JCLI_JUPYTER_SERVER_TOKEN=jupyter["token"],
     )
 
 
@@ -176,7 +181,14 @@ def test_a_clean_that_cannot_delete_reports_partial(nobody_python, tmp_path):
         old = 1_000_000_000 * 1_000_000_000
         ids = []
         for i in range(2):
-            staged = stage_run(str(ws), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=old + i, completed_ns=old + i)
+            staged = stage_run(
+                str(ws),
+                [{"output_type": "stream", "name": "stdout", "text": "x"}],
+                source={},
+                status="ok",
+                created_ns=old + i,
+                completed_ns=old + i,
+            )
             publish_run(staged.outputs_dir, staged.run_id)
             ids.append(staged.run_id)
         for path in [base, *base.rglob("*")]:

@@ -158,7 +158,6 @@ def test_dry_run_changes_nothing_and_a_real_clean_is_reported(tmp_path):
 
 def test_the_clients_limit_wins_over_a_sidecar_started_with_other_limits(tmp_path, sidecar_on, monkeypatch):
     from jcli.transport import publish
-
     from jcli_sidecar.runtime import SidecarPaths
 
     ws = tmp_path / "ws"
@@ -170,7 +169,13 @@ def test_the_clients_limit_wins_over_a_sidecar_started_with_other_limits(tmp_pat
     monkeypatch.chdir(ws)
     served = run_cli("-j", "sidecar", "status", cwd=ws).json()["requests_served"]
     for i in range(6):
-        staged = stage_run(str(ws.resolve()), [{"output_type": "stream", "name": "stdout", "text": str(i)}], source={}, status="ok", created_ns=time.time_ns())
+        staged = stage_run(
+            str(ws.resolve()),
+            [{"output_type": "stream", "name": "stdout", "text": str(i)}],
+            source={},
+            status="ok",
+            created_ns=time.time_ns(),
+        )
         result = publish(str(ws.resolve()), staged.run_id, Policy(7, 2))
         assert os.path.isfile(result["manifest"])
     assert len(runs_in(ws)) == 2

@@ -58,7 +58,11 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
     parsed = tomllib.loads(config.read_text())
     assert parsed["mcp_servers"]["docs"]["args"] == ["-y", "docs-mcp@1.2.3"]
     ours = parsed["mcp_servers"]["jcli"]
-    assert ours["args"] == ["-m", "jcli", "mcp", "serve", "--host", "codex"] and ours["startup_timeout_sec"] == 30 and ours["tool_timeout_sec"] == 120
+    assert (
+        ours["args"] == ["-m", "jcli", "mcp", "serve", "--host", "codex"]
+        and ours["startup_timeout_sec"] == 30
+        and ours["tool_timeout_sec"] == 120
+    )
     assert config.read_text().startswith(CODEX_CONFIG)  # every byte outside our table survives
     skill = tmp_path / "home" / ".agents" / "skills" / "j-cli" / "SKILL.md"
     assert skill.read_text().startswith("---\nname: j-cli\n")
@@ -99,7 +103,7 @@ def test_codex_project_trusted_by_the_user_gives_no_warning(codex_home, tmp_path
     (repo / ".git").mkdir()
     trusted = repo if where == "git-root" else project
     with open(codex_home / "config.toml", "a") as fh:
-        fh.write(f"\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = \"trusted\"\n")
+        fh.write(f'\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = "trusted"\n')
     result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     assert result["project_trusted"] is True and result["warnings"] == []
 

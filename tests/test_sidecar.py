@@ -21,9 +21,9 @@ from helpers import load_cases, run_cli, sidecars_under
 
 from jcli_sidecar import __version__
 from jcli_sidecar.framing import HEADER, pack_frame, read_frame
+from jcli_sidecar.locks import wait_for_lock
 from jcli_sidecar.protocol import PROTOCOL_VERSION
 from jcli_sidecar.runtime import SidecarPaths
-from jcli_sidecar.locks import wait_for_lock
 
 READ = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"]
 
@@ -117,7 +117,15 @@ def test_notebook_outputs_goes_through_notebook_list(ws):
     start(ws)
     result = run_cli("-j", "notebook", "outputs", "kernel_v4.5.ipynb", "--cell", "9", cwd=ws)
     assert result.stdout == direct(["-j", "notebook", "outputs", "kernel_v4.5.ipynb", "--cell", "9"], ws).stdout
-    refused = run_cli("-j", "notebook", "outputs", "--request", "-", cwd=ws, stdin=b'{"file_path": "kernel_v4.5.ipynb", "cell_index": 1, "output_index": 0}')
+    refused = run_cli(
+        "-j",
+        "notebook",
+        "outputs",
+        "--request",
+        "-",
+        cwd=ws,
+        stdin=b'{"file_path": "kernel_v4.5.ipynb", "cell_index": 1, "output_index": 0}',
+    )
     assert refused.returncode == 2 and refused.error()["code"] == "USAGE_ERROR"
 
 
@@ -382,7 +390,18 @@ def test_another_uid_is_refused_by_the_peer_check(ws, isolated_runtime):
     os.chmod(paths.socket, 0o777)
     greeting = pack_frame({"id": 0, "op": "hello", "args": {"protocol": 1, "version": __version__, "workspace": paths.workspace}})
     proc = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3", "-c", NOBODY_CLIENT, paths.socket, greeting.hex()],
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            NOBODY_CLIENT,
+            paths.socket,
+            greeting.hex(),
+        ],
         capture_output=True,
         timeout=60,
     )
@@ -462,10 +481,7 @@ def test_repeated_reads_hit_the_cache(ws):
 def test_a_read_from_a_deleted_cwd_is_a_coded_error(ws, tmp_path):
     doomed = tmp_path / "doomed"
     doomed.mkdir()
-    script = (
-        "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
-        "from jcli.__main__ import main; sys.exit(main(sys.argv[2:]))"
-    )
+    script = "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from jcli.__main__ import main; sys.exit(main(sys.argv[2:]))"
     proc = subprocess.run(
         [sys.executable, "-c", script, str(doomed), "-j", "notebook", "output", "nb.ipynb", "--cell", "0"],
         capture_output=True,

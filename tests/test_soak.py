@@ -56,7 +56,9 @@ def test_writers_and_a_cleaner_never_break_a_run(tmp_path, sidecar_on):
         if i % 2:
             env["JCLI_SIDECAR"] = "off"
         writers.append(
-            subprocess.Popen([sys.executable, "-c", WRITER, str(ws), str(SOAK_SECONDS)], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(ws), str(SOAK_SECONDS)], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
         )
     cleans, failures = [], []
 

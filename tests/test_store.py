@@ -15,8 +15,8 @@ from helpers import run_cli
 from PIL import Image
 
 from jcli_sidecar.errors import OutputDataInvalid, OutputSaveFailed, RunNotFound
-from jcli_sidecar.runs import read_run
 from jcli_sidecar.locks import wait_for_lock
+from jcli_sidecar.runs import read_run
 from jcli_sidecar.store import CACHEDIR_FILES, publish_run
 
 RICH = (
@@ -205,7 +205,9 @@ def test_a_symlinked_j_cli_dir_is_refused(tmp_path):
 def test_a_manifest_cannot_point_outside_its_run(tmp_path):
     from jcli_sidecar.store import ensure_outputs_dir, stage_run
 
-    staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x" * 5000}], source={}, status="ok", created_ns=1)
+    staged = stage_run(
+        str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x" * 5000}], source={}, status="ok", created_ns=1
+    )
     manifest_path = publish_run(ensure_outputs_dir(str(tmp_path)), staged.run_id)["manifest"]
     manifest = json.loads(open_text(manifest_path))
     manifest["outputs"][0]["text"]["file"] = "../../../../etc/hostname"

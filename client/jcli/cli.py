@@ -6,7 +6,6 @@ fast path uses) and run through ``read_command``.
 
 from __future__ import annotations
 
-
 import click
 
 from jcli_sidecar import __version__
@@ -14,12 +13,12 @@ from jcli_sidecar.errors import UsageError
 
 from . import emit
 from .click_options import table_options
-from .fastpath import JSON_FLAGS
-from .read_command import run_read
-from .read_options import READ_COMMANDS
 from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
+from .fastpath import JSON_FLAGS
 from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
 from .output_cmd import output
+from .read_command import run_read
+from .read_options import READ_COMMANDS
 from .sidecar_cmd import sidecar
 
 __all__ = ["app", "run_click"]
@@ -99,27 +98,32 @@ def _run_setup(action) -> None:
 _HOST_SETUPS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
     "codex": (
         "Register the read-only MCP server (and the j-cli skill) with Codex.",
-        [("user", "Your Codex config (CODEX_HOME, default ~/.codex) (default)."),
-         ("project", "This project's .codex/config.toml (roots reads here).")],
+        [
+            ("user", "Your Codex config (CODEX_HOME, default ~/.codex) (default)."),
+            ("project", "This project's .codex/config.toml (roots reads here)."),
+        ],
         "Remove only j-cli's entries.",
     ),
     "claude": (
         "Register the read-only MCP server (and the j-cli skill) with Claude Code.",
-        [("local", "~/.claude.json, for this project only (default)."),
-         ("project", "./.mcp.json, shared with the project."),
-         ("user", "~/.claude.json, for every project.")],
+        [
+            ("local", "~/.claude.json, for this project only (default)."),
+            ("project", "./.mcp.json, shared with the project."),
+            ("user", "~/.claude.json, for every project."),
+        ],
         "Remove only j-cli's entries.",
     ),
     "opencode": (
         "Install the read_notebook_output plugin for OpenCode.",
-        [("project", "./.opencode/plugins/jcli.js (default)."),
-         ("user", "The OpenCode config dir's plugins/jcli.js.")],
+        [("project", "./.opencode/plugins/jcli.js (default)."), ("user", "The OpenCode config dir's plugins/jcli.js.")],
         "Remove only j-cli's plugin file.",
     ),
     "dsh": (
         "Install the read_notebook_output plugin for DSH.",
-        [("project", "./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default)."),
-         ("user", "$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts.")],
+        [
+            ("project", "./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default)."),
+            ("user", "$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts."),
+        ],
         "Remove only j-cli's row, plugin file and skill.",
     ),
 }

@@ -14,7 +14,4 @@ _TYPES = {"int": int, "float": float, "str": str}
 
 def table_options(options) -> list[click.Parameter]:
     """One click option per table entry: its flags, the request field it fills, its type and help."""
-    return [
-        click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help)
-        for opt in options
-    ]
+    return [click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help) for opt in options]

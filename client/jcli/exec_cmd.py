@@ -83,10 +83,10 @@ def run_exec(
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout) -> int:
     import time
 
+    from jcli_sidecar.retention import resolve_policy
+
     from .exec_result import build_result
     from .kernel_exec import execute
-
-    from jcli_sidecar.retention import resolve_policy
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     srv, row = _select(server_url, token, session_key)
@@ -171,9 +171,7 @@ def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_pa
     def on_output(event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None) -> None:
         _live(event, output, chunk)
 
-    summary = run_notebook(
-        srv, row, file_path, cell_spec, timeout=timeout, on_cell=on_cell, on_output=None if json_mode else on_output
-    )
+    summary = run_notebook(srv, row, file_path, cell_spec, timeout=timeout, on_cell=on_cell, on_output=None if json_mode else on_output)
     if json_mode:
         emit.document(summary, True)
     else:

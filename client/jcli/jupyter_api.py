@@ -42,9 +42,7 @@ class JupyterServer:
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.token}"} if self.token else {}
 
-    def request(
-        self, method: str, path: str, body: Any = None, timeout: float | None = None, *, raw_errors: bool = False
-    ) -> Any:
+    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None, *, raw_errors: bool = False) -> Any:
         """Call ``/api/<path>`` and return its JSON.
 
         Raises:
@@ -53,16 +51,12 @@ class JupyterServer:
             HttpError: other non-2xx answers, when ``raw_errors`` (the caller maps them).
         """
         try:
-            response = http_request(
-                method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout
-            )
+            response = http_request(method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout)
         except WireError as exc:
             raise ServerUnavailable(f"Jupyter Server at {self.url} is unreachable: {exc}", url=self.url) from None
         except HttpError as exc:
             if exc.status in (401, 403):
-                raise ServerUnavailable(
-                    f"Jupyter Server at {self.url} refused the token (HTTP {exc.status})", url=self.url
-                ) from None
+                raise ServerUnavailable(f"Jupyter Server at {self.url} refused the token (HTTP {exc.status})", url=self.url) from None
             if exc.status >= 500:
                 raise ServerUnavailable(f"Jupyter Server at {self.url} failed: HTTP {exc.status}", url=self.url) from None
             if raw_errors:

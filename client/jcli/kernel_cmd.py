@@ -12,8 +12,8 @@ import click
 
 from jcli_sidecar.errors import JcliError, UsageError
 
-from .outcome import fail, finish
 from .jupyter_api import select_session, session_summary
+from .outcome import fail, finish
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

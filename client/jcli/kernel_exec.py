@@ -30,7 +30,8 @@ from .wire import WireError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from .jupyter_api import JupyterServer
 
@@ -164,9 +165,7 @@ class KernelConnection:
         """Close without waiting for the server's answer."""
         self.ws.close()
 
-    def execute(
-        self, code: str, *, timeout: float | None = None, on_output: Callable[..., None] | None = None
-    ) -> ExecutionResult:
+    def execute(self, code: str, *, timeout: float | None = None, on_output: Callable[..., None] | None = None) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`)."""
         collector = _Collector(on_output)
         msg_id, text = _message(

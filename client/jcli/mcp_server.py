@@ -39,6 +39,7 @@ log = logging.getLogger("jcli.mcp")
 #: How long to wait for a client's answer to roots/list (some never answer).
 ROOTS_TIMEOUT = 2.0
 
+
 def _schemas() -> tuple[dict[str, Any], dict[str, Any]]:
     """The two tools' input schemas, from the one request spec."""
     from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema

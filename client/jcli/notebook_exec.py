@@ -25,7 +25,8 @@ from .kernel_exec import KernelConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["is_notebook_file", "parse_cell_spec", "run_notebook"]
 
@@ -120,8 +121,7 @@ def _write_back(nb_path: str, index: int, cell_id: str | None, ran: str, result)
             or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(ran)
         ):
             raise NotebookOutOfSync(
-                f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; "
-                "its outputs were not written",
+                f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
                 executed=True,
             )
         cell["outputs"] = result.outputs

@@ -17,7 +17,8 @@ from . import emit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, NoReturn
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
 __all__ = ["OS_ERRORS", "attempt", "fail", "finish", "json_mode", "translate"]
 

@@ -31,7 +31,9 @@ def output_list(ctx: click.Context) -> None:
     from jcli_sidecar.runtime import workspace_of
 
     doc = attempt(ctx, lambda: list_runs(workspace_of()), "output")
-    lines = [f"{r['run_id']}  {r.get('status', '?')}  {r.get('outputs', '?')} output(s), {r.get('files', '?')} file(s)" for r in doc["runs"]]
+    lines = [
+        f"{r['run_id']}  {r.get('status', '?')}  {r.get('outputs', '?')} output(s), {r.get('files', '?')} file(s)" for r in doc["runs"]
+    ]
     finish(ctx, doc, "\n".join(lines) or f"no runs in {doc['outputs_dir']}")
 
 
@@ -61,7 +63,9 @@ output_show.params.extend(table_options(VIEW_OPTIONS))  # --host, --as, --max-*:
 
 @output.command("clean")
 @click.option("--dry-run", is_flag=True, help="Only report what would be deleted; change nothing.")
-@click.option("--max-age-days", type=int, metavar="N", help="Delete completed runs older than N days (env JCLI_OUTPUT_MAX_AGE_DAYS; default 7).")
+@click.option(
+    "--max-age-days", type=int, metavar="N", help="Delete completed runs older than N days (env JCLI_OUTPUT_MAX_AGE_DAYS; default 7)."
+)
 @click.option("--max-runs", type=int, metavar="N", help="Keep at most N completed runs (env JCLI_OUTPUT_MAX_RUNS; default 50).")
 @click.pass_context
 def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
@@ -96,9 +100,8 @@ def _locked_clean(outputs: str, policy, dry_run: bool, clean):
     """Clean under the outputs lock; a dry run takes the lock only if it exists (it creates nothing)."""
     import os
 
-    from jcli_sidecar.locks import outputs_lock
-
     from jcli_sidecar.layout import Outputs
+    from jcli_sidecar.locks import outputs_lock
 
     lock_path = Outputs(outputs).lock
     if dry_run and not os.path.exists(lock_path):

@@ -45,10 +45,10 @@ MAX_RESPONSE = ReadOption(
     ("--max-response-bytes",), "max_response_bytes", "int", "Refuse responses larger than this (default 32 MiB).", "B"
 )
 
-HOST = ReadOption(
-    ("--host",), "host", "str", "Fit an image to this host's types and limits: dsh, claude, codex or opencode.", "NAME"
+HOST = ReadOption(("--host",), "host", "str", "Fit an image to this host's types and limits: dsh, claude, codex or opencode.", "NAME")
+AS = ReadOption(
+    ("--as",), "as_mime_type", "str", "Convert the selected image (or render the SVG) to image/png, image/jpeg or image/webp.", "MIME"
 )
-AS = ReadOption(("--as",), "as_mime_type", "str", "Convert the selected image (or render the SVG) to image/png, image/jpeg or image/webp.", "MIME")
 MAX_EDGE = ReadOption(("--max-edge",), "max_edge", "int", "Downscale an image whose long edge is over PX pixels.", "PX")
 MAX_PIXELS = ReadOption(("--max-pixels",), "max_pixels", "int", "Downscale an image of more than N pixels.", "N")
 MAX_BYTES = ReadOption(("--max-bytes",), "max_bytes", "int", "Shrink an image larger than B bytes.", "B")
@@ -57,9 +57,7 @@ MAX_BYTES = ReadOption(("--max-bytes",), "max_bytes", "int", "Shrink an image la
 VIEW_OPTIONS: tuple[ReadOption, ...] = (HOST, AS, MAX_EDGE, MAX_PIXELS, MAX_BYTES)
 
 #: ``--request -``: the whole request as one JSON object on stdin.
-REQUEST_OPTION = ReadOption(
-    ("--request",), "request", "str", "Read the request as a JSON object from stdin ('-').", "-"
-)
+REQUEST_OPTION = ReadOption(("--request",), "request", "str", "Read the request as a JSON object from stdin ('-').", "-")
 
 #: command name -> (help, options). ``outputs`` is the catalog only.
 READ_COMMANDS: dict[str, tuple[str, tuple[ReadOption, ...]]] = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from jcli_sidecar.protocol import json_text
 
 TYPE_CHECKING = False
@@ -65,10 +64,7 @@ def _catalog(doc: dict[str, Any]) -> str:
             lines.append(f"{label}  {entry['ename']}: {entry['evalue']}")
             continue
         default = entry.get("default_mime_type")
-        parts = [
-            f"{m}{'*' if m == default else ''} ({_size(entry['bytes'].get(m))})"
-            for m in entry["available_mime_types"]
-        ]
+        parts = [f"{m}{'*' if m == default else ''} ({_size(entry['bytes'].get(m))})" for m in entry["available_mime_types"]]
         lines.append(f"{label}  {', '.join(parts)}")
     if doc["outputs"]:
         lines.append("  (* = shown by default; read one with --output K [--mime MIME])")

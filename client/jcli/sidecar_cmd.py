@@ -6,7 +6,7 @@ import click
 
 from jcli_sidecar.runtime import SidecarPaths, ensure_runtime_dir, workspace_of
 
-from .outcome import attempt, fail, finish
+from .outcome import attempt, finish
 
 __all__ = ["sidecar"]
 

@@ -98,7 +98,7 @@ class _Reader:
                 # next small frame until our delayed ACK (up to 40 ms) goes out.
                 self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             chunk = self.sock.recv(1 << 16)
-        except socket.timeout:
+        except TimeoutError:
             raise
         except OSError as exc:
             raise WireError(f"connection failed ({exc.strerror or exc})") from None
@@ -185,7 +185,7 @@ def http_request(
         reader = _Reader(sock)
         status, reason, resp_headers = _read_head(reader)
         payload = b"" if method == "HEAD" or status in (204, 304) else _read_body(reader, resp_headers)
-    except socket.timeout:
+    except TimeoutError:
         raise WireError(f"no answer from {netloc} within {timeout:g} s") from None
     finally:
         sock.close()
@@ -255,7 +255,7 @@ class WebSocket:
                 if fin:
                     data = b"".join(parts)
                     return data.decode("utf-8") if kind == 0x1 else data
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError("no websocket message in time") from None
 
     def close(self) -> None:

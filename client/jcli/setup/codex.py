@@ -80,7 +80,7 @@ def _trust_warning(project: str) -> str:
     return (
         f"Codex ignores {os.path.join(project, '.codex', 'config.toml')} until this project is trusted: "
         f"start codex in {project} and trust it when asked, or add to {user_config}: "
-        f"[projects.{_toml_key(key)}] trust_level = \"trusted\""
+        f'[projects.{_toml_key(key)}] trust_level = "trusted"'
     )
 
 

@@ -169,7 +169,9 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         result["skill_removed"] = remove_skill(skills)
         return result
     if not has_block(text or "") and _claims(rows):
-        raise ConfigConflict(f"{config} already has a Cordis row with id {ROW_ID!r} that j-cli does not manage; rename or remove it", path=config)
+        raise ConfigConflict(
+            f"{config} already has a Cordis row with id {ROW_ID!r} that j-cli does not manage; rename or remove it", path=config
+        )
     row = plugin_row(scope, plugin)
     new = _with_row(text or "", rows, _row_yaml(scope, plugin))
     if _split(_parse(new, config)) != (_split(rows)[0], [row]):
