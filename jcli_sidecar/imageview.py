@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from . import mime as mimes
+from . import image_headers
 from .errors import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
 from .request_spec import AS_MIME_TYPES as _OUTPUT_TYPES
 
@@ -200,7 +200,7 @@ def view_image(mime: str, data: bytes, spec: ViewSpec) -> tuple[str, bytes, dict
     Raises:
         ImageTooLarge, RenderFailed.
     """
-    size = mimes.image_size(mime, data)
+    size = image_headers.image_size(mime, data)
     target = spec.as_mime_type or (mime if mime in spec.types else "image/png")
     if target == mime and _within(spec, size, len(data)):
         return mime, data, {}  # byte-identical

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 
+from . import image_headers
 from . import mime as mimes
 from .errors import (
     FileNotFound,
@@ -549,10 +550,10 @@ def _image_block(mime: str, data: bytes, binary: bool, facts: dict[str, Any]) ->
         "bytes": len(data),
         "data": data if binary else base64.b64encode(data).decode("ascii"),
     }
-    size = mimes.image_size(mime, data)
+    size = image_headers.image_size(mime, data)
     if size is not None:
         selected["width"], selected["height"] = size
-    if mimes.is_animated(mime, data):
+    if image_headers.is_animated(mime, data):
         selected["animated"] = True
     if facts:
         from .imageview import view_note

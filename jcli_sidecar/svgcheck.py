@@ -15,6 +15,7 @@ import binascii
 import re
 import xml.parsers.expat
 
+from . import image_headers
 from . import mime as mimes
 from .errors import ImageTooLarge, RenderFailed
 from .imageview import CAPS
@@ -91,7 +92,7 @@ def _check_embedded(href: str, decode_pixels: int) -> None:
         head = base64.b64decode(payload[: len(payload) // 4 * 4], validate=True)
     except (binascii.Error, ValueError):
         raise _refuse("an embedded image is not valid base64") from None
-    size = mimes.image_size(media, head)
+    size = image_headers.image_size(media, head)
     if size is None:
         raise _refuse(f"an embedded {media} has no readable size")
     if size[0] * size[1] > decode_pixels:
