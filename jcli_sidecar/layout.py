@@ -48,9 +48,9 @@ class Outputs:
     """The paths of one ``.j-cli/outputs`` directory.
 
     Example:
-        >>> out = Outputs.of_workspace("/work")
+        >>> out = Outputs.of_workspace("/srv/project")
         >>> (out.root, out.lock, out.run_dir("r1"), out.staged_dir("r1"))
-        ('/work/.j-cli/outputs', '/work/.j-cli/outputs/.lock', '/work/.j-cli/outputs/r1', '/work/.j-cli/outputs/.staging/r1')
+        ('/srv/project/.j-cli/outputs', '/srv/project/.j-cli/outputs/.lock', '/srv/project/.j-cli/outputs/r1', '/srv/project/.j-cli/outputs/.staging/r1')
     """
 
     __slots__ = ("root",)
