@@ -142,3 +142,21 @@ def test_a_read_does_not_import_heavy_modules(args, sidecar, tmp_path, request):
     if sidecar == "cold":
         assert "jcli_sidecar.spawn" in loaded and sidecars_under(runtime)  # the background start did happen
     assert "jcli_sidecar.reader" in loaded
+
+
+@pytest.mark.parametrize(
+    "args, stdin",
+    [
+        (["notebook", "output", DEMO, "--cell", "14", "--output", "0", "--limit", "0"], b""),
+        (["notebook", "output", DEMO, "--cell", "14", "--output", "0", "--offset", "-1"], b""),
+        (["notebook", "output", DEMO, "--cell", "9", "--output", "0", "--limit", "5"], b""),
+        (["notebook", "output", "--request", "-"], b'{"file_path": "%s", "cell_index": 14, "output_index": 0, "limit": 0}' % DEMO.encode()),
+    ],
+)
+def test_a_bad_window_is_a_usage_error_on_every_path(args, stdin):
+    """``INVALID_WINDOW`` is a usage error: exit 2, as ``--cell x`` is, by flags or by request."""
+    result = run_cli("-j", *args, stdin=stdin)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == b"" and result.error()["code"] == "INVALID_WINDOW"
+    plain = run_cli(*args, stdin=stdin)
+    assert plain.returncode == 2 and plain.stderr.startswith(b"j-cli: error [INVALID_WINDOW]")

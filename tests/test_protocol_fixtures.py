@@ -13,7 +13,7 @@ import re
 import pytest
 from helpers import load_cases, relative_source, run_cli
 
-from jcli_sidecar.errors import JcliError
+from jcli_sidecar.errors import JcliError, UsageError, error_from_code
 from jcli_sidecar.requests import handle_read
 
 CASES = load_cases()
@@ -75,7 +75,8 @@ def test_cli_flags_and_stdin_request_match_the_fixture(case, fixture_dir):
     for result in (by_flags, by_stdin):
         expect = case["expect"]
         if "error" in expect:
-            assert result.returncode == 1, result.stderr
+            usage = isinstance(error_from_code(expect["error"]["code"], ""), UsageError)
+            assert result.returncode == (2 if usage else 1), result.stderr
             assert result.stdout == b""
             err = result.error()
             assert err["schema_version"] == 1 and err["status"] == "error"

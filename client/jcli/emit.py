@@ -1,7 +1,8 @@
 """Printing results and errors, the same way for every command.
 
 JSON mode: one compact document on stdout, exit 0; a failure is an error
-envelope on stderr, exit 1 (exit 2 for usage errors). Human mode prints
+envelope on stderr, exit 1; a usage error (``UsageError`` and every error
+class under it, such as ``INVALID_WINDOW``) exits 2. Human mode prints
 readable text and never base64.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from jcli_sidecar.errors import JcliError
+from jcli_sidecar.errors import JcliError, UsageError
 from jcli_sidecar.protocol import dump_json, error_envelope
 
 TYPE_CHECKING = False
@@ -37,8 +38,14 @@ def unexpected(exc: BaseException, json_mode: bool) -> int:
 
 
 def exit_code(err: JcliError) -> int:
-    """2 for a usage error, 1 for every other failure."""
-    return EXIT_USAGE if err.code == "USAGE_ERROR" else EXIT_FAILURE
+    """By error class: 2 for a usage error (any ``UsageError``), 1 for every other failure.
+
+    Example:
+        >>> from jcli_sidecar.errors import InvalidWindow, OutputNotFound
+        >>> exit_code(InvalidWindow("limit must be >= 1")), exit_code(OutputNotFound("no output 3"))
+        (2, 1)
+    """
+    return EXIT_USAGE if isinstance(err, UsageError) else EXIT_FAILURE
 
 
 def _write(stream, data: bytes) -> None:
