@@ -9,7 +9,7 @@ the MCP tool arguments and the plugins' parameters.
 from __future__ import annotations
 
 from .errors import UsageError
-from .reader import read_output
+from .reader import OutputQuery, read_output
 from .request_spec import READ_SPEC, VIEW_FIELDS
 
 TYPE_CHECKING = False
@@ -77,18 +77,15 @@ def handle_read(request: Any, *, binary: bool = False, load: Loader | None = Non
         UsageError, and every error of :func:`jcli_sidecar.reader.read_output`.
     """
     args = check_read_request(request)
-    return read_output(
-        args["file_path"],
-        args["cell_index"],
-        args.get("output_index"),
+    query = OutputQuery(
         mime_type=args.get("mime_type"),
         offset=args.get("offset", 0),
         limit=args.get("limit"),
         max_response_bytes=args.get("max_response_bytes"),
         binary=binary,
-        load=load,
         view=view_of(args),
     )
+    return read_output(args["file_path"], args["cell_index"], args.get("output_index"), query, load=load)
 
 
 def handle_list(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:

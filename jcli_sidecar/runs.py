@@ -8,15 +8,14 @@ can never make a read leave its run. Reads write nothing.
 
 from __future__ import annotations
 
-import json
 import os
 
+from . import representations
+from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 from .errors import JcliError, OutputDataInvalid, RunNotFound, UsageError
 from .layout import Outputs, manifest_path, parse_manifest
 from .notebook import read_file_bytes
 from .protocol import SCHEMA_VERSION
-from .reader import catalog_envelope, fit_response, output_envelope
-from .textwindow import check_window
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -112,12 +111,7 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         raw = read_file_bytes(path)
     except JcliError:
         raise RunNotFound(f"{path}: payload missing; the run may have been cleaned", path=path) from None
-    encoding = ref.get("encoding")
-    if encoding == "json":
-        return json.loads(raw)
-    if encoding == "utf-8" or path.endswith(".txt"):
-        return raw.decode("utf-8", "surrogatepass")
-    return raw  # binary: an image
+    return representations.of_manifest_ref(ref, path).load(raw)
 
 
 def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -130,21 +124,11 @@ def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_run(
-    cwd: str,
-    ref: str,
-    output_index: int | None = None,
-    mime_type: str | None = None,
-    offset: int = 0,
-    limit: int | None = None,
-    max_response_bytes: int | None = None,
-    *,
-    binary: bool = False,
-    view: Any = None,
-) -> dict[str, Any]:
+def read_run(cwd: str, ref: str, output_index: int | None = None, query: OutputQuery = DEFAULT_QUERY) -> dict[str, Any]:
     """The catalog of a run, or one of its outputs: the notebook envelope with ``source.kind = "run"``.
 
-    ``view`` converts the selected image as in :func:`jcli_sidecar.reader.read_output`.
+    ``query`` is what :func:`jcli_sidecar.reader.read_output` takes (a
+    view converts the selected image there too).
 
     Raises:
         RunNotFound, OutputNotFound, MimeNotFound, InvalidWindow,
@@ -152,13 +136,12 @@ def read_run(
     """
     from .errors import OutputNotFound
 
-    check_window(offset, limit)
     run_dir, manifest = resolve_run(cwd, ref)
     entries = manifest["outputs"]
     source = _source(run_dir, manifest)
     if output_index is None:
         outputs = [_materialise(run_dir, entry, i) for i, entry in enumerate(entries)]
-        return fit_response(catalog_envelope(outputs, source), max_response_bytes)
+        return fit_response(catalog_envelope(outputs, source), query.max_response_bytes)
     if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
         raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
     if output_index >= len(entries):
@@ -167,8 +150,7 @@ def read_run(
         )
     source["output_index"] = output_index
     raw = _materialise(run_dir, entries[output_index], output_index)
-    envelope = output_envelope(raw, output_index, source, mime_type, offset, limit, binary, view=view)
-    return fit_response(envelope, max_response_bytes)
+    return fit_response(output_envelope(raw, output_index, source, query), query.max_response_bytes)
 
 
 def list_runs(cwd: str) -> dict[str, Any]:

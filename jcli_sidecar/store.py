@@ -23,12 +23,12 @@ import stat
 import tempfile
 import time
 
-from . import mime as mimes
+from . import representations
 from .errors import OutputDataInvalid, OutputSaveFailed
 from .layout import JCLI_DIR, MANAGED_BY, MANIFEST_TMP, Outputs, encode_manifest, manifest_path
 from .locks import outputs_lock
 from .notebook import join_text
-from .protocol import SCHEMA_VERSION, dump_json
+from .protocol import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,20 +63,6 @@ CACHEDIR_FILES: dict[str, bytes] = {
         b"# For information about cache directory tags, see:\n"
         b"#\thttps://bford.info/cachedir/spec.html\n"
     ),
-}
-
-_EXTENSIONS = {
-    "image/png": "png",
-    "image/jpeg": "jpg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-    "image/bmp": "bmp",
-    "image/svg+xml": "svg",
-    "text/html": "html",
-    "text/markdown": "md",
-    "text/plain": "txt",
-    "text/latex": "tex",
-    "application/json": "json",
 }
 
 
@@ -206,14 +192,6 @@ def _owner() -> dict[str, Any]:
     return ProcessRecord.current().to_dict()
 
 
-def _item_type(mime: str, kind: str) -> str:
-    if kind == "image":
-        return "image"
-    if kind == "json":
-        return "json"
-    return {"text/html": "html", "text/markdown": "markdown", "image/svg+xml": "svg"}.get(mime, "text")
-
-
 def stage_run(
     cwd: str,
     outputs: list[dict[str, Any]],
@@ -301,32 +279,24 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: 
 
 
 def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any, files: list[str]) -> dict[str, Any]:
-    kind = mimes.mime_kind(mime, value)
-    ext = _EXTENSIONS.get(mime, "json" if kind == "json" else "bin" if kind == "image" else "txt")
-    name = f"output-{index:04d}-{number}.{ext}"
-    if kind == "image":
-        try:
-            data = mimes.decode_image(mime, join_text(value, mime))
-        except OutputDataInvalid:
-            return {"inline": value, "invalid": True}  # kept as the kernel sent it
-        path = _write(staged, name, data, files)
-        item = {"type": "image", "output_index": index, "mime": mime, "path": path, "bytes": len(data)}
-        staged.items.append(item)
-        return {"file": name, "bytes": len(data)}
-    if kind == "json":
-        data = dump_json(value)
-        if len(data) <= INLINE_TEXT_LIMIT:
-            return {"inline": value}
-        path = _write(staged, name, data, files)
-        staged.items.append({"type": "json", "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
-        return {"file": name, "bytes": len(data), "encoding": "json"}
-    text = join_text(value, mime)
-    if mime == "text/plain" and len(text) <= INLINE_TEXT_LIMIT:
-        return {"inline": text}
-    data = text.encode("utf-8", "surrogatepass")
+    kind = representations.of(mime, value)
+    try:
+        data = kind.payload(mime, value)
+    except OutputDataInvalid:
+        return {"inline": value, "invalid": True}  # kept as the kernel sent it
+    if kind is representations.JSON and len(data) <= INLINE_TEXT_LIMIT:
+        return {"inline": value}
+    if kind is representations.TEXT and mime == "text/plain":
+        text = join_text(value, mime)
+        if len(text) <= INLINE_TEXT_LIMIT:  # characters, as the kernel sent them
+            return {"inline": text}
+    name = f"output-{index:04d}-{number}.{kind.extension(mime)}"
     path = _write(staged, name, data, files)
-    staged.items.append({"type": _item_type(mime, kind), "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
-    return {"file": name, "bytes": len(data), "encoding": "utf-8"}
+    staged.items.append({"type": kind.item_type(mime), "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
+    ref = {"file": name, "bytes": len(data)}
+    if kind.manifest_encoding is not None:
+        ref["encoding"] = kind.manifest_encoding
+    return ref
 
 
 def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | None = None) -> dict[str, Any]:

@@ -47,10 +47,14 @@ def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = Non
 
 
 def relative_source(envelope: dict, root: Path) -> dict:
-    """The envelope with ``source.path`` relative to ``root`` (as stored in cases.json)."""
+    """The envelope with ``source.path`` (and the path in its label) relative to ``root``, as in cases.json."""
     out = json.loads(json.dumps(envelope))
     if "source" in out:
-        out["source"]["path"] = os.path.relpath(out["source"]["path"], root)
+        source = out["source"]
+        path = source["path"]
+        source["path"] = os.path.relpath(path, root)
+        if "label" in source:
+            source["label"] = source["label"].replace(path, source["path"], 1)
     return out
 
 

@@ -16,7 +16,7 @@ from PIL import Image
 
 from jcli_sidecar.errors import JcliError
 from jcli_sidecar.notebook import NotebookFile
-from jcli_sidecar.reader import list_outputs, read_output
+from jcli_sidecar.reader import OutputQuery, list_outputs, read_output
 
 
 def _png() -> str:
@@ -100,8 +100,8 @@ def test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path, doc, indent, 
         outputs = cells[ci].get("outputs") if ci < len(cells) and isinstance(cells[ci], dict) else None
         count = len(outputs) if isinstance(outputs, list) else 0
         for oi in range(count + 1):
-            _call(read_output, path, ci, oi, mime_type=mime)
-            _call(read_output, path, ci, oi, offset=1, limit=3)
+            _call(read_output, path, ci, oi, OutputQuery(mime_type=mime))
+            _call(read_output, path, ci, oi, OutputQuery(offset=1, limit=3))
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)

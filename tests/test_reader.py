@@ -17,7 +17,7 @@ from PIL import Image
 
 from jcli_sidecar.errors import CellNotFound, InvalidWindow, MimeNotFound, OutputTooLarge
 from jcli_sidecar.protocol import json_text
-from jcli_sidecar.reader import list_outputs, read_output
+from jcli_sidecar.reader import OutputQuery, list_outputs, read_output
 
 V45 = str(FIXTURES / "kernel_v4.5.ipynb")
 MINORS = [str(FIXTURES / f"kernel_v4.{m}.ipynb") for m in range(5)]
@@ -31,7 +31,7 @@ def stored(path: str) -> nbformat.NotebookNode:
 def comparable(env: dict) -> dict:
     """Drop what legitimately differs between copies (paths, ids, bundle key order)."""
     env = json.loads(json.dumps(env))
-    for key in ("path", "requested_path", "cell_id"):
+    for key in ("path", "requested_path", "cell_id", "label"):  # the label names the path
         env["source"].pop(key, None)
     for item in [env, *env.get("outputs", [])]:
         if "available_mime_types" in item:
@@ -86,7 +86,7 @@ def test_cell_ids_are_reported_only_when_the_notebook_has_them():
 )
 def test_images_decode_to_the_stored_bytes(path, cell, mime):
     expected = base64.b64decode(stored(path).cells[cell].outputs[0].data[mime])
-    env = read_output(path, cell, 0, mime_type=mime)
+    env = read_output(path, cell, 0, OutputQuery(mime_type=mime))
     sel = env["selected"]
     data = base64.b64decode(sel["data"], validate=True)
     assert data == expected
@@ -123,18 +123,18 @@ def test_html_markdown_and_plain_text_are_verbatim():
     assert html["data"] == nb.cells[5].outputs[0].data["text/html"]
     md = read_output(V45, 6, 0)["selected"]
     assert (md["mime_type"], md["data"]) == ("text/markdown", nb.cells[6].outputs[0].data["text/markdown"])
-    plain = read_output(V45, 5, 0, mime_type="text/plain")["selected"]
+    plain = read_output(V45, 5, 0, OutputQuery(mime_type="text/plain"))["selected"]
     assert plain["data"] == nb.cells[5].outputs[0].data["text/plain"]
 
 
 def test_json_keeps_its_structure_and_a_window_is_text_flagged_truncated():
     value = stored(V45).cells[7].outputs[0].data["application/json"]
-    whole = read_output(V45, 7, 0, mime_type="application/json")["selected"]
+    whole = read_output(V45, 7, 0, OutputQuery(mime_type="application/json"))["selected"]
     assert whole["encoding"] == "json" and whole["data"] == value
     serialised = json_text(value)
     pieces, offset = [], 0
     while offset is not None:
-        sel = read_output(V45, 7, 0, mime_type="application/json", offset=offset, limit=7)["selected"]
+        sel = read_output(V45, 7, 0, OutputQuery(mime_type="application/json", offset=offset, limit=7))["selected"]
         assert sel["encoding"] == "utf-8" and sel["serialization"] == "json" and sel["truncated"]
         pieces.append(sel["data"])
         offset = sel["next_offset"]
@@ -161,10 +161,10 @@ def test_unknown_mimes_are_listed_and_readable():
         "application/x-acme-opaque",
         "text/plain",
     ]
-    vendor = read_output(V45, 10, 0, mime_type="application/vnd.acme.chart+json")["selected"]
+    vendor = read_output(V45, 10, 0, OutputQuery(mime_type="application/vnd.acme.chart+json"))["selected"]
     assert vendor["data"] == {"series": [3, 1, 2]}
     with pytest.raises(MimeNotFound) as info:
-        read_output(V45, 10, 0, mime_type="text/html")
+        read_output(V45, 10, 0, OutputQuery(mime_type="text/html"))
     assert info.value.details["available"] == entry["available_mime_types"]
 
 
@@ -178,25 +178,25 @@ def test_text_windows_count_code_points():
     full = read_output(V45, 1, 0)["stream"]
     assert full["bytes"] > full["total_characters"]  # non-ASCII text
     emoji_at = full["data"].index("🌍")
-    one = read_output(V45, 1, 0, offset=emoji_at, limit=1)["stream"]
+    one = read_output(V45, 1, 0, OutputQuery(offset=emoji_at, limit=1))["stream"]
     assert one["data"] == "🌍" and one["returned_characters"] == 1
     assert one["next_offset"] == emoji_at + 1 and one["truncated"]
-    last = read_output(V45, 1, 0, offset=full["total_characters"] - 1)["stream"]
+    last = read_output(V45, 1, 0, OutputQuery(offset=full["total_characters"] - 1))["stream"]
     assert last["next_offset"] is None and last["truncated"]
 
 
 @pytest.mark.parametrize("offset, limit", [(-1, None), (0, 0), (0, -3), (10_000, None)])
 def test_bad_windows_are_refused(offset, limit):
     with pytest.raises(InvalidWindow):
-        read_output(V45, 1, 0, offset=offset, limit=limit)
+        read_output(V45, 1, 0, OutputQuery(offset=offset, limit=limit))
 
 
 def test_a_response_over_the_cap_says_its_real_size():
     with pytest.raises(OutputTooLarge) as info:
-        read_output(V45, 14, 0, max_response_bytes=2000)
+        read_output(V45, 14, 0, OutputQuery(max_response_bytes=2000))
     assert info.value.details["response_bytes"] > 5000
     assert "--offset/--limit" in info.value.message
-    assert read_output(V45, 14, 0, limit=100, max_response_bytes=2000)["stream"]["returned_characters"] == 100
+    assert read_output(V45, 14, 0, OutputQuery(limit=100, max_response_bytes=2000))["stream"]["returned_characters"] == 100
 
 
 def test_cell_not_found_counts_the_cells():

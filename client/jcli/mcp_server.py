@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 
+from jcli_sidecar import representations
 from jcli_sidecar.errors import JcliError, PathAmbiguous, PathNotAllowed, UsageError
 from jcli_sidecar.protocol import json_text
 
@@ -73,17 +74,6 @@ def resolve_path(path: Any, roots: list[str]) -> str:
     raise PathNotAllowed(f"{path} is outside the allowed roots", roots=roots)
 
 
-def _where(doc: dict[str, Any]) -> str:
-    source = doc.get("source") or {}
-    if source.get("kind") == "run":
-        where = f"run {source.get('run_id')}"
-    else:
-        where = f"{source.get('path')} cell {source.get('cell_index')}"
-    if "output_index" in source:
-        where += f" output {source['output_index']}"
-    return where
-
-
 def _window(block: dict[str, Any]) -> str:
     if not block.get("truncated"):
         return ""
@@ -98,11 +88,11 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """Translate a read envelope into MCP content parts: ``("text", str)`` or ``("image", (b64, mime))``.
 
     Example:
-        >>> tool_result_parts({"source": {"kind": "run", "run_id": "r", "output_index": 0},
+        >>> tool_result_parts({"source": {"kind": "run", "run_id": "r", "output_index": 0, "label": "run r output 0"},
         ...     "stream": {"name": "stdout", "data": "hi", "truncated": False}})
         [('text', 'hi'), ('text', '[stdout stream from run r output 0]')]
     """
-    where = _where(doc)
+    where = doc["source"]["label"]
     if "outputs" in doc:
         return [("text", json_text(doc))]
     if "stream" in doc:
@@ -114,7 +104,8 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         return [("text", text), ("text", f"[error output (ename {block.get('ename')}) from {where}{_window(block)}]")]
     selected = doc["selected"]
     mime = selected["mime_type"]
-    if selected["encoding"] == "base64":
+    text = representations.of_selected(selected).as_text(selected["data"])
+    if text is None:  # an image
         data = selected["data"]
         if isinstance(data, (bytes, bytearray)):
             import base64
@@ -123,7 +114,6 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         dims = f", {selected['width']}x{selected['height']} px" if "width" in selected else ""
         note = f"; {selected['note']}" if selected.get("note") else ""
         return [("image", (data, mime)), ("text", f"[{mime}, {selected['bytes']} bytes{dims}, from {where}{note}]")]
-    text = json_text(selected["data"]) if selected["encoding"] == "json" else selected["data"]
     return [("text", text), ("text", f"[{mime} from {where}{_window(selected)}]")]
 
 
@@ -146,6 +136,7 @@ def _read(tool: str, args: dict[str, Any], roots: list[str], host: str | None = 
         op = "notebook.read"
         return read({k: v for k, v in args.items() if v is not None}, op)
     if tool == "read_run_output":
+        from jcli_sidecar.envelope import OutputQuery
         from jcli_sidecar.runs import read_run
 
         ref = args.pop("run", None)
@@ -164,15 +155,13 @@ def _read(tool: str, args: dict[str, Any], roots: list[str], host: str | None = 
         unknown = set(args) - {f.name for f in RUN_SPEC} - {"host"}
         if unknown:
             raise UsageError(f"unknown argument(s): {', '.join(sorted(unknown))}")
-        return read_run(
-            cwd,
-            ref,
-            args.get("output_index"),
-            args.get("mime_type"),
-            args.get("offset") or 0,
-            args.get("limit"),
+        query = OutputQuery(
+            mime_type=args.get("mime_type"),
+            offset=args.get("offset") or 0,
+            limit=args.get("limit"),
             view=view_of({k: args[k] for k in VIEW_FIELDS if args.get(k) is not None}),
         )
+        return read_run(cwd, ref, args.get("output_index"), query)
     raise UsageError(f"unknown tool {tool!r}")
 
 

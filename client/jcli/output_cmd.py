@@ -47,13 +47,15 @@ def output_list(ctx: click.Context) -> None:
 @click.pass_context
 def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, limit, max_response_bytes, **view) -> None:
     """Show a run's catalog, or one of its outputs."""
+    from jcli_sidecar.envelope import OutputQuery
     from jcli_sidecar.requests import view_of
     from jcli_sidecar.runs import read_run
     from jcli_sidecar.runtime import workspace_of
 
     def show() -> dict:
         spec = view_of({k: v for k, v in view.items() if v is not None})
-        return read_run(workspace_of(), ref, output_index, mime_type, offset, limit, max_response_bytes, view=spec)
+        query = OutputQuery(mime_type, offset, limit, max_response_bytes, view=spec)
+        return read_run(workspace_of(), ref, output_index, query)
 
     finish(ctx, attempt(ctx, show, "output"))
 

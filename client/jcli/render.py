@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jcli_sidecar.protocol import json_text
+from jcli_sidecar import representations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,15 +21,6 @@ def _size(n: int | None) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
-def _where(source: dict[str, Any]) -> str:
-    if source.get("kind") == "run":
-        return f"run {source['run_id']}"
-    text = f"{source['path']} cell {source['cell_index']}"
-    if source.get("mapping") not in (None, "direct"):
-        text += f" (from {source['requested_path']} cell {source['requested_cell_index']}, by {source['mapping']})"
-    return text
-
-
 def _window_note(block: dict[str, Any]) -> str | None:
     if not block.get("truncated"):
         return None
@@ -43,7 +34,7 @@ def _window_note(block: dict[str, Any]) -> str | None:
 
 def _catalog(doc: dict[str, Any]) -> str:
     source = doc["source"]
-    head = f"{_where(source)}: {doc['cell_type']} cell" if source.get("kind") != "run" else _where(source)
+    head = f"{source['label']}: {doc['cell_type']} cell" if source.get("kind") != "run" else source["label"]
     if source.get("execution_count") is not None:
         head += f", execution_count {source['execution_count']}"
     if source.get("cell_id"):
@@ -84,8 +75,7 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
     """
     if "outputs" in doc:
         return _catalog(doc), None
-    source = doc["source"]
-    where = f"{_where(source)}, output {source['output_index']}"
+    where = doc["source"]["label"]
     if "stream" in doc:
         block = doc["stream"]
         note = _window_note(block)
@@ -98,13 +88,12 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
         return _text(block["data"]), f"[error from {where}] {_window_note(block)}"
     sel = doc["selected"]
     mime = sel["mime_type"]
-    if sel["encoding"] == "base64":
+    text = representations.of_selected(sel).as_text(sel["data"])
+    if text is None:  # an image
         dims = f", {sel['width']}x{sel['height']} px" if "width" in sel else ""
         dims += "".join(f"; {fact}" for fact in ("animated",) if sel.get(fact))
         dims += f" ({sel['note']})" if sel.get("note") else ""
         body = f"{mime} image, {sel['bytes']} bytes{dims}\n"
         return body, f"[from {where}; use -j to get the image data]"
-    if sel["encoding"] == "json":
-        return _text(json_text(sel["data"])), f"[{mime} from {where}]"
     note = _window_note(sel)
-    return _text(sel["data"]), f"[{mime} from {where}]" + (f" {note}" if note else "")
+    return _text(text), f"[{mime} from {where}]" + (f" {note}" if note else "")

@@ -277,10 +277,9 @@ export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, 
   }
 }
 
+/** Where the data came from: the one label j-cli puts in every envelope. */
 function sourceOf(doc: any): string {
-  const s = doc.source ?? {}
-  const base = s.kind === 'run' ? `run ${s.run_id}` : `${s.path} cell ${s.cell_index}`
-  return 'output_index' in s ? `${base} output ${s.output_index}` : base
+  return String((doc.source ?? {}).label)
 }
 
 function windowOf(block: any): string | undefined {

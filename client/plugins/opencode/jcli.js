@@ -103,10 +103,9 @@ function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}
   });
 }
 
+/** Where the data came from: the one label j-cli puts in every envelope. */
 function where(doc) {
-  const s = doc.source || {};
-  const base = s.kind === "run" ? `run ${s.run_id}` : `${s.path} cell ${s.cell_index}`;
-  return "output_index" in s ? `${base} output ${s.output_index}` : base;
+  return String((doc.source || {}).label);
 }
 
 function windowNote(block) {
