@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .imageview import ViewSpec
 
-__all__ = ["STREAM_MIME", "OutputQuery", "catalog_envelope", "fit_response", "output_envelope", "source_label"]
+__all__ = ["DEFAULT_QUERY", "OutputQuery", "STREAM_MIME", "catalog_envelope", "fit_response", "output_envelope", "source_label"]
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,9 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     The sidecar writes nothing itself; a permission problem is reported as
     such, so the client finishes in-process with its own rights.
     """
+    from .layout import Outputs
     from .retention import Policy
-    from .store import outputs_dir, publish_run
+    from .store import publish_run
 
     cwd, run_id = args.get("cwd"), args.get("run_id")
     policy = Policy.from_wire(args.get("policy"))  # the client's, never this process's environment
@@ -83,7 +84,7 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
         raise ProtocolError("run.publish is only for this sidecar's workspace")
     sidecar.stall("run.publish:before-rename")
     try:
-        result = publish_run(outputs_dir(cwd), run_id, policy)
+        result = publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
     except PermissionError as exc:
         raise OutputSaveFailed(f"the sidecar may not publish here: {exc.strerror}", permission=True) from None
     sidecar.stall("run.publish:after-rename")

@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["IMAGE", "JSON", "KINDS", "TEXT", "Representation", "of", "of_manifest_ref", "of_selected"]
+__all__ = ["IMAGE", "JSON", "KINDS", "Representation", "TEXT", "of", "of_manifest_ref", "of_selected"]
 
 #: Payload file extensions of well-known MIME types; others use the kind's default.
 _EXTENSIONS = {

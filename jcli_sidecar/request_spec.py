@@ -94,6 +94,7 @@ RUN_SPEC: tuple[Field, ...] = (
     Field("output_index", "integer", "0-based output index; omit to list the run's outputs.", minimum=0),
     _MIME,
     *_WINDOW,
+    *_ADAPTER,
     *_VIEW,
 )
 

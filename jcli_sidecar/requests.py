@@ -1,16 +1,18 @@
 """Read requests as plain maps, checked against the one spec (``request_spec``).
 
-A request is ``{file_path, cell_index, output_index?, mime_type?, offset?,
-limit?, max_response_bytes?}`` plus the view fields ``{host?,
+A notebook read is ``{file_path, cell_index, output_index?, mime_type?,
+offset?, limit?, max_response_bytes?}`` plus the view fields ``{host?,
 as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same names as
-the MCP tool arguments and the plugins' parameters.
+the MCP tool arguments and the plugins' parameters; a run read has ``run``
+in place of ``file_path`` and ``cell_index``. Every read becomes one
+:class:`~jcli_sidecar.envelope.OutputQuery` through :func:`query_of`.
 """
 
 from __future__ import annotations
 
 from .errors import UsageError
 from .reader import OutputQuery, read_output
-from .request_spec import READ_SPEC, VIEW_FIELDS
+from .request_spec import READ_SPEC, VIEW_FIELDS, Field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -18,10 +20,16 @@ if TYPE_CHECKING:
 
     from .reader import Loader
 
-__all__ = ["HANDLERS", "READ_FIELDS", "VIEW_FIELDS", "check_read_request", "handle_list", "handle_read", "view_of"]
-
-#: field -> (accepted JSON type, required), from the spec.
-READ_FIELDS: dict[str, tuple[str, bool]] = {f.name: (f.type, f.required) for f in READ_SPEC}
+__all__ = [
+    "HANDLERS",
+    "VIEW_FIELDS",
+    "check_read_request",
+    "check_request",
+    "handle_list",
+    "handle_read",
+    "query_of",
+    "view_of",
+]
 
 
 def _type_ok(kind: str, value: Any) -> bool:
@@ -30,33 +38,56 @@ def _type_ok(kind: str, value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_read_request(request: Any) -> dict[str, Any]:
-    """Validate a request map; None values count as absent.
+def check_request(request: Any, spec: tuple[Field, ...]) -> dict[str, Any]:
+    """Validate a request map against ``spec``; None values count as absent.
 
     Raises:
         UsageError: not a map, an unknown field, a missing field, or a value
             of the wrong JSON type.
+    """
+    if not isinstance(request, dict):
+        raise UsageError("the request must be a JSON object")
+    names = [f.name for f in spec]
+    unknown = sorted(set(request) - set(names), key=str)
+    if unknown:
+        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(names)})")
+    clean: dict[str, Any] = {}
+    for field in spec:
+        value = request.get(field.name)
+        if value is None:
+            if field.required:
+                raise UsageError(f"the request needs {field.name}")
+            continue
+        if not _type_ok(field.type, value):
+            raise UsageError(f"{field.name} must be a JSON {field.type}, got {type(value).__name__}")
+        clean[field.name] = value
+    return clean
+
+
+def check_read_request(request: Any) -> dict[str, Any]:
+    """:func:`check_request` against the notebook read spec.
 
     Example:
         >>> check_read_request({"file_path": "a.ipynb", "cell_index": 0, "limit": None})
         {'file_path': 'a.ipynb', 'cell_index': 0}
     """
-    if not isinstance(request, dict):
-        raise UsageError("the request must be a JSON object")
-    unknown = sorted(set(request) - set(READ_FIELDS))
-    if unknown:
-        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(READ_FIELDS)})")
-    clean: dict[str, Any] = {}
-    for name, (kind, required) in READ_FIELDS.items():
-        value = request.get(name)
-        if value is None:
-            if required:
-                raise UsageError(f"the request needs {name}")
-            continue
-        if not _type_ok(kind, value):
-            raise UsageError(f"{name} must be a JSON {kind}, got {type(value).__name__}")
-        clean[name] = value
-    return clean
+    return check_request(request, READ_SPEC)
+
+
+def query_of(args: dict[str, Any], *, binary: bool = False) -> OutputQuery:
+    """The :class:`~jcli_sidecar.envelope.OutputQuery` of a checked request.
+
+    Raises:
+        InvalidWindow, UsageError: a bad window, cap or view.
+    """
+    return OutputQuery(
+        mime_type=args.get("mime_type"),
+        offset=args.get("offset", 0),
+        limit=args.get("limit"),
+        max_response_bytes=args.get("max_response_bytes"),
+        binary=binary,
+        view=view_of(args),
+    )
 
 
 def view_of(args: dict[str, Any]):
@@ -77,15 +108,7 @@ def handle_read(request: Any, *, binary: bool = False, load: Loader | None = Non
         UsageError, and every error of :func:`jcli_sidecar.reader.read_output`.
     """
     args = check_read_request(request)
-    query = OutputQuery(
-        mime_type=args.get("mime_type"),
-        offset=args.get("offset", 0),
-        limit=args.get("limit"),
-        max_response_bytes=args.get("max_response_bytes"),
-        binary=binary,
-        view=view_of(args),
-    )
-    return read_output(args["file_path"], args["cell_index"], args.get("output_index"), query, load=load)
+    return read_output(args["file_path"], args["cell_index"], args.get("output_index"), query_of(args, binary=binary), load=load)
 
 
 def handle_list(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:

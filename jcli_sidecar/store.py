@@ -10,128 +10,38 @@ calling agent could not:
    outputs lock, rename the staged directory into place. An existing
    ``<run-id>/manifest.json`` means it is already published.
 
-Nothing half-written is ever visible as a run. ``.j-cli/`` itself is created
-the way pytest creates its cache directory: filled in a temporary sibling
-and renamed into place, with a README, a ``.gitignore`` of ``*`` and a
-``CACHEDIR.TAG``, so it never shows up in git.
+Nothing half-written is ever visible as a run. ``.j-cli/`` itself comes
+from :mod:`jcli_sidecar.workspace_dir`.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
 import time
 
 from . import representations
 from .errors import OutputDataInvalid, OutputSaveFailed
-from .layout import JCLI_DIR, MANAGED_BY, MANIFEST_TMP, Outputs, encode_manifest, manifest_path
+from .layout import MANAGED_BY, MANIFEST_TMP, Outputs, encode_manifest, manifest_path
 from .locks import outputs_lock
 from .notebook import join_text
 from .protocol import SCHEMA_VERSION
+from .workspace_dir import ensure_outputs_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "CACHEDIR_FILES",
     "INLINE_TEXT_LIMIT",
     "StagedRun",
-    "ensure_outputs_dir",
     "needs_store",
     "new_run_id",
-    "outputs_dir",
     "publish_run",
     "stage_run",
 ]
 
 #: Text up to this many characters stays inside the manifest.
 INLINE_TEXT_LIMIT = 2048
-
-CACHEDIR_FILES: dict[str, bytes] = {
-    "README.md": (
-        b"# j-cli outputs\n\n"
-        b"This directory holds outputs of inline `j-cli exec` runs. It is a scratch\n"
-        b"area: runs are deleted by age and count (`j-cli output clean`).\n"
-        b"Copy anything you want to keep. Do not commit this directory.\n"
-    ),
-    ".gitignore": b"# Created by j-cli automatically.\n*\n",
-    "CACHEDIR.TAG": (
-        b"Signature: 8a477f597d28d172789f06886806bc55\n"
-        b"# This file is a cache directory tag created by j-cli.\n"
-        b"# For information about cache directory tags, see:\n"
-        b"#\thttps://bford.info/cachedir/spec.html\n"
-    ),
-}
-
-
-def outputs_dir(cwd: str) -> str:
-    """``<cwd>/.j-cli/outputs``."""
-    return Outputs.of_workspace(cwd).root
-
-
-def _refuse_symlink(path: str) -> None:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise OutputSaveFailed(f"{path} is not a plain directory (a symlink or a file); refusing to use it", path=path)
-
-
-def _make_jcli_dir(cwd: str) -> str:
-    """Create ``.j-cli`` atomically with its boilerplate; tolerate a lost race."""
-    path = os.path.join(cwd, JCLI_DIR)
-    _refuse_symlink(path)
-    if os.path.isdir(path):
-        return path
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp = tempfile.mkdtemp(prefix=".j-cli-", dir=cwd)
-    try:
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; use the normal default
-        for name, content in CACHEDIR_FILES.items():
-            with open(os.path.join(tmp, name), "xb") as fh:
-                fh.write(content)
-        try:
-            os.rename(tmp, path)
-        except OSError as exc:
-            if not os.path.isdir(path):  # not a lost race: a real failure
-                raise exc
-    finally:
-        if os.path.isdir(tmp):
-            for name in CACHEDIR_FILES:
-                try:
-                    os.unlink(os.path.join(tmp, name))
-                except FileNotFoundError:
-                    pass
-            os.rmdir(tmp)
-    _refuse_symlink(path)
-    return path
-
-
-def ensure_outputs_dir(cwd: str) -> str:
-    """``<cwd>/.j-cli/outputs`` with its ``.staging``, created on demand.
-
-    Raises:
-        OutputSaveFailed: the workspace cannot be written, or a path on the
-            way is a symlink.
-    """
-    try:
-        _make_jcli_dir(cwd)
-        layout = Outputs.of_workspace(cwd)
-        outputs = layout.root
-        for directory in (outputs, layout.staging):
-            _refuse_symlink(directory)
-            try:
-                os.mkdir(directory)
-            except FileExistsError:
-                pass
-            _refuse_symlink(directory)
-        return outputs
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot create {outputs_dir(cwd)}: {exc.strerror or exc}", path=cwd) from None
 
 
 def new_run_id(now_ns: int | None = None) -> str:

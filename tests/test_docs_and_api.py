@@ -82,7 +82,7 @@ def test_errors_are_also_the_matching_builtins():
 
 
 def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
-    from jcli.mcp_server import _schemas
+    from jcli.mcp_tools import tool_definitions
     from jcli.read_options import READ_COMMANDS
     from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
 
@@ -93,11 +93,20 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
         if field in spec:
             assert kinds[option.kind] == spec[field].type, field
     assert {f.name for f in READ_SPEC} - {"file_path"} <= set(options)  # every field has a flag (FILE is positional)
-    read_schema, run_schema = _schemas()
+    (_, _, read_schema), (_, _, run_schema) = tool_definitions()
     assert read_schema["properties"].keys() == tool_schema(READ_SPEC)["properties"].keys()
     assert run_schema == tool_schema(RUN_SPEC)
     for schema in (read_schema, run_schema):
         assert all(isinstance(p["type"], str) for p in schema["properties"].values())  # one type each: portable
+
+
+def test_output_show_has_one_flag_per_run_request_field_of_the_same_type():
+    from jcli.output_cmd import output_show
+    from jcli_sidecar.request_spec import RUN_SPEC
+
+    kinds = {"integer": "integer", "text": "string"}
+    flags = {p.name: kinds[p.type.name] for p in output_show.params if p.name != "ref"}
+    assert flags == {f.name: f.type for f in RUN_SPEC if f.name != "run"}  # RUN is the positional argument
 
 
 def test_the_readme_lists_every_error_code_and_no_other():

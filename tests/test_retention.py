@@ -10,7 +10,8 @@ from helpers import run_cli
 
 from jcli_sidecar.errors import UsageError
 from jcli_sidecar.retention import DAY_NS, Policy, clean, resolve_policy
-from jcli_sidecar.store import ensure_outputs_dir, publish_run, stage_run
+from jcli_sidecar.store import publish_run, stage_run
+from jcli_sidecar.workspace_dir import ensure_outputs_dir
 
 NOW = 1_800_000_000 * 1_000_000_000
 

@@ -17,7 +17,8 @@ from PIL import Image
 from jcli_sidecar.errors import OutputDataInvalid, OutputSaveFailed, RunNotFound
 from jcli_sidecar.locks import wait_for_lock
 from jcli_sidecar.runs import read_run
-from jcli_sidecar.store import CACHEDIR_FILES, publish_run
+from jcli_sidecar.store import publish_run
+from jcli_sidecar.workspace_dir import CACHEDIR_FILES
 
 RICH = (
     "import io, json\n"
@@ -178,7 +179,8 @@ def test_a_sidecar_killed_mid_store_never_costs_the_run(ws, kernel_session, side
 
 
 def test_publish_is_idempotent_and_refuses_unknown_runs(tmp_path):
-    from jcli_sidecar.store import ensure_outputs_dir, stage_run
+    from jcli_sidecar.store import stage_run
+    from jcli_sidecar.workspace_dir import ensure_outputs_dir
 
     staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=1)
     outputs = ensure_outputs_dir(str(tmp_path))
@@ -190,7 +192,7 @@ def test_publish_is_idempotent_and_refuses_unknown_runs(tmp_path):
 
 
 def test_a_symlinked_j_cli_dir_is_refused(tmp_path):
-    from jcli_sidecar.store import ensure_outputs_dir
+    from jcli_sidecar.workspace_dir import ensure_outputs_dir
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -203,7 +205,8 @@ def test_a_symlinked_j_cli_dir_is_refused(tmp_path):
 
 
 def test_a_manifest_cannot_point_outside_its_run(tmp_path):
-    from jcli_sidecar.store import ensure_outputs_dir, stage_run
+    from jcli_sidecar.store import stage_run
+    from jcli_sidecar.workspace_dir import ensure_outputs_dir
 
     staged = stage_run(
         str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x" * 5000}], source={}, status="ok", created_ns=1

@@ -13,7 +13,7 @@ from jcli_sidecar.errors import JcliError
 from . import emit
 from .click_options import table_options
 from .outcome import attempt, fail, finish, translate
-from .read_options import VIEW_OPTIONS
+from .read_options import RUN_SHOW_OPTIONS
 
 __all__ = ["output"]
 
@@ -39,28 +39,22 @@ def output_list(ctx: click.Context) -> None:
 
 @output.command("show")
 @click.argument("ref", metavar="RUN_ID|MANIFEST")
-@click.option("--output", "output_index", type=int, metavar="K", help="0-based output index; omit for the catalog.")
-@click.option("--mime", "mime_type", metavar="MIME", help="Return exactly this MIME representation.")
-@click.option("--offset", type=int, default=0, metavar="O", help="Text window start, in characters.")
-@click.option("--limit", type=int, metavar="L", help="Text window length, in characters.")
-@click.option("--max-response-bytes", type=int, metavar="B", help="Refuse responses larger than this (default 32 MiB).")
 @click.pass_context
-def output_show(ctx: click.Context, ref: str, output_index, mime_type, offset, limit, max_response_bytes, **view) -> None:
+def output_show(ctx: click.Context, ref: str, **fields) -> None:
     """Show a run's catalog, or one of its outputs."""
-    from jcli_sidecar.envelope import OutputQuery
-    from jcli_sidecar.requests import view_of
+    from jcli_sidecar.request_spec import RUN_SPEC
+    from jcli_sidecar.requests import check_request, query_of
     from jcli_sidecar.runs import read_run
     from jcli_sidecar.runtime import workspace_of
 
     def show() -> dict:
-        spec = view_of({k: v for k, v in view.items() if v is not None})
-        query = OutputQuery(mime_type, offset, limit, max_response_bytes, view=spec)
-        return read_run(workspace_of(), ref, output_index, query)
+        args = check_request({"run": ref, **fields}, RUN_SPEC)
+        return read_run(workspace_of(), ref, args.get("output_index"), query_of(args))
 
     finish(ctx, attempt(ctx, show, "output"))
 
 
-output_show.params.extend(table_options(VIEW_OPTIONS))  # --host, --as, --max-*: the read commands' own
+output_show.params.extend(table_options(RUN_SHOW_OPTIONS))  # the run request's fields, as flags
 
 
 @output.command("clean")
@@ -72,14 +66,14 @@ output_show.params.extend(table_options(VIEW_OPTIONS))  # --host, --as, --max-*:
 @click.pass_context
 def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
     """Delete old runs by age and count, under the outputs lock (whole runs only)."""
+    from jcli_sidecar.layout import Outputs
     from jcli_sidecar.retention import clean, resolve_policy
     from jcli_sidecar.runtime import workspace_of
-    from jcli_sidecar.store import outputs_dir
 
     outputs = None
     try:
         policy = resolve_policy(max_age_days, max_runs)
-        outputs = outputs_dir(workspace_of())
+        outputs = Outputs.of_workspace(workspace_of()).root
         report = _locked_clean(outputs, policy, dry_run, clean)
     except PermissionError as exc:
         from jcli_sidecar.errors import PathNotAllowed

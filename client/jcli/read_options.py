@@ -8,7 +8,7 @@ maps to one field of the read request (see ``jcli_sidecar.requests``).
 
 from __future__ import annotations
 
-__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "ReadOption", "VIEW_OPTIONS"]
+__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "RUN_SHOW_OPTIONS", "ReadOption", "VIEW_OPTIONS"]
 
 
 class ReadOption:
@@ -58,6 +58,16 @@ VIEW_OPTIONS: tuple[ReadOption, ...] = (HOST, AS, MAX_EDGE, MAX_PIXELS, MAX_BYTE
 
 #: ``--request -``: the whole request as one JSON object on stdin.
 REQUEST_OPTION = ReadOption(("--request",), "request", "str", "Read the request as a JSON object from stdin ('-').", "-")
+
+#: ``j-cli output show RUN``: a run's catalog, or one of its outputs (fields of the run request).
+RUN_SHOW_OPTIONS: tuple[ReadOption, ...] = (
+    ReadOption(("--output",), "output_index", "int", "0-based index in the run's outputs; omit for the catalog.", "K"),
+    MIME,
+    OFFSET,
+    LIMIT,
+    MAX_RESPONSE,
+    *VIEW_OPTIONS,
+)
 
 #: command name -> (help, options). ``outputs`` is the catalog only.
 READ_COMMANDS: dict[str, tuple[str, tuple[ReadOption, ...]]] = {

@@ -94,7 +94,8 @@ def publish(cwd: str, run_id: str, policy) -> dict:
         OutputSaveFailed: the run could not be published.
     """
     from jcli_sidecar.errors import OutputSaveFailed
-    from jcli_sidecar.store import outputs_dir, publish_run
+    from jcli_sidecar.layout import Outputs
+    from jcli_sidecar.store import publish_run
 
     paths = None if disabled() else _sidecar_paths()
     if paths is not None:
@@ -108,6 +109,6 @@ def publish(cwd: str, run_id: str, policy) -> dict:
             if not exc.details.get("permission"):
                 raise
     try:
-        return publish_run(outputs_dir(cwd), run_id, policy)
+        return publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
     except OSError as exc:
         raise OutputSaveFailed(f"cannot publish run {run_id}: {exc.strerror or exc}", run_id=run_id) from None

@@ -1,0 +1,161 @@
+"""The MCP tools of ``j-cli mcp serve``, without the MCP SDK: what each tool
+is, how its arguments reach the core, and how an envelope becomes content.
+
+- ``read_notebook_output``: a notebook cell's catalog, or one output;
+- ``read_run_output``: the same for an inline run (run id or manifest path).
+
+Images become MCP image content plus one short provenance line (the
+envelope's ``source.label``); text and HTML come verbatim as text content,
+with the MIME stated in a separate line; JSON as its reversible
+serialisation. Base64 appears nowhere but in image content.
+
+Paths: a relative path needs exactly one root (else ``PATH_AMBIGUOUS``); a
+path (or symlink) leading outside every root is ``PATH_NOT_ALLOWED``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from jcli_sidecar import representations
+from jcli_sidecar.errors import PathAmbiguous, PathNotAllowed, UsageError
+from jcli_sidecar.protocol import json_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["READ_NOTEBOOK_OUTPUT", "READ_RUN_OUTPUT", "call_tool", "resolve_path", "tool_definitions", "tool_result_parts"]
+
+
+#: The two tools' names.
+READ_NOTEBOOK_OUTPUT = "read_notebook_output"
+READ_RUN_OUTPUT = "read_run_output"
+
+
+def tool_definitions() -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, description, input schema)`` of each tool, from the one request spec."""
+    from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
+
+    path_rule = "An .ipynb, or a py:percent .py paired with one (absolute, or relative to the single root)."
+    return [
+        (
+            READ_NOTEBOOK_OUTPUT,
+            "Read a saved notebook output in one call: without output_index, the cell's catalog "
+            "(outputs and MIME types); with it, that output - images as images, text and HTML verbatim.",
+            tool_schema(READ_SPEC, file_path=path_rule),
+        ),
+        (
+            READ_RUN_OUTPUT,
+            "Read an output kept from an inline j-cli exec run (by run id or manifest path); same rules.",
+            tool_schema(RUN_SPEC),
+        ),
+    ]
+
+
+def resolve_path(path: Any, roots: list[str]) -> str:
+    """The real path of ``path``, if it lies under one of ``roots``.
+
+    Raises:
+        UsageError: not a string.
+        PathAmbiguous: relative, with several roots.
+        PathNotAllowed: outside every root (symlinks followed).
+
+    Example:
+        >>> resolve_path("a.ipynb", ["/srv/project"])
+        '/srv/project/a.ipynb'
+    """
+    if not isinstance(path, str) or not path:
+        raise UsageError("file_path must be a non-empty string")
+    if not os.path.isabs(path):
+        if len(roots) != 1:
+            raise PathAmbiguous(f"{path!r} is relative and there are {len(roots)} roots; give an absolute path", roots=roots)
+        path = os.path.join(roots[0], path)
+    real = os.path.realpath(path)
+    for root in roots:
+        if real == root or os.path.commonpath([root, real]) == root:
+            return real
+    raise PathNotAllowed(f"{path} is outside the allowed roots", roots=roots)
+
+
+def _window(block: dict[str, Any]) -> str:
+    if not block.get("truncated"):
+        return ""
+    start = block["offset"]
+    text = f"; characters {start}-{start + block['returned_characters']} of {block['total_characters']}"
+    if block.get("next_offset") is not None:
+        text += f", continue with offset={block['next_offset']}"
+    return text
+
+
+def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Translate a read envelope into MCP content parts: ``("text", str)`` or ``("image", (b64, mime))``.
+
+    Example:
+        >>> tool_result_parts({"source": {"kind": "run", "run_id": "r", "output_index": 0, "label": "run r output 0"},
+        ...     "stream": {"name": "stdout", "data": "hi", "truncated": False}})
+        [('text', 'hi'), ('text', '[stdout stream from run r output 0]')]
+    """
+    where = doc["source"]["label"]
+    if "outputs" in doc:
+        return [("text", json_text(doc))]
+    if "stream" in doc:
+        block = doc["stream"]
+        return [("text", block["data"]), ("text", f"[{block['name']} stream from {where}{_window(block)}]")]
+    if "error" in doc:
+        block = doc["error"]
+        text = block["data"] if "data" in block else json_text(block)
+        return [("text", text), ("text", f"[error output (ename {block.get('ename')}) from {where}{_window(block)}]")]
+    selected = doc["selected"]
+    mime = selected["mime_type"]
+    text = representations.of_selected(selected).as_text(selected["data"])
+    if text is None:  # an image
+        data = selected["data"]
+        if isinstance(data, (bytes, bytearray)):
+            import base64
+
+            data = base64.b64encode(data).decode("ascii")
+        dims = f", {selected['width']}x{selected['height']} px" if "width" in selected else ""
+        note = f"; {selected['note']}" if selected.get("note") else ""
+        return [("image", (data, mime)), ("text", f"[{mime}, {selected['bytes']} bytes{dims}, from {where}{note}]")]
+    return [("text", text), ("text", f"[{mime} from {where}{_window(selected)}]")]
+
+
+def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | None = None) -> dict[str, Any]:
+    """Run one tool call against the core (through the sidecar when one answers).
+
+    ``host`` (from ``mcp serve --host``) fits images to that host's limits.
+
+    Raises:
+        UsageError, PathAmbiguous, PathNotAllowed, and every read error.
+    """
+    args = {k: v for k, v in (args or {}).items() if k != "host"}
+    if host is not None:
+        args["host"] = host
+    if tool == READ_NOTEBOOK_OUTPUT:
+        from .transport import read
+
+        args["file_path"] = resolve_path(args.get("file_path"), roots)
+        if args["file_path"].endswith(".py"):
+            from jcli_sidecar.pairing import paired_notebook_path
+
+            resolve_path(paired_notebook_path(args["file_path"]), roots)  # its pair may not escape either
+        return read({k: v for k, v in args.items() if v is not None}, "notebook.read")
+    if tool == READ_RUN_OUTPUT:
+        from jcli_sidecar.request_spec import RUN_SPEC
+        from jcli_sidecar.requests import check_request, query_of
+        from jcli_sidecar.runs import read_run
+
+        ref = args.get("run")
+        if not isinstance(ref, str) or not ref:
+            raise UsageError("run must be a run id or a manifest path")
+        checked = check_request(args, RUN_SPEC)
+        if os.sep in ref or ref.endswith(".json"):
+            ref = resolve_path(ref, roots)
+            cwd = os.path.dirname(ref)  # a path names its run itself; cwd only resolves run ids
+        elif len(roots) == 1:
+            cwd = roots[0]
+        else:
+            raise PathAmbiguous(f"run id {ref!r} with {len(roots)} roots; give the manifest path", roots=roots)
+        return read_run(cwd, ref, checked.get("output_index"), query_of(checked))
+    raise UsageError(f"unknown tool {tool!r}")
