@@ -16,9 +16,21 @@ from .requests import handle_list, handle_read
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Protocol
 
-    from .server import Sidecar
+    class Sidecar(Protocol):
+        """What a handler may use of the running sidecar (``server.Sidecar``).
+
+        Spelled out here, so that this module needs nothing from the server
+        that imports it.
+        """
+
+        workspace: str | None
+
+        def load(self, path: str) -> Any: ...
+        def stats(self) -> dict[str, Any]: ...
+        def request_stop(self, reason: str) -> None: ...
+        def stall(self, point: str) -> None: ...
 
     Handler = Callable[[Sidecar, dict[str, Any]], Any]
 
