@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -29,6 +28,7 @@ from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
 from .ops import OPS
+from .pidfile import unlink_pid_file_if_ours, write_pid_file
 from .protocol import PROTOCOL_VERSION
 from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir, workspace_hash
 
@@ -331,24 +331,6 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 # -- process lifecycle --------------------------------------------------------
 
 
-def write_pid_file(paths: SidecarPaths, workspace: str | None) -> None:
-    """Atomically record who serves this socket (pid plus create time)."""
-    from .process_record import ProcessRecord
-
-    record = {
-        **ProcessRecord.current().to_dict(),
-        "workspace": workspace,
-        "socket": paths.socket,
-        "version": __version__,
-        "protocol": PROTOCOL_VERSION,
-    }
-    tmp = f"{paths.pid}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(record, fh)
-    os.replace(tmp, paths.pid)
-
-
 def _systemd_listener() -> socket.socket | None:
     """The socket systemd passed (``LISTEN_FDS``/``LISTEN_PID``), if any."""
     if os.environ.get("LISTEN_PID") != str(os.getpid()):
@@ -435,7 +417,7 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         _release_spawn_lock()
         if bound_inode is not None:
             _unlink_if(paths.socket, lambda st: st.st_ino == bound_inode)
-        _unlink_pid_file(paths.pid)
+        unlink_pid_file_if_ours(paths.pid)
         os.close(lock_fd)
 
 
@@ -445,16 +427,3 @@ def _unlink_if(path: str, test) -> None:
             os.unlink(path)
     except OSError:
         pass
-
-
-def _unlink_pid_file(path: str) -> None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            record = json.load(fh)
-    except (OSError, ValueError):
-        return
-    if isinstance(record, dict) and record.get("pid") == os.getpid():
-        try:
-            os.unlink(path)
-        except OSError:
-            pass

@@ -23,8 +23,6 @@ from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths
 __all__ = [
     "is_listening",
     "launch_detached",
-    "read_pid_record",
-    "recorded_process",
     "spawn_detached",
     "start",
     "status",
@@ -100,30 +98,6 @@ def spawn_detached(paths: SidecarPaths) -> bool:
 # -- start / stop / status, for `j-cli sidecar ...` ---------------------------
 
 
-def read_pid_record(paths: SidecarPaths) -> dict | None:
-    """The pid file's record, or None when missing or unreadable."""
-    import json
-
-    try:
-        with open(paths.pid, encoding="utf-8") as fh:
-            record = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
-def recorded_process(paths: SidecarPaths):
-    """The live process the pid file names, checked by pid *and* create time.
-
-    Returns None for a missing or stale record (dead pid, or a pid reused by
-    another process), so a stale file never leads to signalling a stranger.
-    """
-    from .process_record import ProcessRecord
-
-    record = ProcessRecord.from_dict(read_pid_record(paths))
-    return None if record is None else record.process()
-
-
 def status(paths: SidecarPaths) -> dict:
     """What is known about the workspace's sidecar, live or not."""
     from .client import call
@@ -170,6 +144,7 @@ def stop(paths: SidecarPaths, timeout: float = 10.0) -> dict:
     import psutil
 
     from .client import request_shutdown
+    from .pidfile import recorded_process
 
     proc = recorded_process(paths)  # before asking: the pid file goes away with it
     asked = request_shutdown(paths)
