@@ -1,20 +1,19 @@
-"""The asyncio sidecar: one per workspace, on a Unix socket.
+"""The sidecar's protocol: one asyncio server per workspace, on a Unix socket.
 
-Lifecycle: :func:`serve` takes the workspace's lifetime lock (a second
-sidecar exits at once), binds the socket (or takes systemd's), writes the
-pid file, releases the spawn lock its spawner handed over, then answers
-requests until ``shutdown``, SIGTERM/SIGINT, or the idle timeout. On the way
-out it removes only the files that are still its own.
+:class:`Sidecar` accepts connections on a listening socket it is handed and
+answers them until ``shutdown``, SIGTERM/SIGINT, or the idle timeout. Each
+connection is checked with ``SO_PEERCRED`` (same uid only), must start
+with ``hello``, and then runs its requests concurrently, each through its
+handler in :mod:`jcli_sidecar.ops`. Bad frames get a coded error or a closed
+connection; they never stop the server.
 
-Each connection is checked with ``SO_PEERCRED`` (same uid only), must start
-with ``hello``, and then runs its requests concurrently. Bad frames get a
-coded error or a closed connection; they never stop the server.
+The process around it (the lifetime lock, the socket, the pid file, the
+spawn lock) is :mod:`jcli_sidecar.daemon`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import os
 import signal
@@ -28,19 +27,20 @@ from .cache import CacheWatcher, NotebookCache, budget_from_env
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
 from .ops import OPS
-from .pidfile import unlink_pid_file_if_ours, write_pid_file
+from .pidfile import write_pid_file
 from .protocol import PROTOCOL_VERSION
-from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir, workspace_hash
+from .runtime import workspace_hash
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["DEFAULT_IDLE_SECONDS", "Sidecar", "serve"]
+    from .runtime import SidecarPaths
+
+__all__ = ["Sidecar"]
 
 log = logging.getLogger("jcli_sidecar")
 
-DEFAULT_IDLE_SECONDS = 600.0
 #: Test hook: a FIFO path. At the chosen point (``JCLI_SIDECAR_TEST_STALL_AT``;
 #: default: the start of any notebook request) the sidecar writes one line
 #: to it, then blocks forever, so a test can kill -9 it at a known step.
@@ -325,105 +325,4 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     try:
         await writer.wait_closed()
     except (ConnectionError, OSError):
-        pass
-
-
-# -- process lifecycle --------------------------------------------------------
-
-
-def _systemd_listener() -> socket.socket | None:
-    """The socket systemd passed (``LISTEN_FDS``/``LISTEN_PID``), if any."""
-    if os.environ.get("LISTEN_PID") != str(os.getpid()):
-        return None
-    if int(os.environ.get("LISTEN_FDS", "0") or 0) < 1:
-        return None
-    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
-        os.environ.pop(name, None)  # not for our children
-    listener = socket.socket(fileno=3)
-    os.set_inheritable(3, False)
-    return listener
-
-
-def _idle_seconds() -> float:
-    raw = os.environ.get("JCLI_SIDECAR_IDLE_SECONDS")
-    if not raw:
-        return DEFAULT_IDLE_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        log.warning("ignoring JCLI_SIDECAR_IDLE_SECONDS=%r (must be a positive number)", raw)
-        return DEFAULT_IDLE_SECONDS
-    return value
-
-
-def _release_spawn_lock() -> None:
-    raw = os.environ.pop(SPAWN_LOCK_FD_ENV, None)
-    if raw and raw.isdigit():
-        try:
-            os.close(int(raw))
-        except OSError:
-            pass
-
-
-def serve(workspace: str | None = None, instance: str | None = None) -> int:
-    """Run a sidecar for ``workspace`` (or, socket-activated, for ``instance``).
-
-    Returns:
-        0 when it served and stopped, or when another sidecar already
-        serves the workspace; 1 when it cannot start.
-    """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s")
-    listener = _systemd_listener()
-    try:
-        directory = ensure_runtime_dir(create=True)
-    except (OSError, JcliError) as exc:
-        log.error("runtime dir unusable: %s", getattr(exc, "message", exc))
-        _release_spawn_lock()
-        return 1
-    paths = SidecarPaths(workspace, directory) if workspace else SidecarPaths.for_instance(instance, directory)
-    lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    bound_inode = None
-    try:
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("another sidecar already serves %s", paths.socket)
-            return 0
-        if listener is None:
-            # We hold the lifetime lock, so a socket file left here is stale.
-            try:
-                os.unlink(paths.socket)
-            except FileNotFoundError:
-                pass
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            old_umask = os.umask(0o177)
-            try:
-                listener.bind(paths.socket)
-            finally:
-                os.umask(old_umask)
-            listener.listen(128)
-            bound_inode = os.stat(paths.socket).st_ino
-        if workspace:
-            os.chdir(workspace)
-        write_pid_file(paths, workspace)
-        _release_spawn_lock()
-        log.info("serving %s on %s (pid %d)", workspace or f"instance {instance}", paths.socket, os.getpid())
-        sidecar = Sidecar(paths, workspace, _idle_seconds())
-        asyncio.run(sidecar.run(listener))
-        return 0
-    finally:
-        _release_spawn_lock()
-        if bound_inode is not None:
-            _unlink_if(paths.socket, lambda st: st.st_ino == bound_inode)
-        unlink_pid_file_if_ours(paths.pid)
-        os.close(lock_fd)
-
-
-def _unlink_if(path: str, test) -> None:
-    try:
-        if test(os.stat(path)):
-            os.unlink(path)
-    except OSError:
         pass

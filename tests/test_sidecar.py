@@ -285,7 +285,7 @@ def test_a_sidecar_of_another_version_is_asked_to_exit_and_the_client_still_answ
             sys.executable,
             "-c",
             "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
-            "from jcli_sidecar.server import serve; sys.exit(serve(workspace=sys.argv[1]))",
+            "from jcli_sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
             paths.workspace,
         ],
         env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
