@@ -1,4 +1,4 @@
-"""Starting, finding and stopping a workspace's sidecar.
+"""Starting processes detached, and a workspace's sidecar lazily in the background.
 
 Spawning is lazy and single-flight. The spawner takes ``<hash>.spawn.lock``
 without blocking (losers simply skip), starts the sidecar detached in a new
@@ -7,6 +7,10 @@ descriptor to the child. The child releases it once it is listening, so
 anyone who blocks on that lock is woken exactly when the sidecar is ready
 (or dead). The sidecar's own lifetime lock makes a second sidecar for the
 same workspace exit at once, whatever started it.
+
+Nothing here waits for the sidecar or talks to it: ``start``, ``stop`` and
+``status`` are in :mod:`jcli_sidecar.control`, and the sidecar process
+itself in :mod:`jcli_sidecar.daemon`.
 """
 
 from __future__ import annotations
@@ -17,17 +21,9 @@ import socket
 import sys
 import threading
 
-from .locks import wait_for_lock
 from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths
 
-__all__ = [
-    "is_listening",
-    "launch_detached",
-    "spawn_detached",
-    "start",
-    "status",
-    "stop",
-]
+__all__ = ["is_listening", "launch_detached", "spawn_detached"]
 
 
 def is_listening(path: str) -> bool:
@@ -93,78 +89,3 @@ def spawn_detached(paths: SidecarPaths) -> bool:
         return True
     finally:
         os.close(fd)  # the child keeps the lock until it listens
-
-
-# -- start / stop / status, for `j-cli sidecar ...` ---------------------------
-
-
-def status(paths: SidecarPaths) -> dict:
-    """What is known about the workspace's sidecar, live or not."""
-    from .client import call
-    from .errors import JcliError
-
-    out: dict = {"workspace": paths.workspace, "socket": paths.socket, "instance": paths.hash}
-    try:
-        stats = call(paths, "stats", {}, timeout=5.0)
-    except JcliError as exc:
-        out["running"] = False
-        out["reason"] = exc.message
-        leftovers = [p for p in (paths.socket, paths.pid) if os.path.exists(p)]
-        if leftovers:
-            out["stale_files"] = leftovers
-        return out
-    out["running"] = True
-    out.update(stats)
-    return out
-
-
-def start(paths: SidecarPaths, timeout: float = 30.0) -> dict:
-    """Start the sidecar if needed and wait until it answers.
-
-    Raises:
-        SidecarUnavailable: it did not come up (the log tail says why).
-    """
-    from .errors import SidecarUnavailable
-
-    spawn_detached(paths)
-    if not wait_for_lock(paths.spawn_lock, timeout):
-        raise SidecarUnavailable(f"the sidecar did not start within {timeout:g} s; see {paths.log}")
-    result = status(paths)
-    if not result["running"]:
-        raise SidecarUnavailable(f"the sidecar did not start: {_log_tail(paths)}", log=paths.log)
-    return result
-
-
-def stop(paths: SidecarPaths, timeout: float = 10.0) -> dict:
-    """Ask the sidecar to exit and wait for its lifetime lock to be released.
-
-    An unresponsive sidecar is terminated, but only if the pid file still
-    names it (pid plus create time).
-    """
-    import psutil
-
-    from .client import request_shutdown
-    from .pidfile import recorded_process
-
-    proc = recorded_process(paths)  # before asking: the pid file goes away with it
-    asked = request_shutdown(paths)
-    if wait_for_lock(paths.lock, timeout):
-        if proc is not None:
-            try:
-                proc.wait(timeout)  # the lock is released just before the process ends
-            except psutil.Error:
-                pass
-        return {"stopped": asked, "workspace": paths.workspace}
-    proc = proc or recorded_process(paths)
-    if proc is not None:
-        proc.kill()
-        proc.wait(timeout)
-    return {"stopped": True, "killed": proc is not None, "workspace": paths.workspace}
-
-
-def _log_tail(paths: SidecarPaths, lines: int = 5) -> str:
-    try:
-        with open(paths.log, encoding="utf-8", errors="replace") as fh:
-            return " | ".join(fh.read().splitlines()[-lines:]) or "(empty log)"
-    except OSError:
-        return "(no log)"

@@ -29,9 +29,9 @@ def sidecar() -> None:
 @click.pass_context
 def start(ctx: click.Context, timeout: float) -> None:
     """Start this workspace's sidecar (if needed) and wait until it answers."""
-    from jcli_sidecar import spawn
+    from jcli_sidecar import control
 
-    doc = attempt(ctx, lambda: spawn.start(_paths(create=True), timeout), "sidecar")
+    doc = attempt(ctx, lambda: control.start(_paths(create=True), timeout), "sidecar")
     finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
 
 
@@ -40,9 +40,9 @@ def start(ctx: click.Context, timeout: float) -> None:
 @click.pass_context
 def stop(ctx: click.Context, timeout: float) -> None:
     """Stop this workspace's sidecar."""
-    from jcli_sidecar import spawn
+    from jcli_sidecar import control
 
-    doc = attempt(ctx, lambda: spawn.stop(_paths(create=False), timeout), "sidecar")
+    doc = attempt(ctx, lambda: control.stop(_paths(create=False), timeout), "sidecar")
     finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
 
 
@@ -50,9 +50,9 @@ def stop(ctx: click.Context, timeout: float) -> None:
 @click.pass_context
 def status(ctx: click.Context) -> None:
     """Show the socket, pid, uptime, cache and request counters."""
-    from jcli_sidecar import spawn
+    from jcli_sidecar import control
 
-    doc = attempt(ctx, lambda: spawn.status(_paths(create=False)), "sidecar")
+    doc = attempt(ctx, lambda: control.status(_paths(create=False)), "sidecar")
     if doc["running"]:
         cache = doc.get("cache", {})
         human = (
