@@ -16,8 +16,10 @@ $(VENV)/.deps: pyproject.toml | $(BIN)/python
 	touch $@
 
 # The package itself is reinstalled (not editable) whenever a source changes,
-# so tests and benchmarks run exactly what a user installs.
+# so tests and benchmarks run exactly what a user installs. The build dir goes
+# first: setuptools never prunes it, so a moved or deleted module would linger.
 $(VENV)/.installed: $(VENV)/.deps $(SOURCES)
+	rm -rf build
 	$(BIN)/pip install -q --no-deps --no-build-isolation --force-reinstall .
 	touch $@
 
