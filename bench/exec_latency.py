@@ -25,14 +25,14 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
 B. In-process execute round-trips of ``1+1``, timed inside this script (or,
    for the peer, inside its own process), interleaved round-robin:
 
-   * ours      -- ``jcli.kernel_exec.KernelConnection(server, kernel_id)``
+   * ours      -- ``jcli_sidecar.kernel_client.KernelConnection(server, kernel_id)``
                   held open, ``.execute("1+1")`` on the ``bench`` session's
                   kernel: one connection, as a notebook run uses it;
    * two rows for information only, to show where a one-shot ``j-cli
                   exec`` spends its time: the websocket opened and closed
                   with no execute ("ws open+close only"), and
-                  ``jcli.kernel_exec.execute``, which opens a new connection
-                  per call ("ours, new connection/call");
+                  ``jcli_sidecar.kernel_client.execute``, which opens a new
+                  connection per call ("ours, new connection/call");
    * jupyter-kernel-client -- datalayer's client (pinned below, in its own
                   venv, driven as a subprocess over a pipe; the time is taken
                   inside that process): one websocket held open, attached to
@@ -530,8 +530,8 @@ class ZmqKernel:
 
 def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, calls: int, cleanup: list) -> tuple[dict, dict]:
     """B: returns ``(timings ms by client, notes about jupyter-kernel-client)``."""
-    from jcli.jupyter_api import JupyterServer
-    from jcli.kernel_exec import KernelConnection, execute
+    from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel_client import KernelConnection, execute
 
     srv = JupyterServer(server.url, server.token)
     held = KernelConnection(srv, kernel_id)

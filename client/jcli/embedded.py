@@ -18,9 +18,8 @@ import os
 import sys
 
 from jcli_sidecar.errors import JcliError, ServerUnavailable
+from jcli_sidecar.jupyter_api import JupyterServer
 from jcli_sidecar.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash, workspace_of
-
-from .jupyter_api import JupyterServer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

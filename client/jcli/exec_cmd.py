@@ -44,8 +44,9 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
 
 
 def _select(server_url: str | None, token: str | None, key: str):
+    from jcli_sidecar.jupyter_api import select_session, session_summary
+
     from .embedded import resolve_server
-    from .jupyter_api import select_session, session_summary
 
     srv = resolve_server(server_url, token)
     return srv, session_summary(select_session(srv.sessions(), key))
@@ -83,10 +84,9 @@ def run_exec(
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout) -> int:
     import time
 
+    from jcli_sidecar.exec_result import build_result
+    from jcli_sidecar.kernel_client import execute
     from jcli_sidecar.retention import resolve_policy
-
-    from .exec_result import build_result
-    from .kernel_exec import execute
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     srv, row = _select(server_url, token, session_key)
@@ -115,10 +115,10 @@ def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str
 
     The client stages the files itself; the sidecar (or this process) publishes.
     """
+    from jcli_sidecar.exec_result import TEXT_BUDGET, build_result
     from jcli_sidecar.runtime import workspace_of
     from jcli_sidecar.store import needs_store, stage_run
 
-    from .exec_result import TEXT_BUDGET, build_result
     from .transport import publish
 
     if not needs_store(result.outputs, TEXT_BUDGET):
@@ -181,7 +181,7 @@ def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_pa
 
 def _live(event: str, output: dict[str, Any], chunk: str | None = None) -> None:
     """Human mode: show outputs as they arrive (stream text chunk by chunk)."""
-    from .exec_result import output_text
+    from jcli_sidecar.exec_result import output_text
 
     kind = output.get("output_type")
     if chunk is not None:

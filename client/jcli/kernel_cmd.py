@@ -1,7 +1,7 @@
 """Kernel commands: server, healthcheck, kernelspec, session, kernel and exec.
 
 Thin: each command resolves the server (explicit or embedded), calls
-``jupyter_api`` / ``kernel_exec``, and prints through ``emit``.
+the core's ``jupyter_api`` / ``kernel_client``, and prints through ``emit``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 import click
 
 from jcli_sidecar.errors import JcliError, UsageError
+from jcli_sidecar.jupyter_api import select_session, session_summary
 
-from .jupyter_api import select_session, session_summary
 from .outcome import fail, finish
 
 TYPE_CHECKING = False

@@ -13,15 +13,14 @@ from __future__ import annotations
 import os
 
 from jcli_sidecar.errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
+from jcli_sidecar.exec_result import build_result
+from jcli_sidecar.kernel_client import KernelConnection
 from jcli_sidecar.locks import notebook_lock
 from jcli_sidecar.nbwrite import read_for_update, write_notebook
 from jcli_sidecar.notebook import join_text
 from jcli_sidecar.pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
 from jcli_sidecar.protocol import SCHEMA_VERSION
 from jcli_sidecar.runtime import ensure_runtime_dir
-
-from .exec_result import build_result
-from .kernel_exec import KernelConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ import json
 import os
 import time
 
-from jcli_sidecar.errors import KernelDied, Timeout
-
+from .errors import KernelDied, Timeout
 from .wire import WireError
 
 TYPE_CHECKING = False

@@ -138,7 +138,7 @@ def _read_head(reader: _Reader) -> tuple[int, str, dict[str, str]]:
 
 def _read_body(reader: _Reader, headers: dict[str, str]) -> bytes:
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size = int(reader.line().split(b";")[0], 16)
             if size == 0:

@@ -7,13 +7,13 @@ anything was left out.
 
 from __future__ import annotations
 
-from jcli_sidecar.protocol import SCHEMA_VERSION
+from .protocol import SCHEMA_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .kernel_exec import ExecutionResult
+    from .kernel_client import ExecutionResult
 
 __all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "output_text"]
 
@@ -74,7 +74,7 @@ def build_result(
     ``run`` names the stored run (``run_id``, ``manifest``) when there is one.
 
     Example:
-        >>> from jcli.kernel_exec import ExecutionResult
+        >>> from jcli_sidecar.kernel_client import ExecutionResult
         >>> r = ExecutionResult(); r.outputs = [{"output_type": "stream", "name": "stdout", "text": "hi\\n"}]
         >>> build_result(r, session_id="s", kernel_id="k")["text"]
         'hi\\n'

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from jcli_sidecar.errors import ServerUnavailable, SessionNotFound, UsageError
-
+from .errors import ServerUnavailable, SessionNotFound, UsageError
 from .wire import HttpError, WireError, http_request, open_websocket
 
 TYPE_CHECKING = False
