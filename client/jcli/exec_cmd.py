@@ -67,7 +67,7 @@ def run_exec(
         if timeout is not None and not timeout > 0:
             raise UsageError("--timeout must be a positive number of seconds")
         if file_path is not None and code is None:
-            from .notebook_exec import is_notebook_file
+            from jcli_sidecar.notebook_run import is_notebook_file
 
             if is_notebook_file(file_path):
                 return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout)
@@ -158,7 +158,7 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
 
 def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout) -> int:
     """Run notebook cells; JSON mode prints one line per cell, then a summary."""
-    from .notebook_exec import run_notebook
+    from jcli_sidecar.notebook_run import run_notebook
 
     srv, row = _select(server_url, token, session_key)
 

@@ -1,4 +1,4 @@
-"""Notebook runs: ``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``.
+"""Notebook runs (``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``).
 
 Outputs go only into the notebook: each cell's raw outputs and
 ``execution_count`` are written back as the cell finishes (under the
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 
-from jcli_sidecar.errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
-from jcli_sidecar.exec_result import build_result
-from jcli_sidecar.kernel_client import KernelConnection
-from jcli_sidecar.locks import notebook_lock
-from jcli_sidecar.nbwrite import read_for_update, write_notebook
-from jcli_sidecar.notebook import join_text
-from jcli_sidecar.pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
-from jcli_sidecar.protocol import SCHEMA_VERSION
-from jcli_sidecar.runtime import ensure_runtime_dir
+from .errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
+from .exec_result import build_result
+from .kernel_client import KernelConnection
+from .locks import notebook_lock
+from .nbwrite import read_for_update, write_notebook
+from .notebook import join_text
+from .pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
+from .protocol import SCHEMA_VERSION
+from .runtime import ensure_runtime_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,12 +77,12 @@ def parse_cell_spec(spec: str | None, count: int) -> list[int]:
 
 def _prepare(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
     """``(notebook path, notebook, py_to_nb or None, sync report or None)``."""
-    from jcli_sidecar.notebook import read_file_bytes
+    from .notebook import read_file_bytes
 
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
         return path, read_for_update(path), None, None
-    from jcli_sidecar.pairsync import sync_notebook
+    from .pairsync import sync_notebook
 
     py_cells = parse_percent(read_file_bytes(path).decode("utf-8", "replace"))
     nb_path = paired_notebook_path(path)
