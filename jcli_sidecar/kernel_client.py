@@ -15,7 +15,8 @@ and the reply has arrived:
 - a timeout: interrupt the kernel, wait for idle, then ``TIMEOUT``.
 
 ``on_output`` (a named hook, called with keyword arguments) lets callers
-stream outputs live or checkpoint them.
+stream outputs live or checkpoint them; its ``event`` is one of
+:data:`OUTPUT_EVENTS`.
 """
 
 from __future__ import annotations
@@ -30,11 +31,17 @@ from .wire import WireError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Literal
 
     from .jupyter_api import JupyterServer
 
-__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "KernelConnection", "execute"]
+    OutputEvent = Literal["append", "stream", "update", "clear"]
+
+__all__ = ["ExecutionResult", "IDLE_AFTER_INTERRUPT", "KernelConnection", "OUTPUT_EVENTS", "execute"]
+
+#: What ``on_output`` is told: an output was appended, text was added to the
+#: last stream output, a display was updated in place, or the outputs were cleared.
+OUTPUT_EVENTS = ("append", "stream", "update", "clear")
 
 #: After a timeout's interrupt, how long to wait for the kernel to go idle.
 IDLE_AFTER_INTERRUPT = 15.0
@@ -42,16 +49,21 @@ STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data
 
 
 class ExecutionResult:
-    """What one execution produced."""
+    """What one execution produced.
 
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes")
+    ``partial`` marks a snapshot taken while the code still runs (a
+    checkpoint): the outputs so far, no execution count yet.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial")
+
+    def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
         self.status = "ok"
         self.execution_count: int | None = None
-        self.outputs: list[dict[str, Any]] = []
+        self.outputs: list[dict[str, Any]] = [] if outputs is None else outputs
         self.error: dict[str, Any] | None = None
         self.notes: list[str] = []
+        self.partial = partial
 
 
 class _Collector:
@@ -83,7 +95,7 @@ class _Collector:
             self.by_display.setdefault(display_id, []).append(len(outputs) - 1)
         self._emit("append", output, len(outputs) - 1, output.get("text") if output["output_type"] == "stream" else None)
 
-    def _emit(self, event: str, output: dict[str, Any], index: int, chunk: str | None = None) -> None:
+    def _emit(self, event: OutputEvent, output: dict[str, Any], index: int, chunk: str | None = None) -> None:
         if self.on_output is not None:
             self.on_output(event=event, output=output, index=index, outputs=self.result.outputs, chunk=chunk)
 

@@ -1,20 +1,27 @@
-"""Notebook runs (``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``).
+"""Notebook runs, modelled on nbclient's ``NotebookClient``: one options object in, named hooks out.
 
-Outputs go only into the notebook: each cell's raw outputs and
-``execution_count`` are written back as the cell finishes (under the
-notebook lock, temp file plus rename, mode kept), so a crash keeps the
-finished cells. Before each write the target cell must still hold the
-source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is overwritten.
-A ``.py`` pair first brings its ``.ipynb`` in line (``pairsync``).
+:class:`NotebookRun` runs a notebook's chosen code cells in order, in one
+kernel, over one connection. Outputs go only into the notebook: each cell's
+raw outputs and ``execution_count`` are written back as the cell finishes
+(under the notebook lock, temp file plus rename, mode kept), so a crash
+keeps the finished cells. Before each write the target cell must still hold
+the source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is
+overwritten. A long cell's partial outputs are saved every
+:attr:`RunOptions.checkpoint_seconds`. A ``.py`` pair first brings its
+``.ipynb`` in line (``pairsync``).
+
+The run prints nothing: callers attach hooks (the CLI prints JSON lines or
+live output; a sidecar could hold the kernel connection and stream).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from .errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
 from .exec_result import build_result
-from .kernel_client import KernelConnection
+from .kernel_client import ExecutionResult, KernelConnection
 from .locks import notebook_lock
 from .nbwrite import read_for_update, write_notebook
 from .notebook import join_text
@@ -24,10 +31,25 @@ from .runtime import ensure_runtime_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
-__all__ = ["is_notebook_file", "parse_cell_spec", "run_notebook"]
+    from .jupyter_api import JupyterServer
+    from .kernel_client import OutputEvent
+
+    #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
+    Hook = Callable[..., None]
+
+__all__ = [
+    "DEFAULT_CHECKPOINT_SECONDS",
+    "NotebookRun",
+    "RunOptions",
+    "checkpoint_seconds_from_env",
+    "is_notebook_file",
+    "parse_cell_spec",
+]
+
+DEFAULT_CHECKPOINT_SECONDS = 10.0
 
 
 def is_notebook_file(path: str) -> bool:
@@ -75,8 +97,201 @@ def parse_cell_spec(spec: str | None, count: int) -> list[int]:
     return list(range(start, min(stop, count)))
 
 
-def _prepare(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
-    """``(notebook path, notebook, py_to_nb or None, sync report or None)``."""
+def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved.
+
+    The caller's environment decides; a bad or negative value is the default.
+
+    Example:
+        >>> checkpoint_seconds_from_env({"JCLI_CHECKPOINT_SECONDS": "0"}), checkpoint_seconds_from_env({})
+        (0.0, 10.0)
+    """
+    raw = (os.environ if env is None else env).get("JCLI_CHECKPOINT_SECONDS", "10")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_CHECKPOINT_SECONDS
+    return value if value >= 0 else DEFAULT_CHECKPOINT_SECONDS
+
+
+class RunOptions:
+    """How a notebook run goes, resolved by the caller (its arguments and environment).
+
+    Attributes:
+        cells: the cells to run, as ``N``, ``A:B`` (B excluded), ``A:`` or
+            ``:B`` (:func:`parse_cell_spec`); None runs every cell.
+        timeout: seconds per cell before the kernel is interrupted
+            (``TIMEOUT``); None waits forever.
+        checkpoint_seconds: how often a running cell's partial outputs are
+            saved into the notebook; 0 saves on every output.
+        kernel_name: the kernelspec a notebook created for a pair records.
+
+    Example:
+        >>> RunOptions(cells="1:3", timeout=30)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None)
+    """
+
+    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name")
+
+    def __init__(
+        self,
+        *,
+        cells: str | None = None,
+        timeout: float | None = None,
+        checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+        kernel_name: str | None = None,
+    ) -> None:
+        self.cells = cells
+        self.timeout = timeout
+        self.checkpoint_seconds = checkpoint_seconds
+        self.kernel_name = kernel_name
+
+    def __repr__(self) -> str:
+        return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+
+
+class NotebookRun:
+    """One run of a notebook's code cells; hooks are attributes, called with keyword arguments.
+
+    - ``on_cell_start(cell_index, cell)``: a code cell is about to run.
+      ``cell_index`` counts cells as the file does (a pair's ``.py`` cells);
+      ``cell`` is the notebook's cell.
+    - ``on_output(event, output, index, outputs, chunk)``: the running cell's
+      outputs changed, as :meth:`KernelConnection.execute` reports it
+      (``event`` is one of ``kernel_client.OUTPUT_EVENTS``).
+    - ``on_cell_complete(cell_index, line)``: the cell ran and its outputs are
+      in the notebook; ``line`` is its JSON document. Code that raised is a
+      result too (``line["status"] == "error"``); the run stops after it.
+    - ``on_cell_error(cell_index, line, error)``: j-cli could not run the cell
+      or save its outputs; ``error`` is the coded :class:`JcliError` and
+      ``line`` its document. The run stops.
+
+    Every cell that starts ends in exactly one of the last two. Unlike
+    nbclient, ``on_cell_error`` is not about the code raising: that is a
+    result, as it is for ``j-cli exec -c``.
+
+    Example:
+        >>> run = NotebookRun("report.py", RunOptions(cells="2:", timeout=60))
+        >>> run.on_cell_complete = print_line  # doctest: +SKIP
+        >>> summary = run.execute(server, session)  # doctest: +SKIP
+    """
+
+    __slots__ = (
+        "path",
+        "options",
+        "on_cell_start",
+        "on_output",
+        "on_cell_complete",
+        "on_cell_error",
+        "nb_path",
+        "nb",
+        "summary",
+        "_chosen",
+        "_py_to_nb",
+    )
+
+    def __init__(self, path: str, options: RunOptions | None = None) -> None:
+        self.path = path
+        self.options = options if options is not None else RunOptions()
+        self.on_cell_start: Hook | None = None
+        self.on_output: Hook | None = None
+        self.on_cell_complete: Hook | None = None
+        self.on_cell_error: Hook | None = None
+        self.nb_path: str | None = None
+        self.nb: dict[str, Any] | None = None
+        self.summary: dict[str, Any] = {}
+        self._chosen: list[int] = []
+        self._py_to_nb: list[int] | None = None
+
+    def execute(self, server: JupyterServer, session: dict[str, Any]) -> dict[str, Any]:
+        """Prepare, then run the chosen cells over one connection to the session's kernel.
+
+        ``session`` is a session summary (``id``, ``kernel_id``).
+
+        Returns:
+            The summary document.
+
+        Raises:
+            JcliError: what :meth:`prepare` raises, or the kernel cannot be
+                reached. A cell's own failure is never raised: it goes to
+                ``on_cell_error`` and into the summary.
+        """
+        self.prepare()
+        with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
+            return self.run_cells(kernel, session["id"])
+
+    def prepare(self) -> dict[str, Any]:
+        """Bring a pair's notebook in line, read the notebook and choose the cells.
+
+        Returns:
+            The summary so far: nothing run yet, and a pair's ``sync`` report.
+
+        Raises:
+            UsageError, CellNotFound: a bad ``cells`` spec.
+            OutputSaveFailed: a pair's notebook could not be written.
+        """
+        self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name)
+        self._chosen = parse_cell_spec(self.options.cells, len(self.nb["cells"]))
+        self.summary = {
+            "schema_version": SCHEMA_VERSION,
+            "status": "ok",
+            "notebook": self.nb_path,
+            "cells_run": 0,
+            "cells_failed": 0,
+        }
+        if report is not None:
+            self.summary["sync"] = report
+        return self.summary
+
+    def run_cells(self, kernel: KernelConnection, session_id: str) -> dict[str, Any]:
+        """Run the prepared cells in order over ``kernel``, each written back as it finishes.
+
+        Stops at the first cell that raised or failed.
+
+        Returns:
+            The summary document.
+        """
+        for requested in self._chosen:
+            index = self._py_to_nb[requested] if self._py_to_nb is not None else requested
+            cell = self.nb["cells"][index]
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            if not self._run_cell(kernel, session_id, requested, index):
+                break
+        return self.summary
+
+    def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
+        """Run one code cell and write it back; False stops the run."""
+        cell = self.nb["cells"][nb_index]
+        target = _CellTarget(self.nb_path, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
+        if self.on_cell_start is not None:
+            self.on_cell_start(cell_index=cell_index, cell=cell)
+        try:
+            checkpoint = _Checkpoint(target, self.options.checkpoint_seconds, self.on_output)
+            result = kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint)
+            target.write_back(result)
+        except JcliError as err:
+            line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
+            line.update({k: v for k, v in err.details.items() if k not in line})
+            failed = self.summary["cells_failed"] + 1
+            self.summary.update(status="error", cells_failed=failed, stopped_at=cell_index, code=err.code)
+            if self.on_cell_error is not None:
+                self.on_cell_error(cell_index=cell_index, line=line, error=err)
+            return False
+        doc = build_result(result, session_id=session_id, kernel_id=kernel.kernel_id)
+        line = {**line, **doc}
+        self.summary["cells_run"] += 1
+        if self.on_cell_complete is not None:
+            self.on_cell_complete(cell_index=cell_index, line=line)
+        if doc["status"] == "error":
+            self.summary.update(status="error", cells_failed=self.summary["cells_failed"] + 1, stopped_at=cell_index)
+            return False
+        return True
+
+
+def _open_notebook(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
+    """``(notebook path, notebook, py_to_nb or None, sync report or None)``; a pair's notebook is written first."""
     from .notebook import read_file_bytes
 
     path = os.path.abspath(file_path)
@@ -97,138 +312,82 @@ def _prepare(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, An
     return nb_path, synced, py_to_nb, report
 
 
-def checkpoint_seconds() -> float:
-    """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved."""
-    try:
-        value = float(os.environ.get("JCLI_CHECKPOINT_SECONDS", "10"))
-    except ValueError:
-        return 10.0
-    return value if value >= 0 else 10.0
+class _CellTarget:
+    """Where one cell's outputs go: its notebook, its place, and the source that ran."""
+
+    __slots__ = ("nb_path", "index", "cell_id", "source")
+
+    def __init__(self, nb_path: str, index: int, cell_id: str | None, source: str) -> None:
+        self.nb_path = nb_path
+        self.index = index
+        self.cell_id = cell_id
+        self.source = source
+
+    def write_back(self, result: ExecutionResult) -> None:
+        """Write ``result`` into the cell, if it still holds the source that ran.
+
+        A partial result also marks the cell ``metadata.jcli.running``; a
+        final one clears that mark.
+
+        Raises:
+            NotebookOutOfSync: the cell changed (or went) while it ran.
+            OutputSaveFailed: the notebook could not be written.
+        """
+        nb_path = self.nb_path
+        with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+            nb = read_for_update(nb_path)
+            cells = nb["cells"]
+            index = self.index
+            if self.cell_id is not None:
+                found = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == self.cell_id]
+                index = found[0] if len(found) == 1 else -1
+            cell = cells[index] if 0 <= index < len(cells) else None
+            if (
+                not isinstance(cell, dict)
+                or cell.get("cell_type") != "code"
+                or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(self.source)
+            ):
+                raise NotebookOutOfSync(
+                    f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
+                    executed=True,
+                )
+            cell["outputs"] = result.outputs
+            cell["execution_count"] = result.execution_count
+            if result.partial:
+                cell.setdefault("metadata", {})["jcli"] = {"running": True}
+            elif isinstance(cell.get("metadata"), dict):
+                cell["metadata"].pop("jcli", None)
+            try:
+                write_notebook(nb_path, nb)
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
 
 
-def _write_back(nb_path: str, index: int, cell_id: str | None, ran: str, result) -> None:
-    with notebook_lock(ensure_runtime_dir(create=True), nb_path):
-        nb = read_for_update(nb_path)
-        cells = nb["cells"]
-        if cell_id is not None:
-            found = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
-            index = found[0] if len(found) == 1 else -1
-        cell = cells[index] if 0 <= index < len(cells) else None
-        if (
-            not isinstance(cell, dict)
-            or cell.get("cell_type") != "code"
-            or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(ran)
-        ):
-            raise NotebookOutOfSync(
-                f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
-                executed=True,
-            )
-        cell["outputs"] = result.outputs
-        cell["execution_count"] = result.execution_count
-        if getattr(result, "partial", False):
-            cell.setdefault("metadata", {})["jcli"] = {"running": True}
-        elif isinstance(cell.get("metadata"), dict):
-            cell["metadata"].pop("jcli", None)
-        try:
-            write_notebook(nb_path, nb)
-        except OSError as exc:
-            raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
-
-
-def run_notebook(
-    server,
-    session: dict[str, Any],
-    file_path: str,
-    cell_spec: str | None,
-    *,
-    timeout: float | None,
-    on_cell: Callable[..., None],
-    on_output: Callable[..., None] | None = None,
-) -> dict[str, Any]:
-    """Run the chosen code cells in order, writing each back as it finishes.
-
-    ``on_cell(line=...)`` receives the per-cell JSON line as soon as the cell
-    is written back. Stops at the first cell that raised or failed.
-
-    Returns:
-        The summary document.
-    """
-    nb_path, nb, py_to_nb, report = _prepare(file_path, session.get("kernel_name"))
-    count = len(nb["cells"])
-    chosen = parse_cell_spec(cell_spec, count)
-    summary: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "status": "ok",
-        "notebook": nb_path,
-        "cells_run": 0,
-        "cells_failed": 0,
-    }
-    if report is not None:
-        summary["sync"] = report
-    with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
-        return _run_cells(kernel, nb, nb_path, chosen, py_to_nb, session, summary, timeout, on_cell, on_output)
-
-
-def _run_cells(kernel, nb, nb_path, chosen, py_to_nb, session, summary, timeout, on_cell, on_output) -> dict[str, Any]:
-    for requested in chosen:
-        index = py_to_nb[requested] if py_to_nb is not None else requested
-        cell = nb["cells"][index]
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = join_text(cell.get("source", ""), "source")
-        line: dict[str, Any] = {"cell_index": requested, "notebook_cell_index": index, "cell_id": cell.get("id")}
-        try:
-            hook = _checkpointing(nb_path, index, cell.get("id"), source, on_output)
-            result = kernel.execute(source, timeout=timeout, on_output=hook)
-            _write_back(nb_path, index, cell.get("id"), source, result)
-        except JcliError as err:
-            line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
-            line.update({k: v for k, v in err.details.items() if k not in line})
-            summary.update(status="error", cells_failed=summary["cells_failed"] + 1, stopped_at=requested, code=err.code)
-            on_cell(line=line)
-            return summary
-        doc = build_result(result, session_id=session["id"], kernel_id=session["kernel_id"])
-        line = {**line, **doc}
-        summary["cells_run"] += 1
-        on_cell(line=line)
-        if doc["status"] == "error":
-            summary.update(status="error", cells_failed=summary["cells_failed"] + 1, stopped_at=requested)
-            return summary
-    return summary
-
-
-class _Partial:
-    """What a checkpoint writes: the outputs so far, no execution count yet."""
-
-    __slots__ = ("outputs", "execution_count", "partial")
-
-    def __init__(self, outputs: list[dict[str, Any]]) -> None:
-        self.outputs = outputs
-        self.execution_count = None
-        self.partial = True
-
-
-def _checkpointing(nb_path: str, index: int, cell_id: str | None, source: str, on_output):
-    """An ``on_output`` hook that also saves partial outputs every period.
+class _Checkpoint:
+    """The ``on_output`` hook a cell runs with: passes each change on, and saves partial outputs every period.
 
     A person watching the notebook in JupyterLab sees a long cell progress.
     A checkpoint that cannot be written is skipped: the final write-back
     reports any real problem.
     """
-    import time
 
-    period = checkpoint_seconds()
-    last = [time.monotonic()]
+    __slots__ = ("target", "period", "on_output", "last")
 
-    def hook(event: str, output: dict[str, Any], index_: int, outputs: list, chunk: str | None) -> None:
-        if on_output is not None:
-            on_output(event=event, output=output, index=index_, outputs=outputs, chunk=chunk)
+    def __init__(self, target: _CellTarget, period: float, on_output: Hook | None) -> None:
+        self.target = target
+        self.period = period
+        self.on_output = on_output
+        self.last = time.monotonic()
+
+    def __call__(
+        self, event: OutputEvent, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None
+    ) -> None:
+        if self.on_output is not None:
+            self.on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
         now = time.monotonic()
-        if now - last[0] >= period:
-            last[0] = now
+        if now - self.last >= self.period:
+            self.last = now
             try:
-                _write_back(nb_path, index, cell_id, source, _Partial([dict(o) for o in outputs]))
+                self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
             except JcliError:
                 pass
-
-    return lambda **kw: hook(kw["event"], kw["output"], kw["index"], kw["outputs"], kw.get("chunk"))

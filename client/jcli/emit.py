@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "unexpected"]
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "live_output", "unexpected"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -79,3 +79,22 @@ def error(err: JcliError, json_mode: bool) -> int:
         line = f"j-cli: error [{err.code}]: {err.message}\n"
         _write(sys.stderr, line.encode("utf-8", "backslashreplace"))
     return exit_code(err)
+
+
+def live_output(event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
+    """Human mode's ``on_output`` hook: show outputs as they arrive (stream text chunk by chunk)."""
+    from jcli_sidecar.exec_result import output_text
+
+    kind = output.get("output_type")
+    if chunk is not None:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+        return
+    if event != "append":
+        return
+    if kind == "error":
+        sys.stderr.write("\n".join(output.get("traceback") or []) + "\n")
+    else:
+        text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()

@@ -91,8 +91,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     srv, row = _select(server_url, token, session_key)
     started_ns = time.time_ns()
-    live = None if json_mode else (lambda event, output, index, outputs, chunk: _live(event, output, chunk))
-    result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=live)
+    result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=None if json_mode else emit.live_output)
     doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
     try:
         doc = _store_if_needed(result, doc, row, code, started_ns, policy)
@@ -157,42 +156,8 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
 
 
 def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout) -> int:
-    """Run notebook cells; JSON mode prints one line per cell, then a summary."""
-    from jcli_sidecar.notebook_run import run_notebook
+    """Run notebook cells (``notebook_exec``): JSON mode prints one line per cell, then a summary."""
+    from .notebook_exec import notebook_options, run_notebook
 
     srv, row = _select(server_url, token, session_key)
-
-    def on_cell(line: dict[str, Any]) -> None:
-        if json_mode:
-            emit.document(line, True)
-        elif line.get("status") == "error" and "code" in line:
-            sys.stderr.write(f"j-cli: error [{line['code']}]: {line['message']}\n")
-
-    def on_output(event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None) -> None:
-        _live(event, output, chunk)
-
-    summary = run_notebook(srv, row, file_path, cell_spec, timeout=timeout, on_cell=on_cell, on_output=None if json_mode else on_output)
-    if json_mode:
-        emit.document(summary, True)
-    else:
-        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
-    return emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE
-
-
-def _live(event: str, output: dict[str, Any], chunk: str | None = None) -> None:
-    """Human mode: show outputs as they arrive (stream text chunk by chunk)."""
-    from jcli_sidecar.exec_result import output_text
-
-    kind = output.get("output_type")
-    if chunk is not None:
-        sys.stdout.write(chunk)
-        sys.stdout.flush()
-        return
-    if event != "append":
-        return
-    if kind == "error":
-        sys.stderr.write("\n".join(output.get("traceback") or []) + "\n")
-    else:
-        text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout))

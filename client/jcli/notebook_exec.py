@@ -1,0 +1,62 @@
+"""``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``: the command side of a notebook run.
+
+The run itself is the core's :class:`~jcli_sidecar.notebook_run.NotebookRun`
+(outputs go into the notebook, cell by cell). Here the arguments become its
+:class:`~jcli_sidecar.notebook_run.RunOptions`, and hooks print: in JSON mode
+one line per cell as it is written back, then the summary; in human mode the
+outputs live, a cell's coded error on stderr, then where the outputs went.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from jcli_sidecar.notebook_run import NotebookRun, RunOptions, checkpoint_seconds_from_env
+
+from . import emit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from jcli_sidecar.errors import JcliError
+    from jcli_sidecar.jupyter_api import JupyterServer
+
+__all__ = ["notebook_options", "run_notebook"]
+
+
+def notebook_options(session: dict[str, Any], cell_spec: str | None, timeout: float | None) -> RunOptions:
+    """``--cell`` and ``--timeout``, this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel."""
+    return RunOptions(
+        cells=cell_spec,
+        timeout=timeout,
+        checkpoint_seconds=checkpoint_seconds_from_env(),
+        kernel_name=session.get("kernel_name"),
+    )
+
+
+def run_notebook(json_mode: bool, server: JupyterServer, session: dict[str, Any], file_path: str, options: RunOptions) -> int:
+    """Run ``file_path``'s cells in the session's kernel, printing as they finish; returns the exit code."""
+    run = NotebookRun(file_path, options)
+    if json_mode:
+        run.on_cell_complete = _print_line
+        run.on_cell_error = _print_line
+    else:
+        run.on_output = emit.live_output
+        run.on_cell_error = _print_error
+    summary = run.execute(server, session)
+    if json_mode:
+        emit.document(summary, True)
+    else:
+        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
+    return emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE
+
+
+def _print_line(cell_index: int, line: dict[str, Any], error: JcliError | None = None) -> None:
+    """JSON mode's ``on_cell_complete`` and ``on_cell_error``: the cell's document, one line."""
+    emit.document(line, True)
+
+
+def _print_error(cell_index: int, line: dict[str, Any], error: JcliError) -> None:
+    """Human mode's ``on_cell_error``: the code and message (the outputs were shown live)."""
+    sys.stderr.write(f"j-cli: error [{error.code}]: {error.message}\n")
