@@ -55,23 +55,31 @@ import json
 import os
 import pstats
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from read_latency import BenchError, describe_failure, summarize, verdict
+from harness import (
+    J_CLI,
+    ROOT,
+    WORK,
+    BenchError,
+    bare_env,
+    describe_failure,
+    medians,
+    print_targets,
+    rotated,
+    run,
+    stats_header,
+    stats_row,
+    timed,
+)
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-WORK = BENCH / ".work"
 TEMPLATE = WORK / "clean-template"  # the workspace (holds .j-cli/outputs/)
 STAMP_FILE = TEMPLATE / "bench-stamp.json"  # written last: the template is complete
 COPIES = WORK / "clean-copies"
 RUNTIME = WORK / "clean-runtime"  # XDG_RUNTIME_DIR of the j-cli children
-OUR_BIN = ROOT / ".venv" / "bin"
-J_CLI = OUR_BIN / "j-cli"
 
 RUNS = 10_000
 SPREAD_DAYS = 30
@@ -212,14 +220,6 @@ class Copies:
         shutil.rmtree(COPIES, ignore_errors=True)
 
 
-def child_env() -> dict[str, str]:
-    RUNTIME.mkdir(parents=True, exist_ok=True)
-    os.chmod(RUNTIME, 0o700)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JCLI_")}
-    env.update(JCLI_SIDECAR="off", XDG_RUNTIME_DIR=str(RUNTIME))
-    return env
-
-
 def argv_of(name: str, copy: Path) -> list[str]:
     if name == DRY:
         return [str(J_CLI), "-j", "output", "clean", "--dry-run"]
@@ -229,10 +229,8 @@ def argv_of(name: str, copy: Path) -> list[str]:
 
 
 def timed_run(name: str, copy: Path, env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
-    argv = argv_of(name, copy)
-    t0 = time.perf_counter()
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=copy, env=env)
-    return (time.perf_counter() - t0) * 1000, r
+    """One command of the round, timed, in ``copy``."""
+    return timed(run, argv_of(name, copy), env, cwd=copy, stdin=subprocess.DEVNULL)
 
 
 def tree_fingerprint(workspace: Path) -> dict[str, tuple]:
@@ -344,7 +342,7 @@ class Checker:
 
 
 def measure(info: dict, rounds: int, copies: Copies) -> dict[str, list[float]]:
-    env = child_env()
+    env = bare_env(RUNTIME)
     check = Checker(info)
     dry_copy = copies.new("dry")
     before = tree_fingerprint(dry_copy)
@@ -360,8 +358,7 @@ def measure(info: dict, rounds: int, copies: Copies) -> dict[str, list[float]]:
             if name in times:
                 fresh[name] = copies.new("real" if name == REAL else "rm")
         os.sync()  # the copies' dirty pages are written back before the timed part
-        order = [n for n in names if n in times]
-        for name in order[i % len(order) :] + order[: i % len(order)]:
+        for name in rotated([n for n in names if n in times], i):
             ms, r = timed_run(name, fresh[name], env)
             if name == DRY:
                 check.dry(r, before, dry_copy, time.time_ns())
@@ -416,24 +413,11 @@ def print_table(times: dict, rounds: int, info: dict) -> None:
         f"{MAX_AGE_DAYS} days / {MAX_RUNS} runs; {rounds} round{'s' if rounds != 1 else ''}, interleaved, "
         f"{WARMUP} warm-up dry run"
     )
-    print(f"{'command':<32}{'median ms':>11}{'min ms':>9}{'max ms':>9}")
+    print(stats_header("command", 32, last="max"))
     for name, samples in times.items():
-        s = summarize(samples)
-        print(f"{LABELS[name]:<32}{s['median']:>11.1f}{s['min']:>9.1f}{max(samples):>9.1f}")
+        print(stats_row(LABELS[name], samples, 32, 1, last="max"))
     if FLOOR not in times:
         print(f"{LABELS[FLOOR]:<32}unavailable")
-
-
-def print_targets(times: dict) -> None:
-    medians = {name: statistics.median(s) for name, s in times.items()}
-    print()
-    for num, den, op, target in TARGETS:
-        label = f"{num} / rm -rf"
-        if num not in medians or den not in medians:
-            print(f"{label:<28} n/a ({num if num not in medians else den} unavailable)")
-            continue
-        ratio = medians[num] / medians[den]
-        print(f"{label:<28}{ratio:>7.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
 
 
 # -- main -------------------------------------------------------------------------------
@@ -468,7 +452,7 @@ def main() -> int:
     print(f"copies removed ({COPIES.relative_to(ROOT)}); template kept")
 
     print_table(times, args.rounds, info)
-    print_targets(times)
+    print_targets(medians(times), TARGETS, 28, names={FLOOR: "rm -rf"})
     return 0
 
 

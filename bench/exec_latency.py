@@ -11,7 +11,7 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
    * ours      -- ``j-cli -j exec bench --code '1+1'`` (this checkout's
                   j-cli, ``JCLI_SIDECAR=off``), in a session made once with
                   ``j-cli -j session create -n bench``;
-   * upstream  -- ``jupyter-jcli`` (pinned in read_latency.py, its own venv),
+   * upstream  -- ``jupyter-jcli`` (pinned in harness.py, its own venv),
                   the same command line, in a session made with its own
                   ``j-cli -j session create -k python3 -n bench-upstream``;
    * floor     -- the project interpreter importing what a lean client needs
@@ -65,7 +65,6 @@ from __future__ import annotations
 import argparse
 import base64
 import inspect
-import io
 import json
 import os
 import random
@@ -79,19 +78,32 @@ import time
 import urllib.request
 from pathlib import Path
 
-from read_latency import (
+from harness import (
+    FLOOR_ARGV,
+    J_CLI,
+    OUR_BIN,
+    ROOT,
     UPSTREAM_PIN,
+    WORK,
     BenchError,
+    ProcessSet,
+    bare_env,
     describe_failure,
     ensure_upstream,
+    ensure_venv,
+    medians,
+    noise_png,
     peak_rss_mib,
-    summarize,
-    verdict,
+    print_targets,
+    private_dir,
+    ratio_line,
+    rotated,
+    run,
+    stats_header,
+    stats_row,
+    timed,
 )
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-WORK = BENCH / ".work"
 JROOT = WORK / "jroot"  # the server's root_dir (kernels' cwd)
 JRUNTIME = WORK / "jupyter-runtime"  # JUPYTER_RUNTIME_DIR (connection files)
 XDG_RUNTIME = WORK / "exec-runtime"  # XDG_RUNTIME_DIR of the j-cli children
@@ -100,8 +112,6 @@ ZMQ_KERNEL_LOG = WORK / "zmq-kernel.log"
 JKC_LOG = WORK / "jkc.log"  # jupyter-kernel-client's stderr
 STORE_WS = WORK / "store-ws"  # cwd of the run store (holds .j-cli/)
 JKC_VENV = WORK / "jkc-venv"
-OUR_BIN = ROOT / ".venv" / "bin"
-J_CLI = OUR_BIN / "j-cli"
 
 JKC_PIN = "jupyter-kernel-client==1.0.2"
 CODE = "1+1"
@@ -149,12 +159,11 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
-        self.seen: dict[int, object] = {}  # pid -> psutil.Process: the server and every kernel seen
+        self.seen = ProcessSet()  # the server and every kernel seen
 
     def start(self) -> None:
-        for directory in (JROOT, JRUNTIME):
-            directory.mkdir(parents=True, exist_ok=True)
-        os.chmod(JRUNTIME, 0o700)
+        JROOT.mkdir(parents=True, exist_ok=True)
+        private_dir(JRUNTIME)
         argv = [
             str(OUR_BIN / "python"),
             "-m",
@@ -170,7 +179,7 @@ class Server:
         env = dict(os.environ, JUPYTER_TOKEN=self.token, JUPYTER_RUNTIME_DIR=str(JRUNTIME))
         with open(SERVER_LOG, "wb") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=WORK, env=env)
-        self._remember(self.proc.pid)
+        self.seen.add(self.proc.pid)
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if self.proc.poll() is not None:
@@ -191,29 +200,12 @@ class Server:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read())
 
-    def _remember(self, pid: int) -> None:
-        import psutil
-
-        if pid not in self.seen:
-            try:
-                self.seen[pid] = psutil.Process(pid)
-            except psutil.Error:
-                pass
-
     def remember_kernels(self) -> None:
         """Note the server's children (its kernels), to check at the end that they are gone."""
-        import psutil
-
-        try:
-            for child in psutil.Process(self.proc.pid).children(recursive=True):
-                self._remember(child.pid)
-        except psutil.Error:
-            pass
+        self.seen.add_children(self.proc.pid)
 
     def stop(self) -> list[str]:
         """Terminate the server (it shuts its kernels down), wait, and check nothing is left."""
-        import psutil
-
         notes = []
         if self.proc is None:
             return notes
@@ -226,18 +218,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
                 notes.append("the Jupyter Server ignored SIGTERM for 30 s: killed")
-        for pid, proc in self.seen.items():
-            deadline = time.monotonic() + 10
-            try:
-                while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                    if time.monotonic() > deadline:
-                        proc.kill()  # is_running() checked pid and create time: it is ours
-                        notes.append(f"process {pid} (a kernel of the server) outlived it by 10 s: killed")
-                        break
-                    time.sleep(0.02)
-            except psutil.NoSuchProcess:
-                pass
-        return notes
+        return notes + self.seen.wait_gone(10, lambda pid, _: f"process {pid} (a kernel of the server) outlived it by 10 s: killed")
 
 
 # -- running --------------------------------------------------------------------
@@ -245,38 +226,23 @@ class Server:
 
 def child_env(server: Server) -> dict[str, str]:
     """The environment of every j-cli child (ours and upstream alike)."""
-    XDG_RUNTIME.mkdir(parents=True, exist_ok=True)
-    os.chmod(XDG_RUNTIME, 0o700)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JCLI_")}
-    env.update(
-        JCLI_JUPYTER_SERVER_URL=server.url,
-        JCLI_JUPYTER_SERVER_TOKEN=server.token,
-        JCLI_SIDECAR="off",
-        XDG_RUNTIME_DIR=str(XDG_RUNTIME),
-    )
-    return env
+    return bare_env(XDG_RUNTIME, JCLI_JUPYTER_SERVER_URL=server.url, JCLI_JUPYTER_SERVER_TOKEN=server.token)
 
 
-def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=WORK, env=env)
+def run_child(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """One j-cli child (or the floor) run to its end, with no stdin."""
+    return run(argv, env, stdin=subprocess.DEVNULL)
 
 
-def ensure_venv(venv: Path, pin: str, module: str) -> Path | None:
-    """Python of a scratch venv holding ``pin``, installed on first use; None if unavailable."""
-    python = venv / "bin" / "python"
-    probe = [str(python), "-c", f"import {module}"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
-        return python
-    print(f"note: installing {pin} into {venv.relative_to(ROOT)} (once) ...", flush=True)
-    shutil.rmtree(venv, ignore_errors=True)
-    base = getattr(sys, "_base_executable", None) or sys.executable  # not the project venv
-    for step in ([base, "-m", "venv", str(venv)], [str(python), "-m", "pip", "install", "-q", pin]):
-        r = subprocess.run(step, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r.returncode != 0:
-            tail = "\n".join(r.stdout.strip().splitlines()[-5:])
-            print(f"{pin} unavailable: `{' '.join(step[1:])}` failed (exit {r.returncode}):\n{tail}")
-            return None
-    return python
+def ensure_jkc() -> Path | None:
+    """Python of the scratch venv holding JKC_PIN, installed on first use; None if unavailable."""
+    python = JKC_VENV / "bin" / "python"
+
+    def ready() -> bool:
+        probe = [str(python), "-c", "import jupyter_kernel_client"]
+        return python.exists() and subprocess.run(probe, capture_output=True).returncode == 0
+
+    return python if ensure_venv(JKC_VENV, JKC_PIN, ready, JKC_PIN) else None
 
 
 # -- A: whole CLI processes -----------------------------------------------------
@@ -301,14 +267,14 @@ def upstream_says_2(stdout: bytes) -> bool:
 
 def create_sessions(env: dict[str, str], upstream: Path | None) -> tuple[dict, bool]:
     """Ours ``bench`` session (its row) and whether upstream made its own."""
-    r = run([str(J_CLI), "-j", "session", "create", "-n", "bench"], env)
+    r = run_child([str(J_CLI), "-j", "session", "create", "-n", "bench"], env)
     if r.returncode != 0:
         raise BenchError(describe_failure("j-cli session create", r))
     row = json.loads(r.stdout)
     print(f"session bench: id {row['id'][:8]}, kernel {row['kernel_id'][:8]} (ours, j-cli session create)")
     if upstream is None:
         return row, False
-    r = run([str(upstream), "-j", "session", "create", "-k", "python3", "-n", "bench-upstream"], env)
+    r = run_child([str(upstream), "-j", "session", "create", "-k", "python3", "-n", "bench-upstream"], env)
     if r.returncode != 0:
         print(describe_failure("upstream session create", r))
         return row, False
@@ -324,7 +290,7 @@ def cli_commands(env: dict[str, str], upstream: Path | None) -> dict[str, list[s
     commands = {OURS: [str(J_CLI), "-j", "exec", "bench", "--code", CODE]}
     if upstream is not None:
         commands[UPSTREAM] = [str(upstream), "-j", "exec", "bench-upstream", "--code", CODE]
-    commands[FLOOR] = [str(OUR_BIN / "python"), "-c", "import socket, msgpack, json, base64"]
+    commands[FLOOR] = FLOOR_ARGV
     return commands
 
 
@@ -351,7 +317,7 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
     last: dict[str, bytes] = {}
     for _ in range(WARMUP):  # the first one also waits for the kernels to finish starting
         for name in list(commands):
-            r = run(commands[name], env)
+            r = run_child(commands[name], env)
             if check_cli(name, r):
                 last[name] = r.stdout
             else:
@@ -373,10 +339,8 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
         names = list(commands)
         if UPSTREAM in names and up_done >= (i + 1) * upstream_runs // runs:
             names.remove(UPSTREAM)  # upstream runs in upstream_runs of the rounds, evenly spread
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            t0 = time.perf_counter()
-            r = run(commands[name], env)
-            elapsed = (time.perf_counter() - t0) * 1000
+        for name in rotated(names, i):
+            elapsed, r = timed(run_child, commands[name], env)
             if not check_cli(name, r):
                 del commands[name]
                 times.pop(name)
@@ -538,19 +502,13 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
     cleanup.append(held.close)
 
     def ours() -> tuple[float, object]:
-        t0 = time.perf_counter()
-        result = held.execute(CODE, timeout=30)
-        return (time.perf_counter() - t0) * 1000, result
+        return timed(held.execute, CODE, timeout=30)
 
     def fresh() -> tuple[float, object]:
-        t0 = time.perf_counter()
-        result = execute(srv, kernel_id, CODE, timeout=30)
-        return (time.perf_counter() - t0) * 1000, result
+        return timed(execute, srv, kernel_id, CODE, timeout=30)
 
     def ws_only() -> tuple[float, object]:
-        t0 = time.perf_counter()
-        srv.channels(kernel_id, os.urandom(16).hex()).close()
-        return (time.perf_counter() - t0) * 1000, None
+        return timed(lambda: srv.channels(kernel_id, os.urandom(16).hex()).close())
 
     def ours_ok(result) -> bool:
         return result.status == "ok" and any(
@@ -594,12 +552,7 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
         got = zmq.execute()
         print(f"check: raw ZMQ execute returns 2: {got == [{'text/plain': '2'}]}  results {got}")
 
-        def zmq_call() -> tuple[float, object]:
-            t0 = time.perf_counter()
-            data = zmq.execute()
-            return (time.perf_counter() - t0) * 1000, data
-
-        fns[ZMQ] = zmq_call
+        fns[ZMQ] = lambda: timed(zmq.execute)
     except Exception as exc:  # noqa: BLE001 -- the floor is optional: say why and go on
         print(f"raw ZMQ floor unavailable: {exc!r}")
 
@@ -622,8 +575,7 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
             call(name)
     bad: dict[str, int] = {name: 0 for name in fns}
     for i in range(calls):
-        names = list(fns)
-        for name in names[i % len(names) :] + names[: i % len(names)]:
+        for name in rotated(list(fns), i):
             done = call(name)
             if done is None:
                 continue
@@ -670,16 +622,8 @@ def store_api():
 
 
 def make_pngs() -> list[bytes]:
-    from PIL import Image
-
     rng = random.Random(PNG_SEED)
-    pngs = []
-    for _ in range(PNGS):
-        img = Image.frombytes("RGB", (PNG_SIDE, PNG_SIDE), rng.randbytes(PNG_SIDE * PNG_SIDE * 3))
-        buf = io.BytesIO()
-        img.save(buf, format="PNG")
-        pngs.append(buf.getvalue())
-    return pngs
+    return [noise_png(rng, PNG_SIDE) for _ in range(PNGS)]
 
 
 def measure_store(api, runs: int) -> tuple[dict, dict] | None:
@@ -769,11 +713,10 @@ def print_cli_table(times: dict, rss: dict, runs: int, upstream_runs: int) -> No
         f"\nA. CLI: j-cli -j exec SESSION --code '{CODE}' on one local Jupyter Server; "
         f"{runs} runs each ({upstream_runs} for upstream), interleaved, {WARMUP} warm-ups"
     )
-    print(f"{'command':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'runs':>6}{'peak RSS MiB':>14}")
+    print(f"{stats_header('command', 30)}{'runs':>6}{'peak RSS MiB':>14}")
     for name, samples in times.items():
-        s = summarize(samples)
         peak = f"{rss[name]:.1f}" if rss.get(name) else "n/a"
-        print(f"{LABELS.get(name, name):<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}{len(samples):>6}{peak:>14}")
+        print(f"{stats_row(LABELS.get(name, name), samples, 30, 1)}{len(samples):>6}{peak:>14}")
     if UPSTREAM not in times:
         print(f"{UPSTREAM:<30}unavailable ({UPSTREAM_PIN})")
         return
@@ -799,10 +742,9 @@ def upstream_modes(samples: list[float]) -> tuple[list[float], list[float]]:
 
 def print_in_process_table(times: dict, calls: int, jkc: dict) -> None:
     print(f"\nB. in-process: execute '{CODE}' and wait for the result; {calls} calls each, interleaved, {CALL_WARMUP} warm-ups")
-    print(f"{'client':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
+    print(stats_header("client", 30))
     for name, samples in times.items():
-        s = summarize(samples)
-        print(f"{LABELS.get(name, name):<30}{s['median']:>11.2f}{s['min']:>9.2f}{s['p90']:>9.2f}")
+        print(stats_row(LABELS.get(name, name), samples, 30, 2))
     if JKC not in times:
         print(f"{JKC:<30}unavailable ({JKC_PIN})")
     else:
@@ -824,32 +766,24 @@ def print_store_table(result, runs: int) -> None:
         f"\nC. run store: stage + publish {PNGS} PNG outputs (avg {info['avg_kb']:.1f} KB, "
         f"{info['mb']:.1f} MB); {runs} run{'s' if runs != 1 else ''} each, interleaved, 1 warm-up"
     )
-    print(f"{'step':<30}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}")
+    print(stats_header("step", 30))
     what = {"stage": "stage_run", "publish": "publish_run", "store": "stage_run + publish_run", "raw": "raw: b64decode + write files"}
     for name, samples in times.items():
-        s = summarize(samples)
-        print(f"{what[name]:<30}{s['median']:>11.1f}{s['min']:>9.1f}{s['p90']:>9.1f}")
+        print(stats_row(what[name], samples, 30, 1))
 
 
-def print_targets(samples: dict[str, list[float]], store) -> None:
-    medians = {name: statistics.median(s) for name, s in samples.items()}
-    print()
-    for num, den, op, target in TARGETS:
-        label = f"{num} / {den}"
-        if num not in medians or den not in medians:
-            print(f"{label:<36} n/a ({num if num not in medians else den} unavailable)")
-            continue
-        ratio = medians[num] / medians[den]
-        print(f"{label:<36}{ratio:>7.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
-    if UPSTREAM in samples and OURS in medians:
+def print_ratios(samples: dict[str, list[float]], store) -> None:
+    values = medians(samples)
+    print_targets(values, TARGETS, 36)
+    if UPSTREAM in samples and OURS in values:
         fast, slow = upstream_modes(samples[UPSTREAM])
         if fast and slow:
-            ratio = statistics.median(fast) / medians[OURS]
-            print(f"{'upstream (runs not stalled) / ours':<36}{ratio:>7.2f}x  (information: upstream when its close does not stall)")
+            ratio = statistics.median(fast) / values[OURS]
+            print(ratio_line("upstream (runs not stalled) / ours", ratio, "information: upstream when its close does not stall", 36))
     if store is not None:
         times = store[0]
         ratio = statistics.median(times["store"]) / statistics.median(times["raw"])
-        print(f"{'run store / raw write':<36}{ratio:>7.2f}x  (no target yet)")
+        print(ratio_line("run store / raw write", ratio, "no target yet", 36))
 
 
 # -- main -------------------------------------------------------------------------
@@ -867,7 +801,7 @@ def main() -> int:
 
     WORK.mkdir(parents=True, exist_ok=True)
     upstream = ensure_upstream()
-    jkc_python = ensure_venv(JKC_VENV, JKC_PIN, "jupyter_kernel_client")
+    jkc_python = ensure_jkc()
 
     server = Server()
     cleanup: list = []
@@ -906,7 +840,7 @@ def main() -> int:
     print_cli_table(cli_times, rss, args.runs, args.upstream_runs)
     print_in_process_table(in_process, args.calls, jkc)
     print_store_table(store, args.store_runs)
-    print_targets({**cli_times, **in_process}, store)
+    print_ratios({**cli_times, **in_process}, store)
     return 0
 
 

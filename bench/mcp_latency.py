@@ -1,11 +1,11 @@
 """Per-call latency of the ``read_notebook_output`` MCP tool, ours against upstream.
 
 The read is always the same: one image output (cell 100, output 0, a ~90 KB
-PNG) of the ~24 MB notebook of 200 image cells that ``read_latency.py``
-generates. Every server is driven through the real MCP SDK client
-(``mcp.ClientSession`` over ``mcp.stdio_client``, from the project venv), one
-long-lived session per server, all of them open at once in one asyncio
-program:
+PNG) of the ~24 MB notebook of 200 image cells that the read benchmark uses
+(``harness.ensure_notebooks`` generates it). Every server is driven through
+the real MCP SDK client (``mcp.ClientSession`` over ``mcp.stdio_client``, from
+the project venv), one long-lived session per server, all of them open at
+once in one asyncio program:
 
 * ours (sidecar)          -- ``j-cli mcp serve --root bench/.work`` from this
                              checkout, with the sidecar enabled (the default).
@@ -15,7 +15,7 @@ program:
 * ours (JCLI_SIDECAR=off) -- the same server with ``JCLI_SIDECAR=off``: it
                              reads and parses the notebook itself on every call;
 * upstream                -- ``j-cli mcp serve --root bench/.work`` of
-                             ``jupyter-jcli`` (pinned in read_latency.py, its
+                             ``jupyter-jcli`` (pinned in harness.py, its
                              own venv), on the same notebook with cell ids
                              (``big_ids.ipynb``; it cannot read one without).
 
@@ -56,34 +56,37 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-from read_latency import (
+from harness import (
     BIG,
     BIG_IDS,
     CELLS,
     J_CLI,
     UPSTREAM_PIN,
+    WORK,
     BenchError,
+    ProcessSet,
     Sidecar,
     child_env,
     ensure_notebooks,
     ensure_upstream,
+    medians,
+    notebook_png,
+    print_targets,
+    ratio_line,
+    rotated,
+    sidecar_runtime_dir,
+    stats_header,
+    stats_row,
     stop_and_clean,
-    summarize,
-    verdict,
 )
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-WORK = BENCH / ".work"
 RUNTIME = WORK / "mcp-runtime"  # XDG_RUNTIME_DIR of the sidecar and of every server
 
 TOOL = "read_notebook_output"
@@ -151,67 +154,11 @@ def describe_exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:400]
 
 
-class Processes:
-    """Every process this script's servers ran, so that none is left behind."""
-
-    def __init__(self) -> None:
-        import psutil
-
-        self.me = psutil.Process()
-        self.seen: dict[int, object] = {}  # pid -> psutil.Process
-
-    def remember_children(self) -> None:
-        import psutil
-
-        for child in self.me.children(recursive=True):
-            try:
-                child.create_time()  # is_running() later compares it: the pid was not reused
-            except psutil.Error:
-                continue
-            self.seen.setdefault(child.pid, child)
-
-    def reap(self) -> list[str]:
-        """Wait for every process seen; kill any that outlives PROCESS_GRACE. Returns notes."""
-        import psutil
-
-        notes = []
-        deadline = time.monotonic() + PROCESS_GRACE
-        for pid, proc in self.seen.items():
-            try:
-                while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
-                    if time.monotonic() > deadline:
-                        proc.kill()  # is_running() checked pid and create time: it is ours
-                        notes.append(f"pid {pid} ({' '.join(proc.cmdline()[1:4])}) still ran after its session closed: killed")
-                        break
-                    time.sleep(0.01)
-            except psutil.NoSuchProcess:
-                pass
-        return notes
-
-
 def leftover_servers() -> list[str]:
     """``ps`` lines of any ``mcp serve --root bench/.work`` process still running."""
     r = subprocess.run(["ps", "-eo", "pid=,args="], check=False, stdout=subprocess.PIPE, text=True)
     marker = f"mcp serve --root {WORK}"
     return [line.strip() for line in r.stdout.splitlines() if marker in line]
-
-
-# -- the runtime dir --------------------------------------------------------------
-
-
-def private_runtime_dir() -> Path:
-    """A mode-0700 ``XDG_RUNTIME_DIR``: ``bench/.work/mcp-runtime``, or a temporary
-    directory if the sidecar's socket path would not fit a Unix socket there."""
-    from jcli_sidecar.runtime import SidecarPaths
-
-    RUNTIME.mkdir(parents=True, exist_ok=True)
-    os.chmod(RUNTIME, 0o700)
-    socket_path = SidecarPaths(os.path.realpath(WORK), str(RUNTIME / "jcli")).socket
-    if len(os.fsencode(socket_path)) <= 100:
-        return RUNTIME
-    fallback = Path(tempfile.mkdtemp(prefix="jcli-bench-"))  # mkdtemp makes it 0700
-    print(f"note: {RUNTIME.relative_to(ROOT)} is too deep for a Unix socket; using {fallback}")
-    return fallback
 
 
 # -- the answers ------------------------------------------------------------------
@@ -262,7 +209,7 @@ def png_in_text(result) -> bytes | None:
 # -- the measurement --------------------------------------------------------------
 
 
-async def open_server(server: Server, stack: AsyncExitStack, procs: Processes) -> None:
+async def open_server(server: Server, stack: AsyncExitStack, procs: ProcessSet) -> None:
     """Spawn and initialize ``server`` (timed), then list its tools and set its arguments.
 
     Its transport and session are entered into ``stack``, closed when it closes.
@@ -275,7 +222,7 @@ async def open_server(server: Server, stack: AsyncExitStack, procs: Processes) -
     session = await stack.enter_async_context(ClientSession(read, write, read_timeout_seconds=CALL_TIMEOUT))
     init = await session.initialize()
     server.startup_ms = (time.perf_counter() - t0) * 1000
-    procs.remember_children()
+    procs.add_children()
     server.session = session
     info = init.server_info
     server.init_info = f"{info.name} {info.version}, protocol {init.protocol_version}"
@@ -344,8 +291,7 @@ async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> N
         del servers[name]
 
     for i in range(calls):
-        names = list(servers)
-        for name in names[i % len(names) :] + names[: i % len(names)]:
+        for name in rotated(list(servers), i):
             server = servers[name]
             t0 = time.perf_counter()
             try:
@@ -367,9 +313,14 @@ async def timed_calls(servers: dict[str, Server], truth: bytes, calls: int) -> N
             server.list_times.append((time.perf_counter() - t0) * 1000)
 
 
+def killed_note(pid: int, proc) -> str:
+    """The note for a server process killed because it outlived its session."""
+    return f"pid {pid} ({' '.join(proc.cmdline()[1:4])}) still ran after its session closed: killed"
+
+
 async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int) -> dict[str, Server]:
     """Open every session, warm up, time; returns the servers that lasted."""
-    procs = Processes()
+    procs = ProcessSet()  # every process the servers ran, so that none is left behind
     try:
         async with AsyncExitStack() as stack:
             active: dict[str, Server] = {}
@@ -378,7 +329,7 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
                 try:
                     await open_server(server, sub, procs)
                 except Exception as exc:  # noqa: BLE001
-                    procs.remember_children()
+                    procs.add_children()
                     await sub.aclose()
                     message = server.failure("start-up (spawn, initialize, list_tools)", exc)
                     if server.ours:
@@ -391,9 +342,7 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
             await first_answers(active, truth)
             before = sidecar.status()
             await timed_calls(active, truth, calls)
-            after = sidecar.status()
-            served = after["requests_served"] - before["requests_served"] - 1  # minus the status call itself
-            misses = after["cache"]["misses"] - before["cache"]["misses"]
+            after, served, misses = sidecar.served_since(before)
             ok = served == calls and misses == 0
             print(
                 f"check: the {calls} timed calls of {OURS} were all served by the sidecar, from its cache: "
@@ -407,8 +356,8 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
                 raise BenchError(f"{OURS} did not read through the sidecar")
             return active
     finally:
-        procs.remember_children()  # anything spawned since (nothing, normally)
-        notes = procs.reap()
+        procs.add_children()  # anything spawned since (nothing, normally)
+        notes = procs.wait_gone(PROCESS_GRACE, killed_note)
         left = leftover_servers()
         for note in notes:
             print(f"note: {note}")
@@ -426,34 +375,24 @@ def print_table(servers: list[Server], cell: int, calls: int) -> None:
         f"\nMCP: {TOOL} cell {cell} output 0 of a {size_mb:.1f} MB notebook ({CELLS} PNG cells), "
         f"one stdio session per server; {calls} calls each, interleaved, {WARMUP} warm-ups"
     )
-    print(f"{'server':<28}{'median ms':>11}{'min ms':>9}{'p90 ms':>9}{'calls':>7}{'list_tools ms':>15}{'startup ms':>12}")
+    print(f"{stats_header('server', 28)}{'calls':>7}{'list_tools ms':>15}{'startup ms':>12}")
     for server in servers:
         start = f"{server.startup_ms:.0f}" if server.startup_ms is not None else "n/a"
         if not server.times:
             print(f"{server.name:<28}{'unavailable':>11}{'':>40}{start:>12}" + (f"  ({UPSTREAM_PIN})" if not server.ours else ""))
             continue
-        s = summarize(server.times)
         print(
-            f"{server.name:<28}{s['median']:>11.2f}{s['min']:>9.2f}{s['p90']:>9.2f}"
-            f"{len(server.times):>7}{statistics.median(server.list_times):>15.2f}{start:>12}"
+            f"{stats_row(server.name, server.times, 28, 2)}{len(server.times):>7}{statistics.median(server.list_times):>15.2f}{start:>12}"
         )
     print("  list_tools = median of a list_tools round trip on the same session (no read), after each call")
     print("  startup = spawn + initialize, timed once per server")
 
 
-def print_ratios(medians: dict[str, float]) -> None:
-    print()
-    for num, den, op, target in TARGETS:
-        label = f"{num} / {den}"
-        if num not in medians or den not in medians:
-            print(f"{label:<38} n/a ({num if num not in medians else den} unavailable)")
-            continue
-        ratio = medians[num] / medians[den]
-        print(f"{label:<38}{ratio:>8.2f}x  (target {op} {target:g}x)  {verdict(ratio, op, target)}")
+def print_ratios(values: dict[str, float]) -> None:
+    print_targets(values, TARGETS, 38, ratio_width=8)
     for num, den, note in INFO:
-        label = f"{num} / {den}"
-        if num in medians and den in medians:
-            print(f"{label:<38}{medians[num] / medians[den]:>8.2f}x  ({note})")
+        if num in values and den in values:
+            print(ratio_line(f"{num} / {den}", values[num] / values[den], note, 38, ratio_width=8))
 
 
 # -- main -------------------------------------------------------------------------
@@ -470,10 +409,9 @@ def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
     ensure_notebooks()  # also gives them an mtime an hour old, so the sidecar cache trusts them
     upstream = ensure_upstream()
-    stored = json.loads(BIG.read_bytes())["cells"][args.cell]["outputs"][0]["data"]["image/png"]
-    truth = base64.b64decode(stored)
+    truth = notebook_png(args.cell)
 
-    runtime = private_runtime_dir()
+    runtime = sidecar_runtime_dir(RUNTIME)
     servers = [
         Server(OURS, J_CLI, child_env(runtime, sidecar=True), BIG, args.cell),
         Server(OURS_OFF, J_CLI, child_env(runtime, sidecar=False), BIG, args.cell),
@@ -482,8 +420,7 @@ def main() -> int:
         servers.append(Server(UPSTREAM, upstream, child_env(runtime, sidecar=False), BIG_IDS, args.cell))
     sidecar = Sidecar(runtime)
     try:
-        started = sidecar.start()
-        print(f"sidecar started: pid {started['pid']}, cache budget {started['cache']['budget_bytes'] / 2**20:g} MiB")
+        sidecar.start()
         asyncio.run(run(servers, sidecar, truth, args.calls))
     except BenchError as exc:
         print(exc)
@@ -492,8 +429,7 @@ def main() -> int:
         stop_and_clean(sidecar, runtime, RUNTIME)
 
     print_table(servers, args.cell, args.calls)
-    medians = {s.name: statistics.median(s.times) for s in servers if s.times}
-    print_ratios(medians)
+    print_ratios(medians({s.name: s.times for s in servers if s.times}))
     return 0
 
 
