@@ -19,6 +19,8 @@ import sys
 
 from . import image_headers
 from .errors import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
+from .hosts import HOST_PROFILES, MiB
+from .mime import RASTER_IMAGE_TYPES
 from .request_spec import AS_MIME_TYPES as _OUTPUT_TYPES
 
 TYPE_CHECKING = False
@@ -35,64 +37,6 @@ __all__ = [
     "view_note",
     "view_spec",
 ]
-
-MiB = 1024 * 1024
-
-
-class HostProfile:
-    """The image types and size limits one agent host accepts."""
-
-    __slots__ = ("name", "types", "max_edge", "max_pixels", "max_bytes", "why")
-
-    def __init__(self, name: str, types: tuple[str, ...], max_edge: int, max_pixels: int, max_bytes: int, why: str):
-        self.name = name
-        self.types = types
-        self.max_edge = max_edge
-        self.max_pixels = max_pixels
-        self.max_bytes = max_bytes
-        self.why = why
-
-
-_RASTER = ("image/png", "image/jpeg", "image/webp", "image/gif")
-
-#: ``--host NAME`` -> what that host takes. The one table of host limits.
-HOST_PROFILES: dict[str, HostProfile] = {
-    p.name: p
-    for p in (
-        HostProfile(
-            "dsh",
-            _RASTER,
-            2000,
-            2000 * 2000,
-            3 * MiB + MiB // 2,
-            "DSH's attachment store (dsh-attachment-local 0.1.0-rc.8 defaults) admits at most 2000 px per side and 3.5 MiB",
-        ),
-        HostProfile(
-            "claude",
-            _RASTER,
-            1568,
-            1568 * 1568,
-            3 * MiB + 3 * MiB // 4,
-            "Claude takes png/jpeg/gif/webp up to 5 MB of base64 (3.75 MiB of bytes) and downscales past a 1568 px long edge",
-        ),
-        HostProfile(
-            "codex",
-            _RASTER,
-            2048,
-            2048 * 2048,
-            10 * MiB,
-            "Codex rejects SVG; OpenAI vision scales images into a 2048 px square",
-        ),
-        HostProfile(
-            "opencode",
-            _RASTER,
-            1568,
-            1568 * 1568,
-            3 * MiB + 3 * MiB // 4,
-            "OpenCode forwards attachments to the model provider; these are the strictest common limits (Claude's)",
-        ),
-    )
-}
 
 
 class _Caps:
@@ -130,7 +74,7 @@ class ViewSpec:
 
     __slots__ = ("host", "as_mime_type", "types", "max_edge", "max_pixels", "max_bytes")
 
-    def __init__(self, host=None, as_mime_type=None, types=_RASTER, max_edge=None, max_pixels=None, max_bytes=None):
+    def __init__(self, host=None, as_mime_type=None, types=RASTER_IMAGE_TYPES, max_edge=None, max_pixels=None, max_bytes=None):
         self.host = host
         self.as_mime_type = as_mime_type
         self.types = types
@@ -171,7 +115,7 @@ def view_spec(
     return ViewSpec(
         host=host,
         as_mime_type=as_mime_type,
-        types=profile.types if profile else _RASTER,
+        types=profile.types if profile else RASTER_IMAGE_TYPES,
         max_edge=max_edge if max_edge is not None else (profile.max_edge if profile else None),
         max_pixels=max_pixels if max_pixels is not None else (profile.max_pixels if profile else None),
         max_bytes=max_bytes if max_bytes is not None else (profile.max_bytes if profile else None),

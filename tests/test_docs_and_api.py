@@ -126,3 +126,18 @@ def test_an_os_error_becomes_one_coded_error_per_place_and_keeps_its_reason(wher
     err = translate(PermissionError(errno.EACCES, "Permission denied", "/x/config.toml"), where)
     assert type(err) is OS_ERRORS[where][0] and err.code in errors.ERROR_CODES
     assert "Permission denied" in err.message
+
+
+def test_every_host_row_has_its_setup_module_command_and_profile():
+    import importlib
+
+    from jcli.cli import setup
+    from jcli_sidecar.hosts import HOST_NAMES, HOSTS
+    from jcli_sidecar.imageview import HOST_PROFILES
+
+    assert set(HOSTS) == set(HOST_PROFILES) and all(name in HOST_NAMES for name in HOSTS)
+    for name, host in HOSTS.items():
+        assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
+        command = setup.commands[name]
+        flags = {opt for param in command.params for opt in param.opts}
+        assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"}

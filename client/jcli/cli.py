@@ -10,6 +10,7 @@ import click
 
 from jcli_sidecar import __version__
 from jcli_sidecar.errors import UsageError
+from jcli_sidecar.hosts import HOST_NAMES, HOSTS, Host
 
 from . import emit
 from .click_options import table_options
@@ -93,61 +94,29 @@ def _run_setup(action) -> None:
     outcome.finish(ctx, result, "\n".join(lines))
 
 
-#: host -> (help, [(scope, help)] with the default first, --remove help).
-#: ``jcli.setup.<host>.setup_<host>(scope, project, remove)`` does the work.
-_HOST_SETUPS: dict[str, tuple[str, list[tuple[str, str]], str]] = {
-    "codex": (
-        "Register the read-only MCP server (and the j-cli skill) with Codex.",
-        [
-            ("user", "Your Codex config (CODEX_HOME, default ~/.codex) (default)."),
-            ("project", "This project's .codex/config.toml (roots reads here)."),
-        ],
-        "Remove only j-cli's entries.",
-    ),
-    "claude": (
-        "Register the read-only MCP server (and the j-cli skill) with Claude Code.",
-        [
-            ("local", "~/.claude.json, for this project only (default)."),
-            ("project", "./.mcp.json, shared with the project."),
-            ("user", "~/.claude.json, for every project."),
-        ],
-        "Remove only j-cli's entries.",
-    ),
-    "opencode": (
-        "Install the read_notebook_output plugin for OpenCode.",
-        [("project", "./.opencode/plugins/jcli.js (default)."), ("user", "The OpenCode config dir's plugins/jcli.js.")],
-        "Remove only j-cli's plugin file.",
-    ),
-    "dsh": (
-        "Install the read_notebook_output plugin for DSH.",
-        [
-            ("project", "./.dsh/cordis.yml and ./.dsh/plugins/jcli.ts (default)."),
-            ("user", "$DSH_HOME/cordis.patch.yml and $DSH_HOME/plugins/jcli.ts."),
-        ],
-        "Remove only j-cli's row, plugin file and skill.",
-    ),
-}
+def _make_host_setup_command(host: Host) -> click.Command:
+    """``j-cli setup NAME`` from the host's row: one flag per scope (the first is the default) and ``--remove``.
 
-
-def _make_host_setup_command(host: str, help_text: str, scopes: list[tuple[str, str]], remove_help: str) -> click.Command:
-    first, *others = scopes
+    ``jcli.setup.<name>.setup_<name>(scope, project, remove)`` does the work.
+    """
+    first, *others = host.scopes
     params: list[click.Parameter] = [click.Option([f"--{first[0]}", "scope"], flag_value=first[0], default=True, help=first[1])]
     params += [click.Option([f"--{scope}", "scope"], flag_value=scope, help=text) for scope, text in others]
-    params.append(click.Option(["--remove"], is_flag=True, help=remove_help))
+    params.append(click.Option(["--remove"], is_flag=True, help=host.remove_help))
 
     def callback(scope: str, remove: bool) -> None:
         import importlib
 
         from jcli_sidecar.runtime import workspace_of
 
-        run = getattr(importlib.import_module(f".setup.{host}", __package__), f"setup_{host}")
+        run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
         _run_setup(lambda: run(scope, workspace_of(), remove))
 
-    return click.Command(host, params=params, callback=callback, help=help_text)
+    return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
 
 
-for _host, (_help, _scopes, _remove_help) in _HOST_SETUPS.items():
-    setup.add_command(_make_host_setup_command(_host, _help, _scopes, _remove_help))
+for _host in HOSTS.values():
+    setup.add_command(_make_host_setup_command(_host))
 
 
 @setup.command("git")
@@ -168,7 +137,7 @@ def mcp() -> None:
 
 @mcp.command("serve")
 @click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False), help="Allow reads under DIR (repeatable).")
-@click.option("--host", metavar="NAME", help="Fit images to this host's types and limits: dsh, claude, codex or opencode.")
+@click.option("--host", metavar="NAME", help=f"Fit images to this host's types and limits: {HOST_NAMES}.")
 def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
     """Serve read_notebook_output and read_run_output over stdio."""
     from jcli_sidecar.errors import JcliError

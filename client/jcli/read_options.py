@@ -8,6 +8,8 @@ maps to one field of the read request (see ``jcli_sidecar.requests``).
 
 from __future__ import annotations
 
+from jcli_sidecar.hosts import HOST_NAMES
+
 __all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "RUN_SHOW_OPTIONS", "ReadOption", "VIEW_OPTIONS"]
 
 
@@ -45,7 +47,7 @@ MAX_RESPONSE = ReadOption(
     ("--max-response-bytes",), "max_response_bytes", "int", "Refuse responses larger than this (default 32 MiB).", "B"
 )
 
-HOST = ReadOption(("--host",), "host", "str", "Fit an image to this host's types and limits: dsh, claude, codex or opencode.", "NAME")
+HOST = ReadOption(("--host",), "host", "str", f"Fit an image to this host's types and limits: {HOST_NAMES}.", "NAME")
 AS = ReadOption(
     ("--as",), "as_mime_type", "str", "Convert the selected image (or render the SVG) to image/png, image/jpeg or image/webp.", "MIME"
 )
