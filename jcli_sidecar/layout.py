@@ -25,10 +25,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JCLI_DIR",
+    "LOCK_FILE",
     "MANAGED_BY",
     "MANIFEST",
+    "MANIFEST_MAX_BYTES",
     "MANIFEST_TMP",
+    "OUTPUTS_DIR",
     "Outputs",
+    "STAGING_DIR",
     "encode_manifest",
     "manifest_path",
     "parse_manifest",
@@ -39,9 +43,11 @@ JCLI_DIR = ".j-cli"
 MANAGED_BY = "j-cli"
 MANIFEST = "manifest.json"
 MANIFEST_TMP = ".manifest.json.tmp"
-_OUTPUTS = "outputs"
-_STAGING = ".staging"
-_LOCK = ".lock"
+OUTPUTS_DIR = "outputs"
+STAGING_DIR = ".staging"
+LOCK_FILE = ".lock"
+#: The largest manifest j-cli reads back (what it writes is far smaller).
+MANIFEST_MAX_BYTES = 64 * 1024 * 1024
 
 
 class Outputs:
@@ -58,24 +64,29 @@ class Outputs:
     def __init__(self, root: str) -> None:
         self.root = root
 
+    @property
+    def workspace(self) -> str:
+        """The directory holding ``.j-cli`` (for a root made by :meth:`of_workspace`)."""
+        return os.path.dirname(os.path.dirname(self.root))
+
     @classmethod
     def of_workspace(cls, cwd: str) -> Outputs:
         """``<cwd>/.j-cli/outputs``."""
-        return cls(os.path.join(cwd, JCLI_DIR, _OUTPUTS))
+        return cls(os.path.join(cwd, JCLI_DIR, OUTPUTS_DIR))
 
     @property
     def lock(self) -> str:
-        return os.path.join(self.root, _LOCK)
+        return os.path.join(self.root, LOCK_FILE)
 
     @property
     def staging(self) -> str:
-        return os.path.join(self.root, _STAGING)
+        return os.path.join(self.root, STAGING_DIR)
 
     def run_dir(self, run_id: str) -> str:
         return os.path.join(self.root, run_id)
 
     def staged_dir(self, run_id: str) -> str:
-        return os.path.join(self.root, _STAGING, run_id)
+        return os.path.join(self.root, STAGING_DIR, run_id)
 
     @staticmethod
     def is_run_name(name: str) -> bool:

@@ -16,12 +16,15 @@ import os
 
 from .runtime import workspace_hash
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .nofollow import Dir
+
 __all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock", "wait_for_lock"]
 
 
 @contextlib.contextmanager
-def _flock(path: str):
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def _held(fd: int):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -29,15 +32,20 @@ def _flock(path: str):
         os.close(fd)  # closing releases the lock
 
 
-def outputs_lock(outputs_dir: str):
-    """Hold the outputs lock of ``<cwd>/.j-cli/outputs`` (blocking).
+def _flock(path: str):
+    return _held(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+
+
+def outputs_lock(outputs: Dir):
+    """Hold the outputs lock, ``.lock`` in the open outputs directory (blocking); never through a link.
 
     Raises:
+        LinkRefused: ``.lock`` is a symlink.
         OSError: the lock file cannot be created (e.g. a read-only workspace).
     """
-    from .layout import Outputs
+    from .layout import LOCK_FILE
 
-    return _flock(Outputs(outputs_dir).lock)
+    return _held(outputs.open_fd(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600))
 
 
 def notebook_lock_path(runtime_dir: str, notebook: str) -> str:

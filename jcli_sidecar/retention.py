@@ -11,6 +11,9 @@ manifest and the files the manifest lists (no symlinks, nothing extra).
 Never deleted: the run just published; the newest run of a live owner
 process; a run still being staged by a live owner; anything that cannot be
 vouched for (it is kept and reported); anything outside ``.j-cli/outputs``.
+Every name is reached through an open directory without following links
+(:mod:`jcli_sidecar.nofollow`), so a symlinked ``.j-cli``, ``outputs`` or run
+directory can never lead a deletion elsewhere.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ import stat
 import time
 
 from .errors import UsageError
-from .layout import MANIFEST, Outputs, manifest_path, parse_manifest
+from .layout import LOCK_FILE, MANIFEST, MANIFEST_MAX_BYTES, STAGING_DIR, Outputs, parse_manifest
+from .locks import outputs_lock
+from .nofollow import Dir, LinkRefused
 from .protocol import SCHEMA_VERSION
+from .workspace_dir import open_outputs_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,6 +39,8 @@ __all__ = [
     "DEFAULT_MAX_RUNS",
     "Policy",
     "clean",
+    "clean_in",
+    "clean_workspace",
     "owner_alive",
     "resolve_policy",
 ]
@@ -126,116 +134,178 @@ class _Run:
         self.files: list[str] = []
 
 
-def _inspect(run_id: str, path: str) -> _Run:
+def _read_manifest(run_dir: Dir) -> dict[str, Any]:
+    """The run's manifest, read without following a link.
+
+    Raises:
+        FileNotFoundError: none yet. OSError, ValueError: unreadable or not ours.
+    """
+    return parse_manifest(run_dir.read_small(MANIFEST, MANIFEST_MAX_BYTES))
+
+
+def _listing(run_dir: Dir) -> tuple[str | None, list[str], int]:
+    """``(reason or None, names, bytes)``: only regular files may be in a run directory."""
+    names, size = [], 0
+    for name in run_dir.names():
+        info = run_dir.lstat(name)
+        if stat.S_ISLNK(info.st_mode):
+            return "symlink", [], 0
+        if not stat.S_ISREG(info.st_mode):
+            return "unlisted_files", [], 0
+        names.append(name)
+        size += info.st_size
+    return None, sorted(names), size
+
+
+def _inspect(run_id: str, outputs: Dir) -> _Run:
     """Read a run and decide whether it can be vouched for (nothing is changed)."""
-    run = _Run(run_id, path)
+    run = _Run(run_id, outputs.join(run_id))
     try:
-        info = os.lstat(path)
+        run_dir = outputs.sub(run_id)
+    except LinkRefused:
+        run.reason = "symlink" if _is_link(outputs, run_id) else "unlisted_files"
+        return run
     except OSError:
         run.reason = "incomplete"
         return run
-    if stat.S_ISLNK(info.st_mode):
-        run.reason = "symlink"
-        return run
-    if not stat.S_ISDIR(info.st_mode):
-        run.reason = "unlisted_files"
-        return run
-    try:
-        with open(manifest_path(path), "rb") as fh:
-            manifest = parse_manifest(fh.read())
-        listed = manifest.get("files")
-        if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
-            raise ValueError
-        completed = manifest.get("completed_ns")
-        if not isinstance(completed, int):
-            raise ValueError
-    except FileNotFoundError:
-        run.reason = "incomplete"
-        return run
-    except (OSError, ValueError, UnicodeDecodeError):
-        run.reason = "unreadable_manifest"
-        return run
-    run.manifest = manifest
-    run.completed_ns = completed
-    expected = set(listed) | {MANIFEST}
-    try:
-        entries = list(os.scandir(path))
-    except OSError:
-        run.reason = "incomplete"
-        return run
-    present = set()
-    for entry in entries:
-        if entry.is_symlink():
+    with run_dir:
+        try:
+            manifest = _read_manifest(run_dir)
+            listed = manifest.get("files")
+            if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
+                raise ValueError
+            completed = manifest.get("completed_ns")
+            if not isinstance(completed, int):
+                raise ValueError
+        except FileNotFoundError:
+            run.reason = "incomplete"
+            return run
+        except LinkRefused:
             run.reason = "symlink"
             return run
-        if not entry.is_file(follow_symlinks=False):
-            run.reason = "unlisted_files"
+        except (OSError, ValueError, UnicodeDecodeError):
+            run.reason = "unreadable_manifest"
             return run
-        present.add(entry.name)
-        run.bytes += entry.stat(follow_symlinks=False).st_size
-    if present - expected:
+        run.manifest = manifest
+        run.completed_ns = completed
+        try:
+            reason, present, run.bytes = _listing(run_dir)
+        except OSError:
+            run.reason = "incomplete"
+            return run
+    expected = set(listed) | {MANIFEST}
+    if reason is not None:
+        run.reason = reason
+    elif set(present) - expected:
         run.reason = "unlisted_files"
-    elif expected - present:
+    elif expected - set(present):
         run.reason = "incomplete"
-    run.files = sorted(present)
+    run.files = present
     return run
 
 
-def _delete(run: _Run) -> None:
+def _is_link(parent: Dir, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(parent.lstat(name).st_mode)
+    except OSError:
+        return False
+
+
+def _delete(run: _Run, outputs: Dir) -> None:
     """Remove exactly the vouched-for files, then the directory. Never follows links."""
-    again = _inspect(run.run_id, run.path)  # re-checked under the lock, right before
+    again = _inspect(run.run_id, outputs)  # re-checked under the lock, right before
     if again.reason is not None:
         raise OSError(f"run changed before deletion ({again.reason})")
-    for name in again.files:
-        os.unlink(os.path.join(run.path, name))
-    os.rmdir(run.path)
+    with outputs.sub(run.run_id) as run_dir:
+        for name in again.files:
+            run_dir.unlink(name)
+    outputs.rmdir(run.run_id)
 
 
-def _staging(staging_dir: str, policy: Policy, now_ns: int, dry_run: bool, alive: Callable[[Any], bool]):
+def _staging(outputs: Dir, policy: Policy, now_ns: int, dry_run: bool, alive: Callable[[Any], bool]):
     """Staged runs: a live owner's are never touched; a dead owner's only after the age limit."""
     kept: list[dict[str, Any]] = []
     deleted: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     try:
-        names = sorted(os.listdir(staging_dir))
-    except OSError:
+        staging = outputs.sub(STAGING_DIR)
+    except OSError:  # absent, or a link: nothing of ours to clean
         return kept, deleted, errors
-    for name in names:
-        path = os.path.join(staging_dir, name)
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-            kept.append({"run_id": name, "reason": "symlink" if stat.S_ISLNK(info.st_mode) else "unlisted_files", "staging": True})
-            continue
-        owner = None
-        try:
-            with open(manifest_path(path), "rb") as fh:
-                owner = parse_manifest(fh.read()).get("owner")
-        except (OSError, ValueError, AttributeError):
-            owner = None
-        if owner is None or alive(owner):
-            kept.append({"run_id": name, "reason": "active_writer", "staging": True})
-            continue
-        if now_ns - info.st_mtime_ns <= policy.max_age_days * DAY_NS:
-            kept.append({"run_id": name, "reason": "incomplete", "staging": True})
-            continue
-        size = 0
-        try:
-            entries = list(os.scandir(path))
-            if any(e.is_symlink() or not e.is_file(follow_symlinks=False) for e in entries):
-                kept.append({"run_id": name, "reason": "symlink", "staging": True})
+    with staging:
+        for name in sorted(staging.names()):
+            try:
+                info = staging.lstat(name)
+            except OSError:
                 continue
-            size = sum(e.stat(follow_symlinks=False).st_size for e in entries)
-            if not dry_run:
-                for entry in entries:
-                    os.unlink(entry.path)
-                os.rmdir(path)
-            deleted.append({"run_id": name, "reason": "expired", "bytes": size, "staging": True})
-        except OSError as exc:
-            errors.append({"run_id": name, "error": exc.strerror or str(exc)})
+            if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+                kept.append({"run_id": name, "reason": "symlink" if stat.S_ISLNK(info.st_mode) else "unlisted_files", "staging": True})
+                continue
+            try:
+                run_dir = staging.sub(name)
+            except OSError:
+                continue
+            with run_dir:
+                try:
+                    owner = _read_manifest(run_dir).get("owner")
+                except (OSError, ValueError, AttributeError):
+                    owner = None
+                if owner is None or alive(owner):
+                    kept.append({"run_id": name, "reason": "active_writer", "staging": True})
+                    continue
+                if now_ns - info.st_mtime_ns <= policy.max_age_days * DAY_NS:
+                    kept.append({"run_id": name, "reason": "incomplete", "staging": True})
+                    continue
+                try:
+                    reason, present, size = _listing(run_dir)
+                    if reason is not None:
+                        kept.append({"run_id": name, "reason": "symlink", "staging": True})
+                        continue
+                    if not dry_run:
+                        for entry in present:
+                            run_dir.unlink(entry)
+                        staging.rmdir(name)
+                    deleted.append({"run_id": name, "reason": "expired", "bytes": size, "staging": True})
+                except OSError as exc:
+                    errors.append({"run_id": name, "error": exc.strerror or str(exc)})
     return kept, deleted, errors
+
+
+def _open(outputs_dir: str) -> Dir | None:
+    """The outputs directory opened without following links; None when there is none.
+
+    Raises:
+        UsageError: it, or the ``.j-cli`` above it, is a symlink or a file.
+    """
+    try:
+        return open_outputs_root(outputs_dir)
+    except FileNotFoundError:
+        return None
+    except LinkRefused as exc:
+        raise UsageError(f"{exc.filename} is not a plain directory (a symlink?); refusing to clean {outputs_dir}") from None
+
+
+def clean_workspace(cwd: str, policy: Policy, *, dry_run: bool = False) -> dict[str, Any]:
+    """``j-cli output clean``: take the outputs lock of ``cwd`` and apply ``policy``.
+
+    A dry run takes the lock only if its file exists (it creates nothing).
+
+    Raises:
+        UsageError: a symlinked ``.j-cli``, ``outputs`` or ``.lock``.
+        OSError: the lock cannot be taken (e.g. a read-only workspace).
+    """
+    outputs_dir = Outputs.of_workspace(cwd).root
+    outputs = _open(outputs_dir)
+    if outputs is None:
+        return _report(outputs_dir, policy, dry_run, empty=True)
+    with outputs:
+        if dry_run and not outputs.is_file(LOCK_FILE):
+            return clean_in(outputs, policy, dry_run=True)
+        try:
+            lock = outputs_lock(outputs)
+        except LinkRefused as exc:
+            raise UsageError(f"{exc.filename} is a symlink; refusing to lock through it") from None
+        with lock:
+            return clean_in(outputs, policy, dry_run=dry_run)
 
 
 def clean(
@@ -247,22 +317,20 @@ def clean(
     now_ns: int | None = None,
     alive: Callable[[Any], bool] = owner_alive,
 ) -> dict[str, Any]:
-    """Apply ``policy`` to ``outputs_dir`` (the caller holds the outputs lock).
-
-    Args:
-        keep: run ids never to delete (the run just published).
-        now_ns: the clock (injectable; default: now).
-        alive: whether an owner record names a live process (injectable).
-
-    Returns:
-        ``{status, dry_run, policy, deleted[{run_id, reason, bytes}],
-        kept[{run_id, reason}], errors[], totals}``; ``status`` is
-        ``"partial"`` when a deletion failed.
+    """Apply ``policy`` to ``outputs_dir`` (the caller holds the outputs lock); see :func:`clean_in`.
 
     Raises:
-        UsageError: ``outputs_dir`` is itself a symlink (refused).
+        UsageError: ``outputs_dir`` or the ``.j-cli`` above it is a symlink (refused).
     """
-    now_ns = time.time_ns() if now_ns is None else now_ns
+    outputs = _open(outputs_dir)
+    if outputs is None:
+        return _report(outputs_dir, policy, dry_run, empty=True)
+    with outputs:
+        return clean_in(outputs, policy, dry_run=dry_run, keep=keep, now_ns=now_ns, alive=alive)
+
+
+def _report(outputs_dir: str, policy: Policy, dry_run: bool, *, empty: bool = False) -> dict[str, Any]:
+    """The report's frame; ``empty``: there is no outputs directory at all."""
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "status": "ok",
@@ -273,14 +341,35 @@ def clean(
         "kept": [],
         "errors": [],
     }
-    try:
-        info = os.lstat(outputs_dir)
-    except FileNotFoundError:
+    if empty:
         report["totals"] = {"runs": 0, "deleted": 0, "kept": 0, "bytes_freed": 0}
-        return report
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise UsageError(f"{outputs_dir} is not a plain directory (a symlink?); refusing to clean it")
-    runs = [_inspect(name, os.path.join(outputs_dir, name)) for name in sorted(os.listdir(outputs_dir)) if Outputs.is_run_name(name)]
+    return report
+
+
+def clean_in(
+    outputs: Dir,
+    policy: Policy,
+    *,
+    dry_run: bool = False,
+    keep: frozenset[str] | set[str] = frozenset(),
+    now_ns: int | None = None,
+    alive: Callable[[Any], bool] = owner_alive,
+) -> dict[str, Any]:
+    """Apply ``policy`` to the open outputs directory (the caller holds the outputs lock).
+
+    Args:
+        keep: run ids never to delete (the run just published).
+        now_ns: the clock (injectable; default: now).
+        alive: whether an owner record names a live process (injectable).
+
+    Returns:
+        ``{status, dry_run, policy, outputs_dir, deleted[{run_id, reason,
+        bytes}], kept[{run_id, reason}], errors[], totals}``; ``status`` is
+        ``"partial"`` when a deletion failed.
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    report = _report(outputs.path, policy, dry_run)
+    runs = [_inspect(name, outputs) for name in sorted(outputs.names()) if Outputs.is_run_name(name)]
     vouched = [r for r in runs if r.reason is None]
     for run in runs:
         if run.reason is not None:
@@ -311,12 +400,12 @@ def clean(
             continue
         try:
             if not dry_run:
-                _delete(run)
+                _delete(run, outputs)
             report["deleted"].append({"run_id": run.run_id, "reason": reason, "bytes": run.bytes})
             freed += run.bytes
         except OSError as exc:
             report["errors"].append({"run_id": run.run_id, "error": getattr(exc, "strerror", None) or str(exc)})
-    kept, deleted, errors = _staging(Outputs(outputs_dir).staging, policy, now_ns, dry_run, alive)
+    kept, deleted, errors = _staging(outputs, policy, now_ns, dry_run, alive)
     report["kept"].extend(kept)
     report["deleted"].extend(deleted)
     report["errors"].extend(errors)

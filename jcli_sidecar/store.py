@@ -21,11 +21,12 @@ import time
 
 from . import representations
 from .errors import OutputDataInvalid, OutputSaveFailed
-from .layout import MANAGED_BY, MANIFEST_TMP, Outputs, encode_manifest, manifest_path
+from .layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, STAGING_DIR, Outputs, encode_manifest, manifest_path
 from .locks import outputs_lock
+from .nofollow import Dir, LinkRefused
 from .notebook import join_text
 from .protocol import SCHEMA_VERSION
-from .workspace_dir import ensure_outputs_dir
+from .workspace_dir import open_outputs_root, opened_for_writing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def needs_store(outputs: list[dict[str, Any]], text_budget: int) -> bool:
 class StagedRun:
     """A run written into ``.staging``, ready to publish."""
 
-    __slots__ = ("run_id", "outputs_dir", "staging", "final", "manifest", "items")
+    __slots__ = ("run_id", "outputs_dir", "staging", "final", "manifest", "items", "files", "dir")
 
     def __init__(self, run_id: str, outputs: str, manifest: dict[str, Any], items: list[dict[str, Any]]) -> None:
         self.run_id = run_id
@@ -90,6 +91,9 @@ class StagedRun:
         self.final = layout.run_dir(run_id)
         self.manifest = manifest
         self.items = items
+        self.files: list[str] = []
+        #: The open staging directory of this run, while it is being written.
+        self.dir: Dir | None = None
 
     @property
     def manifest_path(self) -> str:
@@ -121,45 +125,46 @@ def stage_run(
     Raises:
         OutputSaveFailed: anything could not be written.
     """
-    outputs_path = ensure_outputs_dir(cwd)
+    outputs_path = Outputs.of_workspace(cwd).root
     run_id = run_id or new_run_id(created_ns)
     staged = StagedRun(run_id, outputs_path, {}, [])
-    try:
-        os.mkdir(staged.staging)
-        entries: list[dict[str, Any]] = []
-        files: list[str] = []
-        for index, output in enumerate(outputs):
-            entries.append(_stage_output(staged, index, output, files))
-        staged.manifest = {
-            "managed_by": MANAGED_BY,
-            "schema_version": SCHEMA_VERSION,
-            "run_id": run_id,
-            "created_ns": created_ns,
-            "completed_ns": time.time_ns() if completed_ns is None else completed_ns,
-            "status": status,
-            "owner": _owner(),
-            "cwd": cwd,
-            "source": source,
-            "outputs": entries,
-            "files": sorted(files),
-        }
-        tmp = os.path.join(staged.staging, MANIFEST_TMP)
-        with open(tmp, "xb") as fh:
-            fh.write(encode_manifest(staged.manifest))
-        os.rename(tmp, manifest_path(staged.staging))
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot write the run under {outputs_path}: {exc.strerror or exc}", path=outputs_path) from None
+    with opened_for_writing(cwd) as outputs_dir:
+        try:
+            with outputs_dir.sub(STAGING_DIR) as staging:
+                staging.mkdir(run_id)
+                with staging.sub(run_id) as run_dir:
+                    staged.dir = run_dir
+                    entries = [_stage_output(staged, index, output) for index, output in enumerate(outputs)]
+                    staged.manifest = {
+                        "managed_by": MANAGED_BY,
+                        "schema_version": SCHEMA_VERSION,
+                        "run_id": run_id,
+                        "created_ns": created_ns,
+                        "completed_ns": time.time_ns() if completed_ns is None else completed_ns,
+                        "status": status,
+                        "owner": _owner(),
+                        "cwd": cwd,
+                        "source": source,
+                        "outputs": entries,
+                        "files": sorted(staged.files),
+                    }
+                    run_dir.write_new(MANIFEST_TMP, encode_manifest(staged.manifest))
+                    run_dir.rename(MANIFEST_TMP, run_dir, MANIFEST)
+        except OSError as exc:
+            raise OutputSaveFailed(f"cannot write the run under {outputs_path}: {exc.strerror or exc}", path=outputs_path) from None
+        finally:
+            staged.dir = None
     return staged
 
 
-def _write(staged: StagedRun, name: str, data: bytes, files: list[str]) -> str:
-    with open(os.path.join(staged.staging, name), "xb") as fh:
-        fh.write(data)
-    files.append(name)
+def _write(staged: StagedRun, name: str, data: bytes) -> str:
+    assert staged.dir is not None  # only while staging
+    staged.dir.write_new(name, data)
+    staged.files.append(name)
     return os.path.join(staged.final, name)
 
 
-def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: list[str]) -> dict[str, Any]:
+def _stage_output(staged: StagedRun, index: int, output: dict[str, Any]) -> dict[str, Any]:
     kind = output.get("output_type")
     entry: dict[str, Any] = {"output_type": kind}
     if kind == "stream":
@@ -167,8 +172,9 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: 
         entry["name"] = output.get("name")
         if len(text) > INLINE_TEXT_LIMIT:
             name = f"output-{index:04d}-{entry['name']}.txt"
-            path = _write(staged, name, text.encode("utf-8", "surrogatepass"), files)
-            entry["text"] = {"file": name, "bytes": os.path.getsize(os.path.join(staged.staging, name))}
+            data = text.encode("utf-8", "surrogatepass")
+            path = _write(staged, name, data)
+            entry["text"] = {"file": name, "bytes": len(data)}
             staged.items.append(
                 {"type": "stream", "output_index": index, "mime": "text/plain", "path": path, "bytes": entry["text"]["bytes"]}
             )
@@ -183,12 +189,12 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any], files: 
         entry["execution_count"] = output.get("execution_count")
     bundle = {}
     for number, (mime, value) in enumerate((output.get("data") or {}).items()):
-        bundle[mime] = _stage_value(staged, index, number, mime, value, files)
+        bundle[mime] = _stage_value(staged, index, number, mime, value)
     entry["data"] = bundle
     return entry
 
 
-def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any, files: list[str]) -> dict[str, Any]:
+def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any) -> dict[str, Any]:
     kind = representations.of(mime, value)
     try:
         data = kind.payload(mime, value)
@@ -201,12 +207,23 @@ def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: A
         if len(text) <= INLINE_TEXT_LIMIT:  # characters, as the kernel sent them
             return {"inline": text}
     name = f"output-{index:04d}-{number}.{kind.extension(mime)}"
-    path = _write(staged, name, data, files)
+    path = _write(staged, name, data)
     staged.items.append({"type": kind.item_type(mime), "output_index": index, "mime": mime, "path": path, "bytes": len(data)})
     ref = {"file": name, "bytes": len(data)}
     if kind.manifest_encoding is not None:
         ref["encoding"] = kind.manifest_encoding
     return ref
+
+
+def _has_manifest(parent: Dir, run_id: str) -> bool:
+    """``<run_id>/manifest.json`` in ``parent`` is a real file in a real directory (links refused)."""
+    try:
+        with parent.sub(run_id) as run_dir:
+            return run_dir.is_file(MANIFEST)
+    except FileNotFoundError:
+        return False
+    except LinkRefused as exc:
+        raise OutputSaveFailed(f"{exc.filename} is a symlink or not a directory; refusing to publish over it", run_id=run_id) from None
 
 
 def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | None = None) -> dict[str, Any]:
@@ -226,23 +243,44 @@ def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | 
     """
     if "/" in run_id or run_id in ("", ".", "..") or run_id.startswith("."):
         raise OutputSaveFailed(f"{run_id!r} is not a run id")
-    layout = Outputs(outputs)
-    final, staging = layout.run_dir(run_id), layout.staged_dir(run_id)
-    manifest = manifest_path(final)
+    manifest = manifest_path(Outputs(outputs).run_dir(run_id))
     result: dict[str, Any] = {"manifest": manifest, "warnings": [], "cleaned": 0}
-    with outputs_lock(outputs):
-        if not os.path.isfile(manifest):
-            if not os.path.isfile(manifest_path(staging)):
-                raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
-            os.rename(staging, final)
-        if policy is not None:
-            from .retention import clean
-
-            try:
-                report = clean(outputs, policy, keep={run_id}, now_ns=now_ns)
-                result["cleaned"] = report["totals"]["deleted"]
-                if report["errors"]:
-                    result["warnings"].append(f"automatic cleaning left {len(report['errors'])} run(s) it could not delete")
-            except Exception as exc:  # a failed auto-clean never fails the publish
-                result["warnings"].append(f"automatic cleaning failed: {type(exc).__name__}: {str(exc)[:200]}")
+    try:
+        outputs_dir = open_outputs_root(outputs)
+    except LinkRefused as exc:
+        raise OutputSaveFailed(
+            f"{exc.filename} is not a plain directory (a symlink or a file); refusing to publish", path=exc.filename
+        ) from None
+    with outputs_dir:
+        try:
+            lock = outputs_lock(outputs_dir)
+        except LinkRefused as exc:
+            raise OutputSaveFailed(f"{exc.filename} is a symlink; refusing to lock through it", path=exc.filename) from None
+        with lock:
+            _move_into_place(outputs_dir, run_id)
+            if policy is not None:
+                _auto_clean(outputs_dir, run_id, policy, now_ns, result)
     return result
+
+
+def _move_into_place(outputs_dir: Dir, run_id: str) -> None:
+    """Rename the staged run into ``outputs`` unless it is already there (the caller holds the lock)."""
+    if _has_manifest(outputs_dir, run_id):
+        return
+    with outputs_dir.sub(STAGING_DIR) as staging:
+        if not _has_manifest(staging, run_id):
+            raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
+        staging.rename(run_id, outputs_dir, run_id)
+
+
+def _auto_clean(outputs_dir: Dir, run_id: str, policy: Any, now_ns: int | None, result: dict[str, Any]) -> None:
+    """Retention after a publish, under the same lock; it never fails the publish."""
+    from .retention import clean_in
+
+    try:
+        report = clean_in(outputs_dir, policy, keep={run_id}, now_ns=now_ns)
+        result["cleaned"] = report["totals"]["deleted"]
+        if report["errors"]:
+            result["warnings"].append(f"automatic cleaning left {len(report['errors'])} run(s) it could not delete")
+    except Exception as exc:  # a failed auto-clean never fails the publish
+        result["warnings"].append(f"automatic cleaning failed: {type(exc).__name__}: {str(exc)[:200]}")

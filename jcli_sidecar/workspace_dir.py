@@ -3,19 +3,19 @@
 ``.j-cli/`` is created the way pytest creates its cache directory: filled
 in a temporary sibling and renamed into place, with a README, a
 ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``, so it never shows up in git.
-A symlink or a file where a directory belongs is refused, never followed.
+A symlink or a file where a directory belongs is refused, never followed:
+every step is opened relative to the one before (:mod:`jcli_sidecar.nofollow`).
 """
 
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
 
 from .errors import OutputSaveFailed
-from .layout import JCLI_DIR, Outputs
+from .layout import JCLI_DIR, OUTPUTS_DIR, STAGING_DIR, Outputs
+from .nofollow import Dir, LinkRefused
 
-__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir"]
+__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_outputs", "open_outputs_root", "opened_for_writing"]
 
 CACHEDIR_FILES: dict[str, bytes] = {
     "README.md": (
@@ -34,64 +34,84 @@ CACHEDIR_FILES: dict[str, bytes] = {
 }
 
 
-def _refuse_symlink(path: str) -> None:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise OutputSaveFailed(f"{path} is not a plain directory (a symlink or a file); refusing to use it", path=path)
-
-
-def _make_jcli_dir(cwd: str) -> str:
+def _make_jcli_dir(top: Dir) -> None:
     """Create ``.j-cli`` atomically with its boilerplate; tolerate a lost race."""
-    path = os.path.join(cwd, JCLI_DIR)
-    _refuse_symlink(path)
-    if os.path.isdir(path):
-        return path
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp = tempfile.mkdtemp(prefix=".j-cli-", dir=cwd)
+    tmp = f"{JCLI_DIR}-{os.urandom(6).hex()}"
+    top.mkdir(tmp)  # the umask applies, as for any directory the user makes
     try:
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; use the normal default
-        for name, content in CACHEDIR_FILES.items():
-            with open(os.path.join(tmp, name), "xb") as fh:
-                fh.write(content)
+        with top.sub(tmp) as staging:
+            for name, content in CACHEDIR_FILES.items():
+                staging.write_new(name, content)
         try:
-            os.rename(tmp, path)
-        except OSError as exc:
-            if not os.path.isdir(path):  # not a lost race: a real failure
-                raise exc
+            top.rename(tmp, top, JCLI_DIR)
+        except OSError:
+            if not top.is_dir(JCLI_DIR):  # not a lost race: a real failure
+                raise
     finally:
-        if os.path.isdir(tmp):
-            for name in CACHEDIR_FILES:
-                try:
-                    os.unlink(os.path.join(tmp, name))
-                except FileNotFoundError:
-                    pass
-            os.rmdir(tmp)
-    _refuse_symlink(path)
-    return path
+        try:
+            with top.sub(tmp) as leftover:
+                for name in leftover.names():
+                    leftover.unlink(name)
+            top.rmdir(tmp)
+        except FileNotFoundError:
+            pass
+
+
+def open_outputs(cwd: str, *, create: bool = False) -> Dir:
+    """``<cwd>/.j-cli/outputs``, opened without following a link on the way.
+
+    With ``create``, ``.j-cli`` (with its boilerplate), ``outputs`` and
+    ``.staging`` are made when missing.
+
+    Raises:
+        LinkRefused: ``.j-cli`` or ``outputs`` is a symlink or a file.
+        FileNotFoundError: missing (without ``create``).
+    """
+    with Dir.open(cwd) as top:
+        if create and not top.is_dir(JCLI_DIR):
+            try:
+                top.lstat(JCLI_DIR)
+            except FileNotFoundError:
+                _make_jcli_dir(top)
+        with top.sub(JCLI_DIR) as jcli:
+            outputs = jcli.sub(OUTPUTS_DIR, create=create)
+    if create:
+        try:
+            outputs.sub(STAGING_DIR, create=True).close()
+        except BaseException:
+            outputs.close()
+            raise
+    return outputs
+
+
+def open_outputs_root(root: str) -> Dir:
+    """An outputs directory given by path (``<workspace>/.j-cli/outputs``), its last two steps not followed.
+
+    Raises:
+        LinkRefused, FileNotFoundError: as :func:`open_outputs`.
+    """
+    parent = os.path.dirname(root)
+    return Dir.walk(os.path.dirname(parent), os.path.basename(parent), os.path.basename(root))
 
 
 def ensure_outputs_dir(cwd: str) -> str:
-    """``<cwd>/.j-cli/outputs`` with its ``.staging``, created on demand.
+    """``<cwd>/.j-cli/outputs`` with its ``.staging``, created on demand; returns its path.
 
     Raises:
-        OutputSaveFailed: the workspace cannot be written, or a path on the
-            way is a symlink.
+        OutputSaveFailed: the workspace cannot be written, or a directory on
+            the way is a symlink or a file.
     """
+    with opened_for_writing(cwd):
+        return Outputs.of_workspace(cwd).root
+
+
+def opened_for_writing(cwd: str) -> Dir:
+    """:func:`open_outputs` with ``create``, its failures as ``OUTPUT_SAVE_FAILED``."""
     try:
-        _make_jcli_dir(cwd)
-        layout = Outputs.of_workspace(cwd)
-        outputs = layout.root
-        for directory in (outputs, layout.staging):
-            _refuse_symlink(directory)
-            try:
-                os.mkdir(directory)
-            except FileExistsError:
-                pass
-            _refuse_symlink(directory)
-        return outputs
+        return open_outputs(cwd, create=True)
+    except LinkRefused as exc:
+        raise OutputSaveFailed(
+            f"{exc.filename} is not a plain directory (a symlink or a file); refusing to use it", path=exc.filename
+        ) from None
     except OSError as exc:
         raise OutputSaveFailed(f"cannot create {Outputs.of_workspace(cwd).root}: {exc.strerror or exc}", path=cwd) from None

@@ -67,18 +67,17 @@ output_show.params.extend(table_options(RUN_SHOW_OPTIONS))  # the run request's 
 def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
     """Delete old runs by age and count, under the outputs lock (whole runs only)."""
     from jcli_sidecar.layout import Outputs
-    from jcli_sidecar.retention import clean, resolve_policy
+    from jcli_sidecar.retention import clean_workspace, resolve_policy
     from jcli_sidecar.runtime import workspace_of
 
-    outputs = None
+    cwd = workspace_of()
     try:
-        policy = resolve_policy(max_age_days, max_runs)
-        outputs = Outputs.of_workspace(workspace_of()).root
-        report = _locked_clean(outputs, policy, dry_run, clean)
+        report = clean_workspace(cwd, resolve_policy(max_age_days, max_runs), dry_run=dry_run)
     except PermissionError as exc:
         from jcli_sidecar.errors import PathNotAllowed
 
-        fail(ctx, PathNotAllowed(f"cannot take the outputs lock in {outputs} ({exc.strerror}); nothing was deleted"))
+        where = Outputs.of_workspace(cwd).root
+        fail(ctx, PathNotAllowed(f"cannot take the outputs lock in {where} ({exc.strerror}); nothing was deleted"))
     except JcliError as err:
         fail(ctx, err)
     except OSError as exc:
@@ -90,17 +89,3 @@ def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> N
     totals = report["totals"]
     lines.append(f"{totals['deleted']} run(s) {verb}, {totals['bytes_freed']} bytes; {totals['runs']} run(s) were there")
     finish(ctx, report, "\n".join(lines), emit.EXIT_OK if report["status"] == "ok" else emit.EXIT_FAILURE)
-
-
-def _locked_clean(outputs: str, policy, dry_run: bool, clean):
-    """Clean under the outputs lock; a dry run takes the lock only if it exists (it creates nothing)."""
-    import os
-
-    from jcli_sidecar.layout import Outputs
-    from jcli_sidecar.locks import outputs_lock
-
-    lock_path = Outputs(outputs).lock
-    if dry_run and not os.path.exists(lock_path):
-        return clean(outputs, policy, dry_run=True)
-    with outputs_lock(outputs):
-        return clean(outputs, policy, dry_run=dry_run)
