@@ -64,6 +64,7 @@ __all__ = [
     "OutputNotFound",
     "OutputSaveFailed",
     "OutputTooLarge",
+    "PairConflict",
     "PathAmbiguous",
     "PathNotAllowed",
     "PeerRefused",
@@ -173,6 +174,12 @@ class OutputSaveFailed(JcliError):
 
 class NotebookOutOfSync(JcliError):
     code = "NOTEBOOK_OUT_OF_SYNC"
+
+
+class PairConflict(JcliError):
+    """Running a ``.py`` would overwrite notebook content it never knew about."""
+
+    code = "PAIR_CONFLICT"
 
 
 class SessionNotFound(JcliError):

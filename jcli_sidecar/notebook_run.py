@@ -125,13 +125,15 @@ class RunOptions:
         checkpoint_seconds: how often a running cell's partial outputs are
             saved into the notebook; 0 saves on every output.
         kernel_name: the kernelspec a notebook created for a pair records.
+        py_wins: sync a pair's notebook from the ``.py`` even when that is
+            not clearly meant (see :mod:`jcli_sidecar.pairguard`).
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False)
     """
 
-    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name")
+    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins")
 
     def __init__(
         self,
@@ -140,11 +142,13 @@ class RunOptions:
         timeout: float | None = None,
         checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
         kernel_name: str | None = None,
+        py_wins: bool = False,
     ) -> None:
         self.cells = cells
         self.timeout = timeout
         self.checkpoint_seconds = checkpoint_seconds
         self.kernel_name = kernel_name
+        self.py_wins = py_wins
 
     def __repr__(self) -> str:
         return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
@@ -230,7 +234,7 @@ class NotebookRun:
             UsageError, CellNotFound: a bad ``cells`` spec.
             OutputSaveFailed: a pair's notebook could not be written.
         """
-        self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name)
+        self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
         self._chosen = parse_cell_spec(self.options.cells, len(self.nb["cells"]))
         self.summary = {
             "schema_version": SCHEMA_VERSION,
@@ -290,20 +294,32 @@ class NotebookRun:
         return True
 
 
-def _open_notebook(file_path: str, kernel_name: str | None) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
-    """``(notebook path, notebook, py_to_nb or None, sync report or None)``; a pair's notebook is written first."""
+def _open_notebook(
+    file_path: str, kernel_name: str | None, py_wins: bool = False
+) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
+    """``(notebook path, notebook, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
+
+    Raises:
+        PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
+    """
     from .notebook import read_file_bytes
 
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
         return path, read_for_update(path), None, None
-    from .pairsync import sync_notebook
+    from .pairguard import check_sync, record_agreement
+    from .pairsync import apply_plan, plan_sync
 
-    py_cells = parse_percent(read_file_bytes(path).decode("utf-8", "replace"))
-    nb_path = paired_notebook_path(path)
+    real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
+    py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
+    nb_path = paired_notebook_path(real)
     with notebook_lock(ensure_runtime_dir(create=True), nb_path):
         current = read_for_update(nb_path) if os.path.exists(nb_path) else None
-        synced, py_to_nb, report = sync_notebook(py_cells, current, kernel_name)
+        plan = plan_sync(py_cells, current, kernel_name)
+        if not py_wins:
+            check_sync(plan, real, nb_path)
+        synced, py_to_nb, report = apply_plan(plan)
+        synced = record_agreement(synced, py_cells)
         if current is None or synced != current:
             try:
                 write_notebook(nb_path, synced)

@@ -26,7 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EDIT_SIMILARITY", "sync_notebook"]
+__all__ = ["EDIT_SIMILARITY", "SyncPlan", "apply_plan", "plan_sync", "sync_notebook"]
 
 #: How alike (difflib ratio) an unmatched cell must be to count as an edit.
 EDIT_SIMILARITY = 0.5
@@ -47,24 +47,40 @@ def _fresh_id(taken: set[str]) -> str:
             return candidate
 
 
-def sync_notebook(
-    py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | None = None
-) -> tuple[dict[str, Any], list[int], dict[str, int]]:
-    """The notebook with the ``.py``'s cells, and where each ``.py`` cell went.
+class SyncPlan:
+    """How the ``.py``'s cells map onto the notebook's, before anything changes.
 
-    Returns:
-        ``(notebook, py_to_nb, report)``: ``py_to_nb[k]`` is the notebook index
-        of ``.py`` cell ``k``; ``report`` counts kept, edited, added and
-        removed cells.
-
-    Example:
-        >>> nb, where, report = sync_notebook([PercentCell("code", "x = 1")], None)
-        >>> where, report["added"], nb["nbformat_minor"]
-        ([0], 1, 5)
+    Attributes:
+        match: per ``.py`` cell, the old notebook index it continues, or None (new).
+        edited: ``.py`` indexes whose matched cell gets a new source.
+        removed: old notebook indexes no ``.py`` cell continues.
     """
+
+    __slots__ = ("py_cells", "nb", "old", "match", "edited", "removed")
+
+    def __init__(
+        self, py_cells: list[PercentCell], nb: dict[str, Any], old: list[dict[str, Any]], match: list[int | None], edited: set[int]
+    ):
+        self.py_cells = py_cells
+        self.nb = nb
+        self.old = old
+        self.match = match
+        self.edited = {k for k, i in enumerate(match) if i is not None and (k in edited or _source(old[i]) != py_cells[k].source)}
+        used = {i for i in match if i is not None}
+        self.removed = [i for i in range(len(old)) if i not in used]
+
+    def edited_notebook_cells(self) -> list[int]:
+        """Old notebook indexes whose source the sync replaces."""
+        return sorted(self.match[k] for k in self.edited)
+
+    def changes_anything(self) -> bool:
+        return bool(self.edited or self.removed) or len(self.py_cells) != len(self.old)
+
+
+def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | None = None) -> SyncPlan:
+    """Match the ``.py``'s cells to the notebook's (by id, then by source, then as edits in place)."""
     if nb is None:
         nb = new_notebook([], kernel_name)
-    with_ids = nb.get("nbformat", 4) == 4 and nb.get("nbformat_minor", 0) >= 5
     old = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]
     match: list[int | None] = [None] * len(py_cells)
     used: set[int] = set()
@@ -98,17 +114,24 @@ def sync_notebook(
             match[k] = best
             used.add(best)
             edited.add(k)
+    return SyncPlan(py_cells, nb, old, match, edited)
+
+
+def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int]]:
+    """The synced notebook, where each ``.py`` cell went, and the counts (see :func:`sync_notebook`)."""
+    nb, old, py_cells = plan.nb, plan.old, plan.py_cells
+    with_ids = nb.get("nbformat", 4) == 4 and nb.get("nbformat_minor", 0) >= 5
     taken = {c["id"] for c in old if isinstance(c.get("id"), str)} | {pc.cell_id for pc in py_cells if pc.cell_id}
-    cells, report = [], {"kept": 0, "edited": 0, "added": 0, "removed": len(old) - len(used)}
+    cells, report = [], {"kept": 0, "edited": 0, "added": 0, "removed": len(plan.removed)}
     for k, pc in enumerate(py_cells):
-        i = match[k]
+        i = plan.match[k]
         if i is None:
             cell_id = (pc.cell_id or _fresh_id(taken)) if with_ids else None
             cells.append(new_cell(pc.cell_type, pc.source, cell_id))
             report["added"] += 1
             continue
         cell = copy.deepcopy(old[i])
-        if k in edited or _source(cell) != pc.source:
+        if k in plan.edited:
             cell["source"] = pc.source
             if cell.get("cell_type") == "code":
                 cell["outputs"] = []
@@ -122,3 +145,21 @@ def sync_notebook(
     synced = dict(nb)
     synced["cells"] = cells
     return synced, list(range(len(cells))), report
+
+
+def sync_notebook(
+    py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | None = None
+) -> tuple[dict[str, Any], list[int], dict[str, int]]:
+    """The notebook with the ``.py``'s cells, and where each ``.py`` cell went.
+
+    Returns:
+        ``(notebook, py_to_nb, report)``: ``py_to_nb[k]`` is the notebook index
+        of ``.py`` cell ``k``; ``report`` counts kept, edited, added and
+        removed cells.
+
+    Example:
+        >>> nb, where, report = sync_notebook([PercentCell("code", "x = 1")], None)
+        >>> where, report["added"], nb["nbformat_minor"]
+        ([0], 1, 5)
+    """
+    return apply_plan(plan_sync(py_cells, nb, kernel_name))

@@ -13,5 +13,13 @@ _TYPES = {"int": int, "float": float, "str": str}
 
 
 def table_options(options) -> list[click.Parameter]:
-    """One click option per table entry: its flags, the request field it fills, its type and help."""
-    return [click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help) for opt in options]
+    """One click option per table entry: its flags, the request field it fills, its type and help.
+
+    A ``"flag"`` entry takes no value and is true when given.
+    """
+    return [
+        click.Option([*opt.flags, opt.field], is_flag=True, help=opt.help)
+        if opt.kind == "flag"
+        else click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help)
+        for opt in options
+    ]

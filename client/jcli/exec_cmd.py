@@ -40,6 +40,14 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
     ),
     ReadOption(("--cell",), "cell_spec", "str", "Notebook cells to run: N, A:B (B excluded), A: or :B.", "SPEC"),
     ReadOption(("--timeout",), "timeout", "float", "Seconds per cell before the kernel is interrupted (TIMEOUT).", "S"),
+    ReadOption(
+        ("--py-wins",),
+        "py_wins",
+        "flag",
+        "For a py:percent .py: sync its notebook from it even when that overwrites notebook edits, cells or outputs "
+        "the .py never knew about (otherwise PAIR_CONFLICT).",
+        None,
+    ),
 )
 
 
@@ -61,6 +69,7 @@ def run_exec(
     file_path: str | None = None,
     cell_spec: str | None = None,
     timeout: float | None = None,
+    py_wins: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
     try:
@@ -70,9 +79,11 @@ def run_exec(
             from jcli_sidecar.notebook_run import is_notebook_file
 
             if is_notebook_file(file_path):
-                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout)
+                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins)
         if cell_spec is not None:
             raise UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)")
+        if py_wins:
+            raise UsageError("--py-wins applies to running a py:percent .py paired with a notebook")
         code = _code_to_run(code, file_path)
         return _exec_inline(json_mode, server_url, token, session_key, code, timeout)
     except JcliError as err:
@@ -155,9 +166,9 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
     return text
 
 
-def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout) -> int:
+def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool) -> int:
     """Run notebook cells (``notebook_exec``): JSON mode prints one line per cell, then a summary."""
     from .notebook_exec import notebook_options, run_notebook
 
     srv, row = _select(server_url, token, session_key)
-    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout))
+    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout, py_wins))

@@ -62,6 +62,11 @@ def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | Non
         opt = by_flag.get(name)
         if opt is None or opt.field in values:
             return None
+        if opt.kind == "flag":
+            if eq:
+                return None  # let click say what is wrong
+            values[opt.field] = True
+            continue
         if not eq:
             if k >= len(rest):
                 return None

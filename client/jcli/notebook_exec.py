@@ -25,13 +25,14 @@ if TYPE_CHECKING:
 __all__ = ["notebook_options", "run_notebook"]
 
 
-def notebook_options(session: dict[str, Any], cell_spec: str | None, timeout: float | None) -> RunOptions:
-    """``--cell`` and ``--timeout``, this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel."""
+def notebook_options(session: dict[str, Any], cell_spec: str | None, timeout: float | None, py_wins: bool = False) -> RunOptions:
+    """``--cell``, ``--timeout`` and ``--py-wins``, this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel."""
     return RunOptions(
         cells=cell_spec,
         timeout=timeout,
         checkpoint_seconds=checkpoint_seconds_from_env(),
         kernel_name=session.get("kernel_name"),
+        py_wins=py_wins,
     )
 
 

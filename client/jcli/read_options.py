@@ -19,7 +19,7 @@ class ReadOption:
     Args:
         flags: long flag first, then any aliases.
         field: the request field it fills.
-        kind: ``"int"``, ``"float"`` or ``"str"``.
+        kind: ``"int"``, ``"float"``, ``"str"``, or ``"flag"`` (no value; true when given).
         help: one line for ``--help``.
         required: needed unless ``--request`` is used.
     """
