@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 from .fileio import write_text_atomic
-from .notebook import parse_notebook, read_file_bytes
+from .notebook import RawNumber, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,8 +55,25 @@ def _split(nb: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps_notebook(nb: dict[str, Any]) -> str:
-    """The notebook as nbformat would write it (trailing newline included)."""
-    return json.dumps(_split(nb), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    """The notebook as nbformat would write it (trailing newline included).
+
+    A :class:`~jcli_sidecar.notebook.RawNumber` is written back exactly as it
+    was read, so a number no float holds never turns into ``Infinity``,
+    which strict JSON parsers reject.
+    """
+    raw: list[str] = []
+    nonce = os.urandom(8).hex()
+
+    def placeholder(value: Any) -> str:
+        if isinstance(value, RawNumber):
+            raw.append(value.text)
+            return f"jcli-raw-number-{nonce}-{len(raw) - 1}"
+        raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+    text = json.dumps(_split(nb), sort_keys=True, indent=1, ensure_ascii=False, default=placeholder)
+    for index, number in enumerate(raw):
+        text = text.replace(f'"jcli-raw-number-{nonce}-{index}"', number, 1)
+    return text + "\n"
 
 
 def new_cell(cell_type: str, source: str, cell_id: str | None) -> dict[str, Any]:
@@ -79,8 +97,8 @@ def new_notebook(cells: list[dict[str, Any]], kernel_name: str | None = None) ->
 
 
 def read_for_update(path: str) -> dict[str, Any]:
-    """Fully parse a notebook that is about to be rewritten (coded errors)."""
-    return parse_notebook(read_file_bytes(path), path)
+    """Fully parse a notebook that is about to be rewritten (coded errors), numbers exact."""
+    return parse_notebook(read_file_bytes(path), path, exact_numbers=True)
 
 
 def write_notebook(path: str, nb: dict[str, Any]) -> None:

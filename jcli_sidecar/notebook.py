@@ -9,6 +9,7 @@ Nothing here writes anything.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NotebookFile",
+    "RawNumber",
     "cell_at",
     "join_text",
     "load_notebook",
@@ -177,18 +179,20 @@ def load_notebook(path: str) -> dict[str, Any]:
     return parse_notebook(read_file_bytes(path), path)
 
 
-def parse_notebook(raw: bytes, path: str) -> dict[str, Any]:
+def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dict[str, Any]:
     """Parse notebook bytes into a v4 dict.
 
     Only the top level is checked here; cells are checked when used, so one
-    odd cell never hides the others.
+    odd cell never hides the others. With ``exact_numbers`` (a notebook that
+    will be written back), a number too large for a float (``1e400``) is
+    kept as its text (:class:`RawNumber`) instead of becoming infinity.
 
     Raises:
         NotebookReadFailed: not UTF-8 JSON, not a notebook, or an
             unsupported nbformat version.
     """
     try:
-        nb = json.loads(raw)
+        nb = json.loads(raw, parse_float=_exact_float) if exact_numbers else json.loads(raw)
     except UnicodeDecodeError:
         raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
     except json.JSONDecodeError as exc:
@@ -210,6 +214,33 @@ def parse_notebook(raw: bytes, path: str) -> dict[str, Any]:
     if not isinstance(nb.get("cells"), list):
         raise NotebookReadFailed(f"{path}: notebook has no cell list", path=path)
     return nb
+
+
+class RawNumber:
+    """A JSON number kept as written, because no float holds it (``1e400``, ``2.5e-400``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawNumber) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"RawNumber({self.text!r})"
+
+
+def _exact_float(text: str) -> float | RawNumber:
+    value = float(text)
+    if not math.isfinite(value):
+        return RawNumber(text)  # overflow: 1e400
+    if value == 0 and any(d in "123456789" for d in text.lower().partition("e")[0]):
+        return RawNumber(text)  # underflow: 2.5e-400
+    return value
 
 
 def _upgrade_old_major(raw: bytes, path: str) -> dict[str, Any]:

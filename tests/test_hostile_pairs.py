@@ -179,3 +179,17 @@ def test_a_symlinked_script_pairs_with_the_notebook_beside_its_target(ws, kernel
     assert (real_dir / "job.ipynb").exists() and not (ws / "job.ipynb").exists()
     read = run_cli("-j", "notebook", "output", "job.py", "--cell", "0", "--output", "0", cwd=ws)
     assert read.returncode == 0 and read.json()["stream"]["data"] == "paired\n", read.stderr
+
+
+def test_a_number_no_float_holds_is_written_back_as_it_was(ws, kernel_session):
+    path = ws / "big.ipynb"
+    path.write_text(
+        '{"cells": [{"cell_type": "code", "execution_count": null, "id": "a", "metadata": {"scale": 1e400, "tiny": -2.5e-400},'
+        ' "outputs": [], "source": "print(1)"}], "metadata": {"huge": -1E+999}, "nbformat": 4, "nbformat_minor": 5}\n'
+    )
+    result, _ = exec_file(kernel_session, ws, "big.ipynb")
+    assert result.returncode == 0, result.stderr
+    text = path.read_text()
+    assert "Infinity" not in text and '"scale": 1e400' in text and '"huge": -1E+999' in text and '"tiny": -2.5e-400' in text
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))  # strict JSON
+    assert nbformat.read(str(path), as_version=4).cells[0].outputs[0]["text"] == "1\n"
