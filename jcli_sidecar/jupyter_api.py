@@ -1,8 +1,10 @@
 """The Jupyter Server REST API, as j-cli uses it.
 
 Works against any Jupyter Server, JupyterHub single-user server or
-Enterprise Gateway URL (the base URL may carry a path prefix). Transport
-errors become ``SERVER_UNAVAILABLE``; a rejected token says so.
+Enterprise Gateway URL (the base URL may carry a path prefix). A malformed
+URL or token is a ``USAGE_ERROR`` before anything is sent; transport errors
+become ``SERVER_UNAVAILABLE``; a rejected token says so. Messages show the
+URL through :func:`~jcli_sidecar.urls.redact_url`, never its credentials.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from urllib.parse import quote
 
 from .errors import ServerUnavailable, SessionNotFound, UsageError
+from .urls import check_server_url, redact_url
 from .wire import HttpError, WireError, http_request, open_websocket
 
 TYPE_CHECKING = False
@@ -25,13 +28,24 @@ __all__ = ["JupyterServer", "select_session", "session_summary"]
 class JupyterServer:
     """One Jupyter Server: its base URL and token.
 
+    ``shown_url`` is the URL to print: its credentials redacted.
+
+    Raises:
+        UsageError: a malformed URL (see :func:`~jcli_sidecar.urls.check_server_url`),
+            or a token that an HTTP header cannot carry.
+
     Example:
         >>> JupyterServer("http://127.0.0.1:8888/user/me/", "t").api("kernels")
         'http://127.0.0.1:8888/user/me/api/kernels'
+        >>> JupyterServer("https://me:pw@hub.example/user/me").shown_url
+        'https://***@hub.example/user/me'
     """
 
     def __init__(self, url: str, token: str = "", timeout: float = 30.0) -> None:
-        self.url = url.rstrip("/")
+        self.url = check_server_url(url)
+        self.shown_url = redact_url(self.url)
+        if any(not " " <= ch <= "~" for ch in token):
+            raise UsageError("the token holds characters an HTTP header cannot carry (it must be printable ASCII)")
         self.token = token
         self.timeout = timeout
 
@@ -52,21 +66,23 @@ class JupyterServer:
         try:
             response = http_request(method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout)
         except WireError as exc:
-            raise ServerUnavailable(f"Jupyter Server at {self.url} is unreachable: {exc}", url=self.url) from None
+            raise ServerUnavailable(f"Jupyter Server at {self.shown_url} is unreachable: {exc}", url=self.shown_url) from None
         except HttpError as exc:
             if exc.status in (401, 403):
-                raise ServerUnavailable(f"Jupyter Server at {self.url} refused the token (HTTP {exc.status})", url=self.url) from None
+                raise ServerUnavailable(
+                    f"Jupyter Server at {self.shown_url} refused the token (HTTP {exc.status})", url=self.shown_url
+                ) from None
             if exc.status >= 500:
-                raise ServerUnavailable(f"Jupyter Server at {self.url} failed: HTTP {exc.status}", url=self.url) from None
+                raise ServerUnavailable(f"Jupyter Server at {self.shown_url} failed: HTTP {exc.status}", url=self.shown_url) from None
             if raw_errors:
                 raise
             raise ServerUnavailable(
-                f"{self.url} answered HTTP {exc.status} for /api/{path}; is this the server's base URL?", url=self.url
+                f"{self.shown_url} answered HTTP {exc.status} for /api/{path}; is this the server's base URL?", url=self.shown_url
             ) from None
         try:
             return response.json()
         except ValueError:
-            raise ServerUnavailable(f"{self.url} did not answer JSON; is it a Jupyter Server?", url=self.url) from None
+            raise ServerUnavailable(f"{self.shown_url} did not answer JSON; is it a Jupyter Server?", url=self.shown_url) from None
 
     # -- endpoints ---------------------------------------------------------
 
@@ -110,11 +126,11 @@ class JupyterServer:
         try:
             return open_websocket(url, headers=self._headers(), timeout=self.timeout)
         except WireError as exc:
-            raise ServerUnavailable(f"kernel channels at {self.url} are unreachable: {exc}", url=self.url) from None
+            raise ServerUnavailable(f"kernel channels at {self.shown_url} are unreachable: {exc}", url=self.shown_url) from None
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"kernel {kernel_id} is gone (was it shut down?)") from None
-            raise ServerUnavailable(f"kernel channels refused: HTTP {exc.status}", url=self.url) from None
+            raise ServerUnavailable(f"kernel channels refused: HTTP {exc.status}", url=self.shown_url) from None
 
 
 def _reason(exc: HttpError) -> str:

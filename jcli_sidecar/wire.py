@@ -65,16 +65,25 @@ def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
         raise WireError(f"unsupported URL scheme {parts.scheme!r}")
     secure = parts.scheme in ("https", "wss")
     host = parts.hostname or "localhost"
-    port = parts.port or (443 if secure else 80)
+    try:
+        port = parts.port or (443 if secure else 80)
+    except ValueError:
+        raise WireError("the URL has an invalid port") from None
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:
         raise WireError(f"cannot connect to {host}:{port} ({exc.strerror or exc})") from None
+    except ValueError:  # UnicodeError included: a host name with an empty or overlong label
+        raise WireError(f"cannot connect to {host}:{port} (the host name is invalid)") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if secure:
         import ssl
 
-        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        try:
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            sock.close()
+            raise WireError(f"the TLS handshake with {host}:{port} failed ({getattr(exc, 'reason', None) or exc})") from None
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query

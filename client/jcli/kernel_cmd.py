@@ -57,7 +57,7 @@ def server_start(ctx: click.Context) -> None:
     except JcliError as err:
         fail(ctx, err)
     doc = {"running": True, **_public(state)}
-    finish(ctx, doc, f"Jupyter Server running at {state['url']} (pid {state['pid']}) for {state['workspace']}")
+    finish(ctx, doc, f"Jupyter Server running at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}")
 
 
 @server.command("stop")
@@ -84,11 +84,14 @@ def server_status(ctx: click.Context) -> None:
     if live is None:
         finish(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
     doc = {"running": True, **_public(live)}
-    finish(ctx, doc, f"Jupyter Server at {live['url']} (pid {live['pid']}) for {live['workspace']}\ntoken {live['token']}")
+    finish(ctx, doc, f"Jupyter Server at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}\ntoken {doc['token']}")
 
 
 def _public(state: dict[str, Any]) -> dict[str, Any]:
-    return {k: state.get(k) for k in ("url", "token", "pid", "workspace")}
+    """What ``server start|status`` show: the url (redacted, as every printed URL), token, pid and workspace."""
+    from jcli_sidecar.urls import redact_url
+
+    return {k: redact_url(state["url"]) if k == "url" else state.get(k) for k in ("url", "token", "pid", "workspace")}
 
 
 # -- healthcheck and kernelspecs ---------------------------------------------------
@@ -106,12 +109,12 @@ def healthcheck(ctx: click.Context) -> None:
         fail(ctx, err)
     doc = {
         "status": "ok",
-        "server": srv.url,
+        "server": srv.shown_url,
         "kernels": status.get("kernels"),
         "default_kernel": specs.get("default"),
         "kernelspecs": sorted((specs.get("kernelspecs") or {}).keys()),
     }
-    finish(ctx, doc, f"ok: {srv.url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
+    finish(ctx, doc, f"ok: {srv.shown_url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
 
 
 @click.group()
