@@ -4,10 +4,15 @@ j-cli records processes it may later trust or signal: the sidecar (its pid
 file), the embedded Jupyter Server (its state file) and the writer of an
 inline run (the manifest's ``owner``). A pid alone proves nothing, since pids
 are reused, so a record carries the process's start time, its uid and the
-host, and a process matches only when all of them do.
+host, and a process matches only when all of them do. A recorded server is
+trusted only when, on top of that, the process itself holds the socket that
+listens on its port (:meth:`ProcessRecord.listens_on`): whoever else listens
+there now (another user, after the server died) is never spoken to.
 
-``psutil`` is imported only when a record is made or checked, never by the
-warm read path.
+On Linux a check reads ``/proc`` directly (the same start time psutil
+computes), so checking imports nothing heavy; ``psutil`` is imported only
+when a record is made, a process is wanted for signalling, or there is no
+``/proc``.
 """
 
 from __future__ import annotations
@@ -85,7 +90,48 @@ class ProcessRecord:
 
     def state(self) -> str:
         """:data:`ALIVE`, :data:`GONE` or :data:`UNKNOWN` (see each)."""
-        return self._check()[0]
+        if self.host is not None and self.host != socket.gethostname():
+            return UNKNOWN
+        if not os.path.exists("/proc/self/stat"):
+            return self._check()[0]
+        try:
+            created, uid, zombie = _proc_facts(self.pid)
+        except FileNotFoundError:
+            return GONE
+        except (OSError, ValueError, IndexError):
+            return UNKNOWN
+        if zombie or abs(created - self.create_time) > _START_TIME_SLACK:
+            return GONE  # a zombie, or the pid was reused
+        if self.uid is not None and uid != self.uid:
+            return GONE
+        return ALIVE
+
+    def listens_on(self, host: str, port: int) -> bool:
+        """True when the recorded process runs and itself holds the socket listening on ``host:port``.
+
+        ``host`` is an IPv4 address; a listener on the wildcard address
+        counts too. The process is checked before and after its sockets are
+        read, so a pid reused meanwhile never passes.
+
+        Example:
+            >>> import socket
+            >>> with socket.socket() as sock:
+            ...     sock.bind(("127.0.0.1", 0))
+            ...     sock.listen()
+            ...     port = sock.getsockname()[1]
+            ...     ProcessRecord.current().listens_on("127.0.0.1", port)
+            True
+        """
+        if self.state() != ALIVE:
+            return False
+        try:
+            if os.path.exists("/proc/self/stat"):
+                held = _proc_listens(self.pid, host, port)
+            else:  # pragma: no cover - no /proc (macOS): psutil reads the same facts
+                held = _psutil_listens(self.pid, host, port)
+        except (OSError, ValueError, IndexError):
+            return False
+        return held and self.state() == ALIVE
 
     def process(self):
         """The live ``psutil.Process`` when the record matches it, else None."""
@@ -110,3 +156,70 @@ class ProcessRecord:
             return GONE, None
         except psutil.Error:
             return UNKNOWN, None
+
+
+# -- reading /proc (Linux) ----------------------------------------------------------
+
+
+def _proc_facts(pid: int) -> tuple[float, int, bool]:
+    """(create time, real uid, is a zombie) of ``pid`` from ``/proc``, as psutil computes them.
+
+    Raises:
+        FileNotFoundError: there is no such process.
+    """
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        stat = fh.read()
+    fields = stat[stat.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
+    state, start_ticks = fields[0], int(fields[19])  # stat fields 3 and 22
+    with open(f"/proc/{pid}/status", "rb") as fh:
+        uid = next(int(line.split()[1]) for line in fh if line.startswith(b"Uid:"))
+    with open("/proc/stat", "rb") as fh:
+        boot = next(float(line.split()[1]) for line in fh if line.startswith(b"btime"))
+    return start_ticks / os.sysconf("SC_CLK_TCK") + boot, uid, state == b"Z"
+
+
+def _listening_inodes(host: str, port: int) -> set[bytes]:
+    """The inodes of the TCP sockets listening on ``host:port`` (or the wildcard), IPv4 and IPv6."""
+    import struct
+
+    packed = socket.inet_aton(host)
+    v4 = {b"%08X" % struct.unpack("=I", packed)[0], b"00000000"}
+    # IPv6: the wildcard, or the IPv4-mapped address (four host-order words in hex).
+    v6 = {b"0" * 32, b"0000000000000000FFFF0000" + b"%08X" % struct.unpack("=I", packed)[0]}
+    found: set[bytes] = set()
+    for table, addresses in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
+        try:
+            with open(table, "rb") as fh:
+                lines = fh.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, _, hex_port = fields[1].partition(b":")
+            if fields[3] == b"0A" and int(hex_port, 16) == port and address.upper() in addresses:
+                found.add(fields[9])
+    return found
+
+
+def _proc_listens(pid: int, host: str, port: int) -> bool:
+    inodes = _listening_inodes(host, port)
+    if not inodes:
+        return False
+    fd_dir = f"/proc/{pid}/fd"
+    for name in os.listdir(fd_dir):
+        try:
+            target = os.readlink(f"{fd_dir}/{name}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:[") and target[8:-1].encode() in inodes:
+            return True
+    return False
+
+
+def _psutil_listens(pid: int, host: str, port: int) -> bool:  # pragma: no cover - no /proc
+    import psutil
+
+    return any(
+        conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.laddr.ip in (host, "0.0.0.0", "::")
+        for conn in psutil.Process(pid).net_connections(kind="tcp")
+    )
