@@ -77,7 +77,7 @@ def sidecars_under(runtime: Path, markers=("jcli_sidecar", "jcli-sidecar")) -> l
 
 def servers_under(runtime: Path) -> list:
     """Live embedded Jupyter Servers started under the runtime dir ``runtime``."""
-    return sidecars_under(runtime, markers=("jupyter_server",))
+    return sidecars_under(runtime, markers=("jupyter_server", "jcli.embedded_server"))
 
 
 def sidecars_for_workspaces_in(folder: Path) -> list:

@@ -5,10 +5,22 @@ An explicit server (``-s/-t``, or ``JCLI_JUPYTER_SERVER_URL`` and
 embedded server started for the nearest ancestor of the cwd (the cwd
 included) whose server is alive, and starts one for the cwd when none is.
 
-The embedded server binds 127.0.0.1 on a free port with a random token
-(passed through the environment, never on the command line). Its state
-(url, token, pid, workspace) is a mode-0600 file in the runtime dir, keyed
-by the workspace hash, so even a read-only workspace can run code.
+The embedded server binds 127.0.0.1 on a port it picks itself (port 0),
+which j-cli reads back from the server's own info file
+(``jpserver-<pid>.json`` in its private Jupyter runtime dir); no port is
+chosen ahead and left open for someone else to take. Its random token
+reaches it on a pipe (:mod:`jcli.embedded_server`), never through the
+environment or the command line, and the secrets of :data:`SCRUBBED_ENV`
+are left out of its environment, so its kernels see none of them.
+Its state (url, token, pid, start time, uid, workspace) is a mode-0600
+file in the runtime dir, keyed by the workspace hash, so even a read-only
+workspace can run code.
+
+A recorded server is trusted only once proven (:meth:`EmbeddedServer.proven`):
+its process runs, is ours (same uid, same start time) and itself holds the
+socket listening on the recorded port. Until then nothing is sent to that
+port, the token least of all; a record that fails the proof is stale, and
+the command starts a new server as if there were none.
 """
 
 from __future__ import annotations
@@ -25,10 +37,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EmbeddedServer", "resolve_server"]
+__all__ = ["EmbeddedServer", "SCRUBBED_ENV", "resolve_server"]
 
 START_TIMEOUT = 90.0
 PROBE_TIMEOUT = 3.0
+HOST = "127.0.0.1"
+
+#: Secrets that never pass into the embedded server's environment (which its kernels inherit).
+SCRUBBED_ENV = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "JCLI_JUPYTER_SERVER_TOKEN")
 
 
 class EmbeddedServer:
@@ -51,15 +67,32 @@ class EmbeddedServer:
         return state if isinstance(state, dict) and isinstance(state.get("url"), str) else None
 
     def alive(self, state: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        """The state if its server answers, else None."""
+        """The state if its server is proven ours (:meth:`proven`) and answers, else None."""
         state = state or self.state()
-        if state is None:
+        if state is None or not self.proven(state):
             return None
         try:
             JupyterServer(state["url"], state.get("token", "")).status(timeout=PROBE_TIMEOUT)
         except (JcliError, OSError):
             return None
         return state
+
+    @staticmethod
+    def proven(state: dict[str, Any]) -> bool:
+        """True when the recorded server is the one we started, listening where recorded.
+
+        Its process runs with the recorded start time and our uid, and holds
+        the socket listening on the URL's port itself; whoever else listens
+        there (another user, after our server died) fails, and nothing was
+        sent to them.
+        """
+        from jcli_sidecar.process_record import ProcessRecord
+
+        record = ProcessRecord.from_dict(state)
+        port = _loopback_port(state.get("url"))
+        if record is None or port is None or record.uid != os.getuid():
+            return False
+        return record.listens_on(HOST, port)
 
     def start(self) -> dict[str, Any]:
         """Start the server (single-flight under a lock) and wait until it answers.
@@ -81,51 +114,63 @@ class EmbeddedServer:
 
     def _launch(self) -> dict[str, Any]:
         import secrets
-        import socket
         import time
 
+        import psutil
+
+        from jcli_sidecar.process_record import ProcessRecord
         from jcli_sidecar.spawn import launch_detached
 
-        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-        probe.close()
         token = secrets.token_hex(24)
         os.makedirs(self.jupyter_runtime, mode=0o700, exist_ok=True)
-        env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_RUNTIME_DIR=self.jupyter_runtime)
+        env = {name: value for name, value in os.environ.items() if name not in SCRUBBED_ENV}
+        env["JUPYTER_RUNTIME_DIR"] = self.jupyter_runtime
+        token_read, token_write = os.pipe()
+        os.write(token_write, token.encode("ascii"))  # far below a pipe's buffer: never blocks
+        os.close(token_write)
         cmd = [
             sys.executable,
             "-m",
-            "jupyter_server",
+            "jcli.embedded_server",
+            str(token_read),
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
+            "--ServerApp.port=0",
             "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={self.workspace}",
             "--ServerApp.terminals_enabled=False",
         ]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
-        proc = launch_detached(cmd, cwd=self.workspace, env=env, log_path=self.log_path)
-        url = f"http://127.0.0.1:{port}"
-        server = JupyterServer(url, token)
+        try:
+            proc = launch_detached(cmd, cwd=self.workspace, env=env, log_path=self.log_path, pass_fds=(token_read,))
+        finally:
+            os.close(token_read)
+        try:
+            record = ProcessRecord.of_pid(proc.pid)
+        except psutil.Error:
+            raise ServerUnavailable(f"the embedded Jupyter Server exited at start: {_tail(self.log_path)}") from None
+        info_path = os.path.join(self.jupyter_runtime, f"jpserver-{proc.pid}.json")
         deadline = time.monotonic() + START_TIMEOUT
         delay = 0.02
         while True:
             if proc.poll() is not None:
                 raise ServerUnavailable(f"the embedded Jupyter Server exited at start: {_tail(self.log_path)}")
-            try:
-                server.status(timeout=PROBE_TIMEOUT)
-                break
-            except ServerUnavailable:
-                if time.monotonic() > deadline:
-                    proc.kill()
-                    raise ServerUnavailable(f"the embedded Jupyter Server did not answer in {START_TIMEOUT:g} s") from None
-                time.sleep(delay)  # a server starting up: back off gently
-                delay = min(delay * 1.5, 0.25)
-        from jcli_sidecar.process_record import ProcessRecord
-
-        state = {"url": url, "token": token, **ProcessRecord.of_pid(proc.pid).to_dict(), "workspace": self.workspace, "log": self.log_path}
+            port = _info_port(info_path)
+            # The token goes only to a port that the server's own process listens on.
+            if port is not None and record.listens_on(HOST, port):
+                url = f"http://{HOST}:{port}"
+                try:
+                    JupyterServer(url, token).status(timeout=PROBE_TIMEOUT)
+                    break
+                except ServerUnavailable:
+                    pass
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise ServerUnavailable(f"the embedded Jupyter Server did not answer in {START_TIMEOUT:g} s")
+            time.sleep(delay)  # a server starting up: back off gently
+            delay = min(delay * 1.5, 0.25)
+        state = {"url": url, "token": token, **record.to_dict(), "workspace": self.workspace, "log": self.log_path}
         _write_private_json(self.state_path, state)
         return state
 
@@ -152,6 +197,24 @@ class EmbeddedServer:
         return stopped
 
 
+def _loopback_port(url: Any) -> int | None:
+    """The port of a recorded ``http://127.0.0.1:PORT`` URL, else None."""
+    if not isinstance(url, str) or not url.startswith(f"http://{HOST}:"):
+        return None
+    port = url[len(f"http://{HOST}:") :]
+    return int(port) if port.isdigit() and port.isascii() and 0 < int(port) < 65536 else None
+
+
+def _info_port(path: str) -> int | None:
+    """The port in the server's own info file, once it wrote one."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            port = json.load(fh).get("port")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None
+
+
 def _wait_gone(proc, timeout: float) -> None:
     import psutil
 
@@ -174,9 +237,12 @@ def _write_private_json(path: str, document: dict[str, Any]) -> None:
 def _tail(path: str, lines: int = 6) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            return " | ".join(line.strip() for line in fh.read().splitlines()[-lines:])
+            tail = " | ".join(line.strip() for line in fh.read().splitlines()[-lines:])
     except OSError:
         return "(no log)"
+    from jcli_sidecar.urls import redact_text
+
+    return redact_text(tail)
 
 
 def _ancestors(path: str):
@@ -211,12 +277,14 @@ def resolve_server(url: str | None = None, token: str | None = None, *, start: b
         start: start an embedded server for the cwd when none is alive.
 
     Raises:
+        UsageError: a malformed URL (an empty ``-s`` included) or token.
         ServerUnavailable: none configured or running, and ``start`` is false
             or starting failed.
     """
-    url = url or os.environ.get("JCLI_JUPYTER_SERVER_URL")
+    if url is None:
+        url = os.environ.get("JCLI_JUPYTER_SERVER_URL") or None  # set but empty: not set
     token = token if token is not None else os.environ.get("JCLI_JUPYTER_SERVER_TOKEN", "")
-    if url:
+    if url is not None:
         return JupyterServer(url, token or "")
     directory = ensure_runtime_dir(create=True)
     embedded, live = nearest_embedded(directory, workspace_of())
