@@ -338,7 +338,7 @@ def test_the_lean_check_agrees_with_psutil(live_child):
 # -- item 10: kernels never see the server's token ---------------------------------------------
 
 
-def test_kernels_never_see_the_embedded_servers_token(tmp_path, monkeypatch):
+def test_kernels_never_see_the_embedded_servers_token(tmp_path, monkeypatch, isolated_runtime):
     monkeypatch.setenv("JUPYTER_TOKEN", "user-jupyter-token-1")  # a user's own, for another server
     monkeypatch.setenv("JCLI_JUPYTER_SERVER_TOKEN", "user-jcli-token-2")  # set, but no URL: the embedded server is used
     monkeypatch.setenv("JUPYTER_TOKEN_FILE", str(tmp_path / "no-such-token-file"))
@@ -359,6 +359,8 @@ def test_kernels_never_see_the_embedded_servers_token(tmp_path, monkeypatch):
         server = psutil.Process(state["pid"])
         assert not any(token in value for value in server.environ().values())
         assert token not in " ".join(server.cmdline())
+        logs = list((isolated_runtime / "jcli").glob("*.server.log"))
+        assert logs and all(token not in log.read_text(encoding="utf-8", errors="replace") for log in logs)
         # The token still works for whoever joins with it (JupyterLab, -s/-t).
         joined = run_cli("-j", "-s", state["url"], "-t", token, "healthcheck", cwd=tmp_path)
         assert joined.returncode == 0, joined.stderr
