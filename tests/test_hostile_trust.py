@@ -77,7 +77,7 @@ def squat_dir():
     """A directory ``nobody`` can read (the script) and write (its log)."""
     if shutil.which("setpriv") is None:
         pytest.fail("setpriv is needed to act as another user")
-    base = Path(tempfile.mkdtemp(prefix="jcli-squat-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="jcli-squat-", dir=tempfile.gettempdir()))  # not under pytest's 0700 dirs
     base.chmod(0o777)
     (base / "squatter.py").write_text(SQUATTER, encoding="utf-8")
     (base / "squatter.py").chmod(0o644)
@@ -92,7 +92,7 @@ class Squatter:
         self.port = port
         self.log = squat_dir / f"received-{port}-{os.urandom(4).hex()}.log"
         self.proc = None
-        for python in (sys.executable, "/usr/bin/python3"):
+        for python in filter(None, (sys.executable, shutil.which("python3"))):
             proc = subprocess.Popen(
                 [*DROP, python, str(squat_dir / "squatter.py"), str(port), str(self.log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
