@@ -80,7 +80,8 @@ def spawn_detached(paths: SidecarPaths) -> bool:
         if is_listening(paths.socket):
             return False
         launch_detached(
-            [sys.executable, "-m", "jcli_sidecar", "serve", "--workspace", paths.workspace],
+            # -P: the workspace (its cwd) never shadows an installed package
+            [sys.executable, "-P", "-m", "jcli_sidecar", "serve", "--workspace", paths.workspace],
             cwd=paths.workspace,
             env=dict(os.environ, **{SPAWN_LOCK_FD_ENV: str(fd)}),
             log_path=paths.log,

@@ -139,3 +139,33 @@ def test_a_j_cli_that_is_a_file_is_refused_and_kept(ws):
     result = run_cli("-j", "output", "clean", cwd=ws)
     assert result.returncode == 2 and result.error()["code"] == "USAGE_ERROR"
     assert (ws / ".j-cli").read_text() == "mine"
+
+
+def shadowing_packages(ws):
+    """Packages named like ours in the workspace: importing one would be loud."""
+    for name in ("jcli_sidecar", "jcli", "jupyter_server"):
+        package = ws / name
+        package.mkdir()
+        (package / "__init__.py").write_text("raise SystemExit('a workspace package was imported')\n")
+
+
+def test_a_workspace_package_never_shadows_the_sidecar(ws, sidecar_on, fixture_dir):
+    shadowing_packages(ws)
+    started = run_cli("-j", "sidecar", "start", cwd=ws)  # returns once the sidecar answers
+    try:
+        assert started.returncode == 0, started.stderr
+        notebook = fixture_dir / "kernel_v4.5.ipynb"
+        result = run_cli("-j", "notebook", "output", str(notebook), "--cell", "1", "--output", "0", cwd=ws)
+        assert result.returncode == 0, result.stderr
+        assert run_cli("-j", "sidecar", "status", cwd=ws).json()["running"] is True
+    finally:
+        run_cli("sidecar", "stop", cwd=ws)
+
+
+def test_a_workspace_package_never_shadows_the_embedded_server(ws):
+    shadowing_packages(ws)
+    started = run_cli("-j", "server", "start", cwd=ws)
+    try:
+        assert started.returncode == 0, started.stderr
+    finally:
+        run_cli("server", "stop", cwd=ws)

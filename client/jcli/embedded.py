@@ -130,6 +130,7 @@ class EmbeddedServer:
         os.close(token_write)
         cmd = [
             sys.executable,
+            "-P",  # the workspace (its cwd) never shadows an installed package
             "-m",
             "jcli.embedded_server",
             str(token_read),
