@@ -1,12 +1,31 @@
-"""Replacing a file's contents safely: through symlinks, keeping hard links and the mode."""
+"""Files read and written safely: only regular files read, bounded; writes through symlinks, keeping hard links and the mode."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
 
-__all__ = ["read_text_or_none", "write_text_atomic"]
+__all__ = ["DEFAULT_MAX_TEXT_BYTES", "FileTooLarge", "NotRegularFile", "read_text_or_none", "write_text_atomic"]
+
+#: What :func:`read_text_or_none` reads at most unless told otherwise.
+DEFAULT_MAX_TEXT_BYTES = 64 * 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a socket or a directory, not a regular file."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", path)
+
+
+class FileTooLarge(OSError):
+    """The file holds more than the reader's cap."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {limit} bytes", path)
+        self.limit = limit
 
 
 def write_text_atomic(path: str, text: str) -> None:
@@ -75,10 +94,42 @@ def _rewrite_in_place(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def read_text_or_none(path: str) -> str | None:
-    """The file's text exactly as stored (newlines untranslated), or None if it does not exist."""
+def read_text_or_none(path: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str | None:
+    """The file's text exactly as stored (newlines untranslated), or None if it does not exist.
+
+    The file is opened without blocking (``O_NONBLOCK``), so a FIFO never
+    hangs the caller, and ``fstat`` must show a regular file before anything
+    is read; at most ``max_bytes`` are read.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory (a dangling
+            symlink counts as absent).
+        FileTooLarge: more than ``max_bytes``.
+        UnicodeDecodeError: the bytes are not UTF-8.
+        OSError: any other failure to open or read (permissions, a symlink loop).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket, or a device with no driver
+            raise NotRegularFile(path) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > max_bytes:
+            raise FileTooLarge(path, max_bytes)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8")
