@@ -9,23 +9,28 @@ Where Claude Code keeps MCP servers, by scope:
 
 The skill goes to ``<project>/.claude/skills/j-cli/`` for ``--project`` and to
 ``~/.claude/skills/j-cli/`` otherwise. JSON has no comments, so the files are
-re-serialised the way Claude Code writes them (2-space indent); a file
-already in that form round-trips byte for byte. Our entry is recognised by
-its command (``j-cli mcp serve`` or ``<python> -m jcli mcp serve``); any
-other ``jcli`` entry is ``CONFIG_CONFLICT``. The project file names plain
-``j-cli`` and no path of this machine (see :mod:`jcli.setup.command`).
+edited as text (:mod:`jcli.setup.jsontext`): our member goes in, and comes
+back out, and every other byte stays as it was; what setup had to create
+(the file, a project entry, an ``mcpServers`` key) it writes in a compact
+one-line form, which is how ``--remove`` knows to take it out too. Our
+entry is recognised by its command (``j-cli mcp serve`` or ``<python> -m
+jcli mcp serve``); any other ``jcli`` entry is ``CONFIG_CONFLICT``, and a
+container in the way that is not an object is ``CONFIG_INVALID``. The
+project file names plain ``j-cli`` and no path of this machine (see
+:mod:`jcli.setup.command`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
-from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
+from . import files, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv
-from .skill import install_skill, remove_skill
+from .skill import plan_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,76 +62,137 @@ def _ours(entry: Any) -> bool:
     return is_mcp_server_argv([entry["command"], *[str(a) for a in entry.get("args") or []]])
 
 
-def _servers(doc: dict[str, Any], scope: str, project: str, create: bool) -> dict[str, Any] | None:
-    holder = doc
-    if scope == "local":
-        projects = doc.get("projects")
-        if not isinstance(projects, dict):
-            if not create:
-                return None
-            projects = doc["projects"] = {}
-        holder = projects.get(project)
-        if not isinstance(holder, dict):
-            if not create:
-                return None
-            holder = projects[project] = {}
-    servers = holder.get("mcpServers")
-    if not isinstance(servers, dict):
-        if not create:
-            return None
-        servers = holder["mcpServers"] = {}
-    return servers
+def _keys(scope: str, project: str) -> list[str]:
+    """The keys from the top of the file down to the object holding the servers."""
+    return ["projects", project, "mcpServers"] if scope == "local" else ["mcpServers"]
 
 
-def _dump(doc: dict[str, Any], newline: bool) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + ("\n" if newline else "")
+def _chain(keys: list[str], entry: Any) -> dict[str, Any]:
+    """``{keys[0]: {...: {"jcli": entry}}}``: what setup creates below the last key that exists."""
+    value: dict[str, Any] = {NAME: entry}
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+def _load(text: str | None, config: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ConfigInvalid(f"{config} is not valid JSON; it was left untouched", path=config) from None
+    if not isinstance(doc, dict):
+        raise ConfigInvalid(f"{config} is not a JSON object; it was left untouched", path=config)
+    return doc
+
+
+def _verified(new: str, expected: dict[str, Any], config: str) -> str:
+    try:
+        same = json.loads(new) == expected
+    except (ValueError, RecursionError):
+        same = False
+    if not same:
+        raise ConfigInvalid(f"{config}: j-cli cannot edit this file's layout; it was left untouched", path=config)
+    return new
+
+
+def _with_entry(text: str | None, doc: dict[str, Any], keys: list[str], entry: dict[str, Any], config: str) -> str:
+    """The file's text with our entry in place (added, or updated in place).
+
+    Raises:
+        ConfigConflict: a ``jcli`` entry j-cli did not write is there.
+        ConfigInvalid: a container on the way is not an object.
+    """
+    expected = copy.deepcopy(doc)
+    holder = expected
+    for depth, key in enumerate(keys):
+        if key not in holder:
+            holder[key] = {}
+        elif not isinstance(holder[key], dict):
+            where = "".join(f"[{json.dumps(k, ensure_ascii=False)}]" for k in keys[: depth + 1])
+            raise ConfigInvalid(f"{config}: {where} is not a JSON object; it was left untouched", path=config)
+        holder = holder[key]
+    current = holder.get(NAME)
+    if current is not None and not _ours(current):
+        raise ConfigConflict(f"{config} already has an MCP server named {NAME!r} that j-cli did not write", path=config)
+    holder[NAME] = entry
+    if not text:  # no file (it ends in a newline), or an empty one (it does not): see _plan_removal
+        return jsontext.compact(_chain(keys, entry)) + ("\n" if text is None else "")
+    obj = jsontext.top_object(text)
+    for depth, key in enumerate(keys):
+        member = obj.get(key)
+        if member is None:
+            new = jsontext.insert_member(text, obj, key, _chain(keys[depth + 1 :], entry), created=True)
+            return _verified(new, expected, config)
+        obj = jsontext.scan_object(text, member.value_start)
+    member = obj.get(NAME)
+    if member is None:
+        new = jsontext.insert_member(text, obj, NAME, entry, created=False)
+    elif json.loads(text[member.value_start : member.value_end]) == entry:
+        new = text
+    else:
+        new = jsontext.replace_value(text, member, entry)
+    return _verified(new, expected, config)
+
+
+def _plan_removal(plan: files.Plan, cur: files.Current, doc: dict[str, Any], keys: list[str]) -> bool:
+    """Plan taking our entry out, with every container setup created for it; whether it was there."""
+    text = cur.text
+    holder: Any = doc
+    for key in keys:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    if not text or not isinstance(holder, dict) or not _ours(holder.get(NAME)):
+        return False
+    ours = holder[NAME]
+    if doc == _chain(keys, ours) and text in (jsontext.compact(doc) + "\n", jsontext.compact(doc)):
+        if text.endswith("\n"):
+            plan.delete(cur)  # setup created the file
+        else:
+            plan.write(cur, "")  # the file was there, empty
+        return True
+    found = []
+    obj = jsontext.top_object(text)
+    for key in [*keys, NAME]:
+        member = obj.get(key)
+        assert member is not None  # the document has the whole chain
+        found.append((obj, member))
+        if key != NAME:
+            obj = jsontext.scan_object(text, member.value_start)
+    expected = copy.deepcopy(doc)
+    parent = expected
+    for depth, (obj, member) in enumerate(found):
+        value = json.loads(text[member.value_start : member.value_end])
+        if member.key == NAME or (value == _chain(keys[depth + 1 :], ours) and jsontext.is_compact(text, member)):
+            del parent[member.key]
+            plan.write(cur, _verified(jsontext.cut_member(text, obj, member), expected, cur.path))
+            return True
+        parent = parent[member.key]
+    raise AssertionError("unreachable: the last member is ours")
 
 
 def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Claude Code.
 
     Raises:
-        ConfigInvalid: the file is not a JSON object.
-        ConfigConflict: a ``jcli`` server exists that j-cli did not write.
-        OSError: a file cannot be written.
+        ConfigInvalid: the file is not a JSON object (or a regular UTF-8 file),
+            or a container on the way is not an object.
+        ConfigConflict: a ``jcli`` server, or a SKILL.md, exists that j-cli did not write.
+        OutputSaveFailed: a file to change is read-only.
     """
     config, skills = claude_paths(scope, project)
-    text = read_text_or_none(config)
-    try:
-        doc = json.loads(text) if text else {}
-    except ValueError:
-        raise ConfigInvalid(f"{config} is not valid JSON; it was left untouched", path=config) from None
-    if not isinstance(doc, dict):
-        raise ConfigInvalid(f"{config} is not a JSON object; it was left untouched", path=config)
-    newline = text.endswith("\n") if text else True
+    cur = files.read(config)
+    doc = _load(cur.text, config)
+    keys = _keys(scope, project)
     result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config}
+    plan = files.Plan()
     if remove:
-        servers = _servers(doc, scope, project, create=False)
-        changed = servers is not None and _ours(servers.get(NAME))
-        if changed:
-            del servers[NAME]
-            if scope == "local" and not servers:
-                holder = doc["projects"][project]
-                del holder["mcpServers"]
-                if not holder:
-                    del doc["projects"][project]
-            if scope == "project" and not servers:
-                del doc["mcpServers"]
-            if text is not None and doc == {} and scope == "project":
-                os.unlink(config)  # j-cli created it
-            else:
-                write_text_atomic(config, _dump(doc, newline))
-        result.update(removed=changed, skill_removed=remove_skill(skills))
+        removed = _plan_removal(plan, cur, doc, keys)
+        result.update(removed=removed, skill_removed=plan_skill(plan, skills, remove=True))
+        plan.apply()
         return result
-    servers = _servers(doc, scope, project, create=True)
-    current = servers.get(NAME)
-    if current is not None and not _ours(current):
-        raise ConfigConflict(f"{config} already has an MCP server named {NAME!r} that j-cli did not write", path=config)
     entry = _entry(scope, project)
-    servers[NAME] = entry
-    new = _dump(doc, newline)
-    if new != text:
-        os.makedirs(os.path.dirname(config), exist_ok=True)
-        write_text_atomic(config, new)
-    result.update(server=entry, skill=install_skill(skills), changed=new != text)
+    changed = plan.write(cur, _with_entry(cur.text, doc, keys, entry, config))
+    result.update(server=entry, skill=plan_skill(plan, skills, remove=False), changed=changed)
+    plan.apply()
     return result

@@ -1,22 +1,27 @@
 """``j-cli setup codex``: the MCP server in Codex's ``config.toml``, plus the skill.
 
 The ``[mcp_servers.jcli]`` table lives in a marked block appended to the
-file, so installing twice changes nothing and removing restores the file
-byte for byte. tomlkit parses the file before (a malformed file is
-``CONFIG_INVALID`` and stays untouched) and after the edit (the result must
-parse and carry exactly our table).
+file (:mod:`jcli.setup.blocks`), so installing twice changes nothing and
+removing restores the file byte for byte. When ``mcp_servers`` is an inline
+table (``mcp_servers = { docs = {...} }``), which no ``[mcp_servers.jcli]``
+header may extend, our table goes inside it instead: the block stands in
+place of those lines and keeps them for removal. tomlkit parses the file
+before (a malformed file is ``CONFIG_INVALID`` and stays untouched) and
+after the edit (the result must parse to the old document plus exactly our
+table).
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
-from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
-from .blocks import has_block, put_block, remove_block
+from . import files
+from .blocks import find_block, put_block, remove_block
 from .command import MCP_SERVER_ENV, mcp_server_argv
-from .skill import install_skill, remove_skill
+from .skill import plan_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["codex_paths", "project_trusted", "server_table", "setup_codex"]
 
+_PURPOSE = "MCP server for saved notebook outputs"
+_SERVERS_KEY = re.compile(r"""^[ \t]*(?:mcp_servers|"mcp_servers"|'mcp_servers')[ \t]*=""", re.M)
 STARTUP_TIMEOUT_SEC = 30
 TOOL_TIMEOUT_SEC = 120
 
@@ -67,8 +74,10 @@ def project_trusted(project: str) -> bool:
     """Whether the user's Codex config trusts ``project`` (else Codex ignores its ``.codex/``)."""
     user_config = codex_paths("user", project)[0]
     try:
-        projects = _parse(read_text_or_none(user_config) or "", user_config).get("projects") or {}
+        projects = _parse(files.read(user_config).text or "", user_config).get("projects") or {}
     except ConfigInvalid:
+        return False
+    if not isinstance(projects, dict):
         return False
     levels = {os.path.realpath(key): (entry or {}).get("trust_level") for key, entry in projects.items() if isinstance(entry, dict)}
     return any(levels.get(key) == "trusted" for key in _trust_keys(project))
@@ -109,39 +118,123 @@ def _render(table: dict[str, Any]) -> str:
     return tomlkit.dumps(doc)
 
 
+def _plain(doc) -> dict[str, Any]:
+    """The document as plain data, an empty ``mcp_servers`` dropped (so removing our table compares equal)."""
+    plain = doc.unwrap()
+    if plain.get("mcp_servers") == {}:
+        del plain["mcp_servers"]
+    return plain
+
+
+def _servers(plain: dict[str, Any]) -> dict[str, Any]:
+    servers = plain.get("mcp_servers")
+    return servers if isinstance(servers, dict) else {}
+
+
+def _with_table(base: str, table: dict[str, Any], created: bool, dirs: int, path: str) -> str:
+    """``base`` plus our table: a block at the end, else inside an inline ``mcp_servers``.
+
+    Raises:
+        ConfigInvalid: neither gives the old document plus exactly our table.
+    """
+    import copy
+
+    expected = _plain(_parse(base, path))
+    expected = copy.deepcopy(expected)
+    if not isinstance(expected.setdefault("mcp_servers", {}), dict):
+        raise ConfigInvalid(f"{path}: mcp_servers is not a table; it was left untouched", path=path)
+    expected["mcp_servers"]["jcli"] = table
+    for candidate in (_appended, _inside_inline):
+        new = candidate(base, table, created, dirs)
+        if new is None:
+            continue
+        try:
+            if _plain(_parse(new, path)) == expected:
+                return new
+        except ConfigInvalid:
+            pass
+    raise ConfigInvalid(f"{path}: the j-cli table cannot be added to this file's layout; it was left untouched", path=path)
+
+
+def _appended(base: str, table: dict[str, Any], created: bool, dirs: int) -> str:
+    return put_block(base, _PURPOSE, _render(table), created=created, dirs=dirs)
+
+
+def _inside_inline(base: str, table: dict[str, Any], created: bool, dirs: int) -> str | None:
+    """``base`` with our table inside its inline ``mcp_servers``, in a block standing in place of those lines."""
+    import tomlkit
+    from tomlkit.items import InlineTable
+
+    doc = tomlkit.parse(base)
+    servers = doc.get("mcp_servers")
+    if not isinstance(servers, InlineTable):
+        return None
+    ours = tomlkit.inline_table()
+    ours.update(table)
+    servers["jcli"] = ours
+    edited = tomlkit.dumps(doc)
+    first, last, new_last = _changed_lines(base, edited)
+    # The block starts where the mcp_servers line does, not inside its value.
+    starts = [m.start() for m in _SERVERS_KEY.finditer(base) if m.start() <= first]
+    first = starts[-1] if starts else first
+    return put_block(base, _PURPOSE, edited[first:new_last], at=first, replacing=last - first, created=created, dirs=dirs)
+
+
+def _changed_lines(old: str, new: str) -> tuple[int, int, int]:
+    """``(start, end in old, end in new)``: the whole lines where ``old`` and ``new`` differ."""
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    first = old.rfind("\n", 0, prefix) + 1
+    end = old.find("\n", max(len(old) - suffix - 1, first))
+    last = len(old) if end < 0 else end + 1
+    return first, last, len(new) - (len(old) - last)
+
+
 def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Codex.
 
     Raises:
-        ConfigInvalid: the config is not valid TOML (or would not be after).
-        ConfigConflict: a ``[mcp_servers.jcli]`` exists that j-cli does not manage.
-        OSError: a file cannot be written.
+        ConfigInvalid: the config is not valid TOML (or would not be after),
+            or is not a regular UTF-8 file.
+        ConfigConflict: a ``[mcp_servers.jcli]`` or a SKILL.md exists that j-cli does not manage.
+        OutputSaveFailed: a file to change is read-only.
     """
     config, skills = codex_paths(scope, project)
-    text = read_text_or_none(config)
-    before = _parse(text or "", config)
+    cur = files.read(config)
+    text = cur.text or ""
+    before = _plain(_parse(text, config))
+    block = find_block(text)
+    plan = files.Plan()
     if remove:
-        changed = text is not None and has_block(text)
-        if changed:
+        if block is not None:
             rest = remove_block(text)
-            if rest:
-                write_text_atomic(config, rest)
+            expected = dict(before, mcp_servers={k: v for k, v in _servers(before).items() if k != "jcli"})
+            if expected["mcp_servers"] == {}:
+                del expected["mcp_servers"]
+            if _plain(_parse(rest, config)) != expected:
+                raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's table; it was left untouched", path=config)
+            if rest == "" and block.created:
+                plan.delete(cur, block.dirs)
             else:
-                os.unlink(config)  # j-cli created it
-        skill_removed = remove_skill(skills)
-        return {"host": "codex", "scope": scope, "config": config, "removed": changed, "skill_removed": skill_removed}
-    if not has_block(text or "") and "jcli" in (before.get("mcp_servers") or {}):
+                plan.write(cur, rest)
+        skill_removed = plan_skill(plan, skills, remove=True)
+        plan.apply()
+        return {"host": "codex", "scope": scope, "config": config, "removed": block is not None, "skill_removed": skill_removed}
+    if block is None and "jcli" in _servers(before):
         raise ConfigConflict(f"{config} already has an [mcp_servers.jcli] that j-cli does not manage; rename or remove it", path=config)
     table = server_table(scope, project)
-    new = put_block(text or "", "MCP server for saved notebook outputs", _render(table))
-    after = _parse(new, config)
-    if dict(after.get("mcp_servers", {}).get("jcli", {})) != table:
-        raise ConfigInvalid(f"{config}: the j-cli table cannot be added to this file's layout; it was left untouched", path=config)
-    if new != text:
-        os.makedirs(os.path.dirname(config), exist_ok=True)
-        write_text_atomic(config, new)
-    skill = install_skill(skills)
-    result = {"host": "codex", "scope": scope, "config": config, "server": table, "skill": skill, "changed": new != text}
+    base = text if block is None else remove_block(text)
+    created, dirs = (cur.text is None, cur.missing_dirs()) if block is None else (block.created, block.dirs)
+    new = _with_table(base, table, created, dirs, config)
+    changed = plan.write(cur, new)
+    skill = plan_skill(plan, skills, remove=False)
+    plan.apply()
+    result = {"host": "codex", "scope": scope, "config": config, "server": table, "skill": skill, "changed": changed}
     if scope == "project":
         result["project_trusted"] = project_trusted(project)
         result["warnings"] = [] if result["project_trusted"] else [_trust_warning(project)]

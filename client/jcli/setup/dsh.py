@@ -6,28 +6,30 @@ the row ``{id: j-cli, name: ./plugins/jcli.ts}`` to ``<project>/.dsh/cordis.yml`
 to ``~/.dsh``) and adds an ``insert`` patch holding that row, with the
 absolute path, to ``$DSH_HOME/cordis.patch.yml``.
 
-The row lives in a marked block at the end of the file, so installing twice
-changes nothing and removing restores the file byte for byte. ruamel.yaml
-(round-trip mode, which keeps comments and unknown tags such as ``!!js``)
-parses the file before the edit (it must be empty or a sequence, else
-``CONFIG_INVALID`` and the file stays untouched) and after it (the result
-must be exactly the old rows plus ours). A row with id ``j-cli`` outside
-the block is someone else's: ``CONFIG_CONFLICT``.
+The row lives in a marked block (:mod:`jcli.setup.blocks`) at the end of the
+file, indented like the file's own rows and before an explicit document end
+(``...``); a composition written as a flow sequence (``[a, b]``, ``[]``) gets
+the row inside it, the block standing in place of those lines and keeping
+them. So installing twice changes nothing and removing restores the file
+byte for byte. ruamel.yaml (round-trip mode, which keeps comments and
+unknown tags such as ``!!js``) parses the file before the edit (it must be
+empty or a sequence, else ``CONFIG_INVALID`` and the file stays untouched)
+and after it (the result must be exactly the old rows plus ours). A row
+with id ``j-cli`` outside the block is someone else's: ``CONFIG_CONFLICT``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
-from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
-from .blocks import has_block, put_block, remove_block
+from . import files
+from .blocks import find_block, put_block, remove_block
 from .command import jcli_command
-from .plugin_file import place_plugin, take_back_plugin
-from .skill import install_skill, remove_skill
+from .plugin_file import plan_plugin
+from .skill import plan_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,9 +40,6 @@ __all__ = ["ROW_ID", "dsh_paths", "plugin_row", "setup_dsh"]
 ROW_ID = "j-cli"
 _PROJECT_PLUGIN = "./plugins/jcli.ts"  # relative to .dsh/, where cordis.yml is
 _PURPOSE = "DSH plugin row for read_notebook_output"
-_WAS_EMPTY_FLOW = " (in place of an empty [])"
-_REPLACED = "# replaced line: "
-_EMPTY_FLOW_LINE = re.compile(r"^\[\s*\]\s*(?:#.*)?\n?", re.M)
 
 
 def dsh_paths(scope: str, project: str) -> tuple[str, str, str]:
@@ -64,6 +63,13 @@ def _row_yaml(scope: str, plugin: str) -> str:
     if scope == "project":
         return f"- id: {ROW_ID}\n  name: '{_PROJECT_PLUGIN}'\n"
     return f"- insert:\n    - id: {ROW_ID}\n      name: {json.dumps(plugin)}\n"
+
+
+def _row_flow(scope: str, plugin: str) -> str:
+    """The row as a flow mapping, for a composition written as a flow sequence."""
+    if scope == "project":
+        return f"{{id: {ROW_ID}, name: '{_PROJECT_PLUGIN}'}}"
+    return f"{{insert: [{{id: {ROW_ID}, name: {json.dumps(plugin)}}}]}}"
 
 
 def _parse(text: str, path: str) -> list:
@@ -107,81 +113,109 @@ def _claims(rows: list) -> bool:
     return False
 
 
-def _with_row(text: str, rows: list, row_yaml: str) -> str:
-    replaced = _replaced_line(text)
-    if replaced is not None:  # our block stands where an empty ``[]`` was
-        return put_block(text, _PURPOSE + _WAS_EMPTY_FLOW, _REPLACED + replaced + "\n" + row_yaml)
-    if has_block(text):
-        return put_block(text, _PURPOSE, row_yaml)
-    match = _EMPTY_FLOW_LINE.search(text) if not rows else None
-    if match is None:
-        return put_block(text, _PURPOSE, row_yaml)
-    line = match.group(0).rstrip("\n")
-    block = put_block("", _PURPOSE + _WAS_EMPTY_FLOW, _REPLACED + line + "\n" + row_yaml)
-    return text[: match.start()] + block + text[match.end() :]
+def _layout(text: str) -> tuple[int | None, str, tuple[int, int, int] | None]:
+    """Where rows go in ``text``: ``(insert at, row indent, flow sequence to extend)``.
+
+    The insert point is the end, or the line of an explicit document end
+    (``...``); rows are indented like the sequence's own items. A flow
+    sequence (``[a, b]``, ``[]``) gets the row inside it instead:
+    ``(its [, where the row goes, its ])``.
+    """
+    from ruamel.yaml import YAML
+
+    at: int | None = None
+    indent = ""
+    depth = 0
+    opened = after = -1
+    flow: tuple[int, int, int] | None = None
+    for event in YAML().parse(text):
+        kind = type(event).__name__
+        if kind == "DocumentEndEvent" and event.explicit:
+            at = event.start_mark.index - event.start_mark.column
+        elif kind in ("SequenceStartEvent", "MappingStartEvent"):
+            if depth == 0 and kind == "SequenceStartEvent" and event.flow_style:
+                opened, after = event.start_mark.index, event.end_mark.index
+            depth += 1
+        elif kind in ("SequenceEndEvent", "MappingEndEvent"):
+            depth -= 1
+            if depth == 1:
+                after = event.end_mark.index
+            elif depth == 0 and opened >= 0:
+                flow = (opened, after, event.start_mark.index)
+        elif kind in ("ScalarEvent", "AliasEvent") and depth == 1:
+            after = event.end_mark.index
+    if flow is None:
+        for token in YAML().scan(text):
+            if type(token).__name__ == "BlockEntryToken":
+                indent = " " * token.start_mark.column
+                break
+    return at, indent, flow
 
 
-def _replaced_line(text: str) -> str | None:
-    """The ``[]`` line our block replaced, when it replaced one."""
-    start = text.find("# >>> j-cli: ")
-    if start < 0 or _WAS_EMPTY_FLOW not in text[start : text.find("\n", start)]:
-        return None
-    body = text.find("\n" + _REPLACED, start)
-    if body < 0:
-        return None
-    body += 1 + len(_REPLACED)
-    return text[body : text.find("\n", body)]
-
-
-def _without_row(text: str) -> str:
-    replaced = _replaced_line(text)
-    rest = remove_block(text)
-    if replaced is None:
-        return rest
-    start = text.index("# >>> j-cli: ")
-    return rest[:start] + replaced + "\n" + rest[start:]
+def _with_row(base: str, row_yaml: str, row_flow: str, created: bool, dirs: int) -> str:
+    at, indent, flow = _layout(base)
+    if flow is None:
+        rows = "".join(indent + line + "\n" for line in row_yaml.splitlines())
+        return put_block(base, _PURPOSE, rows, at=at, created=created, dirs=dirs)
+    opened, where, close = flow
+    first = base.rfind("\n", 0, opened) + 1
+    last = base.find("\n", close)
+    last = len(base) if last < 0 else last + 1
+    item = row_flow if base[opened:where].rstrip().endswith("[") else ", " + row_flow
+    lines = base[first:where] + item + base[where:last]
+    return put_block(base, _PURPOSE, lines, at=first, replacing=last - first, created=created, dirs=dirs)
 
 
 def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's DSH plugin file, its composition row and the skill.
 
     Raises:
-        ConfigInvalid: the composition file is not a YAML sequence (or would not be after).
-        ConfigConflict: a row with id ``j-cli``, or a ``jcli.ts``, that j-cli does not manage.
-        OSError: a file cannot be written.
+        ConfigInvalid: the composition file is not a YAML sequence (or would not
+            be after), or is not a regular UTF-8 file.
+        ConfigConflict: a row with id ``j-cli``, a ``jcli.ts`` or a SKILL.md that j-cli does not manage.
+        OutputSaveFailed: a file to change is read-only.
     """
     config, plugin, skills = dsh_paths(scope, project)
-    text = read_text_or_none(config)
-    rows = _parse(text or "", config)
+    cur = files.read(config)
+    text = cur.text or ""
+    rows = _parse(text, config)
+    block = find_block(text)
     result: dict[str, Any] = {"host": "dsh", "scope": scope, "config": config, "plugin": plugin}
+    plan = files.Plan()
     if remove:
-        changed = text is not None and has_block(text)
-        if changed:
-            rest = _without_row(text)
+        if block is not None:
+            rest = remove_block(text)
             if _split(_parse(rest, config)) != (_split(rows)[0], []):
                 raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's row; it was left untouched", path=config)
-            if rest:
-                write_text_atomic(config, rest)
+            if rest == "" and block.created:
+                plan.delete(cur, block.dirs)
             else:
-                os.unlink(config)  # j-cli created it
-        result["removed"] = changed
-        result["plugin_removed"] = take_back_plugin(plugin)
-        result["skill_removed"] = remove_skill(skills)
+                plan.write(cur, rest)
+        result["removed"] = block is not None
+        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None)
+        result["skill_removed"] = plan_skill(plan, skills, remove=True)
+        plan.apply()
         return result
-    if not has_block(text or "") and _claims(rows):
+    base = remove_block(text) if block is not None else text
+    others = _split(_parse(base, config))[0] if block is not None else rows
+    if block is None and _claims(rows):
         raise ConfigConflict(
             f"{config} already has a Cordis row with id {ROW_ID!r} that j-cli does not manage; rename or remove it", path=config
         )
     row = plugin_row(scope, plugin)
-    new = _with_row(text or "", rows, _row_yaml(scope, plugin))
-    if _split(_parse(new, config)) != (_split(rows)[0], [row]):
+    created, dirs = (block.created, block.dirs) if block is not None else (cur.text is None, cur.missing_dirs())
+    try:
+        new = _with_row(base, _row_yaml(scope, plugin), _row_flow(scope, plugin), created, dirs)
+        fits = _split(_parse(new, config)) == (others, [row])
+    except ConfigInvalid:
+        fits = False
+    if not fits:
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
     command = jcli_command(scope)
-    plugin_changed = place_plugin("dsh", plugin, command)
-    if new != text:
-        os.makedirs(os.path.dirname(config), exist_ok=True)
-        write_text_atomic(config, new)
-    result.update(row=row, command=command, skill=install_skill(skills), changed=new != text or plugin_changed)
+    plugin_changed = plan_plugin(plan, "dsh", plugin, command)
+    changed = plan.write(cur, new)
+    result.update(row=row, command=command, skill=plan_skill(plan, skills, remove=False), changed=changed or plugin_changed)
+    plan.apply()
     if scope == "project":
         result["warnings"] = [_project_warning(config)]
     return result

@@ -2,15 +2,17 @@
 
 Ordinary exec never edits ``.gitignore``: ``.j-cli/`` carries its own
 ``.gitignore``; this block is for teams who want the rule in the repository.
+A symlinked ``.gitignore`` is edited at its target; ``--remove`` deletes the
+file only when setup created it (the block's ``[+file]``) and nothing else
+was added since.
 """
 
 from __future__ import annotations
 
 import os
 
-from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
-
-from .blocks import has_block, put_block, remove_block
+from . import files
+from .blocks import find_block, put_block, remove_block
 
 __all__ = ["setup_git"]
 
@@ -18,19 +20,26 @@ RULE = "**/.j-cli/"
 
 
 def setup_git(project: str, remove: bool = False) -> dict:
-    """Add (or remove) the managed block in ``<project>/.gitignore``."""
+    """Add (or remove) the managed block in ``<project>/.gitignore``.
+
+    Raises:
+        ConfigInvalid: the file is not a regular UTF-8 file.
+        OutputSaveFailed: the file is read-only.
+    """
     path = os.path.join(project, ".gitignore")
-    text = read_text_or_none(path)
+    cur = files.read(path)
+    plan = files.Plan()
     if remove:
-        changed = text is not None and has_block(text)
-        if changed:
-            new = remove_block(text)
-            if new == "":
-                os.unlink(path)  # we created it
+        block = find_block(cur.text or "")
+        if block is not None:
+            rest = remove_block(cur.text or "")
+            if rest == "" and block.created:
+                plan.delete(cur, block.dirs)
             else:
-                write_text_atomic(path, new)
-        return {"gitignore": path, "removed": changed}
-    new = put_block(text or "", "j-cli outputs", RULE)
-    if new != text:
-        write_text_atomic(path, new)
-    return {"gitignore": path, "rule": RULE, "changed": new != text}
+                plan.write(cur, rest)
+        plan.apply()
+        return {"gitignore": path, "removed": block is not None}
+    new = put_block(cur.text or "", "j-cli outputs", RULE, created=cur.text is None)
+    changed = plan.write(cur, new)
+    plan.apply()
+    return {"gitignore": path, "rule": RULE, "changed": changed}

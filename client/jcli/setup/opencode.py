@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 
+from . import files
 from .command import jcli_command
-from .plugin_file import place_plugin, take_back_plugin
+from .plugin_file import plan_plugin
 
 __all__ = ["opencode_plugin_path", "setup_opencode"]
 
@@ -30,12 +31,16 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
 
     Raises:
         ConfigConflict: a ``jcli.js`` j-cli did not write is in the way.
+        ConfigInvalid: what is there is not a regular UTF-8 file.
+        OutputSaveFailed: it is read-only.
     """
     target = opencode_plugin_path(scope, project)
     result = {"host": "opencode", "scope": scope, "plugin": target}
+    plan = files.Plan()
     if remove:
-        result["removed"] = take_back_plugin(target)
+        result["removed"] = plan_plugin(plan, "opencode", target, None)
     else:
         result["command"] = jcli_command(scope)
-        result["changed"] = place_plugin("opencode", target, result["command"])
+        result["changed"] = plan_plugin(plan, "opencode", target, result["command"])
+    plan.apply()
     return result

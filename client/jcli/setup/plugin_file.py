@@ -2,12 +2,15 @@
 
 The shipped files carry :data:`MARKER`; a file at the target without it was
 not written by j-cli, so it is never replaced or deleted (``CONFIG_CONFLICT``).
+When setup had to create the plugin's directories, the marker line records
+how many (``[+N dirs]``), and taking the plugin back removes them while
+they are empty.
 
 Each shipped file has one line that records how to start j-cli::
 
     const INSTALLED_COMMAND = ["j-cli"] // set by j-cli setup
 
-``place_plugin`` writes the scope's command there (see
+``plan_plugin`` writes the scope's command there (see
 :mod:`jcli.setup.command`): plain ``j-cli`` in a project's shared file, this
 install's absolute interpreter in a user's own.
 """
@@ -15,27 +18,24 @@ install's absolute interpreter in a user's own.
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from jcli_sidecar.errors import ConfigConflict
-from jcli_sidecar.fileio import read_text_or_none, write_text_atomic
 
-__all__ = ["MARKER", "place_plugin", "render_plugin", "take_back_plugin"]
+from . import files
+
+__all__ = ["MARKER", "plan_plugin", "render_plugin"]
 
 MARKER = "// managed by j-cli setup"
 _COMMAND_LINE = re.compile(r"^(const INSTALLED_COMMAND\b[^=\n]*= ).*( // set by j-cli setup)$", re.M)
+_MARKER_LINE = re.compile(r"^.*" + re.escape(MARKER) + r".*$", re.M)
 
 
-def _ours_or_absent(target: str) -> str | None:
-    current = read_text_or_none(target)
-    if current is not None and MARKER not in current:
-        raise ConfigConflict(f"{target} exists and was not written by j-cli; move it away first", path=target)
-    return current
+def render_plugin(host: str, command: list[str], dirs: int = 0) -> str:
+    """The shipped plugin for ``host`` with ``command`` recorded as how to start j-cli.
 
-
-def render_plugin(host: str, command: list[str]) -> str:
-    """The shipped plugin for ``host`` with ``command`` recorded as how to start j-cli."""
+    ``dirs`` (the directories setup created for it) goes on the marker line.
+    """
     from jcli.plugins import plugin_path
 
     with open(plugin_path(host), encoding="utf-8") as fh:
@@ -43,31 +43,33 @@ def render_plugin(host: str, command: list[str]) -> str:
     rendered, count = _COMMAND_LINE.subn(lambda m: m.group(1) + json.dumps(command) + m.group(2), shipped)
     if count != 1:
         raise AssertionError(f"the shipped {host} plugin must hold exactly one INSTALLED_COMMAND line")
+    if dirs:
+        rendered = _MARKER_LINE.sub(lambda m: m.group(0) + files.dirs_mark(dirs), rendered, count=1)
     return rendered
 
 
-def place_plugin(host: str, target: str, command: list[str]) -> bool:
-    """Write the shipped plugin for ``host`` at ``target``, recording ``command``; True when it changed.
+def _dirs(text: str) -> int:
+    match = _MARKER_LINE.search(text)
+    return (files.dirs_recorded(match.group(0)) or 0) if match else 0
+
+
+def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | None) -> bool:
+    """Plan writing ``host``'s plugin at ``target`` recording ``command``, or (``command`` None) deleting it.
+
+    Returns whether anything changes.
 
     Raises:
         ConfigConflict: a file j-cli did not write is in the way.
+        ConfigInvalid: what is there is not a regular UTF-8 file.
+        OutputSaveFailed: it is read-only.
     """
-    current = _ours_or_absent(target)
-    shipped = render_plugin(host, command)
-    if current == shipped:
-        return False
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    write_text_atomic(target, shipped)
-    return True
-
-
-def take_back_plugin(target: str) -> bool:
-    """Delete j-cli's plugin file at ``target``; True when there was one.
-
-    Raises:
-        ConfigConflict: the file there was not written by j-cli.
-    """
-    if _ours_or_absent(target) is None:
-        return False
-    os.unlink(target)
-    return True
+    cur = files.read(target)
+    if cur.text is not None and MARKER not in cur.text:
+        raise ConfigConflict(f"{target} exists and was not written by j-cli; move it away first", path=target)
+    if command is None:
+        if cur.text is None:
+            return False
+        plan.delete(cur, _dirs(cur.text))
+        return True
+    dirs = cur.missing_dirs() if cur.text is None else _dirs(cur.text)
+    return plan.write(cur, render_plugin(host, command, dirs))

@@ -1,21 +1,31 @@
-"""The j-cli skill installed for agents (Codex and Claude Code read SKILL.md)."""
+"""The j-cli skill installed for agents (Codex and Claude Code read SKILL.md).
+
+``<skills>/j-cli/SKILL.md`` is j-cli's when it carries :data:`MARKER`; a
+``SKILL.md`` there without it is the user's own: ``CONFIG_CONFLICT``, never
+overwritten or deleted. The marker line records how many directories setup
+created for the file (``[+N dirs]``), which ``--remove`` takes back while
+they are empty.
+"""
 
 from __future__ import annotations
 
 import os
 
-from jcli_sidecar.fileio import write_text_atomic
+from jcli_sidecar.errors import ConfigConflict
 
-__all__ = ["MARKER", "SKILL_MD", "install_skill", "remove_skill"]
+from . import files
 
-MARKER = "<!-- managed by j-cli setup; reinstalled by it -->"
+__all__ = ["MARKER", "SKILL_MD", "plan_skill", "render_skill"]
 
-SKILL_MD = f"""---
+#: What marks j-cli's SKILL.md (the start of its marker line).
+MARKER = "<!-- managed by j-cli setup"
+_MARKER_LINE = MARKER + "; reinstalled by it{dirs} -->"
+
+SKILL_MD = """---
 name: j-cli
 description: Run Python in a Jupyter kernel with j-cli and read saved notebook or run outputs (text, HTML, images) one at a time.
 ---
-{MARKER}
-
+{marker}
 # j-cli
 
 **Run code** in a kernel session (`j-cli session create -n main` once):
@@ -23,7 +33,7 @@ description: Run Python in a Jupyter kernel with j-cli and read saved notebook o
 - Inline: `j-cli -j exec main -c 'CODE'`. Short text comes back in `text`. Rich
   outputs (images, HTML, JSON) are kept as real files in
   `<cwd>/.j-cli/outputs/<run-id>/`; the result lists them as
-  `{{type, output_index, mime, path, bytes}}` plus `run.run_id`.
+  `{type, output_index, mime, path, bytes}` plus `run.run_id`.
 - Notebook: `j-cli -j exec main -f analysis.ipynb` (or a py:percent
   `analysis.py`, optionally `--cell 2:5`). Outputs go into the notebook only;
   one JSON line per cell, then a summary.
@@ -43,31 +53,39 @@ description: Run Python in a Jupyter kernel with j-cli and read saved notebook o
 runs older than 7 days, or beyond the newest 50, are deleted automatically
 (`j-cli output clean --dry-run` shows what would go). Copy what you need to
 keep, or run the code in a notebook.
+
 """
 
 
-def install_skill(skills_dir: str) -> str:
-    """Write ``<skills_dir>/j-cli/SKILL.md``; returns its path."""
-    target = os.path.join(skills_dir, "j-cli")
-    os.makedirs(target, exist_ok=True)
-    path = os.path.join(target, "SKILL.md")
-    write_text_atomic(path, SKILL_MD)
+def render_skill(dirs: int = 0) -> str:
+    """The SKILL.md setup writes, recording ``dirs`` directories it created."""
+    return SKILL_MD.replace("{marker}", _MARKER_LINE.format(dirs=files.dirs_mark(dirs, always=True)), 1)
+
+
+def plan_skill(plan: files.Plan, skills_dir: str, remove: bool) -> str | bool:
+    """Plan installing ``<skills_dir>/j-cli/SKILL.md`` (its path) or removing it (whether it was there).
+
+    Raises:
+        ConfigConflict: a SKILL.md j-cli did not write is there.
+        ConfigInvalid: what is there is not a regular UTF-8 file.
+        OutputSaveFailed: it is read-only.
+    """
+    path = os.path.join(skills_dir, "j-cli", "SKILL.md")
+    cur = files.read(path)
+    if cur.text is not None and MARKER not in cur.text:
+        raise ConfigConflict(f"{path} exists and was not written by j-cli; move it away first", path=path)
+    if remove:
+        if cur.text is None:
+            return False
+        plan.delete(cur, _dirs(cur.text))
+        return True
+    plan.write(cur, render_skill(cur.missing_dirs() if cur.text is None else _dirs(cur.text)))
     return path
 
 
-def remove_skill(skills_dir: str) -> bool:
-    """Delete our SKILL.md (only if it carries our marker) and its empty folder."""
-    target = os.path.join(skills_dir, "j-cli")
-    path = os.path.join(target, "SKILL.md")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            if MARKER not in fh.read():
-                return False
-    except OSError:
-        return False
-    os.unlink(path)
-    try:
-        os.rmdir(target)
-    except OSError:
-        pass
-    return True
+def _dirs(text: str) -> int:
+    """The directories our SKILL.md records; one (its folder) for an earlier j-cli's, which always made it."""
+    start = text.index(MARKER)
+    end = text.find("\n", start)
+    recorded = files.dirs_recorded(text[start : end if end >= 0 else len(text)])
+    return 1 if recorded is None else recorded
