@@ -110,6 +110,24 @@ def test_claude_lists_and_gets_our_server_and_its_health_check_connects(host_bin
     assert_nothing_listed(host_bin, home, project)
 
 
+def test_claude_loads_our_server_from_a_hand_formatted_config_and_remove_keeps_its_entry(host_bin, tmp_path, monkeypatch):
+    """A 4-space ~/.claude.json whose project entry has its own ``"mcpServers": {}``: setup edits it as text."""
+    home, project = dirs(tmp_path, monkeypatch)
+    config = home / ".claude.json"
+    key = os.path.realpath(project)
+    config.write_text(json.dumps({"projects": {key: {"allowedTools": [], "mcpServers": {}}}}, indent=4))
+    done = run_cli("-j", "setup", "claude", "--local", cwd=project)
+    assert done.returncode == 0, done.stderr
+    server = done.json()["server"]
+    line = listed(claude(host_bin, home, "mcp", "list", cwd=project))
+    assert line == f"jcli: {server['command']} {' '.join(server['args'])} - {CONNECTED}"
+    removed = run_cli("-j", "setup", "claude", "--local", "--remove", cwd=project)
+    assert removed.returncode == 0 and removed.json()["removed"] is True, removed.stderr
+    assert_nothing_listed(host_bin, home, project)
+    entry = json.loads(config.read_text())["projects"][key]  # Claude Code may have added keys of its own by now
+    assert entry["mcpServers"] == {} and entry["allowedTools"] == []
+
+
 def approve(home, project, how):
     """What an interactive ``claude`` records when the user trusts the folder and approves the server."""
     config = home / ".claude.json"

@@ -53,15 +53,25 @@ def codex(bin_dir, home, *args, cwd=None):
     return subprocess.run([str(bin_dir / "codex"), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
 
 
-def test_codex_lists_our_server_exactly_as_configured(host_bin, tmp_path, monkeypatch):
+#: A config whose servers are an inline table: setup puts its table inside it (a [mcp_servers.jcli] header may not extend it).
+INLINE_SERVERS = "mcp_servers = { docs = { command = 'docs-mcp', args = ['--stdio'] } }  # mine\n"
+
+
+@pytest.mark.parametrize("before", [None, INLINE_SERVERS], ids=["no-config", "inline-servers"])
+def test_codex_lists_our_server_exactly_as_configured(host_bin, tmp_path, monkeypatch, before):
     home = tmp_path / "home"
     (home / ".codex").mkdir(parents=True)
+    config = home / ".codex" / "config.toml"
+    if before is not None:
+        config.write_text(before)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     assert run_cli("setup", "codex", cwd=tmp_path).returncode == 0
     listed = json.loads(codex(host_bin, home, "mcp", "list", "--json").stdout)
     ours = [entry for entry in listed if entry["name"] == "jcli"]
     assert len(ours) == 1, listed
+    if before is not None:  # Codex still sees the user's own server beside ours
+        assert [entry["transport"]["command"] for entry in listed if entry["name"] == "docs"] == ["docs-mcp"], listed
     transport = ours[0]["transport"]
     configured = run_cli("-j", "setup", "codex", cwd=tmp_path).json()["server"]
     assert transport["command"] == configured["command"] and transport["args"] == configured["args"]
@@ -70,6 +80,7 @@ def test_codex_lists_our_server_exactly_as_configured(host_bin, tmp_path, monkey
     assert run_cli("setup", "codex", "--remove", cwd=tmp_path).returncode == 0
     after = json.loads(codex(host_bin, home, "mcp", "list", "--json").stdout)
     assert all(entry["name"] != "jcli" for entry in after)
+    assert (config.read_text() if config.exists() else None) == before
 
 
 # -- codex app-server --------------------------------------------------------
