@@ -568,7 +568,7 @@ def nobody_python():
 
     if shutil.which("setpriv") is None:
         pytest.fail("setpriv is needed to drop privileges for the permission tests")
-    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-setup-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-setup-"))
     try:
         libs = base / "lib"
         libs.mkdir()
@@ -602,7 +602,7 @@ def nobody_python():
 
 @pytest.fixture
 def nobody_world():
-    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-world-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-world-"))
     try:
         base.chmod(0o755)
         world = World(base / "w")
