@@ -22,6 +22,7 @@ The tree::
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
+    ├── Interrupted                   INTERRUPTED (SIGINT or SIGTERM stopped an exec)
     ├── RendererUnavailable           RENDERER_UNAVAILABLE (the [svg] extra is not installed)
     ├── RenderFailed                  RENDER_FAILED (rendering or fitting failed or hit a cap)
     ├── ImageTooLarge                 IMAGE_TOO_LARGE (over the pixel cap, or cannot fit the limits)
@@ -54,6 +55,7 @@ __all__ = [
     "HOST_PLUGIN_CODES",
     "ImageTooLarge",
     "InternalError",
+    "Interrupted",
     "InvalidWindow",
     "JcliError",
     "KernelDied",
@@ -80,6 +82,7 @@ __all__ = [
     "Timeout",
     "UsageError",
     "error_from_code",
+    "internal_error",
 ]
 
 
@@ -198,6 +201,12 @@ class Timeout(JcliError, TimeoutError):
     code = "TIMEOUT"
 
 
+class Interrupted(JcliError):
+    """A signal (SIGINT, SIGTERM) stopped ``j-cli exec``; ``details["signal"]`` names it."""
+
+    code = "INTERRUPTED"
+
+
 class RendererUnavailable(JcliError):
     code = "RENDERER_UNAVAILABLE"
 
@@ -240,6 +249,19 @@ class SidecarUnavailable(SidecarError):
 
 class InternalError(JcliError):
     code = "INTERNAL_ERROR"
+
+
+def internal_error(exc: BaseException) -> InternalError:
+    """The coded stand-in for an unexpected exception (a bug): its type only, the exception kept as the cause.
+
+    Example:
+        >>> err = internal_error(OverflowError("timeout too large"))
+        >>> err.code, err.message, type(err.__cause__).__name__
+        ('INTERNAL_ERROR', 'j-cli failed unexpectedly (OverflowError); please report it', 'OverflowError')
+    """
+    err = InternalError(f"j-cli failed unexpectedly ({type(exc).__name__}); please report it")
+    err.__cause__ = exc
+    return err
 
 
 def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:

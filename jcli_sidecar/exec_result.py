@@ -64,6 +64,7 @@ def build_result(
     kernel_id: str,
     stored: list[dict[str, Any]] | None = None,
     run: dict[str, Any] | None = None,
+    partial: bool = False,
 ) -> dict[str, Any]:
     """The exec document printed in JSON mode.
 
@@ -72,6 +73,12 @@ def build_result(
     item per stored payload file (``{type, output_index, mime, path, bytes}``;
     images are ``type: "image"``) or else a text summary; bounded too.
     ``run`` names the stored run (``run_id``, ``manifest``) when there is one.
+
+    ``partial`` is for a run cut short (a timeout, the kernel dying, a
+    signal, a failure of j-cli's own): the document is what was captured
+    until then, with ``status: "error"`` and ``partial: true``. Output the
+    server dropped (its IOPub rate limit) makes ``truncated`` true, with a
+    note.
 
     Example:
         >>> from jcli_sidecar.kernel_client import ExecutionResult
@@ -93,7 +100,7 @@ def build_result(
         items.extend(by_output.get(i) or [_item(i, out)])
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "status": "error" if result.status == "error" else "ok",
+        "status": "error" if partial or result.status == "error" else "ok",
         "session_id": session_id,
         "kernel_id": kernel_id,
         "execution_count": result.execution_count,
@@ -106,12 +113,19 @@ def build_result(
         left_out.append(f"{len(full) - TEXT_BUDGET} more characters of text")
     if len(items) > ITEM_BUDGET:
         left_out.append(f"{len(items) - ITEM_BUDGET} more outputs")
+    if partial:
+        doc["partial"] = True
     if run is not None:
         doc["run"] = run
+    notices = []
     if left_out:
-        doc["truncated"] = True
         where = f"; the full record: j-cli output show {run['run_id']}" if run else ""
-        doc["truncation_notice"] = "left out: " + " and ".join(left_out) + where
+        notices.append("left out: " + " and ".join(left_out) + where)
+    if result.rate_limited:
+        notices.append("the Jupyter Server dropped output (its IOPub rate limit); no record holds it")
+    if notices:
+        doc["truncated"] = True
+        doc["truncation_notice"] = "; ".join(notices)
     if result.status == "error" and result.error:
         doc["error"] = result.error
     if result.notes:

@@ -211,6 +211,15 @@ class WebSocket:
         self._reader = reader
         self.closed = False
 
+    def fileno(self) -> int:
+        """The socket's descriptor (for ``select``; see :meth:`buffered`)."""
+        return self.sock.fileno()
+
+    def buffered(self) -> bool:
+        """True when bytes already read (or decrypted) wait here: ``select`` on the socket would not see them."""
+        pending = getattr(self.sock, "pending", None)  # an SSL socket's decrypted bytes
+        return bool(self._reader.buf) or bool(pending is not None and pending())
+
     def send_text(self, text: str) -> None:
         self._send(0x1, text.encode("utf-8"))
 
