@@ -3,7 +3,9 @@
 nbformat costs seconds to import next to jupyter_server, so j-cli writes the
 same bytes itself: ``json.dumps(indent=1, sort_keys=True,
 ensure_ascii=False)`` with multi-line strings split into lists of lines, as
-nbformat's v4 writer does. Tests validate the results with nbformat.
+nbformat's v4 writer does. Tests validate the results with nbformat. A
+lone surrogate (valid JSON as ``\\ud800``, not encodable as UTF-8) is
+written back as that escape, so every notebook j-cli can read it can write.
 
 Every write is a temp file in the same directory plus a rename, keeping the
 notebook's file mode, so a reader never sees half a notebook.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 
 from .fileio import write_text_atomic
 from .notebook import RawNumber, parse_notebook, read_file_bytes
@@ -26,6 +29,8 @@ __all__ = ["dumps_notebook", "new_cell", "new_notebook", "read_for_update", "wri
 
 #: MIME values nbformat stores as lists of lines (besides every text/*).
 _SPLIT_MIMES = frozenset({"application/javascript", "image/svg+xml"})
+#: A surrogate code point left alone in a str (the JSON decoder pairs the valid ones).
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _lines(value: Any) -> Any:
@@ -59,7 +64,12 @@ def dumps_notebook(nb: dict[str, Any]) -> str:
 
     A :class:`~jcli_sidecar.notebook.RawNumber` is written back exactly as it
     was read, so a number no float holds never turns into ``Infinity``,
-    which strict JSON parsers reject.
+    which strict JSON parsers reject. A lone surrogate is escaped as JSON
+    does, so a notebook holding one (valid JSON) can be written back.
+
+    Example:
+        >>> dumps_notebook({"cells": [], "metadata": {"odd": "a\\ud800b"}}).splitlines()[3]
+        '  "odd": "a\\\\ud800b"'
     """
     raw: list[str] = []
     nonce = os.urandom(8).hex()
@@ -73,7 +83,8 @@ def dumps_notebook(nb: dict[str, Any]) -> str:
     text = json.dumps(_split(nb), sort_keys=True, indent=1, ensure_ascii=False, default=placeholder)
     for index, number in enumerate(raw):
         text = text.replace(f'"jcli-raw-number-{nonce}-{index}"', number, 1)
-    return text + "\n"
+    # Outside strings JSON is ASCII, so a surrogate here sits inside a string: escape it as JSON does.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text + "\n")
 
 
 def new_cell(cell_type: str, source: str, cell_id: str | None) -> dict[str, Any]:
