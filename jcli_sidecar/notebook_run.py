@@ -10,20 +10,28 @@ overwritten. A long cell's partial outputs are saved every
 :attr:`RunOptions.checkpoint_seconds`. A ``.py`` pair first brings its
 ``.ipynb`` in line (``pairsync``).
 
+Everything a write-back needs (the notebook encodes, its directory takes a
+new file, the runtime dir and the lock are usable) is tried in
+:meth:`NotebookRun.prepare`, before any code is sent. A cell cut short
+(``TIMEOUT``, ``KERNEL_DIED``, ``INTERRUPTED``) gets the outputs it
+produced until then, never stale ones, and no ``running`` mark; its error
+line says ``executed: true`` and carries them as ``result``.
+
 The run prints nothing: callers attach hooks (the CLI prints JSON lines or
 live output; a sidecar could hold the kernel connection and stream).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
-from .errors import CellNotFound, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError
+from .errors import CellNotFound, Interrupted, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError, internal_error
 from .exec_result import build_result
-from .kernel_client import ExecutionResult, KernelConnection
+from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
-from .nbwrite import read_for_update, write_notebook
+from .nbwrite import dumps_notebook, read_for_update, write_notebook
 from .notebook import join_text
 from .pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
 from .protocol import SCHEMA_VERSION
@@ -35,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .jupyter_api import JupyterServer
-    from .kernel_client import OutputEvent
+    from .kernel_client import OutputEvent, StopSwitch
 
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
     Hook = Callable[..., None]
@@ -121,7 +129,8 @@ class RunOptions:
         cells: the cells to run, as ``N``, ``A:B`` (B excluded), ``A:`` or
             ``:B`` (:func:`parse_cell_spec`); None runs every cell.
         timeout: seconds per cell before the kernel is interrupted
-            (``TIMEOUT``); None waits forever.
+            (``TIMEOUT``); None waits forever. Checked at once
+            (``kernel_client.check_timeout``).
         checkpoint_seconds: how often a running cell's partial outputs are
             saved into the notebook; 0 saves on every output.
         kernel_name: the kernelspec a notebook created for a pair records.
@@ -145,7 +154,7 @@ class RunOptions:
         py_wins: bool = False,
     ) -> None:
         self.cells = cells
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self.checkpoint_seconds = checkpoint_seconds
         self.kernel_name = kernel_name
         self.py_wins = py_wins
@@ -168,7 +177,9 @@ class NotebookRun:
       result too (``line["status"] == "error"``); the run stops after it.
     - ``on_cell_error(cell_index, line, error)``: j-cli could not run the cell
       or save its outputs; ``error`` is the coded :class:`JcliError` and
-      ``line`` its document. The run stops.
+      ``line`` its document (``executed`` says whether the code was sent;
+      once it was, ``result`` is what the cell printed, ``partial: true``
+      when it was cut short). The run stops.
 
     Every cell that starts ends in exactly one of the last two. Unlike
     nbclient, ``on_cell_error`` is not about the code raising: that is a
@@ -192,6 +203,8 @@ class NotebookRun:
         "summary",
         "_chosen",
         "_py_to_nb",
+        "_stop",
+        "sent",
     )
 
     def __init__(self, path: str, options: RunOptions | None = None) -> None:
@@ -206,11 +219,15 @@ class NotebookRun:
         self.summary: dict[str, Any] = {}
         self._chosen: list[int] = []
         self._py_to_nb: list[int] | None = None
+        self._stop: StopSwitch | None = None
+        #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
+        self.sent = False
 
-    def execute(self, server: JupyterServer, session: dict[str, Any]) -> dict[str, Any]:
+    def execute(self, server: JupyterServer, session: dict[str, Any], *, stop: StopSwitch | None = None) -> dict[str, Any]:
         """Prepare, then run the chosen cells over one connection to the session's kernel.
 
-        ``session`` is a session summary (``id``, ``kernel_id``).
+        ``session`` is a session summary (``id``, ``kernel_id``); ``stop``
+        (a ``kernel_client.StopSwitch``) lets a signal interrupt the run.
 
         Returns:
             The summary document.
@@ -221,8 +238,9 @@ class NotebookRun:
                 ``on_cell_error`` and into the summary.
         """
         self.prepare()
+        stall_point("prepared")
         with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
-            return self.run_cells(kernel, session["id"])
+            return self.run_cells(kernel, session["id"], stop=stop)
 
     def prepare(self) -> dict[str, Any]:
         """Bring a pair's notebook in line, read the notebook and choose the cells.
@@ -232,10 +250,13 @@ class NotebookRun:
 
         Raises:
             UsageError, CellNotFound: a bad ``cells`` spec.
-            OutputSaveFailed: a pair's notebook could not be written.
+            OutputSaveFailed: a pair's notebook could not be written, or the
+                notebook could not be written back (``executed: false``).
+            RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
         self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
         self._chosen = parse_cell_spec(self.options.cells, len(self.nb["cells"]))
+        _check_writable(self.nb_path, self.nb)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
             "status": "ok",
@@ -247,21 +268,28 @@ class NotebookRun:
             self.summary["sync"] = report
         return self.summary
 
-    def run_cells(self, kernel: KernelConnection, session_id: str) -> dict[str, Any]:
+    def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
         """Run the prepared cells in order over ``kernel``, each written back as it finishes.
 
-        Stops at the first cell that raised or failed.
+        Stops at the first cell that raised or failed, and when ``stop`` was
+        tripped (the summary then says ``code: "INTERRUPTED"``).
 
         Returns:
             The summary document.
         """
+        self._stop = stop
         for requested in self._chosen:
             index = self._py_to_nb[requested] if self._py_to_nb is not None else requested
             cell = self.nb["cells"][index]
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
+            if stop is not None and stop.count:  # a signal between cells: the next one does not start
+                self.summary.setdefault("stopped_at", requested)
+                break
             if not self._run_cell(kernel, session_id, requested, index):
                 break
+        if stop is not None and stop.count:
+            self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
         return self.summary
 
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
@@ -271,19 +299,27 @@ class NotebookRun:
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
+        result = ExecutionResult()
         try:
             checkpoint = _Checkpoint(target, self.options.checkpoint_seconds, self.on_output)
-            result = kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint)
+            kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
+        except Exception as exc:
+            err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
+                self.sent = True
+                try:
+                    target.write_back(result)
+                except Exception as save_exc:
+                    save_error = save_exc if isinstance(save_exc, JcliError) else internal_error(save_exc)
+                    err.details["save_error"] = {"code": save_error.code, "message": save_error.message}
+            return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
+        self.sent = True
+        try:
             target.write_back(result)
-        except JcliError as err:
-            line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
-            line.update({k: v for k, v in err.details.items() if k not in line})
-            failed = self.summary["cells_failed"] + 1
-            self.summary.update(status="error", cells_failed=failed, stopped_at=cell_index, code=err.code)
-            if self.on_cell_error is not None:
-                self.on_cell_error(cell_index=cell_index, line=line, error=err)
-            return False
-        doc = build_result(result, session_id=session_id, kernel_id=kernel.kernel_id)
+            doc = build_result(result, session_id=session_id, kernel_id=kernel.kernel_id)
+        except Exception as exc:
+            err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=False)
         line = {**line, **doc}
         self.summary["cells_run"] += 1
         if self.on_cell_complete is not None:
@@ -292,6 +328,75 @@ class NotebookRun:
             self.summary.update(status="error", cells_failed=self.summary["cells_failed"] + 1, stopped_at=cell_index)
             return False
         return True
+
+    def _cell_failed(
+        self, line: dict[str, Any], err: JcliError, result: ExecutionResult, session_id: str, kernel_id: str, *, partial: bool
+    ) -> bool:
+        """Report a cell j-cli could not run or save (``on_cell_error``); False stops the run."""
+        if result.sent:
+            err.details.update(executed=True, result=build_result(result, session_id=session_id, kernel_id=kernel_id, partial=partial))
+        else:
+            err.details.setdefault("executed", False)
+        line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
+        line.update({k: v for k, v in err.details.items() if k not in line})
+        failed = self.summary["cells_failed"] + 1
+        self.summary.update(status="error", cells_failed=failed, stopped_at=line["cell_index"], code=err.code)
+        if self.on_cell_error is not None:
+            self.on_cell_error(cell_index=line["cell_index"], line=line, error=err)
+        return False
+
+
+def _check_writable(nb_path: str, nb: dict[str, Any]) -> None:
+    """Try everything a write-back needs, before any code is sent.
+
+    The notebook must encode as it stands (nothing in it the writer cannot
+    write), the runtime dir must be safe and the write-back lock takeable,
+    and the notebook's directory must take a new file (the temp file of the
+    atomic replace).
+
+    Raises:
+        OutputSaveFailed: any of these fails (``executed: false``).
+        RuntimeDirUnsafe: the runtime dir is unsafe (``executed: false``).
+    """
+    import tempfile
+
+    try:
+        dumps_notebook(nb).encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise OutputSaveFailed(
+            f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
+        ) from None
+    with _write_lock(nb_path, executed=False):
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            folder = os.path.dirname(nb_path)
+            raise OutputSaveFailed(f"cannot write into {folder}: {exc.strerror or exc}; nothing was run", executed=False) from None
+
+
+@contextlib.contextmanager
+def _write_lock(nb_path: str, *, executed: bool):
+    """Hold the notebook's write-back lock; a runtime dir or lock that cannot be used is a coded error.
+
+    Raises:
+        RuntimeDirUnsafe: the runtime dir is unsafe.
+        OutputSaveFailed: the lock cannot be created or taken.
+        (Both with ``executed`` as given.)
+    """
+    try:
+        held = notebook_lock(ensure_runtime_dir(create=True), nb_path)
+        held.__enter__()
+    except JcliError as err:
+        err.details.setdefault("executed", executed)
+        raise
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {nb_path}: {exc.strerror or exc}", executed=executed) from None
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
 
 
 def _open_notebook(
@@ -313,7 +418,7 @@ def _open_notebook(
     real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
     nb_path = paired_notebook_path(real)
-    with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+    with _write_lock(nb_path, executed=False):
         current = read_for_update(nb_path) if os.path.exists(nb_path) else None
         plan = plan_sync(py_cells, current, kernel_name)
         if not py_wins:
@@ -325,6 +430,8 @@ def _open_notebook(
                 write_notebook(nb_path, synced)
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
+            except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
+                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__}); nothing was run", executed=False) from None
     return nb_path, synced, py_to_nb, report
 
 
@@ -350,7 +457,7 @@ class _CellTarget:
             OutputSaveFailed: the notebook could not be written.
         """
         nb_path = self.nb_path
-        with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+        with _write_lock(nb_path, executed=True):
             nb = read_for_update(nb_path)
             cells = nb["cells"]
             index = self.index
@@ -373,10 +480,13 @@ class _CellTarget:
                 cell.setdefault("metadata", {})["jcli"] = {"running": True}
             elif isinstance(cell.get("metadata"), dict):
                 cell["metadata"].pop("jcli", None)
+            stall_point("write-back:checkpoint" if result.partial else "write-back:final")
             try:
                 write_notebook(nb_path, nb)
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
+            except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
+                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
 
 
 class _Checkpoint:
@@ -405,5 +515,5 @@ class _Checkpoint:
             self.last = now
             try:
                 self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
-            except JcliError:
+            except Exception:  # the final write-back reports what is wrong
                 pass
