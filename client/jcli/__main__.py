@@ -6,16 +6,27 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run j-cli with ``argv`` (default: the process arguments)."""
+    """Run j-cli with ``argv`` (default: the process arguments).
+
+    Ctrl-C outside a command's own handling (``exec`` interrupts its kernel
+    itself) ends with the coded ``INTERRUPTED`` and status 130, never a traceback.
+    """
     args = sys.argv[1:] if argv is None else argv
-    from .fastpath import try_run
+    try:
+        from .fastpath import try_run
 
-    code = try_run(args)
-    if code is not None:
-        return code
-    from .cli import run_click
+        code = try_run(args)
+        if code is not None:
+            return code
+        from .cli import run_click
 
-    return run_click(args)
+        return run_click(args)
+    except KeyboardInterrupt:
+        from jcli_sidecar.errors import Interrupted
+
+        from . import emit
+
+        return emit.error(Interrupted("stopped by SIGINT", signal="SIGINT"), any(arg in ("-j", "--json") for arg in args))
 
 
 if __name__ == "__main__":

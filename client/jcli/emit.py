@@ -2,8 +2,9 @@
 
 JSON mode: one compact document on stdout, exit 0; a failure is an error
 envelope on stderr, exit 1; a usage error (``UsageError`` and every error
-class under it, such as ``INVALID_WINDOW``) exits 2. Human mode prints
-readable text and never base64.
+class under it, such as ``INVALID_WINDOW``) exits 2; ``INTERRUPTED`` exits
+128 plus the signal's number (130 for SIGINT, 143 for SIGTERM). Human mode
+prints readable text and never base64.
 """
 
 from __future__ import annotations
@@ -26,26 +27,43 @@ EXIT_USAGE = 2
 
 def unexpected(exc: BaseException, json_mode: bool) -> int:
     """A bug, not bad input: one coded line (a traceback only with JCLI_DEBUG=1)."""
+    from jcli_sidecar.errors import internal_error
+
+    return error(internal_error(exc), json_mode)
+
+
+def _debug_traceback(err: JcliError) -> None:
+    """With JCLI_DEBUG=1, the traceback of the bug behind an ``INTERNAL_ERROR``."""
     import os
 
     from jcli_sidecar.errors import InternalError
 
-    if os.environ.get("JCLI_DEBUG"):
+    if isinstance(err, InternalError) and err.__cause__ is not None and os.environ.get("JCLI_DEBUG"):
         import traceback
 
-        traceback.print_exception(exc)
-    return error(InternalError(f"j-cli failed unexpectedly ({type(exc).__name__}); please report it"), json_mode)
+        traceback.print_exception(err.__cause__)
 
 
 def exit_code(err: JcliError) -> int:
-    """By error class: 2 for a usage error (any ``UsageError``), 1 for every other failure.
+    """By error class: 2 for a usage error (any ``UsageError``), 128 + N for ``INTERRUPTED`` by signal N, else 1.
 
     Example:
-        >>> from jcli_sidecar.errors import InvalidWindow, OutputNotFound
+        >>> from jcli_sidecar.errors import Interrupted, InvalidWindow, OutputNotFound
         >>> exit_code(InvalidWindow("limit must be >= 1")), exit_code(OutputNotFound("no output 3"))
         (2, 1)
+        >>> exit_code(Interrupted("stopped", signal="SIGINT")), exit_code(Interrupted("stopped", signal="SIGTERM"))
+        (130, 143)
     """
-    return EXIT_USAGE if isinstance(err, UsageError) else EXIT_FAILURE
+    if isinstance(err, UsageError):
+        return EXIT_USAGE
+    if err.code == "INTERRUPTED":
+        import signal
+
+        try:
+            return 128 + signal.Signals[str(err.details.get("signal"))].value
+        except KeyError:
+            return 128 + signal.SIGINT.value
+    return EXIT_FAILURE
 
 
 def _write(stream, data: bytes) -> None:
@@ -73,6 +91,7 @@ def document(doc: dict[str, Any], json_mode: bool) -> int:
 
 def error(err: JcliError, json_mode: bool) -> int:
     """Print a failure on stderr; returns the exit code."""
+    _debug_traceback(err)
     if json_mode:
         _write(sys.stderr, dump_json(error_envelope(err)) + b"\n")
     else:
@@ -82,19 +101,20 @@ def error(err: JcliError, json_mode: bool) -> int:
 
 
 def live_output(event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
-    """Human mode's ``on_output`` hook: show outputs as they arrive (stream text chunk by chunk)."""
+    """Human mode's ``on_output`` hook: show outputs as they arrive (stream text chunk by chunk).
+
+    A reader that went away (``| head``) stops the showing, never the run.
+    """
     from jcli_sidecar.exec_result import output_text
 
     kind = output.get("output_type")
     if chunk is not None:
-        sys.stdout.write(chunk)
-        sys.stdout.flush()
+        _write(sys.stdout, chunk.encode("utf-8", "backslashreplace"))
         return
     if event != "append":
         return
     if kind == "error":
-        sys.stderr.write("\n".join(output.get("traceback") or []) + "\n")
+        _write(sys.stderr, ("\n".join(output.get("traceback") or []) + "\n").encode("utf-8", "backslashreplace"))
     else:
         text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+        _write(sys.stdout, (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace"))

@@ -5,14 +5,23 @@ Inline code (``--code``, or a plain ``.py``) keeps rich outputs in
 ``x.py``) write outputs into the notebook only. The options are one table,
 :data:`EXEC_OPTIONS`, from which both the lean fast path and the click
 command are built.
+
+Everything that can fail is checked before code goes to the kernel. From
+then on every failure (``TIMEOUT``, ``KERNEL_DIED``, ``INTERRUPTED``, a
+save that failed, a bug) is an error envelope with ``executed: true`` and
+``result``: the bounded document of what was captured, ``partial: true``
+when the run was cut short, and its stored run when the outputs were rich
+or long, as for a normal run. SIGINT and SIGTERM interrupt the kernel and
+exit 130 and 143 (:class:`~jcli_sidecar.kernel_client.StopSwitch`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
-from jcli_sidecar.errors import JcliError, UsageError
+from jcli_sidecar.errors import JcliError, UsageError, internal_error
 
 from . import emit
 from .read_options import ReadOption
@@ -39,7 +48,13 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         "FILE",
     ),
     ReadOption(("--cell",), "cell_spec", "str", "Notebook cells to run: N, A:B (B excluded), A: or :B.", "SPEC"),
-    ReadOption(("--timeout",), "timeout", "float", "Seconds per cell before the kernel is interrupted (TIMEOUT).", "S"),
+    ReadOption(
+        ("--timeout",),
+        "timeout",
+        "float",
+        "Seconds per cell (> 0, at most 30 days) before the kernel is interrupted (TIMEOUT).",
+        "S",
+    ),
     ReadOption(
         ("--py-wins",),
         "py_wins",
@@ -72,58 +87,124 @@ def run_exec(
     py_wins: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
+    from jcli_sidecar.kernel_client import StopRequested, StopSwitch
+
+    stop = StopSwitch()
     try:
-        if timeout is not None and not timeout > 0:
-            raise UsageError("--timeout must be a positive number of seconds")
+        with _signals(stop):
+            return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, stop)
+    except StopRequested:  # a signal before any code was sent: nothing ran
+        return emit.error(stop.interrupted("stopped before any code ran", executed=False), json_mode)
+    finally:
+        stop.close()
+
+
+@contextlib.contextmanager
+def _signals(stop):
+    """SIGINT and SIGTERM go to ``stop`` for the duration (main thread only; elsewhere nothing changes)."""
+    import signal
+
+    saved = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            saved[signum] = signal.signal(signum, stop.handle)
+    except ValueError:  # not the main thread: signals are not ours to take
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _run_exec(json_mode: bool, server_url, token, session_key: str, code, file_path, cell_spec, timeout, py_wins: bool, stop) -> int:
+    try:
+        from jcli_sidecar.kernel_client import check_timeout
+
+        timeout = check_timeout(timeout)
         if file_path is not None and code is None:
             from jcli_sidecar.notebook_run import is_notebook_file
 
             if is_notebook_file(file_path):
-                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins)
+                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins, stop)
         if cell_spec is not None:
             raise UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         if py_wins:
             raise UsageError("--py-wins applies to running a py:percent .py paired with a notebook")
         code = _code_to_run(code, file_path)
-        return _exec_inline(json_mode, server_url, token, session_key, code, timeout)
+        return _exec_inline(json_mode, server_url, token, session_key, code, timeout, stop)
     except JcliError as err:
+        err.details.setdefault("executed", False)  # failures after the send say executed: true themselves
         return emit.error(err, json_mode)
-    except Exception as exc:  # a bug: still one coded line, never a traceback
-        return emit.unexpected(exc, json_mode)
+    except Exception as exc:  # a bug before any code ran: still one coded line, never a traceback
+        err = internal_error(exc)
+        err.details["executed"] = False
+        return emit.error(err, json_mode)
 
 
-def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout) -> int:
+def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, stop) -> int:
     import time
 
     from jcli_sidecar.exec_result import build_result
-    from jcli_sidecar.kernel_client import execute
+    from jcli_sidecar.kernel_client import ExecutionResult, execute, stall_point
     from jcli_sidecar.retention import resolve_policy
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     srv, row = _select(server_url, token, session_key)
     started_ns = time.time_ns()
-    result = execute(srv, row["kernel_id"], code, timeout=timeout, on_output=None if json_mode else emit.live_output)
-    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"])
+    result = ExecutionResult()
+    failure: JcliError | None = None
+    try:
+        execute(srv, row["kernel_id"], code, timeout=timeout, on_output=None if json_mode else emit.live_output, stop=stop, result=result)
+    except Exception as exc:
+        if not result.sent:
+            raise
+        failure = exc if isinstance(exc, JcliError) else internal_error(exc)
+    try:
+        stall_point("inline:finished")
+        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, stop)
+    except Exception as exc:  # a bug after the code ran: still say that it ran, and what it printed
+        err = internal_error(exc)
+        err.details.update(executed=True, result=build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=True))
+        return emit.error(err, json_mode)
+
+
+def _answer_inline(
+    json_mode: bool, result, failure: JcliError | None, row: dict[str, Any], code: str, started_ns: int, policy, stop
+) -> int:
+    """After the send: keep the outputs if needed, then the document, or the error carrying it."""
+    from jcli_sidecar.exec_result import build_result
+
+    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=failure is not None)
     try:
         doc = _store_if_needed(result, doc, row, code, started_ns, policy)
-    except JcliError as err:  # the code ran; only saving failed: say both
-        err.details.update(executed=True, result=doc)
-        return emit.error(err, json_mode)
-    exit_code = emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
+    except Exception as exc:  # the code ran; only keeping its outputs failed: say both
+        save_error = exc if isinstance(exc, JcliError) else internal_error(exc)
+        if failure is None:
+            failure = save_error
+        else:
+            failure.details["save_error"] = {"code": save_error.code, "message": save_error.message}
+    if failure is None and stop.count:  # a signal while the result was being kept: it is complete
+        failure = stop.interrupted("arrived after the code finished; its result is complete", executed=True)
+    if not json_mode:
+        for note in result.notes:  # the outputs themselves were shown live
+            sys.stderr.write(f"note: {note}\n")
+        if "run" in doc:
+            sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
+    if failure is not None:
+        failure.details.update(executed=True, result=doc)
+        return emit.error(failure, json_mode)
     if json_mode:
         emit.document(doc, True)
-        return exit_code
-    for note in result.notes:  # the outputs themselves were shown live
-        sys.stderr.write(f"note: {note}\n")
-    if "run" in doc:
-        sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
-    return exit_code
+    return emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
 
 
 def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int, policy) -> dict[str, Any]:
     """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
 
-    The client stages the files itself; the sidecar (or this process) publishes.
+    The client stages the files itself; the sidecar (or this process)
+    publishes. A run cut short is kept the same way (its manifest says
+    ``status: "error"``).
     """
     from jcli_sidecar.exec_result import TEXT_BUDGET, build_result
     from jcli_sidecar.runtime import workspace_of
@@ -144,7 +225,9 @@ def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str
     staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
     published = publish(cwd, staged.run_id, policy)
     run = {"run_id": staged.run_id, "manifest": published["manifest"]}
-    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run)
+    doc = build_result(
+        result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run, partial=bool(doc.get("partial"))
+    )
     if published.get("warnings"):
         doc["warnings"] = list(published["warnings"])[:5]
     return doc
@@ -166,9 +249,11 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
     return text
 
 
-def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool) -> int:
+def _exec_notebook(
+    json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool, stop
+) -> int:
     """Run notebook cells (``notebook_exec``): JSON mode prints one line per cell, then a summary."""
     from .notebook_exec import notebook_options, run_notebook
 
     srv, row = _select(server_url, token, session_key)
-    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout, py_wins))
+    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout, py_wins), stop=stop)

@@ -5,12 +5,15 @@ The run itself is the core's :class:`~jcli_sidecar.notebook_run.NotebookRun`
 :class:`~jcli_sidecar.notebook_run.RunOptions`, and hooks print: in JSON mode
 one line per cell as it is written back, then the summary; in human mode the
 outputs live, a cell's coded error on stderr, then where the outputs went.
+A run stopped by SIGINT or SIGTERM ends with the summary (``code:
+"INTERRUPTED"``) and exits 130 or 143.
 """
 
 from __future__ import annotations
 
 import sys
 
+from jcli_sidecar.errors import JcliError, internal_error
 from jcli_sidecar.notebook_run import NotebookRun, RunOptions, checkpoint_seconds_from_env
 
 from . import emit
@@ -19,8 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from jcli_sidecar.errors import JcliError
     from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel_client import StopSwitch
 
 __all__ = ["notebook_options", "run_notebook"]
 
@@ -36,7 +39,15 @@ def notebook_options(session: dict[str, Any], cell_spec: str | None, timeout: fl
     )
 
 
-def run_notebook(json_mode: bool, server: JupyterServer, session: dict[str, Any], file_path: str, options: RunOptions) -> int:
+def run_notebook(
+    json_mode: bool,
+    server: JupyterServer,
+    session: dict[str, Any],
+    file_path: str,
+    options: RunOptions,
+    *,
+    stop: StopSwitch | None = None,
+) -> int:
     """Run ``file_path``'s cells in the session's kernel, printing as they finish; returns the exit code."""
     run = NotebookRun(file_path, options)
     if json_mode:
@@ -45,12 +56,25 @@ def run_notebook(json_mode: bool, server: JupyterServer, session: dict[str, Any]
     else:
         run.on_output = emit.live_output
         run.on_cell_error = _print_error
-    summary = run.execute(server, session)
+    try:
+        summary = run.execute(server, session, stop=stop)
+    except Exception as exc:
+        if not run.sent:
+            raise  # nothing ran: the caller reports it (executed: false)
+        err = exc if isinstance(exc, JcliError) else internal_error(exc)
+        err.details.update(executed=True, cells_run=run.summary.get("cells_run", 0))
+        return emit.error(err, json_mode)
     if json_mode:
         emit.document(summary, True)
     else:
         sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
-    return emit.EXIT_OK if summary["status"] == "ok" else emit.EXIT_FAILURE
+    if summary["status"] == "ok":
+        return emit.EXIT_OK
+    if summary.get("code") == "INTERRUPTED":
+        from jcli_sidecar.errors import Interrupted
+
+        return emit.exit_code(Interrupted("", signal=summary.get("signal")))
+    return emit.EXIT_FAILURE
 
 
 def _print_line(cell_index: int, line: dict[str, Any], error: JcliError | None = None) -> None:
