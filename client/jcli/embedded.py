@@ -5,7 +5,8 @@ An explicit server (``-s/-t``, or ``JCLI_JUPYTER_SERVER_URL`` and
 embedded server started for the nearest ancestor of the cwd (the cwd
 included) whose server is alive, and starts one for the cwd when none is.
 
-The embedded server binds 127.0.0.1 on a port it picks itself (port 0),
+The embedded server runs without the IOPub rate limit (j-cli reads every
+message; the limit would drop output). It binds 127.0.0.1 on a port it picks itself (port 0),
 which j-cli reads back from the server's own info file
 (``jpserver-<pid>.json`` in its private Jupyter runtime dir); no port is
 chosen ahead and left open for someone else to take. Its random token
@@ -140,6 +141,8 @@ class EmbeddedServer:
             "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={self.workspace}",
             "--ServerApp.terminals_enabled=False",
+            # Our own client reads every message: no IOPub rate limit dropping a run's output.
+            "--ZMQChannelsWebsocketConnection.limit_rate=False",
         ]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
