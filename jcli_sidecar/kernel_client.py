@@ -70,6 +70,7 @@ OUTPUT_EVENTS = ("append", "stream", "update", "clear")
 #: After a timeout's interrupt, how long to wait for the kernel to go idle.
 IDLE_AFTER_INTERRUPT = 15.0
 STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data in the code instead"
+ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
 
 #: The longest ``timeout`` a run takes, in seconds (30 days); no timeout waits forever.
 MAX_TIMEOUT = 30 * 24 * 3600.0
@@ -386,13 +387,15 @@ class KernelConnection:
             raise KernelDied(f"the kernel connection dropped before the run ({exc})") from None
         collector.result.sent = True
         deadline = None if timeout is None else time.monotonic() + timeout
+        pump = _Pump(self, msg_id, collector, stop)
         try:
-            _Pump(self, msg_id, collector, stop).run(deadline)
+            pump.run(deadline)
         except (Timeout, KernelDied, Interrupted):
             raise  # the kernel was interrupted already, or is gone
         except BaseException:
-            # A failure of our own while the code may still run: never leave the kernel busy.
-            _interrupt_quietly(self.server, self.kernel_id)
+            if not pump.idle:  # a failure of our own while the code may still run: never leave the kernel busy
+                _interrupt_quietly(self.server, self.kernel_id)
+                pump.settle()
             raise
         return collector.result
 
@@ -454,7 +457,7 @@ class _Pump:
     so the outputs printed until then are kept; then it raises.
     """
 
-    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause")
+    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle")
 
     def __init__(self, kernel: KernelConnection, msg_id: str, collector: _Collector, stop: StopSwitch | None) -> None:
         self.ws = kernel.ws
@@ -465,6 +468,7 @@ class _Pump:
         self.stop = stop
         self.seen = 0 if stop is None else stop.count
         self.cause: str | None = None  # "timeout" or "signal" once the kernel was interrupted
+        self.idle = False  # the kernel is done with this request
 
     def _outputs(self) -> int:
         return len(self.collector.result.outputs)
@@ -505,10 +509,32 @@ class _Pump:
         readable, _, _ = select.select([sock, self.stop.fileno()], [], [], remaining)
         return sock in readable
 
+    def settle(self) -> None:
+        """After a failure of our own (the kernel was interrupted): read until it is idle, keeping nothing.
+
+        A request sent while the kernel still ends the interrupted one would
+        be aborted unrun, so the next exec waits for nothing. Bounded by
+        :data:`IDLE_AFTER_INTERRUPT`; a new signal or a broken connection ends it.
+        """
+        deadline = time.monotonic() + IDLE_AFTER_INTERRUPT
+        try:
+            while not self.idle and (remaining := deadline - time.monotonic()) > 0:
+                if self.stop is not None and self.stop.count > self.seen:
+                    return
+                if not self._wait(remaining):
+                    continue
+                raw = self.ws.recv(remaining)
+                msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
+                if msg and msg.get("channel") == "iopub" and (msg.get("parent_header") or {}).get("msg_id") == self.msg_id:
+                    header = msg.get("header") or {}
+                    self.idle = header.get("msg_type") == "status" and (msg.get("content") or {}).get("execution_state") == "idle"
+        except (TimeoutError, OSError, ValueError):  # nothing more to wait for on this connection
+            return
+
     def run(self, deadline: float | None) -> None:
-        idle = replied = False
+        replied = False
         result = self.collector.result
-        while not (idle and replied):
+        while not (self.idle and replied):
             if self.stop is not None and self.stop.count > self.seen:
                 deadline = self._on_signal(deadline)
                 continue
@@ -544,7 +570,7 @@ class _Pump:
             channel = msg.get("channel")
             if channel == "iopub":
                 if msg_type == "status":
-                    idle = content.get("execution_state") == "idle"
+                    self.idle = content.get("execution_state") == "idle"
                 else:
                     self.collector.handle(msg_type, content)
                     if result.outputs:
@@ -552,6 +578,9 @@ class _Pump:
             elif channel == "shell" and msg_type == "execute_reply":
                 replied = True
                 result.status = content.get("status", "ok")
+                if result.status == "aborted":  # the kernel dropped the request unrun: no result to pass off as ok
+                    result.status = "error"
+                    result.notes.append(ABORTED_NOTE)
                 if content.get("execution_count") is not None:
                     result.execution_count = content["execution_count"]
                 if result.status == "error" and result.error is None:
