@@ -249,9 +249,7 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
     return text
 
 
-def _exec_notebook(
-    json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool, stop
-) -> int:
+def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool, stop) -> int:
     """Run notebook cells (``notebook_exec``): JSON mode prints one line per cell, then a summary."""
     from .notebook_exec import notebook_options, run_notebook
 
