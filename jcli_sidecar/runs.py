@@ -12,7 +12,7 @@ import os
 
 from . import representations
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
-from .errors import JcliError, OutputDataInvalid, RunNotFound, UsageError
+from .errors import JcliError, OutputDataInvalid, PathNotAllowed, RunNotFound, UsageError
 from .layout import Outputs, manifest_path, parse_manifest
 from .notebook import read_file_bytes
 from .protocol import SCHEMA_VERSION
@@ -60,6 +60,10 @@ def _load_manifest(path: str) -> dict[str, Any]:
 def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
     """``(run_dir, manifest)`` for a run id, a manifest path or a run directory.
 
+    ``run_dir`` is the real directory (links on the way resolved); payloads
+    are read only from inside it (:func:`join_within`), and a manifest that
+    is itself a symlink is refused.
+
     Raises:
         RunNotFound: no such run (it may have been cleaned).
         OutputDataInvalid: the manifest is broken.
@@ -76,7 +80,9 @@ def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
         path = manifest_path(Outputs.of_workspace(cwd).run_dir(ref))
     if not os.path.isfile(path):
         raise RunNotFound(f"run {ref} not found; it may have been cleaned (see j-cli output list)", run=ref)
-    return os.path.dirname(path), _load_manifest(path)
+    if os.path.islink(path):  # j-cli never writes one: a manifest may not lead elsewhere
+        raise RunNotFound(f"{path} is a symlink, not a run manifest j-cli wrote", path=path)
+    return os.path.realpath(os.path.dirname(path)), _load_manifest(path)
 
 
 def _materialise(run_dir: str, entry: Any, index: int) -> dict[str, Any]:
@@ -124,19 +130,25 @@ def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_run(cwd: str, ref: str, output_index: int | None = None, query: OutputQuery = DEFAULT_QUERY) -> dict[str, Any]:
+def read_run(
+    cwd: str, ref: str, output_index: int | None = None, query: OutputQuery = DEFAULT_QUERY, *, roots: list[str] | None = None
+) -> dict[str, Any]:
     """The catalog of a run, or one of its outputs: the notebook envelope with ``source.kind = "run"``.
 
     ``query`` is what :func:`jcli_sidecar.reader.read_output` takes (a
-    view converts the selected image there too).
+    view converts the selected image there too). With ``roots`` (real
+    paths), the run's real directory, and so its manifest and every payload,
+    must lie under one of them.
 
     Raises:
         RunNotFound, OutputNotFound, MimeNotFound, InvalidWindow,
-        OutputDataInvalid, OutputTooLarge, UsageError.
+        OutputDataInvalid, OutputTooLarge, UsageError, PathNotAllowed.
     """
     from .errors import OutputNotFound
 
     run_dir, manifest = resolve_run(cwd, ref)
+    if roots is not None and not any(os.path.commonpath([root, run_dir]) == root for root in roots):
+        raise PathNotAllowed(f"run {ref} lies outside the allowed roots (its directory is {run_dir})", roots=roots)
     entries = manifest["outputs"]
     source = _source(run_dir, manifest)
     if output_index is None:

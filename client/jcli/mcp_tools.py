@@ -157,5 +157,5 @@ def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | Non
             cwd = roots[0]
         else:
             raise PathAmbiguous(f"run id {ref!r} with {len(roots)} roots; give the manifest path", roots=roots)
-        return read_run(cwd, ref, checked.get("output_index"), query_of(checked))
+        return read_run(cwd, ref, checked.get("output_index"), query_of(checked), roots=roots)
     raise UsageError(f"unknown tool {tool!r}")
