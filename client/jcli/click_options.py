@@ -7,9 +7,28 @@ from __future__ import annotations
 
 import click
 
+from .read_options import parse_value
+
 __all__ = ["table_options"]
 
-_TYPES = {"int": int, "float": float, "str": str}
+
+class _Strict(click.ParamType):
+    """A number parsed by :func:`jcli.read_options.parse_value`, as the fast path parses it."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = {"int": "integer", "float": "float"}[kind]
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse_value(self.kind, value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+_TYPES = {"int": _Strict("int"), "float": _Strict("float"), "str": click.STRING}
 
 
 def table_options(options) -> list[click.Parameter]:

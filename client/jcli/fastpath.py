@@ -9,7 +9,7 @@ errors properly.
 
 from __future__ import annotations
 
-from .read_options import READ_COMMANDS
+from .read_options import READ_COMMANDS, parse_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,7 +19,6 @@ __all__ = ["JSON_FLAGS", "parse", "parse_exec", "try_run"]
 
 JSON_FLAGS = ("-j", "--json")
 _GLOBAL_VALUES = {"-s": "server_url", "--server-url": "server_url", "-t": "token", "--token": "token"}
-_CONVERT = {"int": int, "float": float, "str": str}
 
 
 def _globals(argv: list[str]) -> tuple[dict[str, Any], list[str]] | None:
@@ -73,9 +72,9 @@ def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | Non
             value = rest[k]
             k += 1
         try:
-            values[opt.field] = _CONVERT[opt.kind](value)
+            values[opt.field] = parse_value(opt.kind, value)
         except ValueError:
-            return None
+            return None  # click reports it as a usage error
     return positional, values
 
 

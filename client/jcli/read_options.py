@@ -10,7 +10,40 @@ from __future__ import annotations
 
 from jcli_sidecar.hosts import HOST_NAMES
 
-__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "RUN_SHOW_OPTIONS", "ReadOption", "VIEW_OPTIONS"]
+__all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "RUN_SHOW_OPTIONS", "ReadOption", "VIEW_OPTIONS", "parse_value"]
+
+
+def parse_value(kind: str, text: str):
+    """A flag's value by its ``kind``, parsed the same strict way by the fast path and click.
+
+    Numbers are plain ASCII: an optional sign and digits (and for a
+    float, a point and an exponent). Python's own ``int()`` would also take
+    ``1_0``, surrounding spaces and non-ASCII digits such as ``١``; a typo
+    must not silently become a cell index.
+
+    Raises:
+        ValueError: not a number of that kind.
+
+    Example:
+        >>> parse_value("int", "12"), parse_value("float", "2.5")
+        (12, 2.5)
+        >>> parse_value("int", "1_0")
+        Traceback (most recent call last):
+        ...
+        ValueError: '1_0' is not a plain integer
+    """
+    if kind == "str":
+        return text
+    if kind == "int":
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(f"{text!r} is not a plain integer")
+        return int(text)
+    if kind == "float":
+        if not text.isascii() or "_" in text or text != text.strip() or not text:
+            raise ValueError(f"{text!r} is not a plain number")
+        return float(text)
+    raise ValueError(f"unknown option kind {kind!r}")
 
 
 class ReadOption:
