@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import tempfile
 
-__all__ = ["DEFAULT_MAX_TEXT_BYTES", "FileTooLarge", "NotRegularFile", "read_text_or_none", "write_text_atomic"]
+from .readfile import FileTooLarge, NotARegularFile, read_regular
 
-#: What :func:`read_text_or_none` reads at most unless told otherwise.
-DEFAULT_MAX_TEXT_BYTES = 64 * 1024 * 1024
-
-
-class NotRegularFile(OSError):
-    """The path names a FIFO, a device, a socket or a directory, not a regular file."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(errno.EINVAL, "not a regular file", path)
-
-
-class FileTooLarge(OSError):
-    """The file holds more than the reader's cap."""
-
-    def __init__(self, path: str, limit: int) -> None:
-        super().__init__(errno.EFBIG, f"larger than {limit} bytes", path)
-        self.limit = limit
+__all__ = ["FileTooLarge", "NotARegularFile", "read_text_or_none", "write_text_atomic"]
 
 
 def write_text_atomic(path: str, text: str) -> None:
@@ -94,42 +77,19 @@ def _rewrite_in_place(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def read_text_or_none(path: str, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str | None:
+def read_text_or_none(path: str, max_bytes: int | None = None) -> str | None:
     """The file's text exactly as stored (newlines untranslated), or None if it does not exist.
 
-    The file is opened without blocking (``O_NONBLOCK``), so a FIFO never
-    hangs the caller, and ``fstat`` must show a regular file before anything
-    is read; at most ``max_bytes`` are read.
+    Read like every file a user names (:func:`jcli_sidecar.readfile.read_regular`):
+    never blocking on a FIFO, refusing what is not a regular file, at most
+    ``max_bytes`` (default: the read limit).
 
     Raises:
-        NotRegularFile: a FIFO, device, socket or directory (a dangling
-            symlink counts as absent).
-        FileTooLarge: more than ``max_bytes``.
-        UnicodeDecodeError: the bytes are not UTF-8.
-        OSError: any other failure to open or read (permissions, a symlink loop).
+        NotARegularFile, FileTooLarge, OSError: as :func:`~jcli_sidecar.readfile.read_regular`.
+        UnicodeDecodeError: not UTF-8.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        raw, _ = read_regular(path, max_bytes)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket, or a device with no driver
-            raise NotRegularFile(path) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(path)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
-            raise FileTooLarge(path, max_bytes)
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8")
+    return raw.decode("utf-8")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 
-from .errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid, UsageError
+from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, OutputDataInvalid, UsageError
 from .lazyjson import Bail, elements, members, skip_ws
+from .readfile import FileTooLarge, NotARegularFile, read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ __all__ = [
     "NotebookFile",
     "RawNumber",
     "cell_at",
+    "coded_read_error",
     "join_text",
     "load_notebook",
     "parse_notebook",
@@ -33,35 +34,42 @@ __all__ = [
 
 
 def read_file_bytes(path: str) -> bytes:
-    """Read a whole file, turning OS errors into coded errors.
+    """Read a whole regular file (capped), turning OS errors into coded errors.
 
     Raises:
         FileNotFound: the path or one of its parents does not exist.
-        NotebookReadFailed: a directory, no permission, or another OS error.
+        NotebookReadFailed: a directory, a FIFO or device, over the read
+            limit (``JCLI_MAX_FILE_MB``), no permission, or another OS error.
     """
     return read_file_with_stat(path)[0]
 
 
 def read_file_with_stat(path: str) -> tuple[bytes, os.stat_result]:
-    """Read a whole file and the ``fstat`` of the very file that was read.
+    """Read a whole regular file and the ``fstat`` of the very file that was read.
+
+    Nothing here blocks: a FIFO or a device is refused before it is read
+    (see :func:`jcli_sidecar.readfile.read_regular`).
 
     Raises:
         FileNotFound, NotebookReadFailed: as :func:`read_file_bytes`.
     """
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError
-            return fh.read(), info
-    except (FileNotFoundError, NotADirectoryError):
-        raise FileNotFound(f"{path}: no such file", path=path) from None
-    except IsADirectoryError:
-        raise NotebookReadFailed(f"{path}: is a directory, not a notebook", path=path) from None
-    except PermissionError:
-        raise NotebookReadFailed(f"{path}: permission denied", path=path) from None
+        return read_regular(path)
     except OSError as exc:
-        raise NotebookReadFailed(f"{path}: cannot be read ({exc.strerror})", path=path) from None
+        raise coded_read_error(exc, path) from None
+
+
+def coded_read_error(exc: OSError, path: str) -> JcliError:
+    """The coded error of an ``OSError`` met reading ``path`` (see :func:`read_file_bytes`)."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return FileNotFound(f"{path}: no such file", path=path)
+    if isinstance(exc, IsADirectoryError):
+        return NotebookReadFailed(f"{path}: is a directory, not a notebook", path=path)
+    if isinstance(exc, (NotARegularFile, FileTooLarge)):
+        return NotebookReadFailed(f"{path}: {exc.strerror}", path=path)
+    if isinstance(exc, PermissionError):
+        return NotebookReadFailed(f"{path}: permission denied", path=path)
+    return NotebookReadFailed(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})", path=path)
 
 
 class NotebookFile:

@@ -66,11 +66,13 @@ def is_notebook_file(path: str) -> bool:
         return True
     if not path.endswith(".py"):
         return False
+    from .readfile import read_regular
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return is_percent(fh.read())
-    except OSError:
+        raw, _ = read_regular(path)  # never blocks on a FIFO, never reads a device
+    except (OSError, ValueError):
         return False
+    return is_percent(raw.decode("utf-8", "replace"))
 
 
 def parse_cell_spec(spec: str | None, count: int) -> list[int]:

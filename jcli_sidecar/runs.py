@@ -3,7 +3,9 @@
 A run is named by its id (a directory in ``<cwd>/.j-cli/outputs``) or by a
 path to its ``manifest.json`` (or its directory). Payload files are joined
 onto the run directory by a helper that refuses any escape, so a manifest
-can never make a read leave its run. Reads write nothing.
+can never make a read leave its run. Manifests and payloads are read like
+notebooks: regular files only, never blocking, capped
+(:func:`jcli_sidecar.readfile.read_regular`). Reads write nothing.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import os
 
 from . import representations
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
-from .errors import JcliError, OutputDataInvalid, PathNotAllowed, RunNotFound, UsageError
+from .errors import JcliError, OutputDataInvalid, OutputTooLarge, PathNotAllowed, RunNotFound, UsageError
 from .layout import Outputs, manifest_path, parse_manifest
-from .notebook import read_file_bytes
 from .protocol import SCHEMA_VERSION
+from .readfile import FileTooLarge, read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,9 +47,11 @@ def join_within(base: str, name: str) -> str:
 
 def _load_manifest(path: str) -> dict[str, Any]:
     try:
-        raw = read_file_bytes(path)
-    except JcliError as exc:  # FileNotFound, NotebookReadFailed
-        raise RunNotFound(f"{path}: no such run; it may have been cleaned ({exc.code})", path=path) from None
+        raw, _ = read_regular(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise RunNotFound(f"{path}: no such run; it may have been cleaned", path=path) from None
+    except OSError as exc:  # a directory, a FIFO or device, too large, no permission
+        raise RunNotFound(f"{path}: not a readable run manifest ({exc.strerror or type(exc).__name__})", path=path) from None
     try:
         manifest = parse_manifest(raw)
     except ValueError as exc:
@@ -114,10 +118,17 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         return ref["inline"]
     path = join_within(run_dir, ref.get("file"))
     try:
-        raw = read_file_bytes(path)
-    except JcliError:
+        raw, _ = read_regular(path)
+    except (FileNotFoundError, NotADirectoryError):
         raise RunNotFound(f"{path}: payload missing; the run may have been cleaned", path=path) from None
-    return representations.of_manifest_ref(ref, path).load(raw)
+    except FileTooLarge as exc:
+        raise OutputTooLarge(f"{path}: the payload is {exc.strerror}", output_index=index) from None
+    except OSError as exc:  # a directory, a FIFO or device, no permission
+        raise OutputDataInvalid(f"{path}: the payload cannot be read ({exc.strerror or type(exc).__name__})", output_index=index) from None
+    try:
+        return representations.of_manifest_ref(ref, path).load(raw)
+    except ValueError as exc:  # not UTF-8, not JSON
+        raise OutputDataInvalid(f"{path}: the payload is damaged ({type(exc).__name__})", output_index=index) from None
 
 
 def _source(run_dir: str, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -17,14 +17,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["build_request", "run_read"]
+__all__ = ["MAX_REQUEST_BYTES", "build_request", "run_read"]
+
+#: The largest request ``--request -`` reads from stdin (a request is a small map).
+MAX_REQUEST_BYTES = 1024 * 1024
 
 
 def _stdin_request() -> Any:
-    raw = sys.stdin.buffer.read()
+    raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise UsageError(f"--request -: the request on stdin is over {MAX_REQUEST_BYTES} bytes")
     try:
         return json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+    except ValueError:  # not JSON, not UTF-8
         raise UsageError("--request -: stdin is not a JSON object") from None
 
 

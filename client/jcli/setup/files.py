@@ -31,7 +31,7 @@ import re
 import stat
 
 from jcli_sidecar.errors import ConfigInvalid, OutputSaveFailed
-from jcli_sidecar.fileio import FileTooLarge, NotRegularFile, read_text_or_none, write_text_atomic
+from jcli_sidecar.fileio import FileTooLarge, NotARegularFile, read_text_or_none, write_text_atomic
 
 __all__ = ["MAX_CONFIG_BYTES", "Current", "Plan", "dirs_mark", "dirs_recorded", "read"]
 
@@ -87,7 +87,7 @@ def read(path: str) -> Current:
     target = os.path.realpath(path)
     try:
         text = read_text_or_none(target, MAX_CONFIG_BYTES)
-    except NotRegularFile:
+    except (NotARegularFile, IsADirectoryError):
         raise ConfigInvalid(f"{path} is not a regular file; it was left untouched", path=path) from None
     except FileTooLarge:
         raise ConfigInvalid(f"{path} is larger than {MAX_CONFIG_BYTES >> 20} MiB; it was left untouched", path=path) from None
