@@ -16,8 +16,9 @@ in :mod:`jcli_sidecar.runtime`. Nothing here touches the disk.
 
 from __future__ import annotations
 
-import json
 import os
+
+from .lazyjson import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,10 +111,11 @@ def parse_manifest(raw: bytes) -> dict[str, Any]:
     """A manifest j-cli wrote, decoded; callers check the fields they rely on.
 
     Raises:
-        ValueError: not JSON, not an object, or not marked ``managed_by: j-cli``.
+        ValueError: not JSON, nested too deeply, not an object, or not
+            marked ``managed_by: j-cli``.
     """
     try:
-        manifest = json.loads(raw)
+        manifest = loads(raw)
     except UnicodeDecodeError as exc:
         raise ValueError("the manifest is not UTF-8") from exc
     if not isinstance(manifest, dict) or manifest.get("managed_by") != MANAGED_BY:

@@ -13,7 +13,7 @@ import math
 import os
 
 from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, OutputDataInvalid, UsageError
-from .lazyjson import Bail, elements, members, skip_ws
+from .lazyjson import Bail, TooDeep, elements, loads, members, skip_ws
 from .readfile import FileTooLarge, NotARegularFile, read_regular
 
 TYPE_CHECKING = False
@@ -100,6 +100,8 @@ class NotebookFile:
         self._spans: list[tuple[int, int]] | None = None
         try:
             self._spans = self._index(raw)
+        except TooDeep as exc:
+            raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
         except Bail:
             self._full = parse_notebook(raw, path)
 
@@ -200,7 +202,7 @@ def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dic
             unsupported nbformat version.
     """
     try:
-        nb = json.loads(raw, parse_float=_exact_float) if exact_numbers else json.loads(raw)
+        nb = loads(raw, parse_float=_exact_float if exact_numbers else None)
     except UnicodeDecodeError:
         raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
     except json.JSONDecodeError as exc:
@@ -208,8 +210,8 @@ def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dic
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
             path=path,
         ) from None
-    except RecursionError:
-        raise NotebookReadFailed(f"{path}: JSON nested too deeply", path=path) from None
+    except TooDeep as exc:
+        raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
     if not isinstance(nb, dict):
         raise NotebookReadFailed(f"{path}: JSON is not a notebook (top level is not an object)", path=path)
     major = nb.get("nbformat")

@@ -17,9 +17,8 @@ Reader, store, runs and the renderers dispatch through :func:`of`,
 
 from __future__ import annotations
 
-import json
-
 from . import mime as mimes
+from .lazyjson import loads
 from .notebook import join_text
 from .protocol import dump_json, json_text, utf8_size
 
@@ -73,7 +72,11 @@ class Representation:
         raise NotImplementedError
 
     def load(self, raw: bytes) -> Any:
-        """A value read back from a payload file written by :meth:`payload`."""
+        """A value read back from a payload file written by :meth:`payload`.
+
+        Raises:
+            ValueError: the file does not hold what its kind stores.
+        """
         raise NotImplementedError
 
     def as_text(self, data: Any) -> str | None:
@@ -127,7 +130,7 @@ class _Json(Representation):
         return dump_json(value)
 
     def load(self, raw: bytes) -> Any:
-        return json.loads(raw)
+        return loads(raw)
 
     def as_text(self, data: Any) -> str | None:
         return json_text(data)  # readable and reversible

@@ -127,7 +127,7 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         raise OutputDataInvalid(f"{path}: the payload cannot be read ({exc.strerror or type(exc).__name__})", output_index=index) from None
     try:
         return representations.of_manifest_ref(ref, path).load(raw)
-    except ValueError as exc:  # not UTF-8, not JSON
+    except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
         raise OutputDataInvalid(f"{path}: the payload is damaged ({type(exc).__name__})", output_index=index) from None
 
 

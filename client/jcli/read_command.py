@@ -5,7 +5,6 @@ Shared by the fast path and the click app, so both behave the same.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from jcli_sidecar.errors import JcliError, UsageError
@@ -24,11 +23,15 @@ MAX_REQUEST_BYTES = 1024 * 1024
 
 
 def _stdin_request() -> Any:
+    from jcli_sidecar.lazyjson import TooDeep, loads
+
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:
         raise UsageError(f"--request -: the request on stdin is over {MAX_REQUEST_BYTES} bytes")
     try:
-        return json.loads(raw)
+        return loads(raw)
+    except TooDeep as exc:
+        raise UsageError(f"--request -: {exc}") from None
     except ValueError:  # not JSON, not UTF-8
         raise UsageError("--request -: stdin is not a JSON object") from None
 
