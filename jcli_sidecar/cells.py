@@ -12,6 +12,7 @@ import os
 from .errors import FileNotFound, NotebookReadFailed, UsageError
 from .notebook import NotebookFile, cell_at, read_file_bytes
 from .pairing import is_percent, map_cell, paired_notebook_path, parse_percent
+from .protocol import check_file_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,9 +90,10 @@ def resolve_cell(path: str | os.PathLike[str], cell_index: int, load: Loader | N
 
     Raises:
         FileNotFound, NotebookReadFailed, CellNotFound,
-        CellMappingUnreliable, UsageError.
+        CellMappingUnreliable, UsageError (also for a path no file can
+        have: a NUL byte, a lone surrogate).
     """
-    requested = os.fspath(path)
+    requested = check_file_name(os.fspath(path), "file_path")
     load = load or NotebookFile.load
     if requested.endswith(".py"):
         return _resolve_percent(requested, cell_index, load)

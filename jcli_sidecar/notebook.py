@@ -14,6 +14,7 @@ import os
 
 from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, OutputDataInvalid, UsageError
 from .lazyjson import Bail, TooDeep, elements, loads, members, skip_ws
+from .protocol import display_name
 from .readfile import FileTooLarge, NotARegularFile, read_regular
 
 TYPE_CHECKING = False
@@ -40,6 +41,7 @@ def read_file_bytes(path: str) -> bytes:
         FileNotFound: the path or one of its parents does not exist.
         NotebookReadFailed: a directory, a FIFO or device, over the read
             limit (``JCLI_MAX_FILE_MB``), no permission, or another OS error.
+        UsageError: a path no file can have (a NUL byte, a lone surrogate).
     """
     return read_file_with_stat(path)[0]
 
@@ -51,12 +53,14 @@ def read_file_with_stat(path: str) -> tuple[bytes, os.stat_result]:
     (see :func:`jcli_sidecar.readfile.read_regular`).
 
     Raises:
-        FileNotFound, NotebookReadFailed: as :func:`read_file_bytes`.
+        FileNotFound, NotebookReadFailed, UsageError: as :func:`read_file_bytes`.
     """
     try:
         return read_regular(path)
     except OSError as exc:
         raise coded_read_error(exc, path) from None
+    except ValueError:
+        raise UsageError(f"{display_name(path)} is not a usable file name (it holds a NUL byte or a lone surrogate)") from None
 
 
 def coded_read_error(exc: OSError, path: str) -> JcliError:

@@ -30,11 +30,13 @@ class Field:
         minimum: the smallest integer a schema admits (the reader checks the real bounds).
         enum: the only strings a schema admits.
         model: offered to models by the tools (False: set by the adapter itself).
+        path: the string names a file (it must be one a file could have).
     """
 
-    __slots__ = ("name", "type", "description", "required", "minimum", "enum", "model")
+    __slots__ = ("name", "type", "description", "required", "minimum", "enum", "model", "path")
 
-    def __init__(self, name, type, description, *, required=False, minimum=None, enum=None, model=True):
+    def __init__(self, name, type, description, *, required=False, minimum=None, enum=None, model=True, path=False):
+        self.path = path
         self.name = name
         self.type = type
         self.description = description
@@ -79,7 +81,7 @@ _ADAPTER = (
 
 #: ``read_notebook_output`` / ``j-cli notebook output``.
 READ_SPEC: tuple[Field, ...] = (
-    Field("file_path", "string", "An .ipynb, or a py:percent .py paired with one.", required=True),
+    Field("file_path", "string", "An .ipynb, or a py:percent .py paired with one.", required=True, path=True),
     Field("cell_index", "integer", "0-based cell index in file_path.", required=True, minimum=0),
     Field("output_index", "integer", "0-based index in the cell's outputs; omit to list them.", minimum=0),
     _MIME,
@@ -90,7 +92,7 @@ READ_SPEC: tuple[Field, ...] = (
 
 #: ``read_run_output`` / ``j-cli output show``.
 RUN_SPEC: tuple[Field, ...] = (
-    Field("run", "string", "A run id (from j-cli exec) or the path of its manifest.json.", required=True),
+    Field("run", "string", "A run id (from j-cli exec) or the path of its manifest.json.", required=True, path=True),
     Field("output_index", "integer", "0-based output index; omit to list the run's outputs.", minimum=0),
     _MIME,
     *_WINDOW,

@@ -11,6 +11,7 @@ in place of ``file_path`` and ``cell_index``. Every read becomes one
 from __future__ import annotations
 
 from .errors import UsageError
+from .protocol import check_file_name
 from .reader import OutputQuery, read_output
 from .request_spec import READ_SPEC, VIEW_FIELDS, Field
 
@@ -42,8 +43,8 @@ def check_request(request: Any, spec: tuple[Field, ...]) -> dict[str, Any]:
     """Validate a request map against ``spec``; None values count as absent.
 
     Raises:
-        UsageError: not a map, an unknown field, a missing field, or a value
-            of the wrong JSON type.
+        UsageError: not a map, an unknown field, a missing field, a value
+            of the wrong JSON type, or a file name no file can have.
     """
     if not isinstance(request, dict):
         raise UsageError("the request must be a JSON object")
@@ -60,6 +61,8 @@ def check_request(request: Any, spec: tuple[Field, ...]) -> dict[str, Any]:
             continue
         if not _type_ok(field.type, value):
             raise UsageError(f"{field.name} must be a JSON {field.type}, got {type(value).__name__}")
+        if field.path:
+            check_file_name(value, field.name)
         clean[field.name] = value
     return clean
 

@@ -16,7 +16,7 @@ from . import representations
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 from .errors import JcliError, OutputDataInvalid, OutputTooLarge, PathNotAllowed, RunNotFound, UsageError
 from .layout import Outputs, manifest_path, parse_manifest
-from .protocol import SCHEMA_VERSION
+from .protocol import SCHEMA_VERSION, check_file_name
 from .readfile import FileTooLarge, read_regular
 
 TYPE_CHECKING = False
@@ -74,6 +74,7 @@ def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
     """
     if not isinstance(ref, str) or not ref:
         raise UsageError("give a run id or a manifest path")
+    check_file_name(ref, "run")
     if os.sep in ref or ref.endswith(".json"):
         path = os.path.abspath(ref)
         if os.path.isdir(path):

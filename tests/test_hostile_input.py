@@ -1,16 +1,26 @@
 """Small hostile inputs: each a coded error (never INTERNAL_ERROR), or a faithful, valid answer.
 
+- a NUL byte or a lone surrogate in a path (``--request``, MCP, the Python API);
 - JSON nested ~1000 deep (a notebook, either parse path; ``--request``; a manifest);
+- file names that are not UTF-8, which must come out as valid JSON that keeps
+  their exact bytes.
+
+MCP requests are written as raw JSON-RPC lines, because the SDK's own client
+cannot even send a lone surrogate.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
-from helpers import run_cli
+from helpers import FIXTURES, JCLI, run_cli
 
+from jcli_sidecar.errors import UsageError
 from jcli_sidecar.lazyjson import MAX_DEPTH
 
 BOUND = 30
@@ -69,6 +79,127 @@ def write_notebook(path, doc=None, text=None):
 
 def deep(depth: int) -> str:
     return "[" * depth + "]" * depth
+
+
+# -- NUL bytes and lone surrogates in paths -----------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\u0000b.ipynb", "a\ud800b.ipynb", "\udfff.py"], ids=["nul", "high-surrogate", "low-surrogate"])
+@pytest.mark.parametrize("sidecar", [False, True], ids=["in-process", "sidecar"])
+def test_a_path_no_file_can_have_is_a_usage_error_in_a_request(tmp_path, monkeypatch, isolated_runtime, name, sidecar):
+    if sidecar:
+        monkeypatch.delenv("JCLI_SIDECAR")
+        assert run_cli("sidecar", "start", cwd=tmp_path).returncode == 0
+    request = json.dumps({"file_path": name, "cell_index": 0}).encode()  # \u escapes: valid JSON
+    for command in ("outputs", "output"):
+        error = coded(run_cli("-j", "notebook", command, "--request", "-", stdin=request, cwd=tmp_path), "USAGE_ERROR", 2)
+        assert "file_path" in error["message"]
+    if sidecar:
+        run_cli("sidecar", "stop", cwd=tmp_path)
+
+
+def test_the_python_api_refuses_such_paths_with_a_usage_error(tmp_path):
+    from jcli_sidecar.reader import list_outputs, read_output
+    from jcli_sidecar.runs import read_run
+
+    for name in ("a\x00b.ipynb", "a\ud800.ipynb", "a\x00.py"):
+        with pytest.raises(UsageError):
+            list_outputs(name, 0)
+        with pytest.raises(UsageError):
+            read_output(name, 0, 0)
+        with pytest.raises(UsageError):
+            read_run(str(tmp_path), name)
+
+
+class RawMcp:
+    """``j-cli mcp serve`` spoken to in raw JSON-RPC lines (any JSON text, lone surrogates included)."""
+
+    def __init__(self, root, roots=None):
+        args = [JCLI, "mcp", "serve"] + (["--root", str(root)] if roots is None else [])
+        self.roots = roots
+        self.proc = subprocess.Popen(args, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.next_id = 1
+        capabilities = {"roots": {}} if roots is not None else {}
+        self.request(
+            "initialize", {"protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": {"name": "t", "version": "0"}}
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message) -> None:
+        line = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write(line.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method, params=None, raw_params: str | None = None):
+        rid = self.next_id
+        self.next_id += 1
+        if raw_params is not None:
+            self.send(f'{{"jsonrpc":"2.0","id":{rid},"method":"{method}","params":{raw_params}}}')
+        else:
+            self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"the MCP server closed its stdout: {self.proc.stderr.read()[-2000:]!r}"
+            message = strict_json(line)  # every line the server writes is strict UTF-8 JSON
+            if message.get("method") == "roots/list":
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"roots": self.roots}})
+                continue
+            if message.get("id") == rid:
+                return message
+
+    def call(self, name: str, arguments_json: str):
+        """A tools/call whose arguments are given as JSON text (so they may hold any escape)."""
+        reply = self.request("tools/call", raw_params=f'{{"name":"{name}","arguments":{arguments_json}}}')
+        return reply["result"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(BOUND)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+@pytest.fixture
+def mcp(fixture_dir):
+    server = RawMcp(fixture_dir)
+    yield server
+    server.close()
+
+
+# A lone surrogate escape never reaches j-cli over MCP: the SDK's JSON parser
+# rejects the whole message. A NUL byte does reach it.
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"file_path": "a\\u0000b.ipynb", "cell_index": 0}', '{"file_path": "/x\\u0000/../kernel_v4.5.ipynb", "cell_index": 0}'],
+    ids=["nul", "nul-in-a-dir"],
+)
+def test_mcp_refuses_a_path_no_file_can_have(mcp, arguments):
+    result = mcp.call("read_notebook_output", arguments)
+    assert result["isError"] and result["content"][0]["text"].startswith("USAGE_ERROR:"), result
+    assert not mcp.call("read_notebook_output", '{"file_path": "kernel_v4.5.ipynb", "cell_index": 0}').get("isError")
+
+
+@pytest.mark.parametrize("run", ["a\\u0000b", "/w/a\\u0000/manifest.json"])
+def test_mcp_refuses_a_run_no_file_can_have(mcp, run):
+    result = mcp.call("read_run_output", f'{{"run": "{run}"}}')
+    assert result["isError"] and result["content"][0]["text"].startswith("USAGE_ERROR:"), result
+
+
+def test_mcp_client_roots_with_a_nul_or_non_utf8_bytes_are_handled(fixture_dir):
+    quoted = "".join(c if c.isalnum() or c in "/-_." else f"%{ord(c):02X}" for c in str(fixture_dir))
+    server = RawMcp(fixture_dir, roots=[{"uri": "file:///nowhere%00x"}, {"uri": "file:///%FF%FE"}, {"uri": "file://" + quoted}])
+    try:
+        absolute = json.dumps(str(fixture_dir / "kernel_v4.5.ipynb"))
+        result = server.call("read_notebook_output", f'{{"file_path": {absolute}, "cell_index": 0}}')
+        assert not result.get("isError"), result
+    finally:
+        server.close()
 
 
 # -- JSON nested too deeply ------------------------------------------------------------------
@@ -160,3 +291,89 @@ def test_a_damaged_payload_is_output_data_invalid_not_an_internal_error(tmp_path
         fh.write(b"\xff\xfe not utf-8")
     for index in ("0", "1"):
         coded(run_cli("-j", "output", "show", os.path.basename(run_dir), "--output", index, cwd=tmp_path), "OUTPUT_DATA_INVALID")
+
+
+# -- file names that are not UTF-8 -------------------------------------------------------------------
+
+
+def _bytes_of(field: dict, key: str) -> bytes:
+    return base64.b64decode(field[key + "_bytes"])
+
+
+@pytest.fixture
+def odd_names(tmp_path):
+    """A notebook whose name is not UTF-8, and the real path of its folder."""
+    folder = os.fsencode(str(tmp_path))
+    shutil.copy(FIXTURES / "kernel_v4.5.ipynb", os.fsdecode(folder + b"/caf\xe9.ipynb"))
+    return os.path.realpath(folder)
+
+
+@pytest.mark.parametrize("sidecar", [False, True], ids=["in-process", "sidecar"])
+def test_a_non_utf8_name_comes_out_as_valid_json_with_its_exact_bytes(odd_names, monkeypatch, isolated_runtime, sidecar):
+    if sidecar:
+        monkeypatch.delenv("JCLI_SIDECAR")
+        assert run_cli("sidecar", "start", cwd=os.fsdecode(odd_names)).returncode == 0
+    name = os.fsdecode(b"caf\xe9.ipynb")
+    result = run_cli("-j", "notebook", "output", name, "--cell", "1", "--output", "1", cwd=os.fsdecode(odd_names))
+    assert result.returncode == 0, result.stderr
+    doc = strict_json(result.stdout)
+    source = doc["source"]
+    assert source["path"].endswith("/caf" + REPLACEMENT + ".ipynb") and REPLACEMENT in source["label"]
+    assert _bytes_of(source, "path") == odd_names + b"/caf\xe9.ipynb"
+    assert _bytes_of(source, "requested_path") == b"caf\xe9.ipynb"
+    assert doc["stream"]["data"] == "warned\n"
+    missing = run_cli("-j", "notebook", "outputs", os.fsdecode(b"gone\xff.ipynb"), "--cell", "0", cwd=os.fsdecode(odd_names))
+    error = coded(missing, "FILE_NOT_FOUND")
+    assert REPLACEMENT in error["message"] and _bytes_of(error, "path") == odd_names + b"/gone\xff.ipynb"
+    if sidecar:
+        run_cli("sidecar", "stop", cwd=os.fsdecode(odd_names))
+
+
+def test_a_utf8_name_is_unchanged_and_has_no_bytes_field(tmp_path):
+    shutil.copy(FIXTURES / "kernel_v4.5.ipynb", tmp_path / "café.ipynb")
+    doc = strict_json(run_cli("-j", "notebook", "outputs", "café.ipynb", "--cell", "0", cwd=tmp_path).stdout)
+    assert doc["source"]["requested_path"] == "café.ipynb" and "requested_path_bytes" not in doc["source"]
+
+
+def test_notebook_text_with_a_lone_surrogate_keeps_its_escape(tmp_path):
+    # The notebook's own JSON holds "\ud800": the envelope returns exactly that escape (faithful to the file).
+    text = json.dumps(notebook_with([{"output_type": "stream", "name": "stdout", "text": "a\ud800b"}]))
+    path = write_notebook(tmp_path / "nb.ipynb", text=text)
+    result = run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0")
+    assert result.returncode == 0 and b"a\\ud800b" in result.stdout
+    assert json.loads(result.stdout)["stream"]["data"] == "a\ud800b"
+
+
+def test_output_list_names_a_run_directory_that_is_not_utf8_validly(tmp_path):
+    outputs = tmp_path / ".j-cli" / "outputs"
+    os.makedirs(os.fsencode(str(outputs)) + b"/run-\xff")
+    listed = run_cli("-j", "output", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (run,) = strict_json(listed.stdout)["runs"]
+    assert run["run_id"] == "run-" + REPLACEMENT and _bytes_of(run, "run_id") == b"run-\xff"
+    assert run["error"]["code"] == "RUN_NOT_FOUND" and REPLACEMENT in run["error"]["message"]
+
+
+def test_mcp_answers_non_utf8_names_and_lone_surrogates_validly(tmp_path):
+    root = os.fsencode(str(tmp_path)) + b"/r\xe9"  # a root whose name is not UTF-8
+    os.mkdir(root)
+    shutil.copy(FIXTURES / "kernel_v4.5.ipynb", os.fsdecode(root + b"/kernel_v4.5.ipynb"))
+    text = json.dumps(notebook_with([{"output_type": "stream", "name": "stdout", "text": "a\ud800b"}]))
+    write_notebook(os.fsdecode(root + b"/sur.ipynb"), text=text)
+    mcp = RawMcp(os.fsdecode(root))
+    try:
+        result = mcp.call("read_notebook_output", '{"file_path": "kernel_v4.5.ipynb", "cell_index": 1, "output_index": 1}')
+        assert not result.get("isError"), result
+        assert result["content"][0]["text"] == "warned\n" and "/r" + REPLACEMENT + "/" in result["content"][1]["text"]
+        catalog = mcp.call("read_notebook_output", '{"file_path": "kernel_v4.5.ipynb", "cell_index": 1}')
+        source = json.loads(catalog["content"][0]["text"])["source"]
+        assert _bytes_of(source, "path") == os.path.realpath(root) + b"/kernel_v4.5.ipynb"
+        surrogate = mcp.call("read_notebook_output", '{"file_path": "sur.ipynb", "cell_index": 0, "output_index": 0}')
+        assert surrogate["content"][0]["text"] == "a" + REPLACEMENT + "b"  # no JSON-RPC message can carry the lone surrogate
+        missing = mcp.call("read_notebook_output", '{"file_path": "gone.ipynb", "cell_index": 0}')
+        assert missing["isError"] and missing["content"][0]["text"].startswith("FILE_NOT_FOUND:")
+        assert REPLACEMENT in missing["content"][0]["text"]
+        # and the server is still answering
+        assert not mcp.call("read_notebook_output", '{"file_path": "kernel_v4.5.ipynb", "cell_index": 0}').get("isError")
+    finally:
+        mcp.close()

@@ -16,6 +16,7 @@ import os
 import sys
 
 from jcli_sidecar.errors import JcliError
+from jcli_sidecar.protocol import display_name, valid_names
 
 from . import mcp_tools
 
@@ -42,6 +43,23 @@ def serve(roots: list[str], host: str | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="j-cli mcp: %(levelname)s %(message)s")
     anyio.run(_serve, [os.path.realpath(r) for r in roots], host)
     return 0
+
+
+def _valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (which a notebook's JSON may hold, but no
+    JSON-RPC message can carry) replaced by U+FFFD.
+
+    Example:
+        >>> _valid_text("a\\ud800b") == "a\\ufffdb"
+        True
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        import re
+
+        return re.sub("[\\ud800-\\udfff]", "\ufffd", text)
+    return text
 
 
 async def _serve(roots: list[str], host: str | None = None) -> None:
@@ -71,7 +89,8 @@ async def _serve(roots: list[str], host: str | None = None) -> None:
         try:
             doc = await anyio.to_thread.run_sync(mcp_tools.call_tool, params.name, params.arguments or {}, await allowed_roots(ctx), host)
         except JcliError as err:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=f"{err.code}: {err.message}")], is_error=True)
+            text = f"{err.code}: {display_name(err.message)}"  # a file name that is not UTF-8 comes out valid
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
         except Exception as exc:  # a bug: still a coded tool error, never a protocol crash
             log.exception("tool %s failed", params.name)
             return types.CallToolResult(
@@ -79,12 +98,12 @@ async def _serve(roots: list[str], host: str | None = None) -> None:
                 is_error=True,
             )
         content = []
-        for kind, value in mcp_tools.tool_result_parts(doc):
+        for kind, value in mcp_tools.tool_result_parts(valid_names(doc)):
             if kind == "image":
                 data, mime = value
                 content.append(types.ImageContent(type="image", data=data, mime_type=mime))
             else:
-                content.append(types.TextContent(type="text", text=value))
+                content.append(types.TextContent(type="text", text=_valid_text(value)))
         return types.CallToolResult(content=content)
 
     server = Server("j-cli", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
@@ -109,7 +128,9 @@ async def _client_roots(ctx) -> list[str]:
     for root in listed.roots:
         uri = str(root.uri)
         if uri.startswith("file://"):
-            from urllib.parse import unquote, urlsplit
+            from urllib.parse import unquote_to_bytes, urlsplit
 
-            out.append(os.path.realpath(unquote(urlsplit(uri).path)))
+            raw = unquote_to_bytes(urlsplit(uri).path)  # the exact bytes, UTF-8 or not
+            if raw and b"\0" not in raw:  # no file has a NUL in its name: such a root allows nothing
+                out.append(os.path.realpath(os.fsdecode(raw)))
     return out

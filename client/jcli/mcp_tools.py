@@ -19,7 +19,7 @@ import os
 
 from jcli_sidecar import representations
 from jcli_sidecar.errors import PathAmbiguous, PathNotAllowed, UsageError
-from jcli_sidecar.protocol import json_text
+from jcli_sidecar.protocol import check_file_name, json_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,11 +53,12 @@ def tool_definitions() -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
-def resolve_path(path: Any, roots: list[str]) -> str:
+def resolve_path(path: Any, roots: list[str], field: str = "file_path") -> str:
     """The real path of ``path``, if it lies under one of ``roots``.
 
     Raises:
-        UsageError: not a string.
+        UsageError: not a string, or a name no file can have (a NUL byte,
+            a lone surrogate).
         PathAmbiguous: relative, with several roots.
         PathNotAllowed: outside every root (symlinks followed).
 
@@ -65,8 +66,7 @@ def resolve_path(path: Any, roots: list[str]) -> str:
         >>> resolve_path("a.ipynb", ["/srv/project"])
         '/srv/project/a.ipynb'
     """
-    if not isinstance(path, str) or not path:
-        raise UsageError("file_path must be a non-empty string")
+    check_file_name(path, field)
     if not os.path.isabs(path):
         if len(roots) != 1:
             raise PathAmbiguous(f"{path!r} is relative and there are {len(roots)} roots; give an absolute path", roots=roots)
@@ -151,7 +151,7 @@ def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | Non
             raise UsageError("run must be a run id or a manifest path")
         checked = check_request(args, RUN_SPEC)
         if os.sep in ref or ref.endswith(".json"):
-            ref = resolve_path(ref, roots)
+            ref = resolve_path(ref, roots, "run")
             cwd = os.path.dirname(ref)  # a path names its run itself; cwd only resolves run ids
         elif len(roots) == 1:
             cwd = roots[0]
