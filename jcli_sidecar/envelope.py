@@ -196,7 +196,7 @@ def _catalog_entry(raw: Any, index: int) -> dict[str, Any]:
         sizes = {}
         for mime, value in out.bundle.items():
             try:
-                sizes[mime] = representations.of(mime, value).size(mime, value)
+                sizes[mime] = representations.checked(mime, value).size(mime, value)
             except OutputDataInvalid:
                 sizes[mime] = None
         entry["bytes"] = sizes
@@ -306,7 +306,7 @@ def _error_block(error: dict[str, Any], offset: int, limit: int | None) -> dict[
 
 
 def _select(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, Any]:
-    kind = representations.of(mime, value)
+    kind = representations.checked(mime, value)
     if kind is representations.IMAGE:
         return _select_image(mime, value, query, memo)
     if query.converting:

@@ -18,6 +18,7 @@ Reader, store, runs and the renderers dispatch through :func:`of`,
 from __future__ import annotations
 
 from . import mime as mimes
+from .errors import OutputDataInvalid
 from .lazyjson import loads
 from .notebook import join_text
 from .protocol import dump_json, json_text, utf8_size
@@ -26,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["IMAGE", "JSON", "KINDS", "Representation", "TEXT", "of", "of_manifest_ref", "of_selected"]
+__all__ = ["IMAGE", "JSON", "KINDS", "Representation", "TEXT", "checked", "of", "of_manifest_ref", "of_selected"]
 
 #: Payload file extensions of well-known MIME types; others use the kind's default.
 _EXTENSIONS = {
@@ -174,6 +175,45 @@ def of(mime: str, value: Any) -> Representation:
         ('image', 'text', 'json')
     """
     return KINDS[mimes.mime_kind(mime, value)]
+
+
+def checked(mime: str, value: Any) -> Representation:
+    """The kind of a bundle value a reader returns, refusing values of the wrong type.
+
+    nbformat allows any JSON value only for JSON MIME types (``application/json``
+    and ``+json``); every other MIME's value is text (a string or a list of
+    strings), or, in a run, image bytes. Anything else (``null``, a number,
+    an object under ``image/png``) is damage, not data.
+
+    Raises:
+        OutputDataInvalid: a value of the wrong type for its MIME.
+
+    Example:
+        >>> checked("application/json", None).name
+        'json'
+        >>> checked("image/png", None)
+        Traceback (most recent call last):
+        ...
+        jcli_sidecar.errors.OutputDataInvalid: the image/png value is null, not text
+    """
+    kind = of(mime, value)
+    if kind is JSON and not mimes.is_json_mime(mime):
+        raise OutputDataInvalid(f"the {mime} value is {_json_type(value)}, not text")
+    return kind
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list that is not all strings"
+    return type(value).__name__
 
 
 def of_manifest_ref(ref: dict[str, Any], path: str) -> Representation:

@@ -2,6 +2,7 @@
 
 - a NUL byte or a lone surrogate in a path (``--request``, MCP, the Python API);
 - JSON nested ~1000 deep (a notebook, either parse path; ``--request``; a manifest);
+- ``{"image/png": null}`` and other bundle values of the wrong type;
 - file names that are not UTF-8, which must come out as valid JSON that keeps
   their exact bytes.
 
@@ -20,7 +21,7 @@ import subprocess
 import pytest
 from helpers import FIXTURES, JCLI, run_cli
 
-from jcli_sidecar.errors import UsageError
+from jcli_sidecar.errors import JcliError, OutputDataInvalid, UsageError
 from jcli_sidecar.lazyjson import MAX_DEPTH
 
 BOUND = 30
@@ -293,6 +294,57 @@ def test_a_damaged_payload_is_output_data_invalid_not_an_internal_error(tmp_path
         coded(run_cli("-j", "output", "show", os.path.basename(run_dir), "--output", index, cwd=tmp_path), "OUTPUT_DATA_INVALID")
 
 
+# -- bundle values of the wrong type ------------------------------------------------------------
+
+
+BAD_VALUES = [
+    ("image/png", None),
+    ("image/png", 5),
+    ("image/png", {"a": 1}),
+    ("image/png", ["iVBOR", 1]),
+    ("text/html", None),
+    ("text/html", True),
+    ("text/plain", {"a": 1}),
+    ("text/markdown", 1.5),
+    ("image/svg+xml", [None]),
+]
+
+
+@pytest.mark.parametrize("mime, value", BAD_VALUES, ids=[f"{m}={json.dumps(v)}" for m, v in BAD_VALUES])
+def test_a_bundle_value_of_the_wrong_type_is_output_data_invalid(tmp_path, mime, value):
+    data = {mime: value, "text/x-fine": "fine"}
+    path = write_notebook(tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": data}]))
+    catalog = run_cli("-j", "notebook", "outputs", path, "--cell", "0").json()
+    assert catalog["outputs"][0]["bytes"] == {mime: None, "text/x-fine": 4}  # listed, and marked unreadable
+    error = coded(run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", mime), "OUTPUT_DATA_INVALID")
+    assert mime in error["message"]
+    coded(run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0"), "OUTPUT_DATA_INVALID")  # chosen by auto order
+    fine = run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", "text/x-fine")
+    assert fine.returncode == 0 and fine.json()["selected"]["data"] == "fine"
+
+
+@pytest.mark.parametrize("value", [None, 5, "text", ["a", 1], {"k": [None]}])
+def test_any_json_value_is_fine_under_a_json_mime(tmp_path, value):
+    data = {"application/json": value, "application/vnd.x+json": value}
+    path = write_notebook(tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": data}]))
+    for mime in data:
+        result = run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", mime)
+        assert result.returncode == 0 and result.json()["selected"]["data"] == value
+
+
+def test_a_run_holding_a_null_image_is_output_data_invalid(tmp_path):
+    from jcli_sidecar.runs import read_run
+    from jcli_sidecar.store import publish_run, stage_run
+    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+
+    outputs = [{"output_type": "display_data", "metadata": {}, "data": {"image/png": None, "text/plain": "x"}}]
+    staged = stage_run(str(tmp_path), outputs, source={}, status="ok", created_ns=1)
+    publish_run(ensure_outputs_dir(str(tmp_path)), staged.run_id)
+    with pytest.raises(OutputDataInvalid):
+        read_run(str(tmp_path), staged.run_id, 0)
+    coded(run_cli("-j", "output", "show", staged.run_id, "--output", "0", cwd=tmp_path), "OUTPUT_DATA_INVALID")
+
+
 # -- file names that are not UTF-8 -------------------------------------------------------------------
 
 
@@ -377,3 +429,22 @@ def test_mcp_answers_non_utf8_names_and_lone_surrogates_validly(tmp_path):
         assert not mcp.call("read_notebook_output", '{"file_path": "kernel_v4.5.ipynb", "cell_index": 0}').get("isError")
     finally:
         mcp.close()
+
+
+def test_no_read_error_is_ever_an_internal_error_for_these_inputs(tmp_path):
+    from jcli_sidecar.requests import handle_read
+
+    path = write_notebook(
+        tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": {"image/png": None}}])
+    )
+    requests = [
+        {"file_path": "a\x00b", "cell_index": 0},
+        {"file_path": "a\ud800", "cell_index": 0},
+        {"file_path": path, "cell_index": 0, "output_index": 0},
+        {"file_path": path, "cell_index": 0, "mime_type": json.loads(deep(50))},
+        {"file_path": path, "cell_index": "0\u0661"},
+    ]
+    for request in requests:
+        with pytest.raises(JcliError) as info:
+            handle_read(request)
+        assert info.value.code != "INTERNAL_ERROR"
