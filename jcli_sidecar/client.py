@@ -91,12 +91,14 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
         if reply.get("id") != 1:
             raise SidecarUnavailable("the sidecar answered out of turn")
         return _result(reply)
-    except (OSError, SidecarError) as exc:
-        if isinstance(exc, SidecarUnavailable):
-            raise
-        raise SidecarUnavailable(f"sidecar call failed ({getattr(exc, 'message', exc)})") from None
-    except JcliError:
+    except SidecarUnavailable:
         raise
+    except SidecarError as exc:
+        raise SidecarUnavailable(f"sidecar call failed ({exc.message})") from None
+    except JcliError:  # first: TIMEOUT, FILE_NOT_FOUND, PATH_NOT_ALLOWED are OSErrors too, but answers
+        raise
+    except OSError as exc:
+        raise SidecarUnavailable(f"sidecar call failed ({exc})") from None
     finally:
         sock.close()
 

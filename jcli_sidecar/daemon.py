@@ -4,7 +4,10 @@
 once), binds the socket (or takes systemd's), writes the pid file, releases
 the spawn lock its spawner handed over, then runs a
 :class:`~jcli_sidecar.server.Sidecar` on an asyncio loop until it stops. On
-the way out it removes only the files that are still its own.
+the way out it removes only the files that are still its own, and if a
+worker thread is still stuck in a request (threads cannot be cancelled) it
+exits at once rather than wait for it: SIGTERM always ends the process
+within the server's stop grace.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
     paths = SidecarPaths(workspace, directory) if workspace else SidecarPaths.for_instance(instance, directory)
     lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     bound_inode = None
+    sidecar: Sidecar | None = None
     try:
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -115,6 +119,14 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
             _unlink_if(paths.socket, lambda st: st.st_ino == bound_inode)
         unlink_pid_file_if_ours(paths.pid)
         os.close(lock_fd)
+        if sidecar is not None and sidecar.busy:
+            _exit_now()
+
+
+def _exit_now() -> None:
+    """Exit without joining the worker threads (one is stuck in a request)."""
+    logging.shutdown()
+    os._exit(0)
 
 
 def _unlink_if(path: str, test) -> None:

@@ -7,6 +7,13 @@ with ``hello``, and then runs its requests concurrently, each through its
 handler in :mod:`jcli_sidecar.ops`. Bad frames get a coded error or a closed
 connection; they never stop the server.
 
+Blocking handlers run on a pool of worker threads, each within a deadline
+(``JCLI_SIDECAR_REQUEST_SECONDS``, default 60 s). A thread cannot be
+cancelled, so a request that overruns is answered ``TIMEOUT`` and the
+sidecar retires: it stops taking work and exits, and the next client
+starts a fresh one. Stopping never waits on a worker for more than
+:data:`STOP_GRACE_SECONDS`; :mod:`jcli_sidecar.daemon` then exits anyway.
+
 The process around it (the lifetime lock, the socket, the pid file, the
 spawn lock) is :mod:`jcli_sidecar.daemon`.
 """
@@ -21,10 +28,11 @@ import socket
 import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
 from .cache import CacheWatcher, NotebookCache, budget_from_env
-from .errors import InternalError, JcliError, PeerRefused, ProtocolError
+from .errors import InternalError, JcliError, PeerRefused, ProtocolError, Timeout
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
 from .ops import OPS
 from .pidfile import write_pid_file
@@ -37,9 +45,15 @@ if TYPE_CHECKING:
 
     from .runtime import SidecarPaths
 
-__all__ = ["Sidecar"]
+__all__ = ["DEFAULT_REQUEST_SECONDS", "STOP_GRACE_SECONDS", "Sidecar", "request_seconds_from_env"]
 
 log = logging.getLogger("jcli_sidecar")
+
+#: How long one blocking request may run (``JCLI_SIDECAR_REQUEST_SECONDS``).
+#: Less than the client's own wait, so the client gets the coded answer.
+DEFAULT_REQUEST_SECONDS = 60.0
+#: How long a stopping sidecar waits for requests still running on workers.
+STOP_GRACE_SECONDS = 2.0
 
 #: Test hook: a FIFO path. At the chosen point (``JCLI_SIDECAR_TEST_STALL_AT``;
 #: default: the start of any notebook request) the sidecar writes one line
@@ -47,6 +61,19 @@ log = logging.getLogger("jcli_sidecar")
 STALL_FIFO_ENV = "JCLI_SIDECAR_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_SIDECAR_TEST_STALL_AT"
 _PEERCRED = struct.Struct("3i")
+
+
+def request_seconds_from_env() -> float:
+    """``JCLI_SIDECAR_REQUEST_SECONDS`` (default 60; a bad value means the default)."""
+    raw = os.environ.get("JCLI_SIDECAR_REQUEST_SECONDS", "")
+    try:
+        value = float(raw) if raw else DEFAULT_REQUEST_SECONDS
+    except ValueError:
+        value = DEFAULT_REQUEST_SECONDS
+    if not 0 < value < float("inf"):
+        log.warning("ignoring JCLI_SIDECAR_REQUEST_SECONDS=%r (must be a positive number)", raw)
+        value = DEFAULT_REQUEST_SECONDS
+    return value
 
 
 def peer_uid(sock: socket.socket) -> int:
@@ -98,6 +125,13 @@ class Sidecar:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.stall = _StallHook(os.environ.get(STALL_FIFO_ENV), os.environ.get(STALL_AT_ENV))
+        self.request_seconds = request_seconds_from_env()
+        #: Worker threads running a handler right now (a stuck one stays counted).
+        self.busy = 0
+        self._busy_lock = threading.Lock()
+        self._workers_idle: asyncio.Event | None = None
+        self._retiring: str | None = None
+        self._pool = ThreadPoolExecutor(max_workers=min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="jcli-op")
         self.cache = NotebookCache(budget_from_env())
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
@@ -133,9 +167,15 @@ class Sidecar:
     # -- serving -------------------------------------------------------------
 
     async def run(self, listener: socket.socket) -> None:
-        """Serve on ``listener`` until asked to stop."""
+        """Serve on ``listener`` until asked to stop.
+
+        Returns within :data:`STOP_GRACE_SECONDS` of the stop, whatever the
+        workers are doing; :attr:`busy` then says how many never finished.
+        """
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._workers_idle = asyncio.Event()
+        self._workers_idle.set()
         if self.stop_reason is not None:
             self._stop.set()
         signals = (signal.SIGTERM, signal.SIGINT)
@@ -153,7 +193,12 @@ class Sidecar:
                 writer.close()
             for sig in signals:
                 self._loop.remove_signal_handler(sig)
+            self._pool.shutdown(wait=False, cancel_futures=True)
         log.info("stopping: %s", self.stop_reason)
+        try:
+            await asyncio.wait_for(self._workers_idle.wait(), STOP_GRACE_SECONDS)
+        except TimeoutError:
+            log.warning("%d request(s) still running after %g s; exiting without them", self.busy, STOP_GRACE_SECONDS)
 
     async def _watch(self) -> None:
         try:
@@ -255,7 +300,7 @@ class Sidecar:
                 raise ProtocolError("args must be a map")
             handler, blocking = entry
             if blocking and not self._answers_from_memory(args):
-                result = await asyncio.to_thread(self._run_blocking, handler, name, args)
+                result = await self._on_worker(handler, name, args)
             else:
                 result = handler(self, args)
             frame = pack_frame({"id": rid, "ok": True, "result": result})
@@ -268,6 +313,8 @@ class Sidecar:
             self.inflight -= 1
             self.last_active = time.monotonic()
         await self._send(writer, lock, frame)
+        if self._retiring is not None:  # after the answer is out, so the client gets it
+            self.request_stop(self._retiring)
 
     def _answers_from_memory(self, args: dict[str, Any]) -> bool:
         """A read of a cached, unchanged notebook is quick: run it on the loop.
@@ -283,9 +330,50 @@ class Sidecar:
         except (OSError, ValueError):
             return False
 
+    async def _on_worker(self, handler, name: str, args: dict[str, Any]) -> Any:
+        """Run a blocking handler on a worker thread, within the request deadline.
+
+        Raises:
+            Timeout: the deadline passed; the sidecar retires (the thread
+                cannot be stopped, so it must not stay pinned).
+        """
+        future = asyncio.wrap_future(self._pool.submit(self._run_blocking, handler, name, args))
+        try:
+            return await asyncio.wait_for(future, self.request_seconds)
+        except TimeoutError:
+            seconds = self.request_seconds
+            self._retiring = f"{name} ran past its {seconds:g} s deadline; retiring so that no worker stays pinned"
+            raise Timeout(
+                f"the sidecar gave up on {name} after {seconds:g} s (JCLI_SIDECAR_REQUEST_SECONDS); "
+                "is the file system hung? The next call starts a fresh sidecar",
+                seconds=seconds,
+            ) from None
+
     def _run_blocking(self, handler, name: str, args: dict[str, Any]) -> Any:
-        self.stall(f"request:{name}")
-        return handler(self, args)
+        self._worker_started()
+        try:
+            self.stall(f"request:{name}")
+            return handler(self, args)
+        finally:
+            self._worker_done()
+
+    def _worker_started(self) -> None:
+        with self._busy_lock:
+            self.busy += 1
+            if self.busy == 1:
+                self._tell_loop(self._workers_idle.clear)
+
+    def _worker_done(self) -> None:
+        with self._busy_lock:
+            self.busy -= 1
+            if self.busy == 0:
+                self._tell_loop(self._workers_idle.set)
+
+    def _tell_loop(self, callback) -> None:
+        try:
+            self._loop.call_soon_threadsafe(callback)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
 
     async def _send(self, writer: asyncio.StreamWriter, lock: asyncio.Lock, frame: bytes) -> None:
         async with lock:

@@ -7,6 +7,10 @@ The tools are read-only. Image results carry no ``structuredContent``
 Roots: reads are allowed only under the ``--root`` directories, else under
 the client's roots (asked once, with a bounded wait), else under the launch
 cwd. stdout carries only protocol frames; logs go to stderr.
+
+Lifetime: the server exits when its client closes stdin, even with a tool
+call in flight. A call runs on a worker thread, which cannot be stopped; it
+is abandoned, and the process exits without waiting for it.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def serve(roots: list[str], host: str | None = None) -> int:
         view_spec(host=host)  # an unknown host fails here, before serving
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="j-cli mcp: %(levelname)s %(message)s")
     anyio.run(_serve, [os.path.realpath(r) for r in roots], host)
+    _exit_if_calls_remain()
     return 0
 
 
@@ -60,6 +65,27 @@ def _valid_text(text: str) -> str:
 
         return re.sub("[\\ud800-\\udfff]", "\ufffd", text)
     return text
+
+
+def _exit_if_calls_remain() -> None:
+    """The client is gone: exit now if a tool call is still running on a worker thread.
+
+    Python would otherwise join that thread before exiting, and a call
+    stuck on a hung file system or a stalled sidecar would keep the
+    process alive with nobody to answer.
+    """
+    import threading
+
+    main = threading.main_thread()
+    if not any(t.is_alive() and not t.daemon and t is not main for t in threading.enumerate()):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(0)
 
 
 async def _serve(roots: list[str], host: str | None = None) -> None:
@@ -87,7 +113,11 @@ async def _serve(roots: list[str], host: str | None = None) -> None:
 
     async def call_tool(ctx, params) -> types.CallToolResult:
         try:
-            doc = await anyio.to_thread.run_sync(mcp_tools.call_tool, params.name, params.arguments or {}, await allowed_roots(ctx), host)
+            roots = await allowed_roots(ctx)
+            # abandon_on_cancel: when the client goes, the server stops without waiting for the call
+            doc = await anyio.to_thread.run_sync(
+                mcp_tools.call_tool, params.name, params.arguments or {}, roots, host, abandon_on_cancel=True
+            )
         except JcliError as err:
             text = f"{err.code}: {display_name(err.message)}"  # a file name that is not UTF-8 comes out valid
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
