@@ -1,14 +1,18 @@
 """The sidecar's notebook cache: fast, bounded, and never the source of truth.
 
 Entries are :class:`NotebookFile` objects keyed by real path. Every request
-re-validates its entry with one ``stat`` against ``(st_dev, st_ino,
-st_size, st_mtime_ns)`` taken from the ``fstat`` of the file that was read,
-so a notebook rewritten in place, replaced by rename, or deleted is never
-served stale. File timestamps are coarse (a kernel tick), so an entry
-whose mtime is within :data:`RACY_NS` of the moment it was read is not
-trusted until it is re-read later (git's "racy timestamp" rule).
-watchfiles evicts changed entries early (see :class:`CacheWatcher`), and
-an LRU keeps the total under a byte budget.
+re-validates its entry against ``(st_dev, st_ino, st_size, st_mtime_ns,
+st_ctime_ns)`` taken from the ``fstat`` of the file that was read, so a
+notebook rewritten in place, replaced by rename, or deleted is never
+served stale. The check opens the file (without blocking) and ``fstat``s
+it, which makes an NFS client revalidate (close-to-open). The ctime is
+what makes it sound: every write, ``utime``, ``chmod`` or link sets it to
+"now", and no user can set it back, so a rewrite that restores the old
+mtime still changes the key. File timestamps are coarse (a kernel tick),
+so an entry whose mtime or ctime is within :data:`RACY_NS` of the moment
+it was read is not trusted until it is re-read later (git's "racy
+timestamp" rule). watchfiles evicts changed entries early (see
+:class:`CacheWatcher`), and an LRU keeps the total under a byte budget.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from collections import OrderedDict
 
 from .notebook import NotebookFile, read_file_with_stat
+from .readfile import stat_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,11 +31,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CacheWatcher", "DEFAULT_BUDGET_MB", "NotebookCache", "RACY_NS", "budget_from_env"]
+__all__ = ["CacheWatcher", "DEFAULT_BUDGET_MB", "NotebookCache", "RACY_NS", "budget_from_env", "racy_from_env"]
 
 DEFAULT_BUDGET_MB = 256
 #: Timestamps closer than this to the read are not trusted (1 s, generous
-#: next to a 4-10 ms kernel tick).
+#: next to a 4-10 ms kernel tick; ``JCLI_SIDECAR_RACY_MS`` changes it).
 RACY_NS = 1_000_000_000
 
 
@@ -44,21 +49,36 @@ def budget_from_env() -> int:
     return int(max(mb, 0) * 1024 * 1024)
 
 
-def _key(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+def racy_from_env() -> int:
+    """``JCLI_SIDECAR_RACY_MS`` in ns (default :data:`RACY_NS`).
+
+    Raise it on a file system with coarser timestamps (FAT keeps 2 s); 0
+    trusts every entry at once, which only a test should want.
+    """
+    raw = os.environ.get("JCLI_SIDECAR_RACY_MS", "")
+    try:
+        ms = float(raw) if raw else RACY_NS / 1e6
+    except ValueError:
+        ms = RACY_NS / 1e6
+    if not ms >= 0 or ms == float("inf"):
+        ms = RACY_NS / 1e6
+    return int(ms * 1_000_000)
+
+
+def _key(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 class _Entry:
-    __slots__ = ("key", "notebook", "size", "loaded_ns")
+    __slots__ = ("key", "notebook", "size", "trusted")
 
-    def __init__(self, key, notebook: NotebookFile, loaded_ns: int) -> None:
+    def __init__(self, key, notebook: NotebookFile, loaded_ns: int, racy_ns: int) -> None:
         self.key = key
         self.notebook = notebook
         self.size = notebook.approx_bytes
-        self.loaded_ns = loaded_ns
-
-    def trusted(self) -> bool:
-        return self.key[3] < self.loaded_ns - RACY_NS
+        #: Whether the file's timestamps were safely older than the read: only
+        #: then can an unchanged key prove unchanged content.
+        self.trusted = max(key[3], key[4]) < loaded_ns - racy_ns
 
 
 class NotebookCache:
@@ -73,9 +93,10 @@ class NotebookCache:
         True
     """
 
-    def __init__(self, budget_bytes: int, on_insert: Callable[[str], None] | None = None) -> None:
+    def __init__(self, budget_bytes: int, on_insert: Callable[[str], None] | None = None, racy_ns: int = RACY_NS) -> None:
         self.budget = budget_bytes
         self.on_insert = on_insert
+        self.racy_ns = racy_ns
         self.hits = 0
         self.misses = 0
         self.bytes = 0
@@ -88,35 +109,39 @@ class NotebookCache:
         Raises:
             FileNotFound, NotebookReadFailed: as :meth:`NotebookFile.load`.
         """
-        try:
-            key = _key(os.stat(path))
-        except OSError:
+        key = self._probe(path)
+        if key is None:
             self.evict(path)
-            key = None
-        if key is not None:
+        else:
             with self._lock:
                 entry = self._entries.get(path)
-                if entry is not None and entry.key == key and entry.trusted():
+                if entry is not None and entry.key == key and entry.trusted:
                     self._entries.move_to_end(path)
                     self.hits += 1
                     self._account(entry)
                     return entry.notebook
         loaded_ns = time.time_ns()
-        raw, info = read_file_with_stat(path)
+        raw, info = read_file_with_stat(path)  # the coded error, when the probe failed
         notebook = NotebookFile(raw, path)
         notebook.memo = {}  # decoded cells and images live as long as the entry
-        self._store(path, _Entry(_key(info), notebook, loaded_ns))
+        self._store(path, _Entry(_key(info), notebook, loaded_ns, self.racy_ns))
         return notebook
 
-    def is_fresh(self, path: str) -> bool:
-        """True when ``path`` is cached and still valid (one stat, no read)."""
+    @staticmethod
+    def _probe(path: str) -> tuple[int, int, int, int, int] | None:
+        """The key of the regular file at ``path`` now (open, fstat, close), or None."""
         try:
-            key = _key(os.stat(path))
-        except OSError:
-            return False
+            return _key(stat_regular(path))
+        except (OSError, ValueError):
+            return None
+
+    def is_fresh(self, path: str) -> bool:
+        """True when ``path`` is cached and still valid (one open and fstat, no read)."""
         with self._lock:
             entry = self._entries.get(path)
-            return entry is not None and entry.key == key and entry.trusted()
+            if entry is None or not entry.trusted:
+                return False
+        return self._probe(path) == entry.key
 
     def _account(self, entry: _Entry) -> None:
         """Follow an entry's growth (its memo) and keep the total in budget. Lock held."""

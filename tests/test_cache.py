@@ -19,8 +19,17 @@ OLD = 1_600_000_000  # a timestamp far from "just written"
 
 
 def settle(path) -> None:
-    """Give ``path`` an old mtime, so the cache may trust it (no sleeping)."""
+    """Give ``path`` an old mtime (its ctime stays "now": no user can set that back)."""
     os.utime(path, (OLD, OLD))
+
+
+def trusting_cache(budget: int = 64 << 20) -> NotebookCache:
+    """A cache that trusts a fresh entry at once (no racy window), so a test sees reuse without sleeping.
+
+    Only the key (device, inode, size, mtime, ctime) then stands between a
+    change and a stale read.
+    """
+    return NotebookCache(budget, racy_ns=0)
 
 
 @pytest.fixture
@@ -54,7 +63,7 @@ def rewrite_stderr(path, text: str, *, atomic: bool, same_mtime: bool = False) -
 
 
 def test_a_trusted_entry_is_reused(notebook):
-    cache = NotebookCache(64 << 20)
+    cache = trusting_cache()
     first = cache.load(notebook)
     assert cache.load(notebook) is first
     assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
@@ -68,9 +77,17 @@ def test_a_just_written_file_is_not_trusted_until_its_mtime_is_safely_old(notebo
     assert cache.stats()["hits"] == 0 and cache.stats()["misses"] == 2
 
 
+def test_an_old_mtime_with_a_fresh_ctime_is_not_trusted_either(notebook):
+    cache = NotebookCache(64 << 20)
+    assert os.stat(notebook).st_mtime == OLD  # settled: an old mtime ...
+    cache.load(notebook)  # ... but the utime itself set the ctime to "now"
+    cache.load(notebook)
+    assert cache.stats()["hits"] == 0 and cache.stats()["misses"] == 2
+
+
 @pytest.mark.parametrize("atomic", [False, True], ids=["in-place", "rename"])
 def test_a_rewritten_notebook_is_never_served_stale(notebook, atomic):
-    cache = NotebookCache(64 << 20)
+    cache = trusting_cache()
     assert stream_text(cache, notebook) == "warned\n"
     rewrite_stderr(notebook, "CHANGED", atomic=atomic)
     assert stream_text(cache, notebook) == "CHANGED"
@@ -101,7 +118,7 @@ def test_a_deleted_notebook_is_gone_from_the_cache(notebook):
 
 def test_the_lru_stays_within_its_byte_budget(tmp_path):
     size = os.path.getsize(V45)
-    cache = NotebookCache(int(size * 2.5))
+    cache = trusting_cache(int(size * 2.5))
     paths = []
     for i in range(4):
         path = tmp_path / f"nb{i}.ipynb"
@@ -171,7 +188,7 @@ def test_memoised_reads_equal_fresh_reads_and_count_against_the_budget(tmp_path,
     for path in work.iterdir():
         settle(path)
     monkeypatch.chdir(work)
-    cache = NotebookCache(64 << 20)
+    cache = trusting_cache()
 
     def answer(request, **kwargs):
         try:

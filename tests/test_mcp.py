@@ -139,11 +139,11 @@ def test_reads_change_nothing_in_the_workspace(fixture_dir):
     assert snapshot() == before and not (fixture_dir / ".j-cli").exists()
 
 
-def test_repeated_calls_hit_the_sidecar_and_it_never_owns_our_stdout(fixture_dir, sidecar_on):
+def test_repeated_calls_hit_the_sidecar_and_it_never_owns_our_stdout(fixture_dir, sidecar_on, monkeypatch):
     from helpers import run_cli
 
+    monkeypatch.setenv("JCLI_SIDECAR_RACY_MS", "0")  # a just-copied file: trusted at once, no waiting
     assert run_cli("sidecar", "start", cwd=fixture_dir).returncode == 0
-    os.utime(fixture_dir / "kernel_v4.5.ipynb", (1_600_000_000, 1_600_000_000))
 
     async def repeated(session):
         return [

@@ -467,9 +467,9 @@ def test_a_notebook_changed_between_reads_is_read_fresh(ws, atomic):
     assert gone.returncode == 1 and gone.error()["code"] == "FILE_NOT_FOUND"
 
 
-def test_repeated_reads_hit_the_cache(ws):
+def test_repeated_reads_hit_the_cache(ws, monkeypatch):
     path = ws / "kernel_v4.5.ipynb"
-    os.utime(path, (1_600_000_000, 1_600_000_000))  # an old file: trusted at once
+    monkeypatch.setenv("JCLI_SIDECAR_RACY_MS", "0")  # a just-copied file: trusted at once, no waiting
     start(ws)
     for _ in range(3):
         assert run_cli(*READ, cwd=ws).returncode == 0
