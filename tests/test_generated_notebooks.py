@@ -1,7 +1,10 @@
 """Hypothesis: any notebook-like file gives an envelope or a coded error.
 
-Also proves that the lazy cell index (``NotebookFile``) decodes exactly the
-cells a full ``json.loads`` would.
+A coded error must be one a reader documents (``INTERNAL_ERROR`` fails the
+test), and a well-formed notebook must read back exactly what it holds, so
+a reader that always raised could not pass. Also proves that the lazy cell
+index (``NotebookFile``) decodes exactly the cells a full ``json.loads``
+would.
 """
 
 from __future__ import annotations
@@ -79,12 +82,37 @@ def _write(tmp_path, doc, indent) -> str:
     return str(path)
 
 
-def _call(fn, *args, **kwargs):
+#: What a read may answer with besides an envelope; anything else (INTERNAL_ERROR above all) is a bug.
+READ_CODES = frozenset(
+    {
+        "FILE_NOT_FOUND",
+        "NOTEBOOK_READ_FAILED",
+        "CELL_NOT_FOUND",
+        "OUTPUT_NOT_FOUND",
+        "MIME_NOT_FOUND",
+        "OUTPUT_DATA_INVALID",
+        "OUTPUT_TOO_LARGE",
+        "INVALID_WINDOW",
+        "USAGE_ERROR",
+    }
+)
+
+
+def _call(fn, *args, ok: bool = False, code: str | None = None, **kwargs):
+    """The envelope, or None for a documented coded error.
+
+    ``ok``: the input is well formed, so any error fails the test;
+    ``code``: exactly this error is the right answer.
+    """
     try:
         result = fn(*args, **kwargs)
     except JcliError as err:
-        assert err.code and err.message
+        assert err.code in READ_CODES, f"{err.code}: {err.message}"
+        assert err.message and "Traceback" not in err.message
+        assert not ok, f"a well-formed read failed: {err.code}: {err.message}"
+        assert code in (None, err.code), f"expected {code}, got {err.code}: {err.message}"
         return None
+    assert code is None, f"expected {code}, got an envelope"
     assert result["schema_version"] == 1 and result["status"] == "ok"
     json.dumps(result)  # always serialisable
     return result
@@ -130,3 +158,84 @@ def test_damaged_bytes_never_raise_anything_but_coded_errors(tmp_path, doc, cut,
     for ci in range(3):
         _call(list_outputs, str(path), ci)
         _call(read_output, str(path), ci, 0)
+
+
+# -- well-formed notebooks: every read succeeds and returns what the file holds --------
+
+good_bundle = st.dictionaries(
+    st.sampled_from(
+        ["image/png", "text/plain", "text/html", "text/markdown", "image/svg+xml", "application/json", "application/vnd.x+json"]
+    ),
+    st.none(),  # values drawn per MIME below
+    min_size=1,
+    max_size=4,
+).flatmap(
+    lambda mimes: st.fixed_dictionaries(
+        {mime: (st.just(PNG) if mime == "image/png" else json_value if mime.endswith("json") else multiline) for mime in mimes}
+    )
+)
+valid_output = st.one_of(
+    st.fixed_dictionaries({"output_type": st.just("stream"), "name": st.sampled_from(["stdout", "stderr"]), "text": multiline}),
+    st.fixed_dictionaries({"output_type": st.just("display_data"), "data": good_bundle, "metadata": st.just({})}),
+    st.fixed_dictionaries(
+        {"output_type": st.just("execute_result"), "data": good_bundle, "metadata": st.just({}), "execution_count": st.integers(0, 99)}
+    ),
+    st.fixed_dictionaries({"output_type": st.just("error"), "ename": text, "evalue": text, "traceback": st.lists(text, max_size=3)}),
+)
+valid_cell = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "cell_type": st.just("code"),
+            "source": multiline,
+            "metadata": st.just({}),
+            "execution_count": st.one_of(st.none(), st.integers(0, 99)),
+            "outputs": st.lists(valid_output, max_size=4),
+        }
+    ),
+    st.fixed_dictionaries({"cell_type": st.sampled_from(["markdown", "raw"]), "source": multiline, "metadata": st.just({})}),
+)
+valid_notebook = st.fixed_dictionaries(
+    {"nbformat": st.just(4), "nbformat_minor": st.integers(0, 5), "metadata": st.just({}), "cells": st.lists(valid_cell, max_size=4)}
+)
+
+
+def _joined(value) -> str:
+    return value if isinstance(value, str) else "".join(value)
+
+
+def _expected_data(mime: str, value):
+    if mime == "image/png":
+        return PNG
+    if mime.endswith("json"):
+        return value
+    return _joined(value)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(doc=valid_notebook, indent=layout)
+def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, indent):
+    path = _write(tmp_path, doc, indent)
+    cells = doc["cells"]
+    for ci, cell in enumerate(cells):
+        outputs = cell.get("outputs", [])
+        catalog = _call(list_outputs, path, ci, ok=True)
+        assert catalog["cell_type"] == cell["cell_type"] and catalog["output_count"] == len(outputs)
+        for oi, output in enumerate(outputs):
+            entry = catalog["outputs"][oi]
+            assert "error" not in entry, entry
+            envelope = _call(read_output, path, ci, oi, ok=True)
+            kind = output["output_type"]
+            assert envelope["output_type"] == kind
+            if kind == "stream":
+                assert envelope["stream"] == {**envelope["stream"], "name": output["name"], "data": _joined(output["text"])}
+            elif kind == "error":
+                assert envelope["error"] == {k: output[k] for k in ("ename", "evalue", "traceback")}
+            else:
+                assert entry["available_mime_types"] == list(output["data"])
+                for mime, value in output["data"].items():
+                    assert entry["bytes"][mime] is not None, (mime, entry)
+                    one = _call(read_output, path, ci, oi, OutputQuery(mime_type=mime), ok=True)
+                    assert one["selected"]["mime_type"] == mime
+                    assert one["selected"]["data"] == _expected_data(mime, value)
+        _call(read_output, path, ci, len(outputs), code="OUTPUT_NOT_FOUND")
+    _call(list_outputs, path, len(cells), code="CELL_NOT_FOUND")

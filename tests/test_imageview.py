@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from jcli_sidecar import imageview
-from jcli_sidecar.errors import ImageTooLarge, JcliError, RenderFailed
+from jcli_sidecar.errors import JcliError, RenderFailed
 from jcli_sidecar.imageview import HOST_PROFILES, render_svg, view_image, view_spec
 
 
@@ -436,20 +436,24 @@ def _images(draw):
     out = io.BytesIO()
     im.save(out, fmt)
     data = out.getvalue()
-    if draw(st.booleans()):  # damage it after the signature
+    damaged = draw(st.booleans())
+    if damaged:  # damage it after the signature
         cut = draw(st.integers(12, max(12, len(data) - 1)))
         data = data[:cut] + draw(st.binary(max_size=64))
-    return "image/" + fmt.lower(), data
+    return "image/" + fmt.lower(), data, damaged
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(image=_images(), edge=st.integers(1, 700), host=st.sampled_from([None, *HOST_PROFILES]))
 def test_generated_and_damaged_images_never_produce_a_traceback(image, edge, host):
-    mime, data = image
+    mime, data, damaged = image
     try:
         shown, out, facts = view_image(mime, data, view_spec(host=host, max_edge=edge))
-    except (RenderFailed, ImageTooLarge) as err:
+    except JcliError as err:
+        # only these codes, and only for damaged input: a viewer that always failed cannot pass
+        assert err.code in ("RENDER_FAILED", "IMAGE_TOO_LARGE"), f"{err.code}: {err.message}"
         assert "Traceback" not in err.message
+        assert damaged, f"an intact {mime} failed: {err.code}: {err.message}"
         return
     if out == data:
         return  # within the limits: the stored bytes, untouched (even damaged ones)
