@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from jcli_sidecar.errors import JcliError
+from jcli_sidecar.errors import InternalError, JcliError, NotebookReadFailed
 from jcli_sidecar.notebook import NotebookFile
 from jcli_sidecar.reader import OutputQuery, list_outputs, read_output
 
@@ -239,3 +241,20 @@ def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, 
                     assert one["selected"]["data"] == _expected_data(mime, value)
         _call(read_output, path, ci, len(outputs), code="OUTPUT_NOT_FOUND")
     _call(list_outputs, path, len(cells), code="CELL_NOT_FOUND")
+
+
+@pytest.mark.parametrize("error", [InternalError("a bug"), NotebookReadFailed("always")], ids=["internal-error", "coded-error"])
+def test_the_properties_catch_a_reader_that_always_raises(tmp_path, monkeypatch, error):
+    """The tests above are not vacuous: a reader that always raised, even a coded error, fails them."""
+
+    def broken(*args, **kwargs):
+        raise error
+
+    here = sys.modules[__name__]
+    monkeypatch.setattr(here, "list_outputs", broken)
+    monkeypatch.setattr(here, "read_output", broken)
+    with pytest.raises(AssertionError):
+        test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path)
+    if error.code == "INTERNAL_ERROR":
+        with pytest.raises(AssertionError):
+            test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path)
