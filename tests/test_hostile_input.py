@@ -87,16 +87,14 @@ def deep(depth: int) -> str:
 
 @pytest.mark.parametrize("name", ["a\u0000b.ipynb", "a\ud800b.ipynb", "\udfff.py"], ids=["nul", "high-surrogate", "low-surrogate"])
 @pytest.mark.parametrize("sidecar", [False, True], ids=["in-process", "sidecar"])
-def test_a_path_no_file_can_have_is_a_usage_error_in_a_request(tmp_path, monkeypatch, isolated_runtime, name, sidecar):
+def test_a_path_no_file_can_have_is_a_usage_error_in_a_request(tmp_path, request, name, sidecar):
     if sidecar:
-        monkeypatch.delenv("JCLI_SIDECAR")
+        request.getfixturevalue("sidecar_on")
         assert run_cli("sidecar", "start", cwd=tmp_path).returncode == 0
     request = json.dumps({"file_path": name, "cell_index": 0}).encode()  # \u escapes: valid JSON
     for command in ("outputs", "output"):
         error = coded(run_cli("-j", "notebook", command, "--request", "-", stdin=request, cwd=tmp_path), "USAGE_ERROR", 2)
         assert "file_path" in error["message"]
-    if sidecar:
-        run_cli("sidecar", "stop", cwd=tmp_path)
 
 
 def test_the_python_api_refuses_such_paths_with_a_usage_error(tmp_path):
@@ -225,7 +223,7 @@ def test_a_notebook_nested_too_deeply_is_notebook_read_failed(tmp_path, depth, w
         assert f"nested deeper than {MAX_DEPTH}" in error["message"]
 
 
-def test_json_just_inside_the_limit_reads_the_same_in_process_and_through_the_sidecar(tmp_path, monkeypatch, isolated_runtime):
+def test_json_just_inside_the_limit_reads_the_same_in_process_and_through_the_sidecar(tmp_path, request):
     depth = MAX_DEPTH - 8  # the notebook, its cell, outputs, output, data take the rest
     doc = notebook_with([{"output_type": "display_data", "metadata": {}, "data": {"application/json": json.loads(deep(5))}}])
     text = json.dumps(doc).replace(deep(5), deep(depth), 1)
@@ -233,10 +231,9 @@ def test_json_just_inside_the_limit_reads_the_same_in_process_and_through_the_si
     args = ["-j", "notebook", "output", path, "--cell", "0", "--output", "0"]
     direct = run_cli(*args)
     assert direct.returncode == 0, direct.stderr
-    monkeypatch.delenv("JCLI_SIDECAR")
+    request.getfixturevalue("sidecar_on")
     assert run_cli("sidecar", "start", cwd=tmp_path).returncode == 0
     assert run_cli(*args, cwd=tmp_path).stdout == direct.stdout
-    run_cli("sidecar", "stop", cwd=tmp_path)
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1000, 100_000])
@@ -361,9 +358,9 @@ def odd_names(tmp_path):
 
 
 @pytest.mark.parametrize("sidecar", [False, True], ids=["in-process", "sidecar"])
-def test_a_non_utf8_name_comes_out_as_valid_json_with_its_exact_bytes(odd_names, monkeypatch, isolated_runtime, sidecar):
+def test_a_non_utf8_name_comes_out_as_valid_json_with_its_exact_bytes(odd_names, request, sidecar):
     if sidecar:
-        monkeypatch.delenv("JCLI_SIDECAR")
+        request.getfixturevalue("sidecar_on")
         assert run_cli("sidecar", "start", cwd=os.fsdecode(odd_names)).returncode == 0
     name = os.fsdecode(b"caf\xe9.ipynb")
     result = run_cli("-j", "notebook", "output", name, "--cell", "1", "--output", "1", cwd=os.fsdecode(odd_names))
@@ -377,8 +374,6 @@ def test_a_non_utf8_name_comes_out_as_valid_json_with_its_exact_bytes(odd_names,
     missing = run_cli("-j", "notebook", "outputs", os.fsdecode(b"gone\xff.ipynb"), "--cell", "0", cwd=os.fsdecode(odd_names))
     error = coded(missing, "FILE_NOT_FOUND")
     assert REPLACEMENT in error["message"] and _bytes_of(error, "path") == odd_names + b"/gone\xff.ipynb"
-    if sidecar:
-        run_cli("sidecar", "stop", cwd=os.fsdecode(odd_names))
 
 
 def test_a_utf8_name_is_unchanged_and_has_no_bytes_field(tmp_path):
