@@ -11,7 +11,6 @@ client shows.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 
 from . import image_headers, representations
 from . import mime as mimes
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_QUERY", "OutputQuery", "STREAM_MIME", "catalog_envelope", "fit_response", "output_envelope", "source_label"]
 
 
-@dataclass(frozen=True)
 class OutputQuery:
     """What a read asks of one output, checked when made.
 
@@ -47,20 +45,37 @@ class OutputQuery:
     Raises:
         InvalidWindow: a bad ``offset``/``limit``.
         UsageError: a bad ``max_response_bytes`` or a non-string ``mime_type``.
+
+    Example:
+        >>> OutputQuery(limit=10)
+        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None)
     """
 
-    mime_type: str | None = None
-    offset: int = 0
-    limit: int | None = None
-    max_response_bytes: int | None = None
-    binary: bool = False
-    view: ViewSpec | None = None
+    # A plain class, not a dataclass: importing dataclasses costs every cold read milliseconds.
+    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view")
 
-    def __post_init__(self) -> None:
-        check_window(self.offset, self.limit)
-        check_max_response_bytes(self.max_response_bytes)
-        if self.mime_type is not None and not isinstance(self.mime_type, str):
-            raise UsageError(f"mime_type must be a string, got {self.mime_type!r}")
+    def __init__(
+        self,
+        mime_type: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+        max_response_bytes: int | None = None,
+        binary: bool = False,
+        view: ViewSpec | None = None,
+    ) -> None:
+        check_window(offset, limit)
+        check_max_response_bytes(max_response_bytes)
+        if mime_type is not None and not isinstance(mime_type, str):
+            raise UsageError(f"mime_type must be a string, got {mime_type!r}")
+        self.mime_type = mime_type
+        self.offset = offset
+        self.limit = limit
+        self.max_response_bytes = max_response_bytes
+        self.binary = binary
+        self.view = view
+
+    def __repr__(self) -> str:
+        return "OutputQuery(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     @property
     def converting(self) -> bool:
