@@ -29,7 +29,6 @@ __all__ = [
     "LOCK_FILE",
     "MANAGED_BY",
     "MANIFEST",
-    "MANIFEST_MAX_BYTES",
     "MANIFEST_TMP",
     "OUTPUTS_DIR",
     "Outputs",
@@ -47,8 +46,6 @@ MANIFEST_TMP = ".manifest.json.tmp"
 OUTPUTS_DIR = "outputs"
 STAGING_DIR = ".staging"
 LOCK_FILE = ".lock"
-#: The largest manifest j-cli reads back (what it writes is far smaller).
-MANIFEST_MAX_BYTES = 64 * 1024 * 1024
 
 
 class Outputs:

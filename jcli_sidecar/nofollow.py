@@ -129,21 +129,23 @@ class Dir:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
 
-    def read_small(self, name: str, limit: int) -> bytes:
-        """The bytes of a regular file ``name`` of at most ``limit`` bytes.
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of the regular file ``name``, read like every file (:func:`jcli_sidecar.readfile.read_open`).
+
+        Opened without following a link and without blocking on a FIFO;
+        capped by the one read limit.
 
         Raises:
-            LinkRefused: a symlink. ValueError: not a regular file, or too large.
+            LinkRefused: a symlink. NotARegularFile, IsADirectoryError,
+            FileTooLarge, OSError: as :func:`~jcli_sidecar.readfile.read_open`.
         """
-        fd = self.open_fd(name, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ValueError(f"{self.join(name)} is not a regular file")
-            data = fh.read(limit + 1)
-        if len(data) > limit:
-            raise ValueError(f"{self.join(name)} is larger than {limit} bytes")
-        return data
+        from .readfile import read_open
+
+        fd = self.open_fd(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            return read_open(fd, os.fstat(fd), self.join(name))
+        finally:
+            os.close(fd)
 
     def unlink(self, name: str) -> None:
         os.unlink(name, dir_fd=self.fd)

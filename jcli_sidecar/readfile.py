@@ -19,6 +19,7 @@ __all__ = [
     "NotARegularFile",
     "open_regular",
     "read_limit",
+    "read_open",
     "read_regular",
     "stat_regular",
 ]
@@ -121,27 +122,40 @@ def read_regular(path: str, limit: int | None = None) -> tuple[bytes, os.stat_re
         FileTooLarge: over the limit.
         OSError, ValueError: as :func:`open_regular`.
     """
-    cap = read_limit() if limit is None else limit
     fd, info = open_regular(path)
     try:
-        if info.st_size > cap:
-            raise FileTooLarge(errno.EFBIG, f"{info.st_size} bytes, over the {_mib(cap)} read limit (JCLI_MAX_FILE_MB)", path)
-        parts: list[bytes] = []
-        total = 0
-        want = info.st_size + 1  # one byte more than expected, to see growth
-        while True:
-            chunk = os.read(fd, max(1, min(want - total, cap + 1 - total)))
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-            if total > cap:
-                raise FileTooLarge(errno.EFBIG, f"grew past the {_mib(cap)} read limit (JCLI_MAX_FILE_MB) while being read", path)
-            if total >= want:
-                want = total + _CHUNK
-        return (parts[0] if len(parts) == 1 else b"".join(parts)), info
+        return read_open(fd, info, path, limit), info
     finally:
         os.close(fd)
+
+
+def read_open(fd: int, info: os.stat_result, path: str, limit: int | None = None) -> bytes:
+    """The bytes of an open file already proven regular (``info`` is its ``fstat``), capped like :func:`read_regular`.
+
+    ``path`` is for messages only. The caller closes ``fd``.
+
+    Raises:
+        NotARegularFile, IsADirectoryError: ``info`` is not a regular file.
+        FileTooLarge: over the limit.
+    """
+    _check_regular(info, path)
+    cap = read_limit() if limit is None else limit
+    if info.st_size > cap:
+        raise FileTooLarge(errno.EFBIG, f"{info.st_size} bytes, over the {_mib(cap)} read limit (JCLI_MAX_FILE_MB)", path)
+    parts: list[bytes] = []
+    total = 0
+    want = info.st_size + 1  # one byte more than expected, to see growth
+    while True:
+        chunk = os.read(fd, max(1, min(want - total, cap + 1 - total)))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        if total > cap:
+            raise FileTooLarge(errno.EFBIG, f"grew past the {_mib(cap)} read limit (JCLI_MAX_FILE_MB) while being read", path)
+        if total >= want:
+            want = total + _CHUNK
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _mib(size: int) -> str:

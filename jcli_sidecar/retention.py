@@ -23,7 +23,7 @@ import stat
 import time
 
 from .errors import UsageError
-from .layout import LOCK_FILE, MANIFEST, MANIFEST_MAX_BYTES, STAGING_DIR, Outputs, parse_manifest
+from .layout import LOCK_FILE, MANIFEST, STAGING_DIR, Outputs, parse_manifest
 from .locks import outputs_lock
 from .nofollow import Dir, LinkRefused
 from .protocol import SCHEMA_VERSION
@@ -140,7 +140,7 @@ def _read_manifest(run_dir: Dir) -> dict[str, Any]:
     Raises:
         FileNotFoundError: none yet. OSError, ValueError: unreadable or not ours.
     """
-    return parse_manifest(run_dir.read_small(MANIFEST, MANIFEST_MAX_BYTES))
+    return parse_manifest(run_dir.read_bytes(MANIFEST))
 
 
 def _listing(run_dir: Dir) -> tuple[str | None, list[str], int]:

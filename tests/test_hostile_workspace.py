@@ -169,3 +169,19 @@ def test_a_workspace_package_never_shadows_the_embedded_server(ws):
         assert started.returncode == 0, started.stderr
     finally:
         run_cli("server", "stop", cwd=ws)
+
+
+def test_a_fifo_manifest_never_hangs_clean_and_is_kept(ws):
+    planted = make_run(ws, NOW - 30 * DAY_NS)
+    root = ws / ".j-cli" / "outputs"
+    (root / planted / "manifest.json").unlink()
+    os.mkfifo(root / planted / "manifest.json")  # no writer will ever come
+    staged = root / ".staging" / "stuck"
+    staged.mkdir()
+    os.mkfifo(staged / "manifest.json")
+    report = clean(str(root), Policy(1, 1), now_ns=NOW, alive=lambda owner: False)
+    kept = {k["run_id"]: k["reason"] for k in report["kept"]}
+    assert kept[planted] == "unreadable_manifest" and report["deleted"] == []
+    assert (root / planted / "manifest.json").exists() and (staged / "manifest.json").exists()
+    result = run_cli("-j", "output", "clean", "--max-runs", "1", cwd=ws)
+    assert result.returncode == 0, result.stderr
