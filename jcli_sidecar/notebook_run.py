@@ -75,12 +75,16 @@ def is_notebook_file(path: str) -> bool:
     return is_percent(raw.decode("utf-8", "replace"))
 
 
-def parse_cell_spec(spec: str | None, count: int) -> list[int]:
+def parse_cell_spec(spec: str | None, count: int, *, strict: bool = False) -> list[int]:
     """Cell indexes for ``N``, ``A:B`` (B excluded, as in Python), ``A:`` or ``:B``; None is all.
+
+    A range past the end is cut at the end, unless ``strict``: then a range
+    that reaches past the end or selects no cell is refused too.
 
     Raises:
         UsageError: not one of those forms.
-        CellNotFound: ``N`` outside the file.
+        CellNotFound: ``N`` outside the file (with ``strict``, any range
+            outside it or empty).
 
     Example:
         >>> parse_cell_spec("1:3", 5), parse_cell_spec(":2", 5), parse_cell_spec("4", 5)
@@ -104,6 +108,9 @@ def parse_cell_spec(spec: str | None, count: int) -> list[int]:
             raise ValueError
     except ValueError:
         raise UsageError(f"bad cell spec {spec!r}: use N, A:B, A: or :B with indexes >= 0") from None
+    if strict and (stop > count or start >= stop):
+        what = "reach outside the file" if max(start, stop) > count or start == count else "select no cell of the file"
+        raise CellNotFound(f"cells {text} {what} ({count} cells)", cell_count=count)
     return list(range(start, min(stop, count)))
 
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .pairing import PercentCell
     from .pairsync import SyncPlan
 
-__all__ = ["check_sync", "fingerprint", "record_agreement"]
+__all__ = ["changes_since_agreement", "check_sync", "fingerprint", "record_agreement"]
 
 _KEY = "jcli"
 
@@ -118,6 +118,18 @@ def check_sync(plan: SyncPlan, py_path: str, nb_path: str) -> None:
             cells=lost,
             reason="would_lose_cells",
         )
+
+
+def changes_since_agreement(nb: dict[str, Any], py_cells: list[PercentCell]) -> tuple[bool, bool] | None:
+    """Whether each side changed since j-cli last synced them: ``(py_changed, notebook_changed)``.
+
+    None when the notebook holds no record of a sync (see the module).
+    """
+    agreed = _agreed(nb)
+    if agreed is None:
+        return None
+    py_now = fingerprint([(pc.cell_type, pc.source) for pc in py_cells])
+    return py_now != agreed, fingerprint(_notebook_cells(nb)) != agreed
 
 
 def _has_outputs(cell: dict[str, Any]) -> bool:

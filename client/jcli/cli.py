@@ -17,6 +17,7 @@ from .click_options import table_options
 from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
 from .fastpath import JSON_FLAGS
 from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
+from .notebook_cmd import NOTEBOOK_COMMANDS
 from .output_cmd import output
 from .read_command import run_read
 from .read_options import READ_COMMANDS
@@ -38,7 +39,7 @@ def app(ctx: click.Context, json_mode: bool, server_url: str | None, token: str 
 
 @app.group()
 def notebook() -> None:
-    """Read saved notebook outputs (never executes, never writes)."""
+    """Summarise, show and map notebook cells, and read saved outputs (never executes, never writes)."""
 
 
 def _make_exec_command() -> click.Command:
@@ -66,6 +67,8 @@ def _make_read_command(name: str, help_text: str, options) -> click.Command:
 
 for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
+for _command in NOTEBOOK_COMMANDS:
+    notebook.add_command(_command)
 
 app.add_command(sidecar)
 for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output):

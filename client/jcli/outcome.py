@@ -27,6 +27,7 @@ OS_ERRORS: dict[str, tuple[type[errors.JcliError], str]] = {
     "setup": (errors.OutputSaveFailed, "cannot write {path}: {reason}"),
     "sidecar": (errors.SidecarUnavailable, "sidecar files unusable: {reason}"),
     "output": (errors.RunNotFound, "the outputs directory cannot be read: {reason}"),
+    "notebook": (errors.NotebookReadFailed, "{path} cannot be read: {reason}"),
 }
 
 
