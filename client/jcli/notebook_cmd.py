@@ -7,6 +7,7 @@ text made here. Only reads.
 
 from __future__ import annotations
 
+import os
 import re
 
 import click
@@ -21,11 +22,21 @@ __all__ = ["NOTEBOOK_COMMANDS"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SNIPPET = 60
+_HUMAN_NAMES = 5  # names per list in human mode (-j gives up to cell_analysis.NAME_LIMIT)
 
 
 def _clean(text: str) -> str:
     """``text`` with terminal control characters shown as escapes (a notebook may hold anything)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _shown(path: str) -> str:
+    """A path as the user would type it from here (relative when that is shorter)."""
+    try:
+        rel = os.path.relpath(path)
+    except (OSError, ValueError):  # the cwd is gone
+        rel = path
+    return _clean(rel if len(rel) < len(path) else path)
 
 
 def _snippet(text: str) -> str:
@@ -57,8 +68,10 @@ def _names(row: dict[str, Any]) -> str:
     parts = []
     cut = set(row.get("names_truncated") or ())
     for key in ("imports", "defines", "writes", "calls", "magics"):
-        if row.get(key):
-            parts.append(f"{key} {_clean(', '.join(row[key]))}" + (", …" if key in cut else ""))
+        names = row.get(key) or []
+        if names:
+            more = key in cut or len(names) > _HUMAN_NAMES
+            parts.append(f"{key} {_clean(', '.join(names[:_HUMAN_NAMES]))}" + (", …" if more else ""))
     if row.get("parse_error"):
         parts.append(f"does not parse: {_clean(row['parse_error'])}")
     return " · ".join(parts)
@@ -67,7 +80,7 @@ def _names(row: dict[str, Any]) -> str:
 def _pair_line(doc: dict[str, Any]) -> str:
     if doc.get("paired"):
         other = doc["notebook_path"] if doc.get("kind") == "py" else doc["py_path"]
-        return f"paired with {_clean(other)}"
+        return f"paired with {_shown(other)}"
     return doc.get("pair_note") or "no pair"
 
 
@@ -137,7 +150,7 @@ def _runs_of_equal(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 def _map_text(doc: dict[str, Any]) -> str:
     if not doc["paired"]:
         return f"{_clean(doc['path'])}: not paired: {doc.get('pair_note')}"
-    py, nb = _clean(doc["py_path"]), _clean(doc["notebook_path"])
+    py, nb = _shown(doc["py_path"]), _shown(doc["notebook_path"])
     lines = [f"{py} <-> {nb}: {'in sync' if doc['in_sync'] else 'not in sync'}"]
     since = doc.get("since_last_sync")
     if since is None:
