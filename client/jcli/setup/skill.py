@@ -21,40 +21,136 @@ __all__ = ["MARKER", "SKILL_MD", "plan_skill", "render_skill"]
 MARKER = "<!-- managed by j-cli setup"
 _MARKER_LINE = MARKER + "; reinstalled by it{dirs} -->"
 
-SKILL_MD = """---
+_HEAD = """---
 name: j-cli
-description: Run Python in a Jupyter kernel with j-cli and read saved notebook or run outputs (text, HTML, images) one at a time.
+description: Run Python in a Jupyter kernel with j-cli, run notebooks written as py:percent .py files, and read saved notebook or run outputs (text, HTML, images) one at a time.
 ---
 {marker}
 # j-cli
 
-**Run code** in a kernel session (`j-cli session create -n main` once):
-
-- Inline: `j-cli -j exec main -c 'CODE'`. Short text comes back in `text`. Rich
-  outputs (images, HTML, JSON) are kept as real files in
-  `<cwd>/.j-cli/outputs/<run-id>/`; the result lists them as
-  `{type, output_index, mime, path, bytes}` plus `run.run_id`.
-- Notebook: `j-cli -j exec main -f analysis.ipynb` (or a py:percent
-  `analysis.py`, optionally `--cell 2:5`). Outputs go into the notebook only;
-  one JSON line per cell, then a summary.
-- Code that raised is a result with `status: "error"` (exit 1). There is no
-  stdin: `input()` fails.
-
-**Read one output** instead of opening a whole notebook:
-
-- Tool `read_notebook_output(file_path, cell_index)` lists a cell's outputs;
-  add `output_index` (and `mime_type`, `offset`, `limit`) to read one: images
-  arrive as images, text and HTML verbatim.
-- `read_run_output(run, output_index)` does the same for kept inline runs.
-- CLI: `j-cli -j notebook output FILE --cell N --output K`,
-  `j-cli -j output show RUN_ID --output K`.
-
-**Where runs live and cleanup:** `.j-cli/outputs` is a temporary area:
-runs older than 7 days, or beyond the newest 50, are deleted automatically
-(`j-cli output clean --dry-run` shows what would go). Copy what you need to
-keep, or run the code in a notebook.
-
+Put `-j` right after `j-cli` for one JSON document on stdout; a failure is a
+JSON error on stderr with a stable `code` (exit 1; bad flags exit 2).
 """
+
+_SESSIONS = """
+## Start the server and a session
+
+```sh
+j-cli healthcheck                 # starts this directory's embedded Jupyter Server if none runs
+j-cli session create -n main      # a kernel session named main, running in this directory
+j-cli session list
+```
+
+Create a session once and reuse it: its variables stay between runs. A name
+that exists already is `USAGE_ERROR`. `j-cli -j server status` shows the
+server's url and token (JupyterLab can join the same kernels).
+"""
+
+_INLINE = """
+## Run code inline
+
+```sh
+j-cli -j exec main -c 'import math; print(math.pi)'
+j-cli -j exec main -c 'import matplotlib.pyplot as plt; plt.plot([1, 3, 2]); plt.show()'
+```
+
+Text comes back in `text` (bounded; `truncation_notice` says what was left
+out). Rich outputs (images, HTML, JSON, long text) are kept as files in
+`.j-cli/outputs/<run-id>/`: the result lists `{type, output_index, mime,
+path, bytes}` and `run.run_id`. Read one back, or list the kept runs:
+
+```sh
+j-cli -j output show RUN_ID --output 0
+j-cli output list
+```
+
+Code that raised is `status: "error"` with `ename`, `evalue` and
+`traceback` (exit 1). There is no stdin: `input()` fails. `--timeout 30`
+interrupts the kernel after 30 s (`TIMEOUT`).
+"""
+
+_NOTEBOOKS = """
+## Notebooks: write a .py, run it
+
+Write the notebook as a py:percent file, `analysis.py`; `# %%` starts a code
+cell, `# %% [markdown]` a markdown cell (its lines commented):
+
+```python
+# %% [markdown]
+# # Sales
+
+# %%
+import matplotlib.pyplot as plt
+
+sales = [3, 5, 4, 6]
+
+# %%
+plt.plot(sales)
+plt.show()
+```
+
+```sh
+j-cli -j exec main -f analysis.py              # every code cell; outputs go into analysis.ipynb
+j-cli -j exec main -f analysis.py --cell 2     # only cell 2 (cells count from 0, markdown included)
+j-cli -j exec main -f analysis.py --cell 1:3   # cells 1 and 2 (A:B excludes B; A: and :B work too)
+```
+
+The first run creates `analysis.ipynb` beside the `.py`; nothing goes under
+`.j-cli`. With `-j`, one JSON line per cell as it finishes, then a summary
+line; a cell that raises stops the run (exit 1).
+
+**Edit the `.py`, never the `.ipynb`.** Change, add or remove cells in the
+`.py` and run it again: the notebook is brought in line first (unchanged
+cells keep their outputs, edited cells lose stale ones), and j-cli never
+rewrites the `.py`. If the notebook was edited elsewhere, the run stops with
+`PAIR_CONFLICT` before any code runs and writes nothing; `--py-wins` lets
+the `.py` win.
+"""
+
+_READING = """
+## Read one saved output
+
+```sh
+j-cli -j notebook outputs analysis.py --cell 2             # the cell's outputs: index, MIME types, sizes
+j-cli -j notebook output analysis.py --cell 2 --output 0   # one output
+```
+
+Read one output instead of opening the whole notebook. `--cell` counts the
+cells of the file you name (for a `.py`, the `.py`'s own cells); `--output`
+is the index in that cell's outputs. Images come back as base64 in `data`,
+text and HTML verbatim. `--mime text/html` picks a representation,
+`--offset 4000 --limit 2000` a window of a long text, `--host claude` (or
+`codex`, `dsh`, `opencode`) fits an image to that host. With the MCP tools,
+`read_notebook_output(file_path, cell_index, output_index)` and
+`read_run_output(run, output_index)` do the same, and images arrive as
+images. Reads never run code or change a file.
+"""
+
+_CLEANUP = """
+## Interrupt, restart, clean up
+
+```sh
+j-cli kernel interrupt main       # stop what is running; the variables stay
+j-cli kernel restart main         # a fresh kernel: the variables are gone
+j-cli session kill main           # shut the session and its kernel down
+j-cli output clean --dry-run      # kept runs that cleaning would delete
+```
+
+`.j-cli/outputs` is a scratch area: runs older than 7 days, or beyond the
+newest 50, are deleted automatically. Copy what you need, or run the code in
+a notebook. Kill the sessions you created when you are done.
+"""
+
+#: Workflows for inspecting a notebook or a kernel (a notebook's cells, the
+#: kernel's variables, the kernel a file asks for, converting between .py and
+#: .ipynb): one section each, in the style of the others, added here. They
+#: come after reading outputs and before cleaning up.
+_INSPECTING: tuple[str, ...] = ()
+
+#: The skill's sections, in the order an agent meets them.
+_SECTIONS = (_HEAD, _SESSIONS, _INLINE, _NOTEBOOKS, _READING, *_INSPECTING, _CLEANUP)
+
+SKILL_MD = "".join(_SECTIONS)
 
 
 def render_skill(dirs: int = 0) -> str:
