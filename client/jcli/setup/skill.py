@@ -117,10 +117,12 @@ j-cli -j notebook output analysis.py --cell 2 --output 0   # one output
 
 Read one output instead of opening the whole notebook. `--cell` counts the
 cells of the file you name (for a `.py`, the `.py`'s own cells); `--output`
-is the index in that cell's outputs. Images come back as base64 in `data`,
-text and HTML verbatim. `--mime text/html` picks a representation,
-`--offset 4000 --limit 2000` a window of a long text, `--host claude` (or
-`codex`, `dsh`, `opencode`) fits an image to that host. With the MCP tools,
+is the index in that cell's outputs (streams and errors count). A display
+output comes back in `selected` (an image as base64 in `selected.data`,
+text and HTML verbatim), a stream in `stream`, an error in `error`.
+`--mime text/html` picks a representation, `--offset 4000 --limit 2000` a
+window of a long text, `--host claude` (or `codex`, `dsh`, `opencode`) fits
+an image to that host. With the MCP tools,
 `read_notebook_output(file_path, cell_index, output_index)` and
 `read_run_output(run, output_index)` do the same, and images arrive as
 images. Reads never run code or change a file.
