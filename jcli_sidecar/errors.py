@@ -21,6 +21,8 @@ The tree::
     ├── SessionNotFound               SESSION_NOT_FOUND
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
+    ├── KernelBusy                    KERNEL_BUSY (vars: busy, and no debugger to ask)
+    ├── VariableNotFound              VARIABLE_NOT_FOUND (vars --name: no such variable)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
     ├── Interrupted                   INTERRUPTED (SIGINT or SIGTERM stopped an exec)
     ├── RendererUnavailable           RENDERER_UNAVAILABLE (the [svg] extra is not installed)
@@ -58,6 +60,7 @@ __all__ = [
     "Interrupted",
     "InvalidWindow",
     "JcliError",
+    "KernelBusy",
     "KernelDied",
     "MimeNotFound",
     "NotebookOutOfSync",
@@ -81,6 +84,7 @@ __all__ = [
     "SidecarUnavailable",
     "Timeout",
     "UsageError",
+    "VariableNotFound",
     "error_from_code",
     "internal_error",
 ]
@@ -195,6 +199,16 @@ class ServerUnavailable(JcliError):
 
 class KernelDied(ServerUnavailable):
     code = "KERNEL_DIED"
+
+
+class KernelBusy(JcliError):
+    """The kernel runs code and has no debugger to answer beside it."""
+
+    code = "KERNEL_BUSY"
+
+
+class VariableNotFound(JcliError):
+    code = "VARIABLE_NOT_FOUND"
 
 
 class Timeout(JcliError, TimeoutError):

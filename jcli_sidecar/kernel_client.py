@@ -352,6 +352,39 @@ class KernelConnection:
         """Close without waiting for the server's answer."""
         self.ws.close()
 
+    def request(self, msg_type: str, content: dict[str, Any], *, channel: str = "shell", timeout: float) -> dict[str, Any]:
+        """Send one request and return its reply's content; every other message is skipped.
+
+        Nothing is interrupted when no reply comes: a request that waits
+        behind the user's running code must never stop that code.
+
+        Raises:
+            Timeout: no reply within ``timeout`` seconds.
+            KernelDied: the kernel died or restarted, or the connection dropped.
+        """
+        msg_id, text = _message(msg_type, content, self.session, channel)
+        try:
+            self.ws.send_text(text)
+        except WireError as exc:
+            raise KernelDied(f"the kernel connection dropped ({exc})") from None
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                raw = self.ws.recv(remaining)
+            except TimeoutError:
+                break
+            except WireError as exc:
+                raise KernelDied(f"the kernel connection dropped ({exc})") from None
+            msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
+            if msg is None:
+                continue
+            reply = msg.get("content") or {}
+            if msg.get("channel") == "iopub" and reply.get("execution_state") in ("dead", "restarting"):
+                raise KernelDied(f"the kernel {reply['execution_state']} while j-cli waited for it")
+            if msg.get("channel") == channel and (msg.get("parent_header") or {}).get("msg_id") == msg_id:
+                return reply
+        raise Timeout(f"the kernel did not answer {msg_type} within {timeout:g} s")
+
     def execute(
         self,
         code: str,

@@ -22,6 +22,7 @@ from .output_cmd import output
 from .read_command import run_read
 from .read_options import READ_COMMANDS
 from .sidecar_cmd import sidecar
+from .vars_cmd import vars_command
 
 __all__ = ["app", "run_click"]
 
@@ -73,6 +74,7 @@ for _command in NOTEBOOK_COMMANDS:
 app.add_command(sidecar)
 for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output):
     app.add_command(_command)
+app.add_command(vars_command)
 
 
 @app.group()

@@ -180,15 +180,42 @@ def _session_path(ctx: click.Context, name: str) -> str:
 
 
 @session.command("list")
+@click.option("--vars", "with_vars", is_flag=True, help="Also preview each idle kernel's first variable names (one request per kernel).")
 @click.pass_context
-def session_list(ctx: click.Context) -> None:
+def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""
     try:
-        rows = [session_summary(r) for r in _server(ctx).sessions()]
+        srv = _server(ctx)
+        rows = [session_summary(r) for r in srv.sessions()]
     except JcliError as err:
         fail(ctx, err)
-    human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}" for r in rows) or "no sessions"
-    finish(ctx, {"sessions": rows}, human)
+    if with_vars:
+        for row in rows:
+            row["vars"] = _preview(srv, row)
+    human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}{_preview_text(r)}" for r in rows)
+    finish(ctx, {"sessions": rows}, human or "no sessions")
+
+
+def _preview(srv, row: dict[str, Any]) -> dict[str, Any]:
+    """``{names, total}`` for an idle kernel; else why there is none (``skipped``, or the coded ``error``)."""
+    from jcli_sidecar.kernel_vars import preview_variables
+
+    if row["execution_state"] != "idle":
+        return {"skipped": f"kernel {row['execution_state']}"}
+    try:
+        return preview_variables(srv, row)
+    except JcliError as err:
+        return {"error": {"code": err.code, "message": err.message}}
+
+
+def _preview_text(row: dict[str, Any]) -> str:
+    preview = row.get("vars")
+    if preview is None:
+        return ""
+    if "names" in preview:
+        more = preview["total"] - len(preview["names"])
+        return "  vars: " + (", ".join(preview["names"]) or "none") + (f" … (+{more})" if more > 0 else "")
+    return f"  vars: ({preview.get('skipped') or preview['error']['code']})"
 
 
 def _select(ctx: click.Context, key: str):
