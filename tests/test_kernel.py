@@ -53,7 +53,8 @@ def test_sessions_are_selected_by_id_prefix_or_name(use_jupyter):
             assert missing.returncode == 1 and missing.error()["code"] == "SESSION_NOT_FOUND"
     finally:
         killed = jcli("-j", "session", "kill", name)
-    assert killed.returncode == 0 and killed.json()["killed"] == row["id"]
+    assert killed.returncode == 0 and killed.json()["session_ids"] == [row["id"]]
+    assert killed.json()["killed"] == [{"id": row["id"], "name": name, "kernel_id": row["kernel_id"]}]
     assert all(r["id"] != row["id"] for r in jcli("-j", "session", "list").json()["sessions"])
 
 
@@ -172,8 +173,8 @@ def test_a_plain_script_runs_as_inline_code(use_jupyter, kernel_session, tmp_pat
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["-c", "1", "-f", "x.py"], ["-c", "1", "--timeout", "0"], ["-f", "data.csv"]],
-    ids=["neither", "both", "zero-timeout", "not-code"],
+    [[], ["-c", "1", "-f", "x.py"], ["-c", "1", "--timeout", "-1"], ["-f", "data.csv"]],
+    ids=["neither", "both", "negative-timeout", "not-code"],
 )
 def test_exec_usage_errors(use_jupyter, kernel_session, args):
     result = jcli("-j", "exec", kernel_session, *args)

@@ -138,6 +138,33 @@ def kernelspec_list(ctx: click.Context) -> None:
     finish(ctx, doc, "\n".join(f"{r['name']}\t{r['display_name']}" + ("  (default)" if r["name"] == doc["default"] else "") for r in rows))
 
 
+@kernelspec.command("inspect-file")
+@click.argument("file_path", metavar="FILE")
+@click.pass_context
+def kernelspec_inspect_file(ctx: click.Context, file_path: str) -> None:
+    """The kernel an .ipynb or .py asks for (its metadata, a .py's jupytext header or its pair), without a server."""
+    from jcli_sidecar.kernel_request import inspect_kernel_request
+
+    from .outcome import attempt
+
+    doc = attempt(ctx, lambda: inspect_kernel_request(file_path), "read")
+    finish(ctx, doc, _kernel_request_text(doc))
+
+
+def _kernel_request_text(doc: dict[str, Any]) -> str:
+    """``inspect-file`` for people: the kernel and where it was found, or that none was requested."""
+    where = {"notebook": "the notebook's metadata", "py_header": "the .py's jupytext header", "paired_notebook": "its paired notebook"}
+    language = doc["kernel_language"] or (doc["language_info"] or {}).get("name") or doc["extension_language"]
+    if not doc["requested"]:
+        return f"none requested by {doc['path']}" + (f" (language: {language})" if language else "")
+    spec = doc["kernelspec"]
+    lines = [
+        f"{spec['name'] or '-'}  {spec['display_name'] or '-'}  {language or '-'}",
+        f"from {where[doc['source']]}: {doc['source_path']}",
+    ]
+    return "\n".join(lines)
+
+
 # -- sessions and kernels ---------------------------------------------------------
 
 
@@ -234,16 +261,29 @@ def _on_session(ctx: click.Context, key: str, action, report) -> None:
 
 
 @session.command("kill")
-@click.argument("session_key", metavar="SESSION")
+@click.argument("session_keys", metavar="SESSION...", nargs=-1, required=True)
 @click.pass_context
-def session_kill(ctx: click.Context, session_key: str) -> None:
-    """Shut a session and its kernel down."""
-    _on_session(
-        ctx,
-        session_key,
-        lambda srv, row: srv.delete_session(row["id"]),
-        lambda row: ({"killed": row["id"], "name": row["name"]}, f"killed {row['id']} ({row['name']})"),
-    )
+def session_kill(ctx: click.Context, session_keys: tuple[str, ...]) -> None:
+    """Shut sessions and their kernels down.
+
+    Every SESSION is resolved first: one that matches nothing (or more than
+    one session) kills nothing. Two selectors of one session kill it once.
+    """
+    from jcli_sidecar.jupyter_api import select_sessions
+
+    killed: list[dict[str, Any]] = []
+    try:
+        srv = _server(ctx)
+        rows = [session_summary(row) for row in select_sessions(srv.sessions(), list(session_keys))]
+        for row in rows:
+            srv.delete_session(row["id"])
+            killed.append({"id": row["id"], "name": row["name"], "kernel_id": row["kernel_id"]})
+    except JcliError as err:
+        if killed:  # a kill failed part way: say which went
+            err.details["killed"] = killed
+        fail(ctx, err)
+    doc = {"killed": killed, "session_ids": [row["id"] for row in killed]}
+    finish(ctx, doc, "\n".join(f"killed {row['id']} ({row['name']})" for row in killed))
 
 
 @click.group()
