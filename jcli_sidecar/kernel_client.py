@@ -121,8 +121,7 @@ def check_timeout(value: float | None) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
         raise UsageError(
-            f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), got {value!r}; "
-            "leave it out to wait without a limit"
+            f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), or 0 or none for no limit; got {value!r}"
         )
     return value
 
@@ -134,10 +133,11 @@ class ExecutionResult:
     checkpoint): the outputs so far, no execution count yet. ``sent`` is
     true once the request went to the kernel: from then on the code may have
     run, and these are the outputs captured so far. ``rate_limited`` says
-    the server dropped output (its IOPub rate limit).
+    the server dropped output (its IOPub rate limit). ``user_expressions``
+    is the reply's evaluation of the request's ``user_expressions``.
     """
 
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "rate_limited")
+    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "rate_limited", "user_expressions")
 
     def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
         self.status = "ok"
@@ -148,6 +148,7 @@ class ExecutionResult:
         self.partial = partial
         self.sent = False
         self.rate_limited = False
+        self.user_expressions: dict[str, Any] | None = None
 
 
 class StopRequested(BaseException):
@@ -393,17 +394,25 @@ class KernelConnection:
         on_output: Callable[..., None] | None = None,
         stop: StopSwitch | None = None,
         result: ExecutionResult | None = None,
+        silent: bool = False,
+        user_expressions: dict[str, str] | None = None,
     ) -> ExecutionResult:
-        """Run ``code`` and collect what it produced (see :func:`execute`)."""
+        """Run ``code`` and collect what it produced (see :func:`execute`).
+
+        ``silent`` runs it without a trace: no history, no execution count,
+        no outputs broadcast. ``user_expressions`` (name to expression) are
+        evaluated after the code; the reply's answers are in
+        ``result.user_expressions``.
+        """
         timeout = check_timeout(timeout)
         collector = _Collector(on_output, result)
         msg_id, text = _message(
             "execute_request",
             {
                 "code": code,
-                "silent": False,
-                "store_history": True,
-                "user_expressions": {},
+                "silent": silent,
+                "store_history": not silent,
+                "user_expressions": user_expressions or {},
                 "allow_stdin": False,
                 "stop_on_error": True,
             },
@@ -616,6 +625,8 @@ class _Pump:
                     result.notes.append(ABORTED_NOTE)
                 if content.get("execution_count") is not None:
                     result.execution_count = content["execution_count"]
+                if isinstance(content.get("user_expressions"), dict):
+                    result.user_expressions = content["user_expressions"]
                 if result.status == "error" and result.error is None:
                     result.error = {k: content.get(k) for k in ("ename", "evalue", "traceback")}
             elif channel == "stdin" and msg_type == "input_request":

@@ -27,8 +27,10 @@ import contextlib
 import os
 import time
 
+from .display_mode import check_display_mode, display_mode
 from .errors import CellNotFound, Interrupted, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError, internal_error
 from .exec_result import build_result
+from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
 from .nbwrite import dumps_notebook, read_for_update, write_notebook
@@ -141,32 +143,38 @@ class RunOptions:
             (``TIMEOUT``); None waits forever. Checked at once
             (``kernel_client.check_timeout``).
         checkpoint_seconds: how often a running cell's partial outputs are
-            saved into the notebook; 0 saves on every output.
+            saved into the notebook; 0 saves on every output, None never
+            (``--no-stream``: only each cell's final write-back).
         kernel_name: the kernelspec a notebook created for a pair records.
         py_wins: sync a pair's notebook from the ``.py`` even when that is
             not clearly meant (see :mod:`jcli_sidecar.pairguard`).
+        display_mode: IPython's display mode for the run's cells (one of
+            ``display_mode.DISPLAY_MODES``), the kernel's own restored
+            afterwards; None leaves the kernel's setting alone.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None)
     """
 
-    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins")
+    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode")
 
     def __init__(
         self,
         *,
         cells: str | None = None,
         timeout: float | None = None,
-        checkpoint_seconds: float = DEFAULT_CHECKPOINT_SECONDS,
+        checkpoint_seconds: float | None = DEFAULT_CHECKPOINT_SECONDS,
         kernel_name: str | None = None,
         py_wins: bool = False,
+        display_mode: str | None = None,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
         self.checkpoint_seconds = checkpoint_seconds
         self.kernel_name = kernel_name
         self.py_wins = py_wins
+        self.display_mode = check_display_mode(display_mode)
 
     def __repr__(self) -> str:
         return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
@@ -175,6 +183,10 @@ class RunOptions:
 class NotebookRun:
     """One run of a notebook's code cells; hooks are attributes, called with keyword arguments.
 
+    - ``on_notebook_start(notebook, cell_indexes)``: the cells are chosen and
+      about to run; ``notebook`` is the notebook's path and ``cell_indexes``
+      the file indexes of the code cells that will run, in order (the run
+      stops early at a cell that raised or failed).
     - ``on_cell_start(cell_index, cell)``: a code cell is about to run.
       ``cell_index`` counts cells as the file does (a pair's ``.py`` cells);
       ``cell`` is the notebook's cell.
@@ -190,6 +202,9 @@ class NotebookRun:
       once it was, ``result`` is what the cell printed, ``partial: true``
       when it was cut short). The run stops.
 
+    Every line (and the summary) also carries upstream jupyter-jcli's field
+    names (:mod:`jcli_sidecar.jsonl_compat`).
+
     Every cell that starts ends in exactly one of the last two. Unlike
     nbclient, ``on_cell_error`` is not about the code raising: that is a
     result, as it is for ``j-cli exec -c``.
@@ -203,6 +218,7 @@ class NotebookRun:
     __slots__ = (
         "path",
         "options",
+        "on_notebook_start",
         "on_cell_start",
         "on_output",
         "on_cell_complete",
@@ -213,12 +229,15 @@ class NotebookRun:
         "_chosen",
         "_py_to_nb",
         "_stop",
+        "_created",
+        "_updated",
         "sent",
     )
 
     def __init__(self, path: str, options: RunOptions | None = None) -> None:
         self.path = path
         self.options = options if options is not None else RunOptions()
+        self.on_notebook_start: Hook | None = None
         self.on_cell_start: Hook | None = None
         self.on_output: Hook | None = None
         self.on_cell_complete: Hook | None = None
@@ -229,6 +248,8 @@ class NotebookRun:
         self._chosen: list[int] = []
         self._py_to_nb: list[int] | None = None
         self._stop: StopSwitch | None = None
+        self._created: str | None = None  # the notebook this run created (for notebook_created), as the caller named it
+        self._updated = False  # whether any cell was written back
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
 
@@ -263,7 +284,10 @@ class NotebookRun:
                 notebook could not be written back (``executed: false``).
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
+        pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
         self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
+        if not pair_existed:
+            self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
         self._chosen = parse_cell_spec(self.options.cells, len(self.nb["cells"]))
         _check_writable(self.nb_path, self.nb)
         self.summary = {
@@ -272,6 +296,7 @@ class NotebookRun:
             "notebook": self.nb_path,
             "cells_run": 0,
             "cells_failed": 0,
+            "summary": summary_fields(0, False),
         }
         if report is not None:
             self.summary["sync"] = report
@@ -287,19 +312,39 @@ class NotebookRun:
             The summary document.
         """
         self._stop = stop
-        for requested in self._chosen:
-            index = self._py_to_nb[requested] if self._py_to_nb is not None else requested
-            cell = self.nb["cells"][index]
-            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-                continue
-            if stop is not None and stop.count:  # a signal between cells: the next one does not start
-                self.summary.setdefault("stopped_at", requested)
-                break
-            if not self._run_cell(kernel, session_id, requested, index):
-                break
+        code_cells = [(requested, index) for requested, index in self._placed() if _is_code(self.nb["cells"][index])]
+        if self.on_notebook_start is not None:
+            self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
+        notes: list[str] = []
+        with display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
+            for requested, index in code_cells:
+                if stop is not None and stop.count:  # a signal between cells: the next one does not start
+                    self.summary.setdefault("stopped_at", requested)
+                    break
+                if not self._run_cell(kernel, session_id, requested, index):
+                    break
         if stop is not None and stop.count:
             self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
+        if notes:
+            self.summary["notes"] = notes
+        self.summary["summary"] = summary_fields(self.summary["cells_run"], self._updated)
         return self.summary
+
+    def _placed(self) -> list[tuple[int, int]]:
+        """``(file index, notebook index)`` of each chosen cell."""
+        return [(requested, self._py_to_nb[requested] if self._py_to_nb is not None else requested) for requested in self._chosen]
+
+    def _compat(self, cell_index: int, source: str, result: ExecutionResult, written: bool) -> dict[str, Any]:
+        """Upstream's fields of one cell's line (:mod:`jcli_sidecar.jsonl_compat`); the first line names a created notebook."""
+        fields: dict[str, Any] = {
+            "cell": cell_fields(cell_index, source, result.outputs, result.execution_count),
+            "notebook_updated": written,
+        }
+        if self._created is not None:
+            fields["notebook_created"] = self._created
+            self._created = None
+        self._updated = self._updated or written
+        return fields
 
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
         """Run one code cell and write it back; False stops the run."""
@@ -309,6 +354,7 @@ class NotebookRun:
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
         result = ExecutionResult()
+        written = False
         try:
             checkpoint = _Checkpoint(target, self.options.checkpoint_seconds, self.on_output)
             kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
@@ -318,18 +364,22 @@ class NotebookRun:
                 self.sent = True
                 try:
                     target.write_back(result)
+                    written = True
                 except Exception as save_exc:
                     save_error = save_exc if isinstance(save_exc, JcliError) else internal_error(save_exc)
                     err.details["save_error"] = {"code": save_error.code, "message": save_error.message}
+            line.update(self._compat(cell_index, target.source, result, written))
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
         self.sent = True
         try:
             target.write_back(result)
+            written = True
             doc = build_result(result, session_id=session_id, kernel_id=kernel.kernel_id)
         except Exception as exc:
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            line.update(self._compat(cell_index, target.source, result, written))
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=False)
-        line = {**line, **doc}
+        line = {**line, **doc, **self._compat(cell_index, target.source, result, written)}
         self.summary["cells_run"] += 1
         if self.on_cell_complete is not None:
             self.on_cell_complete(cell_index=cell_index, line=line)
@@ -353,6 +403,10 @@ class NotebookRun:
         if self.on_cell_error is not None:
             self.on_cell_error(cell_index=line["cell_index"], line=line, error=err)
         return False
+
+
+def _is_code(cell: Any) -> bool:
+    return isinstance(cell, dict) and cell.get("cell_type") == "code"
 
 
 def _check_writable(nb_path: str, nb: dict[str, Any]) -> None:
@@ -508,7 +562,7 @@ class _Checkpoint:
 
     __slots__ = ("target", "period", "on_output", "last")
 
-    def __init__(self, target: _CellTarget, period: float, on_output: Hook | None) -> None:
+    def __init__(self, target: _CellTarget, period: float | None, on_output: Hook | None) -> None:
         self.target = target
         self.period = period
         self.on_output = on_output
@@ -520,7 +574,7 @@ class _Checkpoint:
         if self.on_output is not None:
             self.on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
         now = time.monotonic()
-        if now - self.last >= self.period:
+        if self.period is not None and now - self.last >= self.period:
             self.last = now
             try:
                 self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))

@@ -17,7 +17,7 @@ class _Strict(click.ParamType):
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.name = {"int": "integer", "float": "float"}[kind]
+        self.name = {"int": "integer", "float": "float", "timeout": "seconds"}[kind]
 
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
@@ -28,7 +28,7 @@ class _Strict(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-_TYPES = {"int": _Strict("int"), "float": _Strict("float"), "str": click.STRING}
+_TYPES = {"int": _Strict("int"), "float": _Strict("float"), "timeout": _Strict("timeout"), "str": click.STRING}
 
 
 def table_options(options) -> list[click.Parameter]:

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "live_output", "unexpected"]
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "live_output", "show_outputs", "unexpected"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -118,3 +118,9 @@ def live_output(event: str, output: dict[str, Any], index: int, outputs: list[di
     else:
         text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
         _write(sys.stdout, (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace"))
+
+
+def show_outputs(outputs: list[dict[str, Any]]) -> None:
+    """Human mode with ``--no-stream``: finished outputs, shown as :func:`live_output` shows them live."""
+    for index, output in enumerate(outputs):
+        live_output("append", output, index, outputs)

@@ -51,9 +51,26 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
     ReadOption(
         ("--timeout",),
         "timeout",
-        "float",
-        "Seconds per cell (> 0, at most 30 days) before the kernel is interrupted (TIMEOUT).",
+        "timeout",
+        "Seconds per cell (at most 30 days) before the kernel is interrupted (TIMEOUT); 0 or none: no limit. "
+        "Default: JCLI_EXEC_TIMEOUT, else 600.",
         "S",
+    ),
+    ReadOption(
+        ("--display-mode",),
+        "display_mode",
+        "str",
+        "What IPython displays for this exec: last_expr, all, last_expr_or_assign, last or none "
+        "(ast_node_interactivity; the kernel's own setting is restored afterwards). Default: the kernel's setting.",
+        "MODE",
+    ),
+    ReadOption(
+        ("--no-stream",),
+        "no_stream",
+        "flag",
+        "Print outputs when each cell (or the inline code) finishes, not live; a notebook run also skips saving "
+        "a running cell's partial outputs.",
+        None,
     ),
     ReadOption(
         ("--py-wins",),
@@ -85,14 +102,17 @@ def run_exec(
     cell_spec: str | None = None,
     timeout: float | None = None,
     py_wins: bool = False,
+    display_mode: str | None = None,
+    no_stream: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
     from jcli_sidecar.kernel_client import StopRequested, StopSwitch
 
     stop = StopSwitch()
+    settings = _Settings(display_mode, no_stream)
     try:
         with _signals(stop):
-            return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, stop)
+            return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, settings, stop)
     except StopRequested:  # a signal before any code was sent: nothing ran
         return emit.error(stop.interrupted("stopped before any code ran", executed=False), json_mode)
     finally:
@@ -117,22 +137,36 @@ def _signals(stop):
             signal.signal(signum, handler)
 
 
-def _run_exec(json_mode: bool, server_url, token, session_key: str, code, file_path, cell_spec, timeout, py_wins: bool, stop) -> int:
-    try:
-        from jcli_sidecar.kernel_client import check_timeout
+class _Settings:
+    """How the code runs and shows, beyond what it is: ``--display-mode`` and ``--no-stream``."""
 
-        timeout = check_timeout(timeout)
+    __slots__ = ("display_mode", "no_stream")
+
+    def __init__(self, display_mode: str | None, no_stream: bool) -> None:
+        self.display_mode = display_mode
+        self.no_stream = no_stream
+
+
+def _run_exec(
+    json_mode: bool, server_url, token, session_key: str, code, file_path, cell_spec, timeout, py_wins: bool, settings: _Settings, stop
+) -> int:
+    try:
+        from jcli_sidecar.display_mode import check_display_mode
+        from jcli_sidecar.exec_timeout import resolve_timeout
+
+        timeout = resolve_timeout(timeout)
+        check_display_mode(settings.display_mode)
         if file_path is not None and code is None:
             from jcli_sidecar.notebook_run import is_notebook_file
 
             if is_notebook_file(file_path):
-                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins, stop)
+                return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins, settings, stop)
         if cell_spec is not None:
             raise UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         if py_wins:
             raise UsageError("--py-wins applies to running a py:percent .py paired with a notebook")
         code = _code_to_run(code, file_path)
-        return _exec_inline(json_mode, server_url, token, session_key, code, timeout, stop)
+        return _exec_inline(json_mode, server_url, token, session_key, code, timeout, settings, stop)
     except JcliError as err:
         err.details.setdefault("executed", False)  # failures after the send say executed: true themselves
         return emit.error(err, json_mode)
@@ -142,11 +176,12 @@ def _run_exec(json_mode: bool, server_url, token, session_key: str, code, file_p
         return emit.error(err, json_mode)
 
 
-def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, stop) -> int:
+def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, settings: _Settings, stop) -> int:
     import time
 
+    from jcli_sidecar.display_mode import display_mode
     from jcli_sidecar.exec_result import build_result
-    from jcli_sidecar.kernel_client import ExecutionResult, execute, stall_point
+    from jcli_sidecar.kernel_client import ExecutionResult, KernelConnection, stall_point
     from jcli_sidecar.retention import resolve_policy
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
@@ -154,15 +189,20 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     started_ns = time.time_ns()
     result = ExecutionResult()
     failure: JcliError | None = None
+    live = None if json_mode or settings.no_stream else emit.live_output
     try:
-        execute(srv, row["kernel_id"], code, timeout=timeout, on_output=None if json_mode else emit.live_output, stop=stop, result=result)
+        with (
+            KernelConnection(srv, row["kernel_id"]) as kernel,
+            display_mode(kernel, settings.display_mode, notes=result.notes, stop=stop, timeout=timeout),
+        ):
+            kernel.execute(code, timeout=timeout, on_output=live, stop=stop, result=result)
     except Exception as exc:
         if not result.sent:
             raise
         failure = exc if isinstance(exc, JcliError) else internal_error(exc)
     try:
         stall_point("inline:finished")
-        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, stop)
+        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, settings, stop)
     except Exception as exc:  # a bug after the code ran: still say that it ran, and what it printed
         err = internal_error(exc)
         err.details.update(executed=True, result=build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=True))
@@ -170,7 +210,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
 
 
 def _answer_inline(
-    json_mode: bool, result, failure: JcliError | None, row: dict[str, Any], code: str, started_ns: int, policy, stop
+    json_mode: bool, result, failure: JcliError | None, row: dict[str, Any], code: str, started_ns: int, policy, settings: _Settings, stop
 ) -> int:
     """After the send: keep the outputs if needed, then the document, or the error carrying it."""
     from jcli_sidecar.exec_result import build_result
@@ -187,7 +227,9 @@ def _answer_inline(
     if failure is None and stop.count:  # a signal while the result was being kept: it is complete
         failure = stop.interrupted("arrived after the code finished; its result is complete", executed=True)
     if not json_mode:
-        for note in result.notes:  # the outputs themselves were shown live
+        if settings.no_stream:
+            emit.show_outputs(result.outputs)
+        for note in result.notes:  # the outputs themselves were shown live (or just now, with --no-stream)
             sys.stderr.write(f"note: {note}\n")
         if "run" in doc:
             sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
@@ -249,9 +291,12 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
     return text
 
 
-def _exec_notebook(json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool, stop) -> int:
+def _exec_notebook(
+    json_mode: bool, server_url, token, session_key: str, file_path: str, cell_spec, timeout, py_wins: bool, settings: _Settings, stop
+) -> int:
     """Run notebook cells (``notebook_exec``): JSON mode prints one line per cell, then a summary."""
     from .notebook_exec import notebook_options, run_notebook
 
     srv, row = _select(server_url, token, session_key)
-    return run_notebook(json_mode, srv, row, file_path, notebook_options(row, cell_spec, timeout, py_wins), stop=stop)
+    options = notebook_options(row, cell_spec, timeout, py_wins, display_mode=settings.display_mode, no_stream=settings.no_stream)
+    return run_notebook(json_mode, srv, row, file_path, options, stop=stop, live=not settings.no_stream)

@@ -4,9 +4,11 @@ The run itself is the core's :class:`~jcli_sidecar.notebook_run.NotebookRun`
 (outputs go into the notebook, cell by cell). Here the arguments become its
 :class:`~jcli_sidecar.notebook_run.RunOptions`, and hooks print: in JSON mode
 one line per cell as it is written back, then the summary; in human mode the
-outputs live, a cell's coded error on stderr, then where the outputs went.
-A run stopped by SIGINT or SIGTERM ends with the summary (``code:
-"INTERRUPTED"``) and exits 130 or 143.
+outputs live (with ``--no-stream``, each cell's when it finishes), a cell's
+coded error on stderr, then where the outputs went. On a terminal, human
+mode also shows on stderr which cell of how many is starting
+(``[cell 2/5] index 3``); piped, it does not. A run stopped by SIGINT or
+SIGTERM ends with the summary (``code: "INTERRUPTED"``) and exits 130 or 143.
 """
 
 from __future__ import annotations
@@ -28,14 +30,28 @@ if TYPE_CHECKING:
 __all__ = ["notebook_options", "run_notebook"]
 
 
-def notebook_options(session: dict[str, Any], cell_spec: str | None, timeout: float | None, py_wins: bool = False) -> RunOptions:
-    """``--cell``, ``--timeout`` and ``--py-wins``, this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel."""
+def notebook_options(
+    session: dict[str, Any],
+    cell_spec: str | None,
+    timeout: float | None,
+    py_wins: bool = False,
+    *,
+    display_mode: str | None = None,
+    no_stream: bool = False,
+) -> RunOptions:
+    """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode`` and ``--no-stream``,
+    this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel.
+
+    ``--no-stream`` saves no partial outputs of a running cell (only each
+    cell's final write-back), in JSON mode as in human mode.
+    """
     return RunOptions(
         cells=cell_spec,
         timeout=timeout,
-        checkpoint_seconds=checkpoint_seconds_from_env(),
+        checkpoint_seconds=None if no_stream else checkpoint_seconds_from_env(),
         kernel_name=session.get("kernel_name"),
         py_wins=py_wins,
+        display_mode=display_mode,
     )
 
 
@@ -47,15 +63,24 @@ def run_notebook(
     options: RunOptions,
     *,
     stop: StopSwitch | None = None,
+    live: bool = True,
 ) -> int:
-    """Run ``file_path``'s cells in the session's kernel, printing as they finish; returns the exit code."""
+    """Run ``file_path``'s cells in the session's kernel, printing as they finish; returns the exit code.
+
+    ``live`` (human mode) shows outputs as they arrive; else each cell's when it finishes.
+    """
     run = NotebookRun(file_path, options)
     if json_mode:
         run.on_cell_complete = _print_line
         run.on_cell_error = _print_line
     else:
-        run.on_output = emit.live_output
-        run.on_cell_error = _print_error
+        if sys.stderr.isatty():
+            _Progress().attach(run)
+        if live:
+            run.on_output = emit.live_output
+            run.on_cell_error = _print_error
+        else:
+            _Finished().attach(run)
     try:
         summary = run.execute(server, session, stop=stop)
     except Exception as exc:
@@ -85,3 +110,50 @@ def _print_line(cell_index: int, line: dict[str, Any], error: JcliError | None =
 def _print_error(cell_index: int, line: dict[str, Any], error: JcliError) -> None:
     """Human mode's ``on_cell_error``: the code and message (the outputs were shown live)."""
     sys.stderr.write(f"j-cli: error [{error.code}]: {error.message}\n")
+
+
+class _Progress:
+    """Human mode on a terminal: ``[cell K/N] index I`` on stderr as each code cell starts."""
+
+    __slots__ = ("positions",)
+
+    def __init__(self) -> None:
+        self.positions: dict[int, int] = {}
+
+    def attach(self, run: NotebookRun) -> None:
+        run.on_notebook_start = self.on_notebook_start
+        run.on_cell_start = self.on_cell_start
+
+    def on_notebook_start(self, notebook: str, cell_indexes: list[int]) -> None:
+        self.positions = {cell_index: number for number, cell_index in enumerate(cell_indexes, start=1)}
+
+    def on_cell_start(self, cell_index: int, cell: dict[str, Any]) -> None:
+        number = self.positions.get(cell_index)
+        if number is not None:
+            sys.stderr.write(f"[cell {number}/{len(self.positions)}] index {cell_index}\n")
+            sys.stderr.flush()
+
+
+class _Finished:
+    """Human mode with ``--no-stream``: a cell's outputs shown when it finishes (or fails), then its error."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self) -> None:
+        self.outputs: list[dict[str, Any]] = []
+
+    def attach(self, run: NotebookRun) -> None:
+        run.on_output = self.on_output
+        run.on_cell_complete = self.on_cell_complete
+        run.on_cell_error = self.on_cell_error
+
+    def on_output(self, event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
+        self.outputs = outputs  # the running cell's outputs, kept up to date by the run
+
+    def on_cell_complete(self, cell_index: int, line: dict[str, Any]) -> None:
+        emit.show_outputs(self.outputs)
+        self.outputs = []
+
+    def on_cell_error(self, cell_index: int, line: dict[str, Any], error: JcliError) -> None:
+        self.on_cell_complete(cell_index, line)
+        _print_error(cell_index, line, error)

@@ -43,6 +43,10 @@ def parse_value(kind: str, text: str):
         if not text.isascii() or "_" in text or text != text.strip() or not text:
             raise ValueError(f"{text!r} is not a plain number")
         return float(text)
+    if kind == "timeout":  # seconds, or none (0.0: no limit)
+        from jcli_sidecar.exec_timeout import parse_timeout
+
+        return parse_timeout(text)
     raise ValueError(f"unknown option kind {kind!r}")
 
 
@@ -52,7 +56,7 @@ class ReadOption:
     Args:
         flags: long flag first, then any aliases.
         field: the request field it fills.
-        kind: ``"int"``, ``"float"``, ``"str"``, or ``"flag"`` (no value; true when given).
+        kind: ``"int"``, ``"float"``, ``"timeout"`` (seconds or ``none``), ``"str"``, or ``"flag"`` (no value; true when given).
         help: one line for ``--help``.
         required: needed unless ``--request`` is used.
     """
