@@ -75,6 +75,7 @@ PARSE_ONLY = {
 #: What to run after a command that takes away what later commands need.
 RESTORE = {
     ("session", "kill", SESSION): ("session", "create", "-n", SESSION),
+    ("session", "kill", "scratch", SESSION): ("session", "create", "-n", SESSION),
 }
 
 #: The least each document must show; a parser that stopped finding commands fails here.
