@@ -93,3 +93,40 @@ def sidecars_for_workspaces_in(folder: Path) -> list:
         if "--workspace" in cmdline[:-1] and (os.path.realpath(cmdline[cmdline.index("--workspace") + 1]) + os.sep).startswith(prefix):
             found.append(proc)
     return found
+
+
+def embedded_server_with_kernels(tmp_path_factory, kernels: dict):
+    """A real embedded Jupyter Server of its own whose kernelspecs also include ``kernels``.
+
+    ``kernels`` maps a kernelspec name to its ``kernel.json`` document. A
+    generator for a module fixture: yields the server's state (``url``,
+    ``token``, ...), and on teardown stops it and fails if it survived.
+    """
+    from jcli.embedded import EmbeddedServer
+
+    data = tmp_path_factory.mktemp("jupyter-data")
+    for name, spec in kernels.items():
+        folder = data / "kernels" / name
+        folder.mkdir(parents=True)
+        (folder / "kernel.json").write_text(json.dumps(spec))
+    runtime = tmp_path_factory.mktemp("kernels-runtime")
+    runtime.chmod(0o700)
+    root = tmp_path_factory.mktemp("kernels-root")
+    saved = {key: os.environ.get(key) for key in ("XDG_RUNTIME_DIR", "JUPYTER_PATH")}
+    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JUPYTER_PATH=str(data))
+    server = EmbeddedServer(os.path.realpath(root), str(runtime))
+    try:
+        state = server.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    try:
+        yield {**state, "data_dir": str(data)}
+    finally:
+        server.stop()
+        for proc in servers_under(runtime):
+            proc.kill()
+            raise AssertionError(f"the Jupyter Server {proc.pid} survived its stop")

@@ -152,37 +152,12 @@ if __name__ == "__main__":
 @pytest.fixture(scope="module")
 def echo_server(tmp_path_factory):
     """A real Jupyter Server of its own whose kernelspecs include ``echo``, a kernel that is not IPython."""
-    from helpers import servers_under
+    from helpers import embedded_server_with_kernels
 
-    from jcli.embedded import EmbeddedServer
-
-    data = tmp_path_factory.mktemp("jupyter-data")
-    spec = data / "kernels" / "echo"
-    spec.mkdir(parents=True)
-    (data / "echo_kernel.py").write_text(ECHO_KERNEL)
-    argv = [sys.executable, str(data / "echo_kernel.py"), "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Echo", "language": "echo"}))
-    runtime = tmp_path_factory.mktemp("echo-runtime")
-    runtime.chmod(0o700)
-    root = tmp_path_factory.mktemp("echo-root")
-    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "JUPYTER_PATH")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JUPYTER_PATH=str(data))
-    server = EmbeddedServer(os.path.realpath(root), str(runtime))
-    try:
-        state = server.start()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-    try:
-        yield state
-    finally:
-        server.stop()
-        for proc in servers_under(runtime):
-            proc.kill()
-            raise AssertionError(f"the echo Jupyter Server {proc.pid} survived its stop")
+    script = tmp_path_factory.mktemp("echo-kernel") / "echo_kernel.py"
+    script.write_text(ECHO_KERNEL)
+    argv = [sys.executable, str(script), "-f", "{connection_file}"]
+    yield from embedded_server_with_kernels(tmp_path_factory, {"echo": {"argv": argv, "display_name": "Echo", "language": "echo"}})
 
 
 def test_display_mode_on_a_kernel_that_is_not_ipython_is_a_usage_error(echo_server, tmp_path, monkeypatch):

@@ -45,32 +45,13 @@ EXPECTED = ["n", "arr", "df", "f", "C", "big", "_private", "moved"]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A Jupyter Server that also offers the ``nodebug`` kernelspec; yields the environment for j-cli."""
-    from jcli.embedded import EmbeddedServer
+    from helpers import embedded_server_with_kernels
 
-    data = tmp_path_factory.mktemp("jupyter-data")
-    spec = data / "kernels" / "nodebug"
-    spec.mkdir(parents=True)
     launch = "import sys; sys.modules['debugpy'] = None; from ipykernel.kernelapp import launch_new_instance; launch_new_instance()"
     argv = [sys.executable, "-c", launch, "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "no debugger", "language": "python"}))
-    runtime = tmp_path_factory.mktemp("vars-runtime")
-    runtime.chmod(0o700)
-    root = tmp_path_factory.mktemp("vars-root")
-    saved = {key: os.environ.get(key) for key in ("XDG_RUNTIME_DIR", "JUPYTER_PATH")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JUPYTER_PATH=str(data))
-    embedded = EmbeddedServer(os.path.realpath(root), str(runtime))
-    try:
-        state = embedded.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    try:
+    nodebug = {"argv": argv, "display_name": "no debugger", "language": "python"}
+    for state in embedded_server_with_kernels(tmp_path_factory, {"nodebug": nodebug}):
         yield {"JCLI_JUPYTER_SERVER_URL": state["url"], "JCLI_JUPYTER_SERVER_TOKEN": state["token"]}
-    finally:
-        embedded.stop()
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ OS_ERRORS: dict[str, tuple[type[errors.JcliError], str]] = {
     "sidecar": (errors.SidecarUnavailable, "sidecar files unusable: {reason}"),
     "output": (errors.RunNotFound, "the outputs directory cannot be read: {reason}"),
     "notebook": (errors.NotebookReadFailed, "{path} cannot be read: {reason}"),
-    "read": (errors.NotebookReadFailed, "cannot read {path}: {reason}"),
 }
 
 
