@@ -11,7 +11,8 @@ import os
 
 from .errors import FileNotFound, NotebookReadFailed, UsageError
 from .notebook import NotebookFile, cell_at, read_file_bytes
-from .pairing import is_percent, map_cell, paired_notebook_path, parse_percent
+from .pairing import map_cell, paired_notebook_path
+from .percent import is_percent, parse_percent
 from .protocol import check_file_name
 
 TYPE_CHECKING = False

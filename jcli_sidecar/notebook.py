@@ -176,7 +176,7 @@ class NotebookFile:
             start, end = self._spans[index]
             try:
                 found, _ = members(self.raw, start)
-                return {key: json.loads(self.raw[a:b]) for key, (a, b) in found.items() if key in ("cell_type", "id", "source")}
+                return {key: json.loads(self.raw[a:b]) for key, (a, b) in found.items() if key in ("cell_type", "id", "metadata", "source")}
             except (Bail, ValueError):
                 pass
         return self.cell(index)

@@ -35,7 +35,8 @@ from .kernel_client import ExecutionResult, KernelConnection, check_timeout, sta
 from .locks import notebook_lock
 from .nbwrite import dumps_notebook, read_for_update, write_notebook
 from .notebook import join_text
-from .pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
+from .pairing import paired_notebook_path
+from .percent import is_percent, normalize_source, parse_percent
 from .protocol import SCHEMA_VERSION
 from .runtime import ensure_runtime_dir
 

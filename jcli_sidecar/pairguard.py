@@ -28,14 +28,14 @@ import os
 
 from .errors import PairConflict
 from .notebook import join_text
-from .pairing import normalize_source
+from .percent import normalize_source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .pairing import PercentCell
     from .pairsync import SyncPlan
+    from .percent import PercentCell
 
 __all__ = ["changes_since_agreement", "check_sync", "fingerprint", "record_agreement"]
 

@@ -20,7 +20,7 @@ import os
 from .errors import OutputDataInvalid
 from .nbwrite import new_cell, new_notebook
 from .notebook import join_text
-from .pairing import PercentCell, normalize_source
+from .percent import PercentCell, normalize_source
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +37,19 @@ def _source(cell: Any) -> str:
         return normalize_source(join_text(cell.get("source", ""), "source"))
     except OutputDataInvalid:  # a malformed cell never matches
         return "\0unreadable"
+
+
+def _ids(cells: list[dict[str, Any]]) -> dict[str, int]:
+    """Where each id is: the cells' own ids, then the ``metadata.id`` a jupytext-made notebook keeps a marker's id in."""
+    found: dict[str, int] = {}
+    for i, cell in enumerate(cells):
+        if isinstance(cell.get("id"), str):
+            found.setdefault(cell["id"], i)
+    for i, cell in enumerate(cells):
+        meta = cell.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("id"), str):
+            found.setdefault(meta["id"], i)
+    return found
 
 
 def _fresh_id(taken: set[str]) -> str:
@@ -84,7 +97,7 @@ def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_nam
     old = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]
     match: list[int | None] = [None] * len(py_cells)
     used: set[int] = set()
-    by_id = {c.get("id"): i for i, c in enumerate(old) if isinstance(c.get("id"), str)}
+    by_id = _ids(old)
     for k, pc in enumerate(py_cells):
         i = by_id.get(pc.cell_id) if pc.cell_id else None
         if i is not None and i not in used:

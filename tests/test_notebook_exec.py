@@ -232,3 +232,29 @@ def test_human_mode_streams_output_live(ws, kernel_session, tmp_path):
         gate.write("go")
     out, _ = proc.communicate(timeout=120)
     assert out == b"late\n" and proc.returncode == 0
+
+
+def test_magics_in_a_jupytext_pair_run_and_stay_magics(ws, kernel_session):
+    """The issue's data-loss case: '# !echo hi' in the .py is the notebook's '!echo hi', never a comment."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sources = ["!echo hi", "%time y = 1", "files = !echo a b\nfiles", "# %not a magic\nprint(y)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(ws / "mg.ipynb"))
+    jupytext_cli = Path(sys.executable).with_name("jupytext")
+    subprocess.run([str(jupytext_cli), "--to", "py:percent", "mg.ipynb"], cwd=ws, check=True, capture_output=True)
+    text = (ws / "mg.py").read_text()
+    assert "# !echo hi" in text and "# %time y = 1" in text and "# # %not a magic" in text
+    os.utime(ws / "mg.ipynb", (1, 1))  # jupytext wrote the notebook first: the .py is the newer side
+    result, lines = run_file(kernel_session, ws, "mg.py")
+    assert result.returncode == 0, result.stderr
+    summary = lines[-1]
+    assert summary["sync"] == {"kept": 4, "edited": 0, "added": 0, "removed": 0}
+    after = read_nb(ws / "mg.ipynb")
+    assert [c.source for c in after.cells] == sources
+    assert "hi" in after.cells[0].outputs[0]["text"]
+    assert "['a b']" in json.dumps(after.cells[2].outputs)  # the kernel ran '!echo' as a shell escape
+    assert (ws / "mg.py").read_text() == text  # j-cli never rewrites the .py
