@@ -14,6 +14,7 @@ from jcli_sidecar.hosts import HOST_NAMES, HOSTS, Host
 
 from . import emit
 from .click_options import table_options
+from .convert_cmd import convert
 from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
 from .fastpath import JSON_FLAGS
 from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
@@ -72,7 +73,7 @@ for _command in NOTEBOOK_COMMANDS:
     notebook.add_command(_command)
 
 app.add_command(sidecar)
-for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output):
+for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output, convert):
     app.add_command(_command)
 app.add_command(vars_command)
 
