@@ -146,7 +146,7 @@ def test_the_lazy_index_decodes_the_same_cells_as_a_full_parse(tmp_path, doc, in
         assert nb.cell(i) == expected
         head = nb.cell_head(i)
         if isinstance(expected, dict):
-            assert head == {k: v for k, v in expected.items() if k in ("cell_type", "id", "source")}
+            assert head == {k: v for k, v in expected.items() if k in ("cell_type", "id", "metadata", "source")}
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
