@@ -82,10 +82,7 @@ def _read_py(path: str) -> tuple[Any, str]:
         raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
     if not is_percent(text):
         raise NotebookReadFailed(f"{path}: a plain script (no '# %%' cell markers), not a py:percent notebook", path=path)
-    try:
-        return read_percent(text), text
-    except UsageError as err:
-        raise NotebookReadFailed(f"{path}: {err.message}", path=path) from None
+    return read_percent(text, path), text
 
 
 def _write(path: str, text: str) -> None:

@@ -2,8 +2,7 @@
 
 An ``.ipynb`` asks through ``metadata.kernelspec`` (and describes its
 language in ``metadata.language_info``). A py:percent ``.py`` asks through
-its jupytext YAML header (``# ---`` ... ``# ---``, ``jupyter:`` then
-``kernelspec:``); without one, its paired ``.ipynb`` speaks for it. A file
+its jupytext YAML header (read by the codec, :func:`jcli_sidecar.percent.read_header`); without one, its paired ``.ipynb`` speaks for it. A file
 that asks for nothing is an answer too (``requested: false``), not an error.
 
 Files are read through :mod:`jcli_sidecar.notebook` (regular files only,
@@ -14,62 +13,17 @@ from __future__ import annotations
 
 import os
 
-from .errors import FileNotFound, NotebookReadFailed, UsageError
+from .errors import FileNotFound, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EXTENSION_LANGUAGES", "inspect_kernel_request", "read_percent_header"]
+__all__ = ["EXTENSION_LANGUAGES", "inspect_kernel_request"]
 
 #: The language a file's extension implies.
 EXTENSION_LANGUAGES = {".py": "python"}
-_HEADER_FENCE = "# ---"
 _SPEC_FIELDS = ("name", "display_name", "language")
-
-
-def read_percent_header(text: str, path: str) -> dict[str, Any] | None:
-    """The jupytext YAML header of a py:percent text, parsed; None when it has none.
-
-    The header is the ``# ---`` fence on the first line, comment lines, and
-    a closing ``# ---``; its lines, uncommented, are YAML (read with
-    ruamel.yaml's safe loader).
-
-    Raises:
-        NotebookReadFailed: the header is not valid YAML, or not a mapping.
-
-    Example:
-        >>> read_percent_header("# ---\\n# jupyter:\\n#   kernelspec:\\n#     name: python3\\n# ---\\n", "a.py")
-        {'jupyter': {'kernelspec': {'name': 'python3'}}}
-        >>> read_percent_header("x = 1\\n", "a.py") is None
-        True
-    """
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not lines or lines[0].rstrip() != _HEADER_FENCE:
-        return None
-    body: list[str] = []
-    for line in lines[1:]:
-        if line.rstrip() == _HEADER_FENCE:
-            break
-        if not line.startswith("#"):
-            return None  # not a header: code right after a fence line
-        body.append(line[2:] if line.startswith("# ") else line[1:])
-    else:
-        return None  # never closed: not a header
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    try:
-        meta = YAML(typ="safe", pure=True).load("\n".join(body))
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (header line {mark.line + 2})" if mark is not None else ""
-        raise NotebookReadFailed(f"{path}: its jupytext header is not valid YAML{where}", path=path) from None
-    if meta is None:
-        return {}
-    if not isinstance(meta, dict):
-        raise NotebookReadFailed(f"{path}: its jupytext header is not a YAML mapping", path=path)
-    return meta
 
 
 def inspect_kernel_request(path: str) -> dict[str, Any]:
@@ -93,6 +47,7 @@ def inspect_kernel_request(path: str) -> dict[str, Any]:
         'notebook'
     """
     from .notebook import parse_notebook, read_file_bytes
+    from .percent import read_header
 
     full = os.path.abspath(path)
     extension = os.path.splitext(full)[1].lower()
@@ -106,8 +61,7 @@ def inspect_kernel_request(path: str) -> dict[str, Any]:
         source, source_path = "notebook", full
     else:
         text = raw.decode("utf-8", "replace")
-        header = read_percent_header(text, full) or {}
-        jupyter = header.get("jupyter") if isinstance(header.get("jupyter"), dict) else {}
+        jupyter = read_header(text, full) or {}
         if isinstance(jupyter.get("kernelspec"), dict):
             meta, source, source_path = jupyter, "py_header", full
         else:

@@ -45,7 +45,7 @@ import json
 import re
 from collections import namedtuple
 
-from .errors import UsageError
+from .errors import NotebookReadFailed, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -586,30 +586,54 @@ def parse_percent(text: str) -> list[PercentCell]:
     return cells
 
 
-def read_percent(text: str) -> PercentNotebook:
-    """The cells and the header's notebook metadata (``jupyter:``; ``#!`` and coding lines under ``jupytext``).
+def read_header(text: str, path: str = "the .py") -> dict[str, Any] | None:
+    """The notebook metadata a py:percent text's ``# ---`` header gives; None when it has no header.
+
+    The header's ``jupyter:`` section, read with a YAML parser, plus the
+    ``#!`` and coding lines (under ``jupytext``).
 
     Raises:
-        UsageError: the header is not valid YAML.
+        NotebookReadFailed: the header is not valid YAML, or its ``jupyter:`` is not a mapping.
+
+    Example:
+        >>> read_header("# ---\\n# jupyter:\\n#   kernelspec: {name: 'py # 3'}\\n# ---\\n")
+        {'kernelspec': {'name': 'py # 3'}}
+        >>> read_header("x = 1\\n") is None
+        True
     """
     lines = _lines(text)
-    _, jupyter, _, extra = _header(lines)
+    end, jupyter, other, extra = _header(lines)
+    if not (jupyter or other or extra) and end == 0:
+        return None
     metadata: dict[str, Any] = {}
-    if jupyter:
+    if jupyter or other:  # the whole header is YAML; its jupyter: block is the notebook's metadata
         from ruamel.yaml import YAML
         from ruamel.yaml.error import YAMLError
 
         try:
-            loaded = YAML(typ="safe", pure=True).load("\n".join(jupyter))
+            loaded = YAML(typ="safe", pure=True).load("\n".join(jupyter + other))
         except YAMLError as exc:
-            raise UsageError(f"the '# ---' header is not valid YAML: {str(exc).splitlines()[0]}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (header line {mark.line + 2})" if mark is not None else ""
+            raise NotebookReadFailed(f"{path}: its '# ---' header is not valid YAML{where}", path=path) from None
         section = loaded.get("jupyter") if isinstance(loaded, dict) else None
-        metadata = section if isinstance(section, dict) else {}
+        if section is not None and not isinstance(section, dict):
+            raise NotebookReadFailed(f"{path}: the 'jupyter:' of its '# ---' header is not a YAML mapping", path=path)
+        metadata = section or {}
     if extra:
         jupytext = metadata.setdefault("jupytext", {})
         if isinstance(jupytext, dict):
             jupytext.update(extra)
-    return PercentNotebook(parse_percent(text), metadata)
+    return metadata
+
+
+def read_percent(text: str, path: str = "the .py") -> PercentNotebook:
+    """The cells and the header's notebook metadata (see :func:`read_header`).
+
+    Raises:
+        NotebookReadFailed: the header is not valid YAML.
+    """
+    return PercentNotebook(parse_percent(text), read_header(text, path) or {})
 
 
 # --- writing -------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.kernel_request import read_percent_header
+from jcli_sidecar.percent import read_header
 
 HEADER_PY = """\
 # ---
@@ -130,9 +130,9 @@ def test_a_header_that_is_not_yaml_is_a_coded_read_error(offline):
 
 def test_header_parsing_is_yaml_not_patterns():
     quoted = "# ---\n# jupyter:\n#   kernelspec: {name: 'py # 3', display_name: \"x: y\"}\n# ---\n"
-    assert read_percent_header(quoted, "q.py") == {"jupyter": {"kernelspec": {"name": "py # 3", "display_name": "x: y"}}}
-    assert read_percent_header("# ---\n# jupyter: 1\n", "open.py") is None  # never closed: no header
-    assert read_percent_header("x = 1\n# ---\n", "late.py") is None
+    assert read_header(quoted, "q.py") == {"kernelspec": {"name": "py # 3", "display_name": "x: y"}}
+    assert read_header("# ---\n# jupyter: 1\n", "open.py") is None  # never closed: no header
+    assert read_header("x = 1\n# ---\n", "late.py") is None
 
 
 @pytest.mark.parametrize("kind", ["missing", "fifo", "directory", "other-extension"])
