@@ -65,8 +65,11 @@ j-cli output list
 ```
 
 Code that raised is `status: "error"` with `ename`, `evalue` and
-`traceback` (exit 1). There is no stdin: `input()` fails. `--timeout 30`
-interrupts the kernel after 30 s (`TIMEOUT`).
+`traceback` (exit 1). There is no stdin: `input()` fails. Each cell may run
+600 s before the kernel is interrupted (`TIMEOUT`): `--timeout 30` (or
+`JCLI_EXEC_TIMEOUT`) changes that, `--timeout none` lifts it.
+`--display-mode all` shows every bare expression of the code, not only the
+last (`last_expr`, the default, `last_expr_or_assign`, `last`, `none`).
 """
 
 _NOTEBOOKS = """
@@ -98,6 +101,10 @@ j-cli -j exec main -f analysis.py --cell 1:3   # cells 1 and 2 (A:B excludes B; 
 The first run creates `analysis.ipynb` beside the `.py`; nothing goes under
 `.j-cli`. With `-j`, one JSON line per cell as it finishes, then a summary
 line; a cell that raises stops the run (exit 1).
+
+Magics and shell commands are commented in the `.py` the jupytext way
+(`# !pip list`, `# %time f()`, `# %%bash` on the marker line's cell) and are
+magics again in the notebook and the kernel.
 
 **Edit the `.py`, never the `.ipynb`.** Change, add or remove cells in the
 `.py` and run it again: the notebook is brought in line first (unchanged
@@ -134,7 +141,7 @@ _CLEANUP = """
 ```sh
 j-cli kernel interrupt main       # stop what is running; the variables stay
 j-cli kernel restart main         # a fresh kernel: the variables are gone
-j-cli session kill main           # shut the session and its kernel down
+j-cli session kill main           # shut the session and its kernel down (several: kill A B)
 j-cli output clean --dry-run      # kept runs that cleaning would delete
 ```
 
@@ -143,11 +150,53 @@ newest 50, are deleted automatically. Copy what you need, or run the code in
 a notebook. Kill the sessions you created when you are done.
 """
 
-#: Workflows for inspecting a notebook or a kernel (a notebook's cells, the
-#: kernel's variables, the kernel a file asks for, converting between .py and
-#: .ipynb): one section each, in the style of the others, added here. They
-#: come after reading outputs and before cleaning up.
-_INSPECTING: tuple[str, ...] = ()
+#: Workflows for inspecting a notebook or a kernel: a notebook's cells, the
+#: kernel's variables, converting between .py and .ipynb. They come after
+#: reading outputs and before cleaning up.
+_INSPECTING: tuple[str, ...] = (
+    """
+## Look at a notebook without running it
+
+```sh
+j-cli notebook summary analysis.py              # per cell: lines, preview, imports/defines/calls, last run
+j-cli notebook show analysis.py --cell 2        # the whole source of cell 2 (A:B for a range)
+j-cli notebook map analysis.py                  # which .py cell is which notebook cell, what changed
+```
+
+`summary` also tells, from the notebook, each cell's `execution_count`, how
+many `outputs` it has and its `error`, so you can find the cell that failed
+before reading its output. `map` says what the next `exec -f` would keep,
+edit, add or remove, and whether it would stop with `PAIR_CONFLICT`. A cell
+spec outside the file is `CELL_NOT_FOUND`. These only read.
+""",
+    """
+## Inspect the kernel's variables
+
+```sh
+j-cli vars main                                 # name, type, size, a short value; definition order
+j-cli -j vars main --name sales --rich          # one variable: longer value, rich forms (HTML, text)
+j-cli session list --vars                       # each idle session's first variable names
+```
+
+Values are cut (`truncated`, `repr_length` the full length); functions and
+classes are listed, modules only with `--modules`. An unknown `--name` is
+`VARIABLE_NOT_FOUND`. It runs nothing that leaves a trace in the kernel.
+""",
+    """
+## Convert between .py and .ipynb
+
+```sh
+j-cli convert py-to-ipynb analysis.py           # create or update analysis.ipynb from the .py
+j-cli convert ipynb-to-py analysis.ipynb -o other.py  # a notebook as a py:percent file
+j-cli convert assign-ids analysis.ipynb         # give every cell a valid, unique id
+j-cli kernelspec inspect-file analysis.py       # the kernel a file asks for (no server needed)
+```
+
+To start from someone's `.ipynb`, convert it to a `.py` and work on that.
+`py-to-ipynb` keeps the outputs of unchanged cells (`--outputs preserve` or
+`clear-all` to choose); convert never rewrites its input.
+""",
+)
 
 #: The skill's sections, in the order an agent meets them.
 _SECTIONS = (_HEAD, _SESSIONS, _INLINE, _NOTEBOOKS, _READING, *_INSPECTING, _CLEANUP)
