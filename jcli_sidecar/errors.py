@@ -30,6 +30,7 @@ The tree::
     ├── ImageTooLarge                 IMAGE_TOO_LARGE (over the pixel cap, or cannot fit the limits)
     ├── ConfigInvalid                 CONFIG_INVALID (a host config j-cli cannot parse)
     ├── ConfigConflict                CONFIG_CONFLICT (an entry j-cli does not manage)
+    ├── GitFailed                     GIT_FAILED (git missing, or a git command failed)
     ├── SidecarError                  the sidecar transport (clients fall back)
     │   ├── ProtocolError             PROTOCOL_ERROR (bad frame, bad handshake)
     │   ├── PeerRefused               PEER_REFUSED (another uid on the socket)
@@ -54,6 +55,7 @@ __all__ = [
     "ConfigInvalid",
     "ERROR_CODES",
     "FileNotFound",
+    "GitFailed",
     "HOST_PLUGIN_CODES",
     "ImageTooLarge",
     "InternalError",
@@ -239,6 +241,12 @@ class ConfigInvalid(JcliError):
 
 class ConfigConflict(JcliError):
     code = "CONFIG_CONFLICT"
+
+
+class GitFailed(JcliError):
+    """git is not installed, or a git command j-cli needs failed (outside a repository, say)."""
+
+    code = "GIT_FAILED"
 
 
 class SidecarError(JcliError):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .pairsync import SyncPlan
     from .percent import PercentCell
 
-__all__ = ["changes_since_agreement", "check_sync", "fingerprint", "record_agreement"]
+__all__ = ["changes_since_agreement", "check_sync", "fingerprint", "notebook_fingerprint", "record_agreement"]
 
 _KEY = "jcli"
 
@@ -65,6 +65,11 @@ def _notebook_cells(nb: dict[str, Any]) -> list[tuple[str, str]]:
             source = "\0unreadable"
         out.append((str(cell.get("cell_type")), source))
     return out
+
+
+def notebook_fingerprint(nb: dict[str, Any]) -> str:
+    """The :func:`fingerprint` of a notebook's cells (a malformed cell counts as one that matches nothing)."""
+    return fingerprint(_notebook_cells(nb))
 
 
 def _agreed(nb: dict[str, Any]) -> str | None:

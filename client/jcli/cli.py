@@ -136,6 +136,31 @@ def setup_git_command(remove: bool) -> None:
     _run_setup(lambda: setup_git(workspace_of(), remove))
 
 
+@app.group("_hooks", hidden=True)
+def hooks() -> None:
+    """Hook entry points that hosts and git call (not for direct use)."""
+
+
+@hooks.command("pre-commit-pair-sync")
+@click.option("--include", "include", multiple=True, metavar="GLOB", help="Check only pairs whose .py path matches GLOB (repeatable).")
+@click.option("--stage-synced", is_flag=True, help="Stage notebooks synced from the staged .py files (the index only), then exit.")
+def pre_commit_pair_sync(include: tuple[str, ...], stage_synced: bool) -> None:
+    """Git pre-commit: refuse a commit whose staged .py and notebook cells differ (exit 1)."""
+    import os
+
+    from jcli_sidecar import git_precommit
+
+    from . import outcome
+
+    ctx = click.get_current_context()
+    action = git_precommit.stage_synced if stage_synced else git_precommit.check_commit
+    result = outcome.attempt(ctx, lambda: action(os.getcwd(), include), "setup")
+    text = git_precommit.render(result)
+    if not text and not outcome.json_mode(ctx):
+        ctx.exit(0)  # nothing to say: git shows a hook's output on every commit
+    outcome.finish(ctx, result, text)
+
+
 @app.group()
 def mcp() -> None:
     """The read-only MCP server for Claude Code, Codex and other MCP hosts."""
