@@ -92,7 +92,10 @@ def _run_setup(action) -> None:
     if not outcome.json_mode(ctx):
         for warning in result.get("warnings", ()):
             click.echo(f"warning: {warning}", err=True)
-    lines = [f"{key}: {result[key]}" for key in ("config", "skill", "gitignore", "plugin") if result.get(key)]
+    keys = ("config", "skill", "gitignore", "plugin", "hook", "chained", "restored")
+    lines = [f"{key}: {result[key]}" for key in keys if result.get(key)]
+    if result.get("replaced_upstream"):
+        lines.append("replaced upstream j-cli's pre-commit shim")
     if "removed" in result:
         lines.append("removed" if result["removed"] else "nothing to remove")
     else:
@@ -126,14 +129,18 @@ for _host in HOSTS.values():
 
 
 @setup.command("git")
-@click.option("--remove", is_flag=True, help="Remove only j-cli's block.")
-def setup_git_command(remove: bool) -> None:
-    """Add a managed block ignoring **/.j-cli/ to this directory's .gitignore."""
+@click.option("--hooks", is_flag=True, help="Also install the pre-commit hook that refuses a .py and its notebook out of line.")
+@click.option("--include", multiple=True, metavar="GLOB", help="With --hooks: check only pairs whose .py matches GLOB (repeatable).")
+@click.option("--remove", is_flag=True, help="Remove only j-cli's block (with --hooks: and its hook, restoring a chained one).")
+def setup_git_command(hooks: bool, include: tuple[str, ...], remove: bool) -> None:
+    """Add a managed block ignoring **/.j-cli/ to this directory's .gitignore (--hooks: and the pre-commit hook)."""
     from jcli_sidecar.runtime import workspace_of
 
     from .setup.gitignore import setup_git
 
-    _run_setup(lambda: setup_git(workspace_of(), remove))
+    if include and not hooks:
+        raise click.UsageError("--include needs --hooks")
+    _run_setup(lambda: setup_git(workspace_of(), remove, hooks, include))
 
 
 @app.group("_hooks", hidden=True)

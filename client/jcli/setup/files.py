@@ -16,6 +16,9 @@ file as it was:
   So is a file with several hard links, which a replace would split.
 - **Atomic.** A write is a temp file plus a rename in the target's directory,
   keeping the file's mode (:func:`jcli_sidecar.fileio.write_text_atomic`).
+- **Moved aside, moved back.** A file j-cli must wrap (a git hook) is
+  renamed, never copied, so moving it back restores it byte for byte, its
+  mode and a symlink included.
 - **What setup created, it records.** A file setup created carries a mark
   (a block's ``[+file]``; for Claude's JSON, the compact one-line form only
   setup writes), and the directories it had to create are counted in the
@@ -30,7 +33,7 @@ import os
 import re
 import stat
 
-from jcli_sidecar.errors import ConfigInvalid, OutputSaveFailed
+from jcli_sidecar.errors import ConfigConflict, ConfigInvalid, OutputSaveFailed
 from jcli_sidecar.fileio import FileTooLarge, NotARegularFile, read_text_or_none, write_text_atomic
 
 __all__ = ["MAX_CONFIG_BYTES", "Current", "Plan", "dirs_mark", "dirs_recorded", "read"]
@@ -133,8 +136,11 @@ class Plan:
 
     def __init__(self) -> None:
         self._steps: list[tuple[Current, str | None, int]] = []
+        self._executable: set[str] = set()
+        #: Paths an earlier step moves away or deletes: free for a later step.
+        self._freed: set[str] = set()
 
-    def write(self, cur: Current, text: str) -> bool:
+    def write(self, cur: Current, text: str, executable: bool = False) -> bool:
         """Plan ``text`` as the new content of ``cur``; False (and nothing planned) when it is unchanged.
 
         Raises:
@@ -149,10 +155,26 @@ class Plan:
             raise OutputSaveFailed(
                 f"cannot write {cur.path}: a path that is not valid UTF-8 would go into it; nothing was changed", path=cur.path
             ) from None
-        _check_file(cur)
+        if cur.target not in self._freed:
+            _check_file(cur)
         _check_dir(cur)
         self._steps.append((cur, text, 0))
+        if executable:
+            self._executable.add(cur.target)
         return True
+
+    def rename(self, cur: Current, to: str) -> None:
+        """Plan moving ``cur.path`` itself (a symlink stays a link) to ``to``, in the same directory.
+
+        Raises:
+            ConfigConflict: something already is at ``to``.
+            OutputSaveFailed: the directory is read-only.
+        """
+        if os.path.lexists(to) and to not in self._freed:
+            raise ConfigConflict(f"cannot move {cur.path} to {to}: {to} is in the way; nothing was changed", path=to)
+        _check_dir(Current(cur.path, cur.path, None))
+        self._freed.add(cur.path)
+        self._steps.append((cur, to, -1))  # a rename: "text" holds where to
 
     def delete(self, cur: Current, dirs: int = 0) -> None:
         """Plan deleting ``cur``'s target, then up to ``dirs`` of its directories while they are empty.
@@ -162,6 +184,7 @@ class Plan:
         """
         _check_file(cur, replacing=False)
         _check_dir(cur)
+        self._freed.add(cur.target)
         self._steps.append((cur, None, dirs))
 
     def apply(self) -> None:
@@ -171,9 +194,15 @@ class Plan:
             OSError: a write or delete failed after every check passed.
         """
         for cur, text, dirs in self._steps:
+            if dirs < 0 and text is not None:
+                os.rename(cur.path, text)
+                continue
             if text is not None:
                 os.makedirs(os.path.dirname(cur.target), exist_ok=True)
                 write_text_atomic(cur.target, text)
+                if cur.target in self._executable:
+                    mode = stat.S_IMODE(os.stat(cur.target).st_mode)
+                    os.chmod(cur.target, mode | (mode & 0o444) >> 2)
                 continue
             os.unlink(cur.target)
             here = os.path.dirname(cur.target)
