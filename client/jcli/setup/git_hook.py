@@ -15,6 +15,8 @@ else the repository's ``hooks`` directory, shared by its worktrees).
   shim (``exec j-cli _hooks pre-commit-pair-sync …``, in ``.githooks`` with
   ``core.hooksPath`` or in the repository's hooks) is replaced by j-cli's,
   keeping its ``--include`` globs; ``core.hooksPath`` is left as it is.
+- **Globs.** ``--include`` replaces the hook's globs; setup without it
+  keeps those the hook has.
 - **How the hook finds j-cli** is ``setup/command.py``'s rule: a hooks
   directory inside the work tree is committed and shared, so it runs
   ``j-cli`` from PATH; any other belongs to this machine and runs this
@@ -51,10 +53,14 @@ def is_upstream_shim(text: str) -> bool:
     return _UPSTREAM.match(text) is not None
 
 
-def _upstream_includes(text: str) -> list[str]:
-    match = _UPSTREAM.match(text)
-    args = shlex.split(match.group("args")) if match else []
-    return [args[i + 1] for i in range(0, len(args) - 1, 2)]
+def _hook_includes(text: str) -> list[str]:
+    """The ``--include`` globs on the hook's ``exec`` line (j-cli's or upstream's)."""
+    lines = [line for line in text.splitlines() if line.startswith("exec ")]
+    try:
+        args = shlex.split(lines[-1]) if lines else []
+    except ValueError:
+        return []
+    return [args[i + 1] for i in range(len(args) - 1) if args[i] == "--include"]
 
 
 def hook_text(argv: list[str], include: list[str], dirs: int = 0) -> str:
@@ -128,8 +134,8 @@ def install_hook(project: str, include: list[str], plan: files.Plan) -> dict:
     repo, hooks_dir = _where(project)
     path = os.path.join(hooks_dir, HOOK)
     existing = _Existing(path)
-    if existing.kind == "upstream" and not include:
-        include = _upstream_includes(existing.text)
+    if existing.kind in ("ours", "upstream") and not include:
+        include = _hook_includes(existing.text)  # setup again without --include keeps the globs
     argv = jcli_command("project" if _shared(repo, hooks_dir) else "local")
     result: dict = {"hook": path, "hooks_path": repo.hooks_path_setting(), "chained": None, "replaced_upstream": False}
     if existing.kind in ("ours", "upstream"):
