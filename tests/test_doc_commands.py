@@ -67,6 +67,16 @@ PLACEHOLDERS = {
 #: Commands checked by parsing only, and why they are not run.
 PARSE_ONLY = {
     ("inline", ("server", "stop")): "stops the server every later command uses; the fixture's teardown runs it and asserts it succeeds",
+    **{
+        (kind, argv): "needs a git repository and changes its hooks; tests/test_git_precommit.py runs it in real ones"
+        for kind, argv in (
+            ("block", ("setup", "git", "--hooks")),
+            ("block", ("setup", "git", "--hooks", "--include", "notebooks/*.py")),
+            ("block", ("setup", "git", "--hooks", "--remove")),
+            ("block", ("_hooks", "pre-commit-pair-sync", "--stage-synced")),
+            ("inline", ("_hooks", "pre-commit-pair-sync", "--stage-synced")),
+        )
+    },
     ("inline", ("-j", "notebook", "output", "--request", "-")): (
         "a plugin sends the request on stdin; README's `echo ... | j-cli -j notebook output --request -` runs it with one"
     ),
