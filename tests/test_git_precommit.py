@@ -318,3 +318,13 @@ def test_upstream_shim_is_replaced_and_the_users_other_hooks_stay(repo):
 def test_include_without_hooks_is_a_usage_error(repo):
     result = run_cli("-j", "setup", "git", "--include", "*.py", cwd=repo)
     assert result.returncode == 2 and result.error()["code"] == "USAGE_ERROR"
+
+
+def test_commit_all_and_commit_path_are_checked_in_their_own_index(repo):
+    install(repo)
+    (repo / "a.py").write_text(PY_V2)  # nothing staged: `commit -a` and `commit a.py` stage into a temporary index
+    for args in (("-a",), ("--", "a.py")):
+        env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+        blocked = git(repo, "commit", "-q", "-m", "x", *args, check=False, env=env)
+        assert blocked.returncode == 1 and "a.py and a.ipynb: edited: .py cell 0 (notebook cell 0)" in blocked.stderr
+    assert git(repo, "diff", "--cached", "--name-only").stdout == ""  # the real index was never touched
