@@ -1,15 +1,13 @@
-"""The lean entry path: reads and ``exec`` without importing click.
+"""The lean entry path: reads, ``exec`` and the agent hooks without importing click.
 
 It understands exactly the commands of the option tables in ``read_options``
 and ``exec_cmd`` (plus the global ``-j``, ``-s`` and ``-t``) and nothing
-else; anything it does not recognise (help, other commands, odd input) goes
+else (``_hooks NAME`` goes to :mod:`jcli.hooks_entry`); anything it does not recognise (help, other commands, odd input) goes
 to the click app, which is built from the same tables and reports usage
 errors properly.
 """
 
 from __future__ import annotations
-
-from .read_options import READ_COMMANDS, parse_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +42,8 @@ def _globals(argv: list[str]) -> tuple[dict[str, Any], list[str]] | None:
 
 
 def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | None:
+    from .read_options import parse_value
+
     by_flag = {flag: opt for opt in options for flag in opt.flags}
     values: dict[str, Any] = {}
     positional: list[str] = []
@@ -87,6 +87,8 @@ def parse(argv: list[str]) -> tuple[str, bool, str | None, dict[str, Any]] | Non
         >>> parse(["notebook", "output", "--help"]) is None
         True
     """
+    from .read_options import READ_COMMANDS
+
     split = _globals(argv)
     if split is None:
         return None
@@ -129,7 +131,11 @@ def parse_exec(argv: list[str]) -> dict[str, Any] | None:
 
 
 def try_run(argv: list[str]) -> int | None:
-    """Run a read or exec command if ``argv`` is one; None means "use click"."""
+    """Run a read, exec or hook command if ``argv`` is one; None means "use click"."""
+    if argv[:1] == ["_hooks"]:
+        from .hooks_entry import run_hook
+
+        return run_hook(argv[1:])
     parsed = parse(argv)
     if parsed is not None:
         from .read_command import run_read
