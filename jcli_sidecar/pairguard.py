@@ -37,7 +37,16 @@ if TYPE_CHECKING:
     from .pairsync import SyncPlan
     from .percent import PercentCell
 
-__all__ = ["changes_since_agreement", "check_sync", "fingerprint", "notebook_fingerprint", "record_agreement"]
+__all__ = [
+    "agreed_cells",
+    "cell_digests",
+    "changes_since_agreement",
+    "check_sync",
+    "fingerprint",
+    "notebook_cells",
+    "notebook_fingerprint",
+    "record_agreement",
+]
 
 _KEY = "jcli"
 
@@ -51,6 +60,33 @@ def fingerprint(cells: list[tuple[str, str]]) -> str:
     """
     canonical = json.dumps([[kind, normalize_source(source)] for kind, source in cells], ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cell_digests(cells: list[tuple[str, str]]) -> list[str]:
+    """One short digest per ``(cell_type, source)``, in order: what each cell held when a sync was recorded.
+
+    Example:
+        >>> cell_digests([("code", "x = 1\\n")]) == cell_digests([("code", "x = 1")])
+        True
+    """
+    return [
+        hashlib.sha256(json.dumps([kind, normalize_source(source)], ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        for kind, source in cells
+    ]
+
+
+def agreed_cells(nb: dict[str, Any]) -> list[str] | None:
+    """The per-cell digests of the last recorded sync (:func:`cell_digests`), or None (no record, or an older one)."""
+    meta = nb.get("metadata")
+    record = meta.get(_KEY) if isinstance(meta, dict) else None
+    pair = record.get("pair") if isinstance(record, dict) else None
+    value = pair.get("cells") if isinstance(pair, dict) else None
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def notebook_cells(nb: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(cell_type, source)`` of each notebook cell, as the record compares them."""
+    return _notebook_cells(nb)
 
 
 def _notebook_cells(nb: dict[str, Any]) -> list[tuple[str, str]]:
@@ -143,10 +179,15 @@ def _has_outputs(cell: dict[str, Any]) -> bool:
 
 
 def record_agreement(nb: dict[str, Any], py_cells: list[PercentCell]) -> dict[str, Any]:
-    """``nb`` with ``metadata.jcli.pair`` naming the cells it now shares with the ``.py``."""
+    """``nb`` with ``metadata.jcli.pair`` naming the cells it now shares with the ``.py``.
+
+    The record holds the fingerprint of all cells (``sources``) and one digest
+    per cell (``cells``), so a later merge can tell which side changed which cell.
+    """
     meta = dict(nb.get("metadata") or {})
     record = dict(meta.get(_KEY) or {}) if isinstance(meta.get(_KEY), dict) else {}
-    record["pair"] = {"sources": fingerprint([(pc.cell_type, pc.source) for pc in py_cells])}
+    cells = [(pc.cell_type, pc.source) for pc in py_cells]
+    record["pair"] = {"sources": fingerprint(cells), "cells": cell_digests(cells)}
     meta[_KEY] = record
     out = dict(nb)
     out["metadata"] = meta
