@@ -113,7 +113,7 @@ def _positional(args: list[str]) -> list[str]:
 
 def _runs_notebook(program: str, args: list[str]) -> bool:
     if program in ("papermill", "runipy", "jupyter-execute"):
-        return bool(_positional(args))
+        return not any(a in ("-h", "--help", "--help-all", "--version") for a in args)  # `xargs papermill` takes its notebooks from stdin
     if program == "jupyter-nbconvert":
         return "--execute" in args or any(a.startswith("--ExecutePreprocessor.enabled") and a.lower().endswith("true") for a in args)
     if program in ("jupytext", "jupyter-jupytext"):
@@ -143,8 +143,10 @@ def notebook_exec(call: ToolCall) -> str | None:
         if found is None or not _runs_notebook(*found):
             continue
         program, args = found
-        notebooks = [a for a in _positional(args) if a.endswith((".ipynb", ".py"))]
-        target = _shown(cmd.path(notebooks[0]), call.cwd) if notebooks else "NOTEBOOK.ipynb"
+        named = _positional(args)
+        # papermill's input is its first positional (its output the second); other tools name the notebooks among their options
+        first = named[0] if program in ("papermill", "runipy") and named else next((a for a in named if a.endswith((".ipynb", ".py"))), "")
+        target = _shown(cmd.path(first), call.cwd) if first.endswith((".ipynb", ".py")) else "NOTEBOOK.ipynb"
         shown = program.replace("jupyter-", "jupyter ")
         return (
             f"`{shown}` runs a notebook outside j-cli ({target}): its outputs and kernel state never reach your j-cli session.\n"
