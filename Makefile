@@ -60,6 +60,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/clean_latency.py
 	$(BIN)/python bench/mcp_latency.py
+	$(BIN)/python bench/hook_latency.py
 
 fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py

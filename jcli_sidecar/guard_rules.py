@@ -17,7 +17,9 @@ Three rules, each a pure function of a :class:`~jcli_sidecar.hook_payload.ToolCa
   host's structured notebook tool.
 
 A shell line is looked at only when its text mentions something that could
-matter (:func:`might_run_notebook`); only then is the shell parser imported.
+matter (:func:`might_run_notebook`: a notebook runner's name for
+notebook-exec, ``.py`` for python-run); only then is the shell parser
+imported (bashlex builds its parse tables at import, about 0.1 s).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = ["EXEC_HINT", "might_run_notebook", "notebook_edit", "notebook_exec", "percent_pair_of", "python_run"]
 
-#: Words without which a shell line cannot run a notebook or a paired script.
-_TRIGGERS = ("python", "jupyter", "papermill", "runipy", "ipython", "jupytext", "nbconvert", ".ipynb", ".py", "nbclient", "eval", "$", "`")
+#: Words without which a shell line cannot run a notebook (``python -m nbconvert`` names nbconvert, and so on).
+_RUNNER_WORDS = ("jupyter", "papermill", "runipy", "ipython", "jupytext", "nbconvert", "nbclient")
+#: Without ``.py`` in it, a shell line runs no script file.
+_SCRIPT_WORDS = (".py",)
 #: Modules ``python -m`` runs as a notebook runner: module -> the program name it stands for.
 _MODULES = {
     "nbconvert": "jupyter-nbconvert",
@@ -56,15 +60,15 @@ EXEC_HINT = (
 )
 
 
-def might_run_notebook(text: str) -> bool:
-    """Could this shell text run a notebook or a script? False means: certainly not, no parsing needed.
+def might_run_notebook(text: str, words: tuple[str, ...] = _RUNNER_WORDS) -> bool:
+    """Could this shell text run a notebook (or, with ``_SCRIPT_WORDS``, a script)? False: certainly not, no parsing needed.
 
     Example:
-        >>> might_run_notebook("make -j4 && git status"), might_run_notebook("uv run papermill a b")
+        >>> might_run_notebook("python -m pytest && git status"), might_run_notebook("uv run papermill a b")
         (False, True)
     """
     lowered = text.lower()
-    return any(word in lowered for word in _TRIGGERS)
+    return any(word in lowered for word in words)
 
 
 def _is_python(name: str) -> bool:
@@ -161,7 +165,7 @@ def python_run(call: ToolCall) -> str | None:
     A ``.py`` without ``# %%`` markers, or without an ``.ipynb`` beside it,
     is a script like any other and is allowed.
     """
-    if call.kind != "shell" or not call.command or not might_run_notebook(call.command):
+    if call.kind != "shell" or not call.command or not might_run_notebook(call.command, _SCRIPT_WORDS):
         return None
     for cmd in _commands(call):
         script = _script(cmd.argv)

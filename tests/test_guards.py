@@ -449,8 +449,13 @@ def imported(name: str, payload: dict) -> set[str]:
 
 
 def test_an_unrelated_command_is_decided_without_the_parser_click_or_nbformat(work):
-    modules = imported("notebook-exec-guard", shell("make -j4 && git status", work))
-    assert not modules & HEAVY
-    assert "jcli_sidecar" in modules  # the hook really ran in this process
+    for name, command in [
+        ("notebook-exec-guard", "make -j4 && git status"),
+        ("notebook-exec-guard", "python -m pytest -q"),
+        ("python-run-guard", "python -m pytest -q"),
+    ]:
+        modules = imported(name, shell(command, work))
+        assert not modules & HEAVY, (name, command, modules & HEAVY)
+        assert "jcli_sidecar" in modules  # the hook really ran in this process
     notebook_modules = imported("notebook-exec-guard", shell("papermill analysis.ipynb o.ipynb", work))
     assert "bashlex" in notebook_modules and not notebook_modules & (HEAVY - {"bashlex"})
