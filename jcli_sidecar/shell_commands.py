@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["SHELLS", "WRAPPERS", "Command", "commands"]
+__all__ = ["Command", "RUNNERS", "SHELLS", "WRAPPERS", "commands"]
 
 #: Shells whose ``-c SCRIPT`` is parsed again.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
@@ -224,7 +224,7 @@ def commands(text: str, cwd: str) -> list[Command]:
 
     Example:
         >>> [c.argv for c in commands('cd sub && sudo -u x python -W ignore ../a.py', '/w')]
-        [['cd', 'sub'], ['python', '-W', 'ignore', '../a.py']]
+        [['cd', 'sub'], ['sudo', '-u', 'x', 'python', '-W', 'ignore', '../a.py'], ['python', '-W', 'ignore', '../a.py']]
         >>> commands('cd sub && python ../a.py', '/w')[1].path('../a.py')
         '/w/a.py'
         >>> [c.argv for c in commands('x=$(bash -c "papermill a.ipynb b.ipynb")', '/w')]
