@@ -292,6 +292,16 @@ def test_every_hook_name_answers_without_blocking_whatever_the_stdin(work, name,
     assert b"Traceback" not in result.stderr
 
 
+def test_json_mode_gives_the_same_answer(work):
+    payload = json.dumps(shell("papermill analysis.ipynb o.ipynb", work)).encode()
+    plain, json_mode = (
+        run_cli("_hooks", "notebook-exec-guard", stdin=payload),
+        run_cli("-j", "_hooks", "notebook-exec-guard", stdin=payload),
+    )
+    assert (plain.returncode, plain.stdout) == (json_mode.returncode, json_mode.stdout) and json_mode.returncode == 2
+    assert_allowed(run_cli("-j", "_hooks", "notebook-exec-guard", stdin=json.dumps(shell("ls", work)).encode()))
+
+
 @pytest.mark.parametrize("platform", [*PLATFORMS, "vscode", None])
 def test_every_platform_value_is_accepted(work, platform):
     assert_denied(hook("notebook-exec-guard", shell("papermill analysis.ipynb o.ipynb", work), platform=platform))

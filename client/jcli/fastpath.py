@@ -132,10 +132,11 @@ def parse_exec(argv: list[str]) -> dict[str, Any] | None:
 
 def try_run(argv: list[str]) -> int | None:
     """Run a read, exec or hook command if ``argv`` is one; None means "use click"."""
-    if argv[:1] == ["_hooks"]:
+    hooks = argv[1:2] == ["_hooks"] and argv[0] in JSON_FLAGS  # a hook's answer is JSON in either mode
+    if argv[:1] == ["_hooks"] or hooks:
         from .hooks_entry import run_hook
 
-        return run_hook(argv[1:])
+        return run_hook(argv[2:] if hooks else argv[1:])
     parsed = parse(argv)
     if parsed is not None:
         from .read_command import run_read
