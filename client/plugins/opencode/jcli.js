@@ -1,4 +1,5 @@
-// j-cli for OpenCode: read one saved notebook output in one tool call.
+// j-cli for OpenCode: read one saved notebook output in one tool call, and
+// run j-cli's guards around OpenCode's own tools.
 // managed by j-cli setup (`j-cli setup opencode --remove` deletes this file)
 //
 // A thin translation layer: the request goes to `j-cli -j notebook output
@@ -7,6 +8,15 @@
 // `output` verbatim; an image goes in `attachments` as a data URL, and its
 // base64 never appears in `output`, `title` or `metadata`. A coded j-cli
 // error becomes a thrown Error carrying the code and message.
+//
+// The guards (docs/guards.md) hold no logic here: `tool.execute.before` and
+// `tool.execute.after` pass the call to `j-cli _hooks NAME --platform
+// opencode` as `{tool_name, tool_input, cwd}` on stdin. A deny (exit 2)
+// becomes a thrown Error carrying j-cli's reason, which is how an OpenCode
+// plugin refuses a tool call; a post-edit context is appended to the tool's
+// output, which the model reads. Anything else (j-cli missing, a crash, a
+// timeout, an answer we cannot read) lets the call through: a broken guard
+// must never stop the agent's work.
 //
 // OpenCode calls every function this module exports as a plugin and refuses
 // any other export, so the plugin is the only export. Its helpers hang off it
@@ -144,47 +154,159 @@ function toToolResult(doc) {
   return { title: `${sel.mime_type} from ${from}${windowNote(sel)}`, output, metadata: { mime_type: sel.mime_type } };
 }
 
-const JcliPlugin = async () => ({
-  tool: {
-    read_notebook_output: tool({
-      description:
-        "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
-        "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
-      // The fields, types, bounds and descriptions of j-cli's one request spec
-      // (jcli_sidecar/request_spec.py); a test fails when this drifts from it.
-      args: {
-        file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
-        cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
-        output_index: tool.schema.number().int().min(0).optional().describe("0-based index in the cell's outputs; omit to list them."),
-        mime_type: tool.schema.string().optional().describe("Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."),
-        offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters (default 0)."),
-        limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
-        as_mime_type: tool.schema
-          .enum(["image/png", "image/jpeg", "image/webp"])
-          .optional()
-          .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
-        max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
-        max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
-        max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
-      },
-      async execute(args, context) {
-        const request = {
-          ...args,
-          file_path: path.resolve(context.directory, args.file_path),
-          host: "opencode",
-          max_response_bytes: RESPONSE_BUDGET,
-        };
-        for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
-        const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
-          cwd: context.directory,
-          signal: context.abort,
-        });
-        return toToolResult(doc);
-      },
-    }),
-  },
-});
+/** How long one guard may take before the call goes through unguarded. */
+const HOOK_TIMEOUT_MS = 30_000;
 
-JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, runJcli, toToolResult };
+/** Which guards run before and after which OpenCode tools. */
+const SHELL_TOOLS = new Set(["bash"]);
+const EDIT_TOOLS = new Set(["edit", "write", "patch", "apply_patch", "multiedit"]);
+
+function hooksBefore(toolName) {
+  if (SHELL_TOOLS.has(toolName)) return ["notebook-exec-guard", "python-run-guard"];
+  if (EDIT_TOOLS.has(toolName)) return ["notebook-edit-guard", "pair-drift-guard-pre"];
+  return [];
+}
+
+function hooksAfter(toolName) {
+  return EDIT_TOOLS.has(toolName) ? ["pair-drift-guard-post"] : [];
+}
+
+/**
+ * Run `j-cli _hooks NAME --platform opencode` with `payload` on stdin.
+ * Resolves `{ code, stdout, stderr }`, or `null` when j-cli could not be run
+ * or did not answer in time; never rejects.
+ */
+function runHook(name, payload, { cwd, timeoutMs = HOOK_TIMEOUT_MS } = {}) {
+  return new Promise((resolve) => {
+    const command = jcliCommand();
+    let child;
+    try {
+      child = spawn(command[0], [...command.slice(1), "_hooks", name, "--platform", "opencode"], { cwd, stdio: ["pipe", "pipe", "pipe"], shell: false });
+    } catch {
+      resolve(null);
+      return;
+    }
+    const out = [];
+    const err = [];
+    let settled = false;
+    const finish = (value) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(value);
+    };
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      finish(null);
+    }, timeoutMs);
+    child.stdout.on("data", (chunk) => out.push(chunk));
+    child.stderr.on("data", (chunk) => err.push(chunk));
+    child.on("error", () => finish(null));
+    child.on("close", (code) => {
+      finish({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") });
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(JSON.stringify(payload));
+  });
+}
+
+function hookOutput(stdout) {
+  try {
+    const doc = JSON.parse(stdout);
+    return doc && typeof doc === "object" ? doc.hookSpecificOutput || null : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The reason of a deny, or null (allow). A deny is exit 2 with j-cli's
+ * decision on stdout; a bare exit 2 (an old j-cli without `_hooks` fails
+ * with a usage error, also 2) is not one.
+ */
+function denyReason(answer) {
+  if (!answer || answer.code !== 2) return null;
+  const decision = hookOutput(answer.stdout);
+  if (decision?.permissionDecision !== "deny") return null;
+  const reason = decision.permissionDecisionReason;
+  return typeof reason === "string" && reason ? reason : answer.stderr.trim() || "refused by j-cli";
+}
+
+/** The context a post hook hands the model, or null. */
+function postContext(answer) {
+  if (!answer || answer.code !== 0) return null;
+  const context = hookOutput(answer.stdout)?.additionalContext;
+  return typeof context === "string" && context ? context : null;
+}
+
+/** The payload j-cli's hook entry reads (docs/guards.md, "The contract per host"). */
+function hookPayload(toolName, args, directory) {
+  return { tool_name: toolName, tool_input: args ?? {}, cwd: directory };
+}
+
+/** OpenCode's `tool.execute.before`: throw j-cli's reason to refuse the call. */
+async function guardBefore(input, output, directory) {
+  for (const name of hooksBefore(input.tool)) {
+    const answer = await runHook(name, hookPayload(input.tool, output.args, directory), { cwd: directory });
+    const reason = denyReason(answer);
+    if (reason !== null) throw new Error(`j-cli ${name}: ${reason}`);
+  }
+}
+
+/** OpenCode's `tool.execute.after`: append j-cli's context to the output the model reads. */
+async function guardAfter(input, output, directory) {
+  for (const name of hooksAfter(input.tool)) {
+    const context = postContext(await runHook(name, hookPayload(input.tool, input.args, directory), { cwd: directory }));
+    if (context !== null && output && typeof output.output === "string") output.output += `\n\n[j-cli] ${context}`;
+  }
+}
+
+const JcliPlugin = async (input) => {
+  const directory = input?.directory || process.cwd();
+  return {
+    "tool.execute.before": (toolInput, output) => guardBefore(toolInput, output, directory),
+    "tool.execute.after": (toolInput, output) => guardAfter(toolInput, output, directory),
+    tool: {
+      read_notebook_output: tool({
+        description:
+          "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
+          "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
+        // The fields, types, bounds and descriptions of j-cli's one request spec
+        // (jcli_sidecar/request_spec.py); a test fails when this drifts from it.
+        args: {
+          file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
+          cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
+          output_index: tool.schema.number().int().min(0).optional().describe("0-based index in the cell's outputs; omit to list them."),
+          mime_type: tool.schema.string().optional().describe("Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."),
+          offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters (default 0)."),
+          limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
+          as_mime_type: tool.schema
+            .enum(["image/png", "image/jpeg", "image/webp"])
+            .optional()
+            .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
+          max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
+          max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
+          max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
+        },
+        async execute(args, context) {
+          const request = {
+            ...args,
+            file_path: path.resolve(context.directory, args.file_path),
+            host: "opencode",
+            max_response_bytes: RESPONSE_BUDGET,
+          };
+          for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
+          const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
+            cwd: context.directory,
+            signal: context.abort,
+          });
+          return toToolResult(doc);
+        },
+      }),
+    },
+  };
+};
+
+JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, HOOK_TIMEOUT_MS, runJcli, runHook, toToolResult };
 
 export default JcliPlugin;

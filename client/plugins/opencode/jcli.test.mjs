@@ -1,6 +1,7 @@
 // node --test: the OpenCode plugin against the real @opencode-ai/plugin
 // package and the real j-cli (JCLI_BIN), on tests/fixtures/protocol.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,7 +13,7 @@ import { assertMatchesSpec, writeBigPngNotebook } from "../test-support.mjs";
 import * as pluginModule from "./jcli.js";
 
 const JcliPlugin = pluginModule.default;
-const { runJcli } = JcliPlugin.internals;
+const { runJcli, runHook } = JcliPlugin.internals;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, "../../../tests/fixtures/protocol");
@@ -155,4 +156,98 @@ test("a coded j-cli error is thrown with its code and no base64", async () => {
     tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 5, output_index: 0, mime_type: "image/png" }, context(dir)),
     /MIME_NOT_FOUND/,
   );
+});
+
+// ---- The guards: tool.execute.before / tool.execute.after against the real j-cli.
+
+/** A project with a py:percent a.py paired (by the real j-cli) with a.ipynb. */
+function pairedProject() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-opencode-guards-"));
+  made.push(dir);
+  fs.writeFileSync(path.join(dir, "a.py"), "# %%\nx = 1\n\n# %%\nprint(x)\n");
+  execFileSync(process.env.JCLI_BIN, ["convert", "py-to-ipynb", "a.py"], { cwd: dir });
+  return dir;
+}
+
+async function guards(dir) {
+  return JcliPlugin({ directory: dir, worktree: dir });
+}
+
+const call = (tool) => ({ tool, sessionID: "s", callID: "c" });
+
+test("before: a bash call running papermill is refused with j-cli's reason; an ordinary one passes", async () => {
+  const dir = pairedProject();
+  const hooks = await guards(dir);
+  await assert.rejects(
+    hooks["tool.execute.before"](call("bash"), { args: { command: "papermill a.ipynb b.ipynb", description: "run" } }),
+    (e) => e instanceof Error && /^j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli/.test(e.message) && e.message.includes("j-cli exec SESSION -f a.ipynb"),
+  );
+  await assert.rejects(hooks["tool.execute.before"](call("bash"), { args: { command: "cd . && python a.py" } }), /^Error: j-cli python-run-guard: .*j-cli exec SESSION -f a\.py/s);
+  for (const command of ["ls -la", "python -m pytest -q", 'echo "papermill"']) {
+    await assert.doesNotReject(hooks["tool.execute.before"](call("bash"), { args: { command } }), command);
+  }
+});
+
+test("before: an edit or write of a paired .ipynb is refused; the .py and other tools pass", async () => {
+  const dir = pairedProject();
+  const hooks = await guards(dir);
+  await assert.rejects(
+    hooks["tool.execute.before"](call("edit"), { args: { filePath: path.join(dir, "a.ipynb"), oldString: "x", newString: "y" } }),
+    /^Error: j-cli notebook-edit-guard: a\.ipynb is paired with the py:percent a\.py; edit a\.py instead/,
+  );
+  await assert.rejects(hooks["tool.execute.before"](call("write"), { args: { filePath: "a.ipynb", content: "{}" } }), /notebook-edit-guard/);
+  await assert.doesNotReject(hooks["tool.execute.before"](call("edit"), { args: { filePath: "a.py", oldString: "x = 1", newString: "x = 2" } }));
+  await assert.doesNotReject(hooks["tool.execute.before"](call("read"), { args: { filePath: "a.ipynb" } }));
+});
+
+test("after: an edit of the paired .py syncs the notebook and tells the model in the tool's output", async () => {
+  const dir = pairedProject();
+  const hooks = await guards(dir);
+  fs.writeFileSync(path.join(dir, "a.py"), "# %%\nx = 2\n\n# %%\nprint(x)\n"); // what OpenCode's edit tool just wrote
+  const output = { title: "a.py", output: "Edit applied successfully.", metadata: {} };
+  await hooks["tool.execute.after"]({ ...call("edit"), args: { filePath: "a.py", oldString: "x = 1", newString: "x = 2" } }, output);
+  assert.match(output.output, /^Edit applied successfully\.\n\n\[j-cli\] j-cli synced .*a\.ipynb from .*a\.py: 1 cells kept/);
+  const cells = JSON.parse(fs.readFileSync(path.join(dir, "a.ipynb"), "utf8")).cells;
+  assert.equal([].concat(cells[0].source).join(""), "x = 2");
+  const untouched = { title: "t", output: "ok", metadata: {} };
+  await hooks["tool.execute.after"]({ ...call("bash"), args: { command: "true" } }, untouched);
+  assert.equal(untouched.output, "ok");
+});
+
+test("a guard that cannot run, crashes, answers garbage or exits 2 without a decision never blocks", async (t) => {
+  const dir = pairedProject();
+  const saved = process.env.JCLI_BIN;
+  t.after(() => {
+    process.env.JCLI_BIN = saved;
+  });
+  const papermill = { args: { command: "papermill a.ipynb b.ipynb" } };
+  const scripts = {
+    "missing": null,
+    "crashes": "#!/bin/sh\necho 'Traceback: boom' >&2\nexit 1\n",
+    "garbage-deny": "#!/bin/sh\necho 'not json'\nexit 2\n",
+    "usage-error": "#!/bin/sh\necho \"Error: No such command '_hooks'.\" >&2\nexit 2\n",
+  };
+  for (const [name, body] of Object.entries(scripts)) {
+    const bin = path.join(dir, `j-cli-${name}`);
+    if (body !== null) fs.writeFileSync(bin, body, { mode: 0o755 });
+    process.env.JCLI_BIN = bin;
+    const hooks = await guards(dir);
+    await assert.doesNotReject(hooks["tool.execute.before"](call("bash"), papermill), name);
+    const output = { title: "t", output: "ok", metadata: {} };
+    await hooks["tool.execute.after"]({ ...call("edit"), args: { filePath: "a.py" } }, output);
+    assert.equal(output.output, "ok", name);
+  }
+});
+
+test("a guard that hangs is killed after its timeout and the call goes through", async () => {
+  const dir = pairedProject();
+  const bin = path.join(dir, "j-cli-hangs");
+  fs.writeFileSync(bin, "#!/bin/sh\nexec sleep 600\n", { mode: 0o755 });
+  const saved = process.env.JCLI_BIN;
+  process.env.JCLI_BIN = bin;
+  try {
+    assert.equal(await runHook("notebook-exec-guard", { tool_name: "bash", tool_input: { command: "papermill a b" } }, { cwd: dir, timeoutMs: 200 }), null);
+  } finally {
+    process.env.JCLI_BIN = saved;
+  }
 });
