@@ -2,7 +2,7 @@
 // host types in dsh-host.d.ts. Each check states one direction of the
 // contract; a mismatch is a type error, so `make test` fails.
 import type * as Host from './dsh-host.d.ts'
-import { apply, inject, name, readNotebookOutputTool, render } from './jcli.ts'
+import { apply, inject, name, postExecuteGuard, preExecuteGuard, readNotebookOutputTool, render } from './jcli.ts'
 import type { Block, Config, ImageRef, ReadToolDefinition, ShellRequest, ShellResult, SaveImageInput } from './jcli.ts'
 
 type Is<A, B> = [A] extends [B] ? true : false
@@ -41,4 +41,7 @@ export type Checks = [
 declare const ctx: Host.Context
 export const plugin: Pick<Host.PluginModule, 'name' | 'inject'> = { name, inject }
 export const tool: ReadToolDefinition = readNotebookOutputTool(ctx.shell, ctx.attachments)
+// The guards are listeners the host's waterfalls accept, over its own ctx.shell.
+export const preGuard: Host.PreExecuteListener = preExecuteGuard(ctx.shell)
+export const postGuard: Host.PostExecuteListener = postExecuteGuard<Host.ShellExecSpec, Host.ContentBlock>(ctx.shell)
 export const applies: (c: Parameters<typeof apply>[0], config: Config) => () => void = apply

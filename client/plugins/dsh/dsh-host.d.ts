@@ -256,3 +256,23 @@ export interface PluginModule<C = unknown> {
   readonly inject: readonly string[]
   apply(ctx: Context, config: C): void | Promise<void> | (() => void) | Promise<() => void>
 }
+
+// ---------------------------------------------------------------------------
+// @deepseek-ai/dsh-tools 0.1.0-rc.8, README.md ("Key types", "Extension
+// points") and lib/index.js: `ctx.waterfall(…, 'tools/pre-execute', exec, next)`
+// and `ctx.waterfall(…, 'tools/post-execute', exec, result, next)`; a
+// listener registered with `ctx.on(name, listener)` gets the same arguments
+// and answers with a decision (or `next()`). Only what the guards read.
+export type PreToolDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason?: string }
+
+export type PostToolDecision =
+  | { kind: 'accept'; content?: ContentBlock[]; value?: JsonValue; additionalContexts?: unknown[] }
+  | { kind: 'block'; feedback: ContentBlock[]; additionalContexts?: unknown[] }
+
+export interface ToolExecutionResultView {
+  readonly isError: boolean
+  readonly content: ContentBlock[]
+}
+
+export type PreExecuteListener = (exec: ToolExecution, next: () => Promise<PreToolDecision>) => Promise<PreToolDecision>
+export type PostExecuteListener = (exec: ToolExecution, result: ToolExecutionResultView, next: () => Promise<PostToolDecision>) => Promise<PostToolDecision>

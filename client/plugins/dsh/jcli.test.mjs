@@ -185,9 +185,14 @@ function host(dir, shellOptions = {}, config = {}) {
   const shell = new LocalShell(dir, shellOptions);
   const attachments = new AttachmentStore();
   const registered = [];
+  const listeners = { "tools/pre-execute": [], "tools/post-execute": [] };
   const ctx = {
     shell,
     attachments,
+    on(name, listener) {
+      listeners[name].push(listener);
+      return () => listeners[name].splice(listeners[name].indexOf(listener), 1);
+    },
     tools: {
       register(definition) {
         registered.push(definition);
@@ -215,7 +220,7 @@ function host(dir, shellOptions = {}, config = {}) {
     assert.ok(conforms(tool.output.schema, value), `value violates output.schema: ${JSON.stringify(value).slice(0, 200)}`);
     return { value, content: tool.output.render(args, value) };
   }
-  return { ctx, shell, attachments, tool, call, effects, dispose, registered };
+  return { ctx, shell, attachments, tool, call, effects, dispose, registered, listeners };
 }
 
 test("the plugin registers read_notebook_output in the host's tool shape", (t) => {
@@ -226,8 +231,11 @@ test("the plugin registers read_notebook_output in the host's tool shape", (t) =
   assert.deepEqual(h.tool.parameters.required, ["file_path", "cell_index"]);
   assert.equal(typeof h.tool.output.render, "function");
   assert.ok(h.tool.output.schema.oneOf.length === 3);
+  assert.equal(h.listeners["tools/pre-execute"].length, 1);
+  assert.equal(h.listeners["tools/post-execute"].length, 1);
   h.dispose();
   assert.equal(h.registered.length, 0, "disposing unregisters the tool");
+  assert.equal(h.listeners["tools/pre-execute"].length + h.listeners["tools/post-execute"].length, 0, "and the guards");
 });
 
 test("the tool's parameters are j-cli's request spec (no drift)", (t) => {
@@ -390,4 +398,81 @@ json.dump(nb, open("plots.ipynb", "w"))
   assert.match(rendered.value.note, /^rendered from image\/svg\+xml/);
   assert.deepEqual(fs.readFileSync(path.join(dir, "plots.ipynb")), before);
   assert.deepEqual(fs.readdirSync(dir).filter((n) => n.startsWith("plots")), ["plots.ipynb"]);
+});
+
+// ---- The guards: the tools/pre-execute and tools/post-execute listeners, against the real j-cli.
+// (The real DSH pipeline runs them in tests/hosts/dsh/dsh-real-host.test.mjs.)
+
+/** A project with a py:percent a.py paired (by the real j-cli) with a.ipynb. */
+function pairedProject(t) {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "jcli-dsh-guards-")));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, "a.py"), "# %%\nx = 1\n\n# %%\nprint(x)\n");
+  execFileSync(process.env.JCLI_BIN, ["convert", "py-to-ipynb", "a.py"], { cwd: dir });
+  return dir;
+}
+
+const ALLOW = { kind: "allow" };
+function exec(name, args) {
+  return { name, arguments: args, signal: new AbortController().signal };
+}
+async function pre(h, name, args) {
+  const [listener] = h.listeners["tools/pre-execute"];
+  return listener(exec(name, args), async () => ALLOW);
+}
+async function post(h, name, args, result = { isError: false, content: [{ type: "text", text: "ok" }] }) {
+  const [listener] = h.listeners["tools/post-execute"];
+  return listener(exec(name, args), result, async () => ({ kind: "accept" }));
+}
+
+test("pre-execute: bash running papermill or a paired .py is denied with j-cli's reason; ordinary commands pass on", async (t) => {
+  const h = host(pairedProject(t));
+  const denied = await pre(h, "bash", { command: "papermill a.ipynb b.ipynb", description: "run" });
+  assert.equal(denied.kind, "deny");
+  assert.match(denied.reason, /^j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli/);
+  assert.ok(denied.reason.includes("j-cli exec SESSION -f a.ipynb"));
+  assert.match((await pre(h, "bash", { command: "python a.py" })).reason, /^j-cli python-run-guard: .*j-cli exec SESSION -f a\.py/s);
+  for (const command of ["ls -la", "python -m pytest -q", 'echo "papermill"']) assert.deepEqual(await pre(h, "bash", { command }), ALLOW, command);
+  assert.deepEqual(await pre(h, "read_notebook_output", { file_path: "a.ipynb", cell_index: 0 }), ALLOW);
+});
+
+test("pre-execute: an edit or write of a paired .ipynb is denied; the .py passes", async (t) => {
+  const h = host(pairedProject(t));
+  assert.match((await pre(h, "edit", { file_path: "a.ipynb", old_string: "x", new_string: "y" })).reason, /^j-cli notebook-edit-guard: a\.ipynb is paired/);
+  assert.equal((await pre(h, "write", { file_path: "a.ipynb", content: "{}" })).kind, "deny");
+  assert.deepEqual(await pre(h, "edit", { file_path: "a.py", old_string: "x = 1", new_string: "x = 2" }), ALLOW);
+});
+
+test("post-execute: an edit of the paired .py syncs the notebook and adds j-cli's note to the content", async (t) => {
+  const dir = pairedProject(t);
+  const h = host(dir);
+  fs.writeFileSync(path.join(dir, "a.py"), "# %%\nx = 2\n\n# %%\nprint(x)\n");
+  const decision = await post(h, "edit", { file_path: "a.py", old_string: "x = 1", new_string: "x = 2" });
+  assert.equal(decision.kind, "accept");
+  assert.equal(decision.content[0].text, "ok");
+  assert.match(decision.content[1].text, /^\[j-cli\] j-cli synced .*a\.ipynb from .*a\.py: 1 cells kept/);
+  const cells = JSON.parse(fs.readFileSync(path.join(dir, "a.ipynb"), "utf8")).cells;
+  assert.equal([].concat(cells[0].source).join(""), "x = 2");
+  assert.deepEqual(await post(h, "bash", { command: "true" }), { kind: "accept" });
+  assert.deepEqual(await post(h, "edit", { file_path: "a.py" }, { isError: true, content: [] }), { kind: "accept" });
+});
+
+test("a guard that cannot run, crashes, or exits 2 without a decision never denies", async (t) => {
+  const dir = pairedProject(t);
+  const scripts = {
+    crashes: "#!/bin/sh\necho 'Traceback: boom' >&2\nexit 1\n",
+    "usage-error": "#!/bin/sh\necho \"Error: No such command '_hooks'.\" >&2\nexit 2\n",
+    "garbage-deny": "#!/bin/sh\necho 'not json'\nexit 2\n",
+  };
+  const bins = [path.join(dir, "missing-j-cli")];
+  for (const [name, body] of Object.entries(scripts)) {
+    const bin = path.join(dir, `j-cli-${name}`);
+    fs.writeFileSync(bin, body, { mode: 0o755 });
+    bins.push(bin);
+  }
+  for (const bin of bins) {
+    const h = host(dir, {}, { bin });
+    assert.deepEqual(await pre(h, "bash", { command: "papermill a.ipynb b.ipynb" }), ALLOW, bin);
+    assert.deepEqual(await post(h, "edit", { file_path: "a.py" }), { kind: "accept" }, bin);
+  }
 });

@@ -1,4 +1,5 @@
-// j-cli for DSH: read one saved notebook output in one tool call.
+// j-cli for DSH: read one saved notebook output in one tool call, and run
+// j-cli's guards around DSH's own tools.
 // managed by j-cli setup (`j-cli setup dsh --remove` deletes this file)
 //
 // A thin translation layer, in one file with no runtime import of any DSH
@@ -14,6 +15,14 @@
 // A stop (`exec.signal` aborted) throws: the host discards any success that
 // settles after an abort, and a thrown error is what reaches the model.
 
+// The guards (docs/guards.md) hold no logic here: a `tools/pre-execute`
+// listener passes each `bash`, `edit` and `write` call to `j-cli _hooks NAME
+// --platform dsh` (through `ctx.shell`, the payload on stdin) and turns a
+// deny (exit 2) into the registry's `{kind: 'deny', reason}`; a
+// `tools/post-execute` listener appends the post-edit hook's context to the
+// result's content, which the model reads. Anything else (j-cli missing, a
+// crash, a timeout, an answer we cannot read) lets the call through.
+//
 // ---- The host surface this file uses (structural; checked against the
 // ---- transcribed host types by dsh-host.conformance.ts).
 
@@ -96,8 +105,29 @@ export interface ReadToolDefinition {
   execute(args: unknown, exec: RunContext): Promise<ReadValue>
 }
 
+/** The part of a tool call the guards read (the registry's `ToolExecution`). */
+export interface ToolCall {
+  readonly name: string
+  readonly arguments: unknown
+  readonly signal: AbortSignal
+}
+
+export type PreDecision = { kind: 'allow' } | { kind: 'deny'; reason: string } | { kind: 'ask'; reason?: string }
+/** Generic over the content block type: the host brands attachment ids, which the guards never touch. */
+export type PostDecision<B = Block> =
+  | { kind: 'accept'; content?: B[]; value?: Json; additionalContexts?: unknown[] }
+  | { kind: 'block'; feedback: B[]; additionalContexts?: unknown[] }
+export interface ToolResultView<B = Block> {
+  readonly isError: boolean
+  readonly content: readonly B[]
+}
+export type PreListener = (exec: ToolCall, next: () => Promise<PreDecision>) => Promise<PreDecision>
+export type PostListener<B = Block> = (exec: ToolCall, result: ToolResultView<B>, next: () => Promise<PostDecision<B>>) => Promise<PostDecision<B>>
+
 interface PluginContext<Spec> {
   tools: { register(definition: ReadToolDefinition): () => void }
+  on(name: 'tools/pre-execute', listener: PreListener): () => void
+  on(name: 'tools/post-execute', listener: PostListener): () => void
   shell: Shell<Spec>
   attachments: Attachments
 }
@@ -353,6 +383,103 @@ export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: At
   }
 }
 
+// ---- The guards.
+
+/** How long one guard may take before the call goes through unguarded. */
+export const HOOK_TIMEOUT_MS = 30_000
+const SHELL_TOOLS: ReadonlySet<string> = new Set(['bash'])
+const EDIT_TOOLS: ReadonlySet<string> = new Set(['edit', 'write', 'apply_patch'])
+
+function hooksBefore(tool: string): string[] {
+  if (SHELL_TOOLS.has(tool)) return ['notebook-exec-guard', 'python-run-guard']
+  if (EDIT_TOOLS.has(tool)) return ['notebook-edit-guard', 'pair-drift-guard-pre']
+  return []
+}
+
+/** Run `j-cli _hooks NAME --platform dsh` with the call on stdin; null when it could not run or answer. */
+export async function runHook<Spec>(shell: Shell<Spec>, name: string, exec: ToolCall, command: readonly string[]): Promise<ShellResult | null> {
+  try {
+    const probe = shell.resolve({ command: ':' }) as unknown as { workdir?: unknown }
+    const cwd = typeof probe.workdir === 'string' ? probe.workdir : process.cwd()
+    const payload = { tool_name: exec.name, tool_input: exec.arguments ?? {}, cwd }
+    const spec = shell.resolve({
+      command: `${command.map(quoteForShell).join(' ')} _hooks ${name} --platform dsh`,
+      stdin: JSON.stringify(payload),
+      timeoutMs: HOOK_TIMEOUT_MS,
+      signal: exec.signal,
+    })
+    const result = await shell.run(spec)
+    return result.timedOut || result.aborted ? null : result
+  } catch {
+    return null
+  }
+}
+
+function hookOutput(stdout: string): Record<string, unknown> | null {
+  try {
+    const doc = JSON.parse(stdout)
+    return doc && typeof doc === 'object' && doc.hookSpecificOutput && typeof doc.hookSpecificOutput === 'object' ? doc.hookSpecificOutput : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The reason of a deny, or null (allow). A deny is exit 2 with j-cli's
+ * decision on stdout; a bare exit 2 (an old j-cli without `_hooks` fails
+ * with a usage error, also 2) is not one.
+ */
+export function denyReason(name: string, result: ShellResult | null): string | null {
+  if (!result || result.exitCode !== 2) return null
+  const decision = hookOutput(result.stdout.text)
+  if (decision?.permissionDecision !== 'deny') return null
+  const reason = decision.permissionDecisionReason
+  return `j-cli ${name}: ${typeof reason === 'string' && reason ? reason : result.stderr.text.trim() || 'refused this call'}`
+}
+
+/** The context a post hook hands the model, or null. */
+export function postContext(result: ShellResult | null): string | null {
+  if (!result || result.exitCode !== 0) return null
+  const context = hookOutput(result.stdout.text)?.additionalContext
+  return typeof context === 'string' && context ? context : null
+}
+
+function commandOf(config: Config): readonly string[] {
+  const bin = config.bin || process.env.JCLI_BIN
+  return bin ? [bin] : INSTALLED_COMMAND
+}
+
+/** The `tools/pre-execute` listener: a deny from j-cli refuses the call before dispatch. */
+export function preExecuteGuard<Spec>(shell: Shell<Spec>, config: Config = {}): PreListener {
+  return async (exec, next) => {
+    for (const name of hooksBefore(exec.name)) {
+      const reason = denyReason(name, await runHook(shell, name, exec, commandOf(config)))
+      if (reason !== null) return { kind: 'deny', reason }
+    }
+    return next()
+  }
+}
+
+/** The `tools/post-execute` listener: after a successful edit, j-cli's context joins the content. */
+export function postExecuteGuard<Spec, B = Block>(shell: Shell<Spec>, config: Config = {}): PostListener<B> {
+  return async (exec, result, next) => {
+    const decision = await next()
+    if (!EDIT_TOOLS.has(exec.name) || result.isError || decision.kind !== 'accept' || 'value' in decision) return decision
+    const context = postContext(await runHook(shell, 'pair-drift-guard-post', exec, commandOf(config)))
+    if (context === null) return decision
+    const content = decision.content ?? [...result.content]
+    const note = { type: 'text', text: `[j-cli] ${context}` } as B // a text block: every host block type has it
+    return { ...decision, content: [...content, note] }
+  }
+}
+
 export function apply<Spec>(ctx: PluginContext<Spec>, config: Config = {}): () => void {
-  return ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config))
+  const disposers = [
+    ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config)),
+    ctx.on('tools/pre-execute', preExecuteGuard(ctx.shell, config)),
+    ctx.on('tools/post-execute', postExecuteGuard(ctx.shell, config)),
+  ]
+  return () => {
+    for (const dispose of disposers.reverse()) dispose()
+  }
 }
