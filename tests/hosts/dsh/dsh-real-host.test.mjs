@@ -20,6 +20,8 @@
 // rows the plugin needs, under the ids the dsh-base bundle gives them.
 //
 // What differs from a stock `dsh` tree, and why:
+// - The guard tests (8, 9) add DSH's own bash, read/write/edit tools and
+//   the services they inject (shell-env, fs-local); the others do not.
 // - No LLM, agent, session or UI rows: no model is involved, and
 //   `ctx.tools.execute` is what the agent loop calls for each tool call.
 //   dsh-system-prompt is mounted only because dsh-tools injects it.
@@ -121,7 +123,7 @@ function setup(s, scope) {
 // ---- Booting DSH.
 
 /** The bundle-like layer: the DSH services the plugin injects, under dsh-base's row ids. */
-function hostLayer(s, { omit }) {
+function hostLayer(s, { omit, guardedTools }) {
   const rows = [
     // ctx.systemPrompt, which dsh-tools injects to feed its tool schemas into the prompt.
     { id: 'system-prompt', name: '@deepseek-ai/dsh-system-prompt', config: { persona: '' } },
@@ -134,6 +136,16 @@ function hostLayer(s, { omit }) {
     // ctx.attachments: content-addressed objects under $DSH_HOME/attachments.
     { id: 'attachment-local', name: '@deepseek-ai/dsh-attachment-local' },
   ]
+  if (guardedTools) {
+    rows.push(
+      // DSH's own bash tool (and ctx.shellEnv, which it injects), running commands through ctx.shell.
+      { id: 'shell-env', name: '@deepseek-ai/dsh-shell-env', config: { dshHome: s.dshHome } },
+      { id: 'tool-bash', name: '@deepseek-ai/dsh-tool-bash', config: { enableRunInBackground: false } },
+      // DSH's own read/write/edit tools over the local file system (ctx.fs).
+      { id: 'fs-local', name: '@deepseek-ai/dsh-fs-local' },
+      { id: 'tool-fs', name: '@deepseek-ai/dsh-tool-fs' },
+    )
+  }
   return { insert: rows.filter((row) => row.id !== omit) }
 }
 
@@ -143,12 +155,12 @@ function hostLayer(s, { omit }) {
  * layers are the host layer then (for `--user`) `$DSH_HOME/cordis.patch.yml`.
  * Resolves `{ ctx, logs }`; the context is disposed after the test.
  */
-async function bootDsh(s, { scope = 'project', pathFirst = [], jcliBin, omit } = {}) {
+async function bootDsh(s, { scope = 'project', pathFirst = [], jcliBin, omit, guardedTools = false } = {}) {
   setEnv(s, { DSH_HOME: s.dshHome, PATH: [...pathFirst, path.dirname(JCLI), process.env.PATH].join(path.delimiter), JCLI_BIN: jcliBin })
   const profile = resolveProfileDir(PROFILE)
   fs.mkdirSync(profile, { recursive: true })
   fs.writeFileSync(path.join(profile, 'cordis.yml'), '[]\n')
-  const layers = [hostLayer(s, { omit })]
+  const layers = [hostLayer(s, { omit, guardedTools })]
   {
     const user = loadOptionalPatches(BIN_NAME, path.join(resolveDshHome(), PROFILE_PATCH_FILENAME))
     assert.ok(user, `no ${PROFILE_PATCH_FILENAME} in $DSH_HOME`)
@@ -497,4 +509,68 @@ test('an image j-cli fitted for DSH is admitted by the real attachment store', {
     if (result.isError) refused.push(`output ${outputIndex}: ${result.error.message}`)
   }
   assert.deepEqual(refused, [])
+})
+
+// ---- The guards: DSH's own bash, edit and write tools, through the registry's
+// pipeline, with j-cli's tools/pre-execute and tools/post-execute listeners.
+
+/** A py:percent a.py paired (by the real j-cli) with a.ipynb in the project. */
+function pairInProject(s) {
+  fs.writeFileSync(path.join(s.project, 'a.py'), '# %%\nx = 1\n\n# %%\nprint(x)\n')
+  execFileSync(JCLI, ['convert', 'py-to-ipynb', 'a.py'], { cwd: s.project })
+}
+
+function callTool(ctx, name, args) {
+  return ctx.tools.execute({ callId: `jcli-${++calls}`, name, arguments: args, signal: new AbortController().signal })
+}
+
+test('8. guards: DSH\'s bash tool refuses papermill and a paired .py with j-cli\'s reason, before running it; ordinary commands run', { timeout: TIMEOUT }, async (t) => {
+  const { ctx, s } = await projectHost(t, { guardedTools: true })
+  pairInProject(s)
+  assert.ok(ctx.tools.get('bash'), "DSH's bash tool is not registered")
+  const marker = path.join(s.project, 'ran')
+  const denied = await callTool(ctx, 'bash', { command: `touch ${marker} && papermill a.ipynb b.ipynb`, description: 'Run the notebook' })
+  t.diagnostic(`denied: ${JSON.stringify(denied.content)}`)
+  assert.equal(denied.isError, true)
+  assert.match(denied.error.message, /^j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli/)
+  assert.ok(denied.error.message.includes('j-cli exec SESSION -f a.ipynb'))
+  assert.equal(fs.existsSync(marker), false, 'the denied command ran')
+  const python = await callTool(ctx, 'bash', { command: 'python a.py', description: 'Run the script' })
+  assert.equal(python.isError, true)
+  assert.match(python.error.message, /^j-cli python-run-guard: /)
+
+  const ordinary = await callTool(ctx, 'bash', { command: `echo ordinary && touch ${marker}`, description: 'Say something' })
+  t.diagnostic(`ordinary: ${JSON.stringify(ordinary.content)}`)
+  assert.equal(ordinary.isError, false, JSON.stringify(ordinary.error))
+  assert.ok(JSON.stringify(ordinary.content).includes('ordinary'))
+  assert.equal(fs.existsSync(marker), true, 'the ordinary command did not run')
+})
+
+test('9. guards: DSH\'s edit and write tools refuse a hand edit of a paired .ipynb; an edit of the .py syncs the notebook and says so', { timeout: TIMEOUT }, async (t) => {
+  const { ctx, s } = await projectHost(t, { guardedTools: true })
+  pairInProject(s)
+  // Absolute paths: without an agent session, DSH's fs tools resolve against the process's directory.
+  const notebook = path.join(s.project, 'a.ipynb')
+  const py = path.join(s.project, 'a.py')
+  const before = fs.readFileSync(notebook)
+  for (const [name, args] of [
+    ['edit', { file_path: notebook, old_string: 'x = 1', new_string: 'x = 3' }],
+    ['write', { file_path: notebook, content: '{}' }],
+  ]) {
+    const denied = await callTool(ctx, name, args)
+    assert.equal(denied.isError, true, name)
+    assert.match(denied.error.message, /^j-cli notebook-edit-guard: a\.ipynb is paired with the py:percent a\.py; edit a\.py instead/, name)
+  }
+  assert.ok(fs.readFileSync(notebook).equals(before), 'the notebook was written')
+
+  const read = await callTool(ctx, 'read', { file_path: py }) // DSH's edit tool wants the file read first
+  assert.equal(read.isError, false, JSON.stringify(read.error))
+  const edited = await callTool(ctx, 'edit', { file_path: py, old_string: 'x = 1', new_string: 'x = 2' })
+  t.diagnostic(`edited: ${JSON.stringify(edited.content)}`)
+  assert.equal(edited.isError, false, JSON.stringify(edited.error))
+  const note = edited.content.filter((block) => block.type === 'text' && block.text.startsWith('[j-cli] '))
+  assert.equal(note.length, 1, 'no j-cli note in the content the model reads')
+  assert.match(note[0].text, /j-cli synced .*a\.ipynb from .*a\.py: 1 cells kept/)
+  const cells = JSON.parse(fs.readFileSync(notebook, 'utf8')).cells
+  assert.equal([].concat(cells[0].source).join(''), 'x = 2')
 })
