@@ -149,3 +149,138 @@ def test_user_plugin_loads_and_finds_this_j_cli_without_path(host_bin, tmp_path)
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0}, path=str(bare))
     (attachment,) = result["attachments"]
     assert base64.b64decode(attachment["url"].split(",", 1)[1]) == _notebook_bytes(2, 0, "image/png")
+
+
+# ---- The guards: a real `opencode run` turn, its model scripted on loopback.
+#
+# `opencode debug agent --tool` calls a tool's execute directly, without
+# OpenCode's `tool.execute.before`/`after` hooks, so the guards are driven by
+# a whole turn instead: `opencode run` against a provider whose "model" is a
+# local OpenAI-compatible endpoint that answers with the scripted tool calls,
+# one per step, then "done". Everything else is OpenCode's own: its session
+# loop, its bash/read/edit tools, its plugin hooks. The endpoint is on
+# loopback, so these runs are not under `unshare -n`; OpenCode's own fetches
+# stay switched off.
+
+
+class ScriptedModel:
+    """An OpenAI-compatible chat endpoint that streams one scripted tool call per step."""
+
+    def __init__(self, calls: list[tuple[str, dict]]):
+        import http.server
+        import threading
+
+        self.calls = list(calls)
+        self.tool_messages: list[str] = []
+        model = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                model.tool_messages = [m["content"] for m in body["messages"] if m.get("role") == "tool"]
+                step = len(model.tool_messages)
+                if body.get("tools") and step < len(model.calls):  # a title request has no tools
+                    name, args = model.calls[step]
+                    call = {"index": 0, "id": f"call_{step}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    chunks = [
+                        {"delta": {"role": "assistant", "tool_calls": [call]}, "finish_reason": None},
+                        {"delta": {}, "finish_reason": "tool_calls"},
+                    ]
+                else:
+                    chunks = [
+                        {"delta": {"role": "assistant", "content": "done"}, "finish_reason": None},
+                        {"delta": {}, "finish_reason": "stop"},
+                    ]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    doc = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [{"index": 0, **chunk}]}
+                    self.wfile.write(f"data: {json.dumps(doc)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def config(self) -> dict:
+        base = f"http://127.0.0.1:{self.server.server_port}/v1"
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "scripted",
+            "options": {"baseURL": base, "apiKey": "none"},
+            "models": {"m": {"name": "m", "tool_call": True}},
+        }
+        return {
+            "model": "scripted/m",
+            "small_model": "scripted/m",
+            "permission": {"bash": "allow", "edit": "allow"},
+            "provider": {"scripted": provider},
+        }
+
+
+def _turn(world: OpenCode, calls: list[tuple[str, dict]]) -> list[str]:
+    """One `opencode run` turn whose model makes `calls`; returns what each tool answered the model."""
+    model = ScriptedModel(calls)
+    try:
+        (world.user_config / "opencode.json").write_text(json.dumps(model.config()))
+        # OpenCode takes the session directory from PWD, not from the process's cwd.
+        env = host_env(world.home, PATH=world.path, PWD=str(world.project), JCLI_SIDECAR="off", **_QUIET)
+        proc = subprocess.run(
+            [str(world.bin), "run", "--print-logs", "go"], cwd=world.project, env=env, capture_output=True, text=True, timeout=100
+        )
+    finally:
+        model.close()
+    for failure in _LOAD_FAILURES:
+        assert failure not in proc.stderr
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(model.tool_messages) == len(calls), (model.tool_messages, proc.stderr[-2000:])
+    return model.tool_messages
+
+
+def _paired(world: OpenCode) -> None:
+    (world.project / "a.py").write_text("# %%\nx = 1\n\n# %%\nprint(x)\n")
+    done = run_cli("convert", "py-to-ipynb", "a.py", cwd=world.project)
+    assert done.returncode == 0, done.stderr
+
+
+def test_guards_refuse_papermill_and_a_paired_py_before_bash_runs_and_let_an_ordinary_command_run(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    _paired(world)
+    answers = _turn(
+        world,
+        [
+            ("bash", {"command": "touch denied-ran && papermill a.ipynb b.ipynb", "description": "Run the notebook"}),
+            ("bash", {"command": "touch denied-ran; python a.py", "description": "Run the script"}),
+            ("bash", {"command": "echo ordinary && touch ordinary-ran", "description": "Say something"}),
+        ],
+    )
+    assert answers[0].startswith("j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli (a.ipynb)"), answers[0]
+    assert "j-cli exec SESSION -f a.ipynb" in answers[0]
+    assert answers[1].startswith("j-cli python-run-guard: "), answers[1]
+    assert not (world.project / "denied-ran").exists()
+    assert "ordinary" in answers[2]
+    assert (world.project / "ordinary-ran").exists()
+
+
+def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of_the_py(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    _paired(world)
+    notebook = world.project / "a.ipynb"
+    before = notebook.read_bytes()
+    (refused,) = _turn(world, [("edit", {"filePath": str(notebook), "oldString": "x = 1", "newString": "x = 3"})])
+    assert refused.startswith("j-cli notebook-edit-guard: a.ipynb is paired with the py:percent a.py; edit a.py instead"), refused
+    assert notebook.read_bytes() == before
+
+    py = str(world.project / "a.py")
+    answers = _turn(world, [("read", {"filePath": py}), ("edit", {"filePath": py, "oldString": "x = 1", "newString": "x = 2"})])
+    assert "[j-cli] j-cli synced" in answers[1] and "1 cells kept" in answers[1], answers[1]
+    cells = json.loads(notebook.read_text())["cells"]
+    assert "".join(cells[0]["source"]) == "x = 2"
