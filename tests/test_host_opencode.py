@@ -8,6 +8,9 @@ no network at all (``unshare -n`` where the machine allows it, and its
 fetches switched off): the dependency it would install into each config dir
 is seeded from the pinned ``tests/hosts/opencode-deps``.
 
+The guard tests at the end drive a whole ``opencode run`` turn instead (its
+model scripted on loopback), since ``debug agent --tool`` skips plugin hooks.
+
 Every run fails the test if OpenCode logged a plugin load failure.
 """
 
