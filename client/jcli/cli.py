@@ -92,9 +92,12 @@ def _run_setup(action) -> None:
     if not outcome.json_mode(ctx):
         for warning in result.get("warnings", ()):
             click.echo(f"warning: {warning}", err=True)
-    keys = ("config", "skill", "gitignore", "plugin", "hook", "chained", "restored")
+    keys = ("config", "hooks", "skill", "gitignore", "plugin", "hook", "chained", "restored")
     lines = [f"{key}: {result[key]}" for key in keys if result.get(key)]
-    if result.get("replaced_upstream"):
+    replaced = result.get("replaced_upstream")
+    if isinstance(replaced, list):
+        lines.extend(f"replaced upstream j-cli's {what}" for what in replaced)
+    elif replaced:
         lines.append("replaced upstream j-cli's pre-commit shim")
     if "removed" in result:
         lines.append("removed" if result["removed"] else "nothing to remove")

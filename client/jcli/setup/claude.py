@@ -28,7 +28,7 @@ import os
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 
-from . import files, jsontext
+from . import files, hook_entries, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv
 from .skill import plan_skill
 
@@ -36,9 +36,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["claude_paths", "setup_claude"]
+__all__ = ["claude_paths", "settings_path", "setup_claude"]
 
 NAME = "jcli"
+#: The MCP server name upstream j-cli 0.9.7 registered.
+UPSTREAM_NAME = "jcli-notebook-output"
 
 
 def claude_paths(scope: str, project: str) -> tuple[str, str]:
@@ -47,6 +49,36 @@ def claude_paths(scope: str, project: str) -> tuple[str, str]:
     if scope == "project":
         return os.path.join(project, ".mcp.json"), os.path.join(project, ".claude", "skills")
     return os.path.join(home, ".claude.json"), os.path.join(home, ".claude", "skills")
+
+
+def settings_path(scope: str, project: str) -> str:
+    """The Claude Code settings file that holds the guard hooks for ``scope``."""
+    if scope == "user":
+        return os.path.join(os.path.expanduser("~"), ".claude", "settings.json")
+    name = "settings.json" if scope == "project" else "settings.local.json"
+    return os.path.join(project, ".claude", name)
+
+
+def _without_upstream_server(text: str | None, doc: dict[str, Any], keys: list[str], config: str) -> str | None:
+    """``text`` without upstream's ``jcli-notebook-output`` server in our servers' object, or None when it has none."""
+    holder: Any = doc
+    for key in keys:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    if not text or not isinstance(holder, dict) or UPSTREAM_NAME not in holder:
+        return None
+    obj = jsontext.top_object(text)
+    for key in keys:
+        member = obj.get(key)
+        assert member is not None
+        obj = jsontext.scan_object(text, member.value_start)
+    member = obj.get(UPSTREAM_NAME)
+    assert member is not None
+    expected = copy.deepcopy(doc)
+    parent = expected
+    for key in keys:
+        parent = parent[key]
+    del parent[UPSTREAM_NAME]
+    return _verified(jsontext.cut_member(text, obj, member), expected, config)
 
 
 def _entry(scope: str, project: str) -> dict[str, Any]:
@@ -181,18 +213,30 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
         OutputSaveFailed: a file to change is read-only.
     """
     config, skills = claude_paths(scope, project)
+    settings = settings_path(scope, project)
     cur = files.read(config)
     doc = _load(cur.text, config)
     keys = _keys(scope, project)
-    result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config}
+    result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config, "hooks": settings}
     plan = files.Plan()
     if remove:
         removed = _plan_removal(plan, cur, doc, keys)
-        result.update(removed=removed, skill_removed=plan_skill(plan, skills, remove=True))
+        hooks_removed, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
+        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=plan_skill(plan, skills, remove=True))
         plan.apply()
         return result
+    replaced: list[str] = []
+    text = _without_upstream_server(cur.text, doc, keys, config)
+    if text is not None:
+        replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
+        doc = _load(text, config)
     entry = _entry(scope, project)
-    changed = plan.write(cur, _with_entry(cur.text, doc, keys, entry, config))
-    result.update(server=entry, skill=plan_skill(plan, skills, remove=False), changed=changed)
+    new = _with_entry(cur.text if text is None else text, doc, keys, entry, config)
+    changed = plan.write(cur, new)
+    hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
+    if upstream_hooks:
+        replaced.append(f"hooks {', '.join(upstream_hooks)} in {settings}")
+    skill = plan_skill(plan, skills, remove=False)
+    result.update(server=entry, skill=skill, changed=changed or hooks_changed, replaced_upstream=replaced)
     plan.apply()
     return result

@@ -18,7 +18,7 @@ import re
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 
-from . import files
+from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block
 from .command import MCP_SERVER_ENV, mcp_server_argv
 from .skill import plan_skill
@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["codex_paths", "project_trusted", "server_table", "setup_codex"]
+__all__ = ["codex_paths", "hooks_flag_warning", "project_trusted", "server_table", "setup_codex"]
 
 _PURPOSE = "MCP server for saved notebook outputs"
 _SERVERS_KEY = re.compile(r"""^[ \t]*(?:mcp_servers|"mcp_servers"|'mcp_servers')[ \t]*=""", re.M)
@@ -195,6 +195,46 @@ def _changed_lines(old: str, new: str) -> tuple[int, int, int]:
     return first, last, len(new) - (len(old) - last)
 
 
+#: The MCP server name upstream j-cli 0.9.7 registered.
+UPSTREAM_NAME = "jcli-notebook-output"
+
+
+def hooks_flag_warning(configs: list[str]) -> str | None:
+    """A warning naming the setting when a config turns Codex's hooks feature off (it is on by default)."""
+    for config in configs:
+        try:
+            features = _parse(files.read(config).text or "", config).get("features") or {}
+        except ConfigInvalid:
+            continue
+        if not isinstance(features, dict):
+            continue
+        for key in ("hooks", "codex_hooks"):
+            if features.get(key) is False:
+                return f"Codex's hooks are off in {config} ([features] {key} = false): set [features] hooks = true there, or the guards never run"
+    return None
+
+
+def _without_upstream_server(text: str, path: str) -> str | None:
+    """``text`` without upstream's ``[mcp_servers.jcli-notebook-output]``, or None when it has none."""
+    import tomlkit
+
+    doc = _parse(text, path)
+    servers = doc.get("mcp_servers")
+    if not isinstance(servers, dict) or UPSTREAM_NAME not in servers:
+        return None
+    expected = _plain(doc)
+    del expected["mcp_servers"][UPSTREAM_NAME]
+    if expected["mcp_servers"] == {}:
+        del expected["mcp_servers"]
+    del servers[UPSTREAM_NAME]
+    if not servers:
+        del doc["mcp_servers"]
+    new = tomlkit.dumps(doc)
+    if _plain(_parse(new, path)) != expected:
+        raise ConfigInvalid(f"{path}: upstream j-cli's [mcp_servers.{UPSTREAM_NAME}] cannot be taken out; it was left untouched", path=path)
+    return new
+
+
 def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Codex.
 
@@ -205,8 +245,15 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         OutputSaveFailed: a file to change is read-only.
     """
     config, skills = codex_paths(scope, project)
+    hooks_file = os.path.join(os.path.dirname(config), "hooks.json")
     cur = files.read(config)
     text = cur.text or ""
+    replaced: list[str] = []
+    if not remove:
+        stripped = _without_upstream_server(text, config)
+        if stripped is not None:
+            text = stripped
+            replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
     before = _plain(_parse(text, config))
     block = find_block(text)
     plan = files.Plan()
@@ -222,9 +269,18 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
                 plan.delete(cur, block.dirs)
             else:
                 plan.write(cur, rest)
+        hooks_removed, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
         skill_removed = plan_skill(plan, skills, remove=True)
         plan.apply()
-        return {"host": "codex", "scope": scope, "config": config, "removed": block is not None, "skill_removed": skill_removed}
+        return {
+            "host": "codex",
+            "scope": scope,
+            "config": config,
+            "hooks": hooks_file,
+            "removed": block is not None or hooks_removed,
+            "hooks_removed": hooks_removed,
+            "skill_removed": skill_removed,
+        }
     if block is None and "jcli" in _servers(before):
         raise ConfigConflict(f"{config} already has an [mcp_servers.jcli] that j-cli does not manage; rename or remove it", path=config)
     table = server_table(scope, project)
@@ -232,10 +288,29 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
     created, dirs = (cur.text is None, cur.missing_dirs()) if block is None else (block.created, block.dirs)
     new = _with_table(base, table, created, dirs, config)
     changed = plan.write(cur, new)
+    hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
+    if upstream_hooks:
+        replaced.append(f"hooks {', '.join(upstream_hooks)} in {hooks_file}")
     skill = plan_skill(plan, skills, remove=False)
     plan.apply()
-    result = {"host": "codex", "scope": scope, "config": config, "server": table, "skill": skill, "changed": changed}
+    result = {
+        "host": "codex",
+        "scope": scope,
+        "config": config,
+        "hooks": hooks_file,
+        "server": table,
+        "skill": skill,
+        "changed": changed or hooks_changed,
+        "replaced_upstream": replaced,
+    }
+    warnings = []
     if scope == "project":
         result["project_trusted"] = project_trusted(project)
-        result["warnings"] = [] if result["project_trusted"] else [_trust_warning(project)]
+        if not result["project_trusted"]:
+            warnings.append(_trust_warning(project))
+    flag = hooks_flag_warning([config] if scope == "user" else [config, codex_paths("user", project)[0]])
+    if flag:
+        warnings.append(flag)
+    if scope == "project" or warnings:
+        result["warnings"] = warnings
     return result

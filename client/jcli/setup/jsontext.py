@@ -26,7 +26,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Member", "Obj", "compact", "cut_member", "insert_member", "is_compact", "replace_value", "scan_object", "top_object"]
+__all__ = [
+    "Arr",
+    "Member",
+    "Obj",
+    "compact",
+    "cut_element",
+    "cut_member",
+    "insert_element",
+    "insert_member",
+    "is_compact",
+    "replace_value",
+    "scan_array",
+    "scan_object",
+    "top_object",
+]
 
 _WS = " \t\n\r"
 _DECODER = json.JSONDecoder()
@@ -162,3 +176,61 @@ def replace_value(text: str, member: Member, value: Any) -> str:
     else:
         new = json.dumps(value, indent=_unit(text), ensure_ascii=False).replace("\n", "\n" + _line_indent(text, member.key_start))
     return text[: member.value_start] + new + text[member.value_end :]
+
+
+class Arr:
+    """An array in the text: ``[`` at ``start``, just past ``]`` at ``end``, its elements' ``(start, end)``."""
+
+    __slots__ = ("elements", "end", "start")
+
+    def __init__(self, start: int, end: int, elements: list[tuple[int, int]]) -> None:
+        self.start = start
+        self.end = end
+        self.elements = elements
+
+
+def scan_array(text: str, start: int) -> Arr:
+    """The array whose ``[`` is at ``start`` in ``text`` (valid JSON, already parsed once)."""
+    elements: list[tuple[int, int]] = []
+    i = _skip(text, start + 1)
+    if text[i] == "]":
+        return Arr(start, i + 1, elements)
+    while True:
+        end = _DECODER.raw_decode(text, i)[1]
+        elements.append((i, end))
+        k = _skip(text, end)
+        if text[k] == "]":
+            return Arr(start, k + 1, elements)
+        i = _skip(text, k + 1)  # past the comma
+
+
+def insert_element(text: str, arr: Arr, value: Any) -> str:
+    """``text`` with ``value`` added as ``arr``'s last element, in the array's style."""
+    if arr.elements:
+        last_start, last_end = arr.elements[-1]
+        before = arr.elements[-2][1] if len(arr.elements) > 1 else arr.start + 1
+        gap = text[before:last_start]
+        gap = gap[gap.index(",") + 1 :] if "," in gap else gap
+        indent = gap[gap.rfind("\n") + 1 :] if "\n" in gap else None
+        return text[:last_end] + "," + gap + _render_value(text, value, indent) + text[last_end:]
+    outer = _line_indent(text, arr.start)
+    inner = outer + _unit(text)
+    return text[: arr.end - 1] + "\n" + inner + _render_value(text, value, inner) + "\n" + outer + "]" + text[arr.end :]
+
+
+def _render_value(text: str, value: Any, indent: str | None) -> str:
+    if indent is None:
+        return compact(value)
+    return json.dumps(value, indent=_unit(text), ensure_ascii=False).replace("\n", "\n" + indent)
+
+
+def cut_element(text: str, arr: Arr, index: int) -> str:
+    """``text`` without ``arr``'s element ``index``, undoing :func:`insert_element` exactly."""
+    start, end = arr.elements[index]
+    if len(arr.elements) == 1:
+        gap = text[arr.start + 1 : start]
+        kept = gap[: gap.rfind("\n")] if "\n" in gap else ""
+        return text[: arr.start + 1] + kept + "]" + text[arr.end :]
+    if index == len(arr.elements) - 1:
+        return text[: arr.elements[index - 1][1]] + text[end:]
+    return text[:start] + text[arr.elements[index + 1][0] :]
