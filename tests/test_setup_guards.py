@@ -1,0 +1,243 @@
+"""``j-cli setup claude|codex`` install the guard hooks, and replace upstream's.
+
+The upstream files under ``fixtures/upstream_setup`` are what upstream
+jupyter-jcli 0.9.7 wrote in a scratch project, recorded once from
+``j-cli setup claude|codex --project --only hook --only tool`` (its skill
+is left out: it is not one of the entries this migration covers), with the
+project's path replaced by ``@PROJECT@``. Fixtures rather than running
+upstream here: upstream's setup needs the host CLIs on PATH and a venv the
+suite does not build, and these bytes are its real output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from helpers import BIN, REPO, run_cli
+
+UPSTREAM = REPO / "tests" / "fixtures" / "upstream_setup"
+GUARDS = ("notebook-exec-guard", "python-run-guard", "notebook-edit-guard", "pair-drift-guard-pre", "pair-drift-guard-post")
+#: A user's own settings: a hook in a Bash group, another event, other keys; pretty-printed as Claude writes it.
+USER_SETTINGS = {
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "echo done"}]}],
+    },
+}
+DENY_PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "papermill a.ipynb out.ipynb"}, "cwd": "."}
+ALLOW_PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "ls -la"}, "cwd": "."}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    return home
+
+
+@pytest.fixture
+def project(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    return project
+
+
+def claude_settings(scope, home, project):
+    return {"--project": project / ".claude" / "settings.json", "--local": project / ".claude" / "settings.local.json"}.get(
+        scope, home / ".claude" / "settings.json"
+    )
+
+
+def ours(doc):
+    """``{event: [(matcher, [hook names])]}`` of j-cli's groups."""
+    found = {}
+    for event, groups in doc.get("hooks", {}).items():
+        for group in groups:
+            hooks = group.get("hooks", [])
+            if hooks and all("_jcli_guard" in h for h in hooks):
+                found.setdefault(event, []).append((group.get("matcher"), [h["_jcli_guard"] for h in hooks]))
+    return found
+
+
+def commands(doc):
+    return [h["command"] for groups in doc["hooks"].values() for g in groups for h in g["hooks"] if "_jcli_guard" in h]
+
+
+@pytest.mark.parametrize("scope", ["--project", "--local", "--user"])
+def test_claude_hooks_go_in_beside_the_users_and_come_out_byte_identical(home, project, scope):
+    settings = claude_settings(scope, home, project)
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    original = settings.read_bytes()
+    first = run_cli("setup", "claude", scope, cwd=project)
+    assert first.returncode == 0, first.stderr
+    assert f"hooks: {settings}" in first.stdout.decode()
+    doc = json.loads(settings.read_text())
+    assert ours(doc) == {
+        "PreToolUse": [
+            ("Bash", ["notebook-exec-guard", "python-run-guard"]),
+            ("NotebookEdit|Edit|Write|MultiEdit", ["notebook-edit-guard", "pair-drift-guard-pre"]),
+        ],
+        "PostToolUse": [("Edit|Write|MultiEdit", ["pair-drift-guard-post"])],
+    }
+    # the user's hooks are all still there, in their own groups, before ours
+    assert doc["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    assert doc["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"] and doc["permissions"] == USER_SETTINGS["permissions"]
+    prefix = ["j-cli"] if scope == "--project" else [sys.executable, "-m", "jcli"]
+    assert all(shlex.split(c)[: len(prefix)] == prefix and shlex.split(c)[-2:] == ["--platform", "claude"] for c in commands(doc))
+    after_first = settings.read_bytes()
+    again = run_cli("-j", "setup", "claude", scope, cwd=project).json()
+    assert again["changed"] is False and again["hooks"] == str(settings) and again["replaced_upstream"] == []
+    assert settings.read_bytes() == after_first
+    removed = run_cli("-j", "setup", "claude", scope, "--remove", cwd=project).json()
+    assert removed["hooks_removed"] is True
+    assert settings.read_bytes() == original
+
+
+def test_claude_settings_setup_creates_are_deleted_by_remove(home, project):
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
+    settings = project / ".claude" / "settings.json"
+    assert set(ours(json.loads(settings.read_text()))) == {"PreToolUse", "PostToolUse"}
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    assert not settings.exists()
+
+
+def test_a_user_hook_added_to_our_group_keeps_the_group_and_is_never_removed(home, project):
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
+    settings = project / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["PreToolUse"][0]["hooks"].append({"type": "command", "command": "echo mine"})
+    settings.write_text(json.dumps(doc, indent=2))
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    left = json.loads(settings.read_text())
+    assert {"type": "command", "command": "echo mine"} in left["hooks"]["PreToolUse"][0]["hooks"]
+
+
+@pytest.mark.parametrize("content", ['{"hooks": []}', '{"hooks": {"PreToolUse": {}}}', "[1]", "{ nope"])
+def test_claude_settings_we_cannot_edit_are_coded_errors_and_stay_untouched(home, project, content):
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(content)
+    result = run_cli("-j", "setup", "claude", "--project", cwd=project)
+    assert result.returncode == 1 and result.error()["code"] == "CONFIG_INVALID", result.stderr
+    assert settings.read_text() == content and not (project / ".mcp.json").exists()
+
+
+@pytest.mark.parametrize("scope", ["--project", "--user"])
+def test_codex_hooks_json_beside_the_config_round_trips(home, project, scope):
+    hooks = (project / ".codex" if scope == "--project" else home / ".codex") / "hooks.json"
+    hooks.parent.mkdir(parents=True)
+    hooks.write_text(json.dumps(USER_SETTINGS, indent=2))  # no final newline: kept as it is
+    original = hooks.read_bytes()
+    result = run_cli("-j", "setup", "codex", scope, cwd=project).json()
+    assert result["hooks"] == str(hooks)
+    doc = json.loads(hooks.read_text())
+    assert ours(doc) == {
+        "PreToolUse": [
+            ("Bash", ["notebook-exec-guard", "python-run-guard"]),
+            ("apply_patch", ["notebook-edit-guard", "pair-drift-guard-pre"]),
+        ],
+        "PostToolUse": [("apply_patch", ["pair-drift-guard-post"])],
+    }
+    assert all(c.endswith("--platform codex") for c in commands(doc))
+    assert doc["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    assert run_cli("-j", "setup", "codex", scope, cwd=project).json()["changed"] is False
+    assert run_cli("setup", "codex", scope, "--remove", cwd=project).returncode == 0
+    assert hooks.read_bytes() == original
+
+
+def test_codex_hooks_feature_off_is_a_warning_naming_the_setting(home, project):
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[features]\nhooks = false\n")
+    result = run_cli("-j", "setup", "codex", "--user", cwd=project).json()
+    assert any("[features] hooks = true" in w and str(config) in w for w in result["warnings"]), result
+    human = run_cli("setup", "codex", "--user", cwd=project)
+    assert "warning: Codex's hooks are off" in human.stderr.decode()
+    config.write_text(config.read_text().replace("hooks = false", "hooks = true"))
+    assert "warnings" not in run_cli("-j", "setup", "codex", "--user", cwd=project).json()
+
+
+def _upstream_project(project):
+    for name, dest in (
+        ("mcp.json", ".mcp.json"),
+        ("claude_settings.json", ".claude/settings.json"),
+        ("codex_hooks.json", ".codex/hooks.json"),
+        ("codex_config.toml", ".codex/config.toml"),
+    ):
+        path = project / dest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((UPSTREAM / name).read_text().replace("@PROJECT@", str(project)))
+
+
+def test_upstream_entries_are_replaced_with_ours_and_the_users_stay(home, project):
+    _upstream_project(project)
+    settings = project / ".claude" / "settings.json"
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["PreToolUse"][0]["hooks"].append({"type": "command", "command": "echo mine"})  # a user's hook in upstream's group
+    doc["hooks"]["Stop"] = USER_SETTINGS["hooks"]["Stop"]
+    settings.write_text(json.dumps(doc, indent=2) + "\n")
+    # Before setup, upstream's entries never block a call: every command they name is allowed on an ordinary payload.
+    for command in commands(
+        {"hooks": {e: [{"hooks": [dict(h, _jcli_guard=1) for h in g["hooks"]]} for g in gs] for e, gs in doc["hooks"].items()}}
+    ):
+        argv = shlex.split(command)
+        if argv[0] != "j-cli":
+            continue  # upstream's separate j-cli-hook binary is not ours to provide
+        proc = subprocess.run([str(BIN / "j-cli"), *argv[1:]], input=json.dumps(ALLOW_PAYLOAD).encode(), capture_output=True, cwd=project)
+        assert proc.returncode == 0 and proc.stdout == b"", (command, proc.stderr)
+
+    human = run_cli("setup", "claude", "--project", cwd=project)
+    assert human.returncode == 0, human.stderr
+    out = human.stdout.decode()
+    assert f"replaced upstream j-cli's MCP server jcli-notebook-output in {project / '.mcp.json'}" in out
+    assert "replaced upstream j-cli's hooks notebook-exec-guard, python-run-guard" in out
+    text = settings.read_text() + (project / ".mcp.json").read_text()
+    assert "_jcli_managed" not in text and "jcli-notebook-output" not in text
+    doc = json.loads(settings.read_text())
+    assert {"type": "command", "command": "echo mine"} in [h for g in doc["hooks"]["PreToolUse"] for h in g["hooks"]]
+    assert doc["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"] and len(ours(doc)["PreToolUse"]) == 2
+    assert "jcli" in json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert run_cli("-j", "setup", "claude", "--project", cwd=project).json()["replaced_upstream"] == []
+
+    codex = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
+    assert len(codex["replaced_upstream"]) == 2, codex
+    hooks_text = (project / ".codex" / "hooks.json").read_text()
+    config_text = (project / ".codex" / "config.toml").read_text()
+    assert "_jcli_managed" not in hooks_text and "jcli-notebook-output" not in config_text and "[mcp_servers.jcli]" in config_text
+    assert set(ours(json.loads(hooks_text))) == {"PreToolUse", "PostToolUse"}
+
+
+def _run_written(command, payload, cwd, env):
+    return subprocess.run(command, shell=True, input=json.dumps(payload).encode(), capture_output=True, cwd=cwd, env=env, timeout=60)
+
+
+@pytest.mark.parametrize(("host", "scope"), [("claude", "--project"), ("claude", "--user"), ("codex", "--project"), ("codex", "--user")])
+def test_the_command_setup_wrote_really_runs_and_denies(home, project, tmp_path, host, scope):
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
+    path = (
+        claude_settings(scope, home, project) if host == "claude" else (project if scope == "--project" else home) / ".codex" / "hooks.json"
+    )
+    doc = json.loads(path.read_text())
+    bash_group = next(g for g in doc["hooks"]["PreToolUse"] if g["matcher"] == "Bash")
+    exec_guard = next(h["command"] for h in bash_group["hooks"] if h["_jcli_guard"] == "notebook-exec-guard")
+    # The MCP reader broken: an `mcp` package that fails on import shadows the real one.
+    shadow = tmp_path / "shadow" / "mcp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('mcp is broken here')\n")
+    env = dict(os.environ, PATH=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]), PYTHONPATH=str(shadow.parent))
+    assert subprocess.run([sys.executable, "-c", "import mcp"], env=env, capture_output=True).returncode != 0
+    denied = _run_written(exec_guard, dict(DENY_PAYLOAD, cwd=str(project)), project, env)
+    assert denied.returncode == 2, denied.stderr
+    decision = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny" and "j-cli exec" in decision["permissionDecisionReason"]
+    allowed = _run_written(exec_guard, dict(ALLOW_PAYLOAD, cwd=str(project)), project, env)
+    assert allowed.returncode == 0 and allowed.stdout == b"" and allowed.stderr == b""
