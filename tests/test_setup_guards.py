@@ -241,3 +241,25 @@ def test_the_command_setup_wrote_really_runs_and_denies(home, project, tmp_path,
     assert decision["permissionDecision"] == "deny" and "j-cli exec" in decision["permissionDecisionReason"]
     allowed = _run_written(exec_guard, dict(ALLOW_PAYLOAD, cwd=str(project)), project, env)
     assert allowed.returncode == 0 and allowed.stdout == b"" and allowed.stderr == b""
+
+
+def test_real_codex_reads_the_hooks_flag_setup_warns_about(home, project, host_bin):
+    """``codex features list`` (offline) shows the flag as Codex reads it: off when we warn, on when we do not."""
+    from hostbins import host_env, offline_prefix
+
+    def hooks_feature():
+        env = host_env(home, CODEX_HOME=home / ".codex")
+        proc = subprocess.run(
+            [*offline_prefix(), str(host_bin / "codex"), "features", "list"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        return next(line.split()[-1] for line in proc.stdout.splitlines() if line.split()[:1] == ["hooks"])
+
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[features]\nhooks = false\n")
+    assert run_cli("-j", "setup", "codex", "--user", cwd=project).json()["warnings"]
+    assert hooks_feature() == "false"
+    config.write_text(config.read_text().replace("[features]\nhooks = false\n", "[features]\nhooks = true\n"))
+    assert "warnings" not in run_cli("-j", "setup", "codex", "--user", cwd=project).json()
+    assert hooks_feature() == "true"
