@@ -195,6 +195,23 @@ j-cli kernelspec inspect-file analysis.py       # the kernel a file asks for (no
 To start from someone's `.ipynb`, convert it to a `.py` and work on that.
 `py-to-ipynb` keeps the outputs of unchanged cells (`--outputs preserve` or
 `clear-all` to choose); convert never rewrites its input.
+
+## Guards: what a hook blocks, and why
+
+`setup` installs hooks that deny a tool call with a reason naming the j-cli
+command to use instead; run that command. They block:
+
+- running a notebook outside j-cli (`jupyter nbconvert --execute`,
+  `papermill`, `jupyter execute`, ...): use `exec SESSION -f` on it, so the
+  outputs land in the notebook through j-cli;
+- `python x.py` on a py:percent `.py` that has an `x.ipynb`: use
+  `exec SESSION -f x.py`, which keeps the pair in step;
+- hand edits of a paired `.ipynb`: edit the `.py`, then `convert py-to-ipynb`;
+- an edit of a pair whose notebook and `.py` both changed the same cells:
+  the reason names the cells and the two ways to settle it.
+
+After you edit a paired `.py`, the hook syncs its notebook (outputs of
+unchanged cells kept) and tells you what it did.
 """,
 )
 
