@@ -63,8 +63,13 @@ def ours(doc):
         for group in groups:
             hooks = group.get("hooks", [])
             if hooks and all("_jcli_guard" in h for h in hooks):
-                found.setdefault(event, []).append((group.get("matcher"), [h["_jcli_guard"] for h in hooks]))
+                found.setdefault(event, []).append((group.get("matcher"), [name(h) for h in hooks]))
     return found
+
+
+def name(hook):
+    """The guard a hook of ours runs (its mark may also record the directories setup made: ``NAME [+1 dir]``)."""
+    return hook["_jcli_guard"].split(" [+")[0]
 
 
 def commands(doc):
@@ -107,7 +112,7 @@ def test_claude_settings_setup_creates_are_deleted_by_remove(home, project):
     settings = project / ".claude" / "settings.json"
     assert set(ours(json.loads(settings.read_text()))) == {"PreToolUse", "PostToolUse"}
     assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
-    assert not settings.exists()
+    assert not settings.exists() and not (project / ".claude").exists()  # setup made the directory, and it is empty again
 
 
 def test_a_user_hook_added_to_our_group_keeps_the_group_and_is_never_removed(home, project):
@@ -228,7 +233,7 @@ def test_the_command_setup_wrote_really_runs_and_denies(home, project, tmp_path,
     )
     doc = json.loads(path.read_text())
     bash_group = next(g for g in doc["hooks"]["PreToolUse"] if g["matcher"] == "Bash")
-    exec_guard = next(h["command"] for h in bash_group["hooks"] if h["_jcli_guard"] == "notebook-exec-guard")
+    exec_guard = next(h["command"] for h in bash_group["hooks"] if name(h) == "notebook-exec-guard")
     # The MCP reader broken: an `mcp` package that fails on import shadows the real one.
     shadow = tmp_path / "shadow" / "mcp"
     shadow.mkdir(parents=True)

@@ -220,8 +220,8 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
     result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config, "hooks": settings}
     plan = files.Plan()
     if remove:
-        removed = _plan_removal(plan, cur, doc, keys)
         hooks_removed, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
+        removed = _plan_removal(plan, cur, doc, keys)
         result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=plan_skill(plan, skills, remove=True))
         plan.apply()
         return result

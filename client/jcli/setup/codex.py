@@ -258,6 +258,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
     block = find_block(text)
     plan = files.Plan()
     if remove:
+        # hooks.json first: it shares the directory config.toml's block may delete
+        hooks_removed, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
         if block is not None:
             rest = remove_block(text)
             expected = dict(before, mcp_servers={k: v for k, v in _servers(before).items() if k != "jcli"})
@@ -269,7 +271,6 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
                 plan.delete(cur, block.dirs)
             else:
                 plan.write(cur, rest)
-        hooks_removed, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
         skill_removed = plan_skill(plan, skills, remove=True)
         plan.apply()
         return {

@@ -65,17 +65,30 @@ def _hook(name: str, host: str, scope: str) -> dict[str, Any]:
     return {"type": "command", "command": command, MARK: name}
 
 
-def groups(host: str, scope: str) -> dict[str, list[dict[str, Any]]]:
-    """The matcher groups j-cli installs for ``host``, by event (see docs/guards.md)."""
+def groups(host: str, scope: str, dirs: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """The matcher groups j-cli installs for ``host``, by event (see docs/guards.md).
+
+    ``dirs``: the directories setup created for the file, recorded in the
+    first hook's mark (``"notebook-exec-guard [+1 dir]"``) so that removal
+    deletes them too (JSON has no comments to hold it).
+    """
     shell, pre, post = _MATCHERS[host]
 
     def group(matcher: str, names: tuple[str, ...]) -> dict[str, Any]:
         return {"matcher": matcher, "hooks": [_hook(name, host, scope) for name in names]}
 
-    return {
+    found = {
         "PreToolUse": [group(shell, _SHELL), group(pre, _EDIT_PRE)],
         "PostToolUse": [group(post, _EDIT_POST)],
     }
+    first = found["PreToolUse"][0]["hooks"][0]
+    first[MARK] += files.dirs_mark(dirs)
+    return found
+
+
+def _recorded_dirs(doc: dict[str, Any]) -> int:
+    marks = [str(h[MARK]) for groups in _ours_by_event(doc).values() for g in groups for h in g["hooks"]]
+    return max((files.dirs_recorded(mark) or 0 for mark in marks), default=0)
 
 
 def load(text: str | None, path: str) -> dict[str, Any]:
@@ -282,17 +295,23 @@ def plan_hooks(plan: files.Plan, path: str, host: str, scope: str, remove: bool)
         OutputSaveFailed: the file or its directory is read-only.
     """
     cur = files.read(path)
-    load(cur.text, path)
+    doc = load(cur.text, path)
     if remove:
         if not cur.text:
             return False, []
         new = without_ours(cur.text, path)
         if new == "" and cur.text.endswith("\n"):
-            plan.delete(cur)
+            plan.delete(cur, _recorded_dirs(doc))
             return True, []
         return plan.write(cur, new), []
     text, replaced = without_upstream(cur.text, path) if cur.text else (cur.text, [])
     if replaced and not text.strip("{} \n"):
         text = None  # upstream created the file and it held only its hooks: it is setup's now
-    new = with_ours(text, path, groups(host, scope))
+    if cur.text is None:
+        dirs = cur.missing_dirs()
+    elif text and without_ours(text, path) == "":
+        dirs = _recorded_dirs(doc)  # setup created it: keep the record
+    else:
+        dirs = 0
+    new = with_ours(text, path, groups(host, scope, dirs))
     return plan.write(cur, new), replaced
