@@ -268,3 +268,50 @@ def test_real_codex_reads_the_hooks_flag_setup_warns_about(home, project, host_b
     config.write_text(config.read_text().replace("[features]\nhooks = false\n", "[features]\nhooks = true\n"))
     assert "warnings" not in run_cli("-j", "setup", "codex", "--user", cwd=project).json()
     assert hooks_feature() == "true"
+
+
+def _claude_prompt(host_bin, home, project):
+    """``claude -p`` offline: it loads every settings file and runs UserPromptSubmit hooks before its (failing) API call."""
+    from hostbins import host_env, offline_prefix
+
+    env = host_env(
+        home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ANTHROPIC_API_KEY="sk-offline", ANTHROPIC_BASE_URL="http://127.0.0.1:9"
+    )
+    env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    log = project / "claude-debug.log"
+    subprocess.run(
+        [*offline_prefix(), str(host_bin / "claude"), "--debug-file", str(log), "-p", "hi"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=180,
+    )
+    return log.read_text()
+
+
+@pytest.mark.parametrize("scope", ["--user", "--project", "--local"])
+def test_real_claude_loads_the_settings_file_with_our_hooks(home, project, host_bin, scope):
+    """Claude Code validates each settings file and skips one with a bad hook entry ("Invalid setting skipped").
+
+    A user's UserPromptSubmit hook in the same file as ours runs, so Claude
+    loaded the file, our marked entries included; the same file with one
+    bad entry is skipped (the control: the check can fail).
+    """
+    assert run_cli("setup", "claude", scope, cwd=project).returncode == 0
+    config = home / ".claude.json"
+    doc = json.loads(config.read_text()) if config.exists() else {}
+    doc.setdefault("projects", {}).setdefault(os.path.realpath(project), {})["hasTrustDialogAccepted"] = True
+    config.write_text(json.dumps(doc, indent=2))
+    settings = claude_settings(scope, home, project)
+    marker = project / "prompt-hook-ran"
+    doc = json.loads(settings.read_text())
+    doc["hooks"]["UserPromptSubmit"] = [{"hooks": [{"type": "command", "command": f"touch {shlex.quote(str(marker))}"}]}]
+    settings.write_text(json.dumps(doc, indent=2))
+    log = _claude_prompt(host_bin, home, project)
+    assert "Invalid setting" not in log and marker.exists(), log[-3000:]
+    if scope == "--user":
+        marker.unlink()
+        doc["hooks"]["PreToolUse"][0]["hooks"].append({"type": "bogus"})
+        settings.write_text(json.dumps(doc, indent=2))
+        log = _claude_prompt(host_bin, home, project)
+        assert "Invalid setting" in log and not marker.exists()
