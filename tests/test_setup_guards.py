@@ -315,3 +315,30 @@ def test_real_claude_loads_the_settings_file_with_our_hooks(home, project, host_
         settings.write_text(json.dumps(doc, indent=2))
         log = _claude_prompt(host_bin, home, project)
         assert "Invalid setting" in log and not marker.exists()
+
+
+def _upstream_skill(folder, edited=False):
+    """A skill folder in upstream's layout: files plus ``.j-cli-managed.json`` listing each one's sha256 (contents are ours)."""
+    import hashlib
+
+    contents = {"SKILL.md": "---\nname: j-cli\n---\nold\n", "workflows/exec.md": "exec\n", "scripts/x.py": "print(1)\n"}
+    for rel, text in contents.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    manifest = {"files": {rel: hashlib.sha256(text.encode()).hexdigest() for rel, text in contents.items()}, "schema": 1}
+    manifest["source"] = "jupyter-jcli:j-cli"
+    (folder / ".j-cli-managed.json").write_text(json.dumps(manifest, indent=2))
+    if edited:
+        (folder / "workflows" / "exec.md").write_text("my notes\n")
+
+
+def test_upstream_skill_folder_is_replaced_unless_edited(home, project):
+    folder = project / ".claude" / "skills" / "j-cli"
+    _upstream_skill(folder, edited=True)
+    refused = run_cli("-j", "setup", "claude", "--project", cwd=project)
+    assert refused.returncode == 1 and refused.error()["code"] == "CONFIG_CONFLICT"
+    assert (folder / "workflows" / "exec.md").read_text() == "my notes\n"
+    _upstream_skill(folder)
+    result = run_cli("-j", "setup", "claude", "--project", cwd=project).json()
+    assert f"skill in {folder}" in result["replaced_upstream"]
+    assert sorted(p.name for p in folder.rglob("*")) == ["SKILL.md"] and "j-cli setup" in (folder / "SKILL.md").read_text()

@@ -31,6 +31,7 @@ from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 from . import files, hook_entries, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv
 from .skill import plan_skill
+from .upstream_skill import plan_replace_upstream_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -236,7 +237,10 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
     hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
     if upstream_hooks:
         replaced.append(f"hooks {', '.join(upstream_hooks)} in {settings}")
-    skill = plan_skill(plan, skills, remove=False)
+    upstream_skill = plan_replace_upstream_skill(plan, skills)
+    if upstream_skill:
+        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
     result.update(server=entry, skill=skill, changed=changed or hooks_changed, replaced_upstream=replaced)
     plan.apply()
     return result

@@ -22,6 +22,7 @@ from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block
 from .command import MCP_SERVER_ENV, mcp_server_argv
 from .skill import plan_skill
+from .upstream_skill import plan_replace_upstream_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -292,7 +293,10 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
     hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
     if upstream_hooks:
         replaced.append(f"hooks {', '.join(upstream_hooks)} in {hooks_file}")
-    skill = plan_skill(plan, skills, remove=False)
+    upstream_skill = plan_replace_upstream_skill(plan, skills)
+    if upstream_skill:
+        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
     plan.apply()
     result = {
         "host": "codex",

@@ -226,8 +226,10 @@ def render_skill(dirs: int = 0) -> str:
     return SKILL_MD.replace("{marker}", _MARKER_LINE.format(dirs=files.dirs_mark(dirs, always=True)), 1)
 
 
-def plan_skill(plan: files.Plan, skills_dir: str, remove: bool) -> str | bool:
+def plan_skill(plan: files.Plan, skills_dir: str, remove: bool, replace_foreign: bool = False) -> str | bool:
     """Plan installing ``<skills_dir>/j-cli/SKILL.md`` (its path) or removing it (whether it was there).
+
+    ``replace_foreign``: the SKILL.md there is upstream j-cli's, to be overwritten.
 
     Raises:
         ConfigConflict: a SKILL.md j-cli did not write is there.
@@ -236,14 +238,15 @@ def plan_skill(plan: files.Plan, skills_dir: str, remove: bool) -> str | bool:
     """
     path = os.path.join(skills_dir, "j-cli", "SKILL.md")
     cur = files.read(path)
-    if cur.text is not None and MARKER not in cur.text:
+    foreign = cur.text is not None and MARKER not in cur.text
+    if foreign and not replace_foreign:
         raise ConfigConflict(f"{path} exists and was not written by j-cli; move it away first", path=path)
     if remove:
         if cur.text is None:
             return False
         plan.delete(cur, _dirs(cur.text))
         return True
-    plan.write(cur, render_skill(cur.missing_dirs() if cur.text is None else _dirs(cur.text)))
+    plan.write(cur, render_skill(cur.missing_dirs() if cur.text is None else 1 if foreign else _dirs(cur.text)))
     return path
 
 
