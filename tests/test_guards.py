@@ -469,3 +469,19 @@ def test_an_unrelated_command_is_decided_without_the_parser_click_or_nbformat(wo
         assert "jcli_sidecar" in modules  # the hook really ran in this process
     notebook_modules = imported("notebook-exec-guard", shell("papermill analysis.ipynb o.ipynb", work))
     assert "bashlex" in notebook_modules and not notebook_modules & (HEAVY - {"bashlex"})
+
+
+def test_upstreams_second_entry_point_j_cli_hook_is_j_cli_hooks(tmp_path):
+    """``j-cli-hook NAME ...`` (the program upstream's pair-drift entries call) answers as ``j-cli _hooks NAME ...``."""
+    import subprocess
+
+    from helpers import BIN
+
+    payload = json.dumps({"tool_name": "Bash", "tool_input": {"command": "papermill a.ipynb b.ipynb"}, "cwd": str(tmp_path)}).encode()
+    via_entry = subprocess.run([str(BIN / "j-cli-hook"), "notebook-exec-guard"], input=payload, capture_output=True)
+    via_jcli = subprocess.run([str(BIN / "j-cli"), "_hooks", "notebook-exec-guard"], input=payload, capture_output=True)
+    assert via_entry.returncode == via_jcli.returncode == 2
+    assert via_entry.stdout == via_jcli.stdout and b"j-cli exec" in via_entry.stdout
+    for name in ("pair-drift-guard-pre", "pair-drift-guard-post", "nosuch"):
+        quiet = subprocess.run([str(BIN / "j-cli-hook"), name, "--platform", "codex"], input=b"{}", capture_output=True)
+        assert quiet.returncode == 0 and quiet.stdout == b"", (name, quiet.stderr)

@@ -191,14 +191,17 @@ def test_upstream_entries_are_replaced_with_ours_and_the_users_stay(home, projec
     doc["hooks"]["Stop"] = USER_SETTINGS["hooks"]["Stop"]
     settings.write_text(json.dumps(doc, indent=2) + "\n")
     # Before setup, upstream's entries never block a call: every command they name is allowed on an ordinary payload.
+    seen = set()
     for command in commands(
         {"hooks": {e: [{"hooks": [dict(h, _jcli_guard=1) for h in g["hooks"]]} for g in gs] for e, gs in doc["hooks"].items()}}
     ):
         argv = shlex.split(command)
-        if argv[0] != "j-cli":
-            continue  # upstream's separate j-cli-hook binary is not ours to provide
-        proc = subprocess.run([str(BIN / "j-cli"), *argv[1:]], input=json.dumps(ALLOW_PAYLOAD).encode(), capture_output=True, cwd=project)
+        if argv[0] not in ("j-cli", "j-cli-hook"):  # both are installed by j-cli
+            continue  # the user's own hook
+        seen.add(argv[0])
+        proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], input=json.dumps(ALLOW_PAYLOAD).encode(), capture_output=True, cwd=project)
         assert proc.returncode == 0 and proc.stdout == b"", (command, proc.stderr)
+    assert seen == {"j-cli", "j-cli-hook"}
 
     human = run_cli("setup", "claude", "--project", cwd=project)
     assert human.returncode == 0, human.stderr

@@ -29,5 +29,15 @@ def main(argv: list[str] | None = None) -> int:
         return emit.error(Interrupted("stopped by SIGINT", signal="SIGINT"), any(arg in ("-j", "--json") for arg in args))
 
 
+def hook_main() -> int:
+    """``j-cli-hook NAME ...``: the same as ``j-cli _hooks NAME ...``.
+
+    Upstream jupyter-jcli installed hook entries that call ``j-cli-hook``;
+    this keeps them working (never blocking by accident) until ``j-cli
+    setup`` replaces them.
+    """
+    return main(["_hooks", *sys.argv[1:]])
+
+
 if __name__ == "__main__":
     sys.exit(main())
