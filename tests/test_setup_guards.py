@@ -345,3 +345,52 @@ def test_upstream_skill_folder_is_replaced_unless_edited(home, project):
     result = run_cli("-j", "setup", "claude", "--project", cwd=project).json()
     assert f"skill in {folder}" in result["replaced_upstream"]
     assert sorted(p.name for p in folder.rglob("*")) == ["SKILL.md"] and "j-cli setup" in (folder / "SKILL.md").read_text()
+
+
+def test_upstream_opencode_and_dsh_plugins_and_row_are_replaced_and_the_users_stay(home, project):
+    """Upstream's plugin files (first line ``// Managed by j-cli setup opencode.``/``dsh.``) and its Cordis
+    block (row ``jcli-hooks``, recorded from upstream's real setup) are replaced by ours; the user's row stays.
+
+    The plugin bodies here are stand-ins: only upstream's first line is what setup recognises.
+    """
+    opencode_plugin = project / ".opencode" / "plugins" / "jcli.js"
+    dsh_plugin = project / ".dsh" / "plugins" / "jcli.ts"
+    cordis = project / ".dsh" / "cordis.yml"
+    for path, first in ((opencode_plugin, "opencode"), (dsh_plugin, "dsh")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"// Managed by j-cli setup {first}.\n// j-cli version 0.9.7\n\nexport default {{}}\n")
+    user_row = "- id: mine\n  name: './plugins/mine.ts'\n"
+    cordis.write_text(user_row + (UPSTREAM / "dsh_cordis.yml").read_text())
+
+    opencode = run_cli("-j", "setup", "opencode", "--project", cwd=project)
+    assert opencode.returncode == 0, opencode.stderr
+    assert opencode.json()["replaced_upstream"] == [f"plugin {opencode_plugin}"]
+    assert (
+        "// managed by j-cli setup" in opencode_plugin.read_text() and "Managed by j-cli setup opencode." not in opencode_plugin.read_text()
+    )
+
+    dsh = run_cli("setup", "dsh", "--project", cwd=project)
+    assert dsh.returncode == 0, dsh.stderr
+    assert f"replaced upstream j-cli's Cordis row jcli-hooks in {cordis}" in dsh.stdout.decode()
+    assert f"replaced upstream j-cli's plugin {dsh_plugin}" in dsh.stdout.decode()
+    text = cordis.read_text()
+    assert text.startswith(user_row) and "jcli-hooks" not in text and "jcli managed" not in text and "id: j-cli" in text
+    assert "// managed by j-cli setup" in dsh_plugin.read_text()
+
+    again = run_cli("-j", "setup", "dsh", "--project", cwd=project).json()
+    assert again["replaced_upstream"] == [] and again["changed"] is False
+
+    for host in ("opencode", "dsh"):
+        assert run_cli("setup", host, "--project", "--remove", cwd=project).returncode == 0
+    assert cordis.read_text() == user_row and not opencode_plugin.exists() and not dsh_plugin.exists()
+
+
+def test_removing_leaves_upstreams_plugin_alone(home, project):
+    """``--remove`` takes back only what j-cli wrote: upstream's plugin is not ours to delete."""
+    plugin = project / ".opencode" / "plugins" / "jcli.js"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text("// Managed by j-cli setup opencode.\nexport default {}\n")
+    before = plugin.read_bytes()
+    result = run_cli("-j", "setup", "opencode", "--project", "--remove", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert result.json()["removed"] is False and plugin.read_bytes() == before

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
 
@@ -30,6 +31,7 @@ from .blocks import find_block, put_block, remove_block
 from .command import jcli_command
 from .plugin_file import plan_plugin
 from .skill import plan_skill
+from .upstream_skill import plan_replace_upstream_skill
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -196,6 +198,12 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         result["skill_removed"] = plan_skill(plan, skills, remove=True)
         plan.apply()
         return result
+    replaced: list[str] = []
+    text, upstream_rows = _without_upstream_blocks(text)
+    if upstream_rows:
+        replaced.append(f"Cordis row {', '.join(upstream_rows)} in {config}")
+        rows = _parse(text, config)
+        block = find_block(text)
     base = remove_block(text) if block is not None else text
     others = _split(_parse(base, config))[0] if block is not None else rows
     if block is None and _claims(rows):
@@ -212,13 +220,39 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     if not fits:
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
     command = jcli_command(scope)
-    plugin_changed = plan_plugin(plan, "dsh", plugin, command)
+    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced)
     changed = plan.write(cur, new)
-    result.update(row=row, command=command, skill=plan_skill(plan, skills, remove=False), changed=changed or plugin_changed)
+    upstream_skill = plan_replace_upstream_skill(plan, skills)
+    if upstream_skill:
+        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    result.update(row=row, command=command, skill=skill, changed=changed or plugin_changed, replaced_upstream=replaced)
     plan.apply()
     if scope == "project":
         result["warnings"] = [_project_warning(config)]
     return result
+
+
+#: Upstream jupyter-jcli's marked blocks in a Cordis file (its row ``jcli-hooks``).
+_UPSTREAM_BLOCK = re.compile(
+    r"^# >>> jcli managed \((?P<what>[^)\n]*)\) >>>\r?\n(?P<body>.*?)^# <<< jcli managed \((?P=what)\) <<<[^\n]*(?:\n|$)", re.M | re.S
+)
+
+
+def _without_upstream_blocks(text: str) -> tuple[str, list[str]]:
+    """``text`` without upstream jupyter-jcli's marked blocks, and the row ids they held.
+
+    Example:
+        >>> _without_upstream_blocks("- id: mine\\n# >>> jcli managed (dsh hooks) >>>\\n- id: jcli-hooks\\n# <<< jcli managed (dsh hooks) <<<\\n")
+        ('- id: mine\\n', ['jcli-hooks'])
+    """
+    ids: list[str] = []
+
+    def drop(match: re.Match[str]) -> str:
+        ids.extend(re.findall(r"\bid:\s*['\"]?([\w.-]+)", match.group("body")) or [match.group("what")])
+        return ""
+
+    return _UPSTREAM_BLOCK.sub(drop, text), ids
 
 
 def _project_warning(config: str) -> str:

@@ -40,7 +40,9 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
     if remove:
         result["removed"] = plan_plugin(plan, "opencode", target, None)
     else:
+        replaced: list[str] = []
         result["command"] = jcli_command(scope)
-        result["changed"] = plan_plugin(plan, "opencode", target, result["command"])
+        result["changed"] = plan_plugin(plan, "opencode", target, result["command"], replaced)
+        result["replaced_upstream"] = replaced
     plan.apply()
     return result

@@ -1,7 +1,9 @@
 """Copy a shipped host plugin file into place, and take back only our own.
 
 The shipped files carry :data:`MARKER`; a file at the target without it was
-not written by j-cli, so it is never replaced or deleted (``CONFIG_CONFLICT``).
+not written by j-cli, so it is never replaced or deleted (``CONFIG_CONFLICT``),
+except upstream jupyter-jcli's own plugin (first line ``// Managed by j-cli
+setup opencode.`` or ``dsh.``), which installing replaces and reports.
 When setup had to create the plugin's directories, the marker line records
 how many (``[+N dirs]``), and taking the plugin back removes them while
 they are empty.
@@ -24,11 +26,24 @@ from jcli_sidecar.errors import ConfigConflict
 
 from . import files
 
-__all__ = ["MARKER", "plan_plugin", "render_plugin"]
+__all__ = ["MARKER", "is_upstream_plugin", "plan_plugin", "render_plugin"]
 
 MARKER = "// managed by j-cli setup"
 _COMMAND_LINE = re.compile(r"^(const INSTALLED_COMMAND\b[^=\n]*= ).*( // set by j-cli setup)$", re.M)
 _MARKER_LINE = re.compile(r"^.*" + re.escape(MARKER) + r".*$", re.M)
+_UPSTREAM_FIRST_LINE = re.compile(r"// Managed by j-cli setup (?:opencode|dsh)\.\r?(?:\n|$)")
+
+
+def is_upstream_plugin(text: str) -> bool:
+    """True for the plugin file upstream jupyter-jcli's setup wrote (its first line says so).
+
+    Example:
+        >>> is_upstream_plugin("// Managed by j-cli setup opencode.\\n\\nimport path from 'node:path'\\n")
+        True
+        >>> is_upstream_plugin("// my own plugin\\n")
+        False
+    """
+    return _UPSTREAM_FIRST_LINE.match(text) is not None
 
 
 def render_plugin(host: str, command: list[str], dirs: int = 0) -> str:
@@ -53,9 +68,11 @@ def _dirs(text: str) -> int:
     return (files.dirs_recorded(match.group(0)) or 0) if match else 0
 
 
-def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | None) -> bool:
+def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | None, replaced: list[str] | None = None) -> bool:
     """Plan writing ``host``'s plugin at ``target`` recording ``command``, or (``command`` None) deleting it.
 
+    Upstream jupyter-jcli's plugin at ``target`` is replaced by installing
+    (noted in ``replaced``) and left alone by removing (it is not ours).
     Returns whether anything changes.
 
     Raises:
@@ -64,6 +81,13 @@ def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | N
         OutputSaveFailed: it is read-only.
     """
     cur = files.read(target)
+    upstream = cur.text is not None and MARKER not in cur.text and is_upstream_plugin(cur.text)
+    if upstream:
+        if command is None:
+            return False
+        if replaced is not None:
+            replaced.append(f"plugin {target}")
+        return plan.write(cur, render_plugin(host, command, 0))
     if cur.text is not None and MARKER not in cur.text:
         raise ConfigConflict(f"{target} exists and was not written by j-cli; move it away first", path=target)
     if command is None:
