@@ -211,7 +211,10 @@ command to use instead; run that command. They block:
   the reason names the cells and the two ways to settle it.
 
 After you edit a paired `.py`, the hook syncs its notebook (outputs of
-unchanged cells kept) and tells you what it did.
+unchanged cells kept) and tells you what it did. With `setup git --hooks`,
+a commit whose staged `.py` and notebook cells differ is stopped, naming the
+cells and the commands that bring them in line; it never stages anything
+for you.
 """,
 )
 
