@@ -13,7 +13,7 @@ import json
 from urllib.parse import quote
 
 from .errors import ServerUnavailable, SessionNotFound, UsageError
-from .urls import check_server_url, redact_url
+from .urls import redact_url, split_server_url
 from .wire import HttpError, WireError, http_request, open_websocket
 
 TYPE_CHECKING = False
@@ -28,7 +28,10 @@ __all__ = ["JupyterServer", "select_session", "select_sessions", "session_summar
 class JupyterServer:
     """One Jupyter Server: its base URL and token.
 
-    ``shown_url`` is the URL to print: its credentials redacted.
+    ``shown_url`` is the URL to print: its credentials redacted. ``url``
+    may be one as a server prints it (``/lab?token=...``): its UI route is
+    cut off, and its token used when ``token`` is empty
+    (:func:`~jcli_sidecar.urls.split_server_url`).
 
     Raises:
         UsageError: a malformed URL (see :func:`~jcli_sidecar.urls.check_server_url`),
@@ -42,7 +45,8 @@ class JupyterServer:
     """
 
     def __init__(self, url: str, token: str = "", timeout: float = 30.0) -> None:
-        self.url = check_server_url(url)
+        self.url, url_token = split_server_url(url)
+        token = token or url_token  # a token given on its own wins over one in the URL
         self.shown_url = redact_url(self.url)
         if any(not " " <= ch <= "~" for ch in token):
             raise UsageError("the token holds characters an HTTP header cannot carry (it must be printable ASCII)")

@@ -15,7 +15,7 @@ import re
 
 from .errors import UsageError
 
-__all__ = ["check_server_url", "redact_text", "redact_url"]
+__all__ = ["check_server_url", "redact_text", "redact_url", "split_server_url"]
 
 _HIDDEN = "***"
 _SECRET_PARAM = re.compile(r"(?i)([?&;#][^=&;#\s]*(?:token|password|passwd|secret|key|auth)[^=&;#\s]*=)[^&;#\s]*")
@@ -55,12 +55,69 @@ def redact_text(text: str) -> str:
     return _SECRET_IN_TEXT.sub(lambda m: m.group(1) + _HIDDEN, _URL_IN_TEXT.sub(lambda m: redact_url(m.group()), text))
 
 
+#: Path segments where a Jupyter web UI's own routes start (JupyterLab, Notebook 7, classic, Voila).
+UI_ROUTES = frozenset({"lab", "tree", "notebooks", "doc", "edit", "view", "nbclassic", "voila", "terminals", "consoles"})
+
+
+def split_server_url(url: str) -> tuple[str, str]:
+    """``(base URL, token)`` from a URL as a server prints it, e.g. ``http://host:8888/lab?token=abc``.
+
+    The web UI's route is cut off (the path from its first segment in
+    :data:`UI_ROUTES`; under JupyterHub's ``/user/NAME/`` the search starts
+    after NAME), the ``token`` query value is returned (``""`` when none),
+    and the other query values and the fragment are dropped. The base is
+    then checked by :func:`check_server_url`.
+
+    Raises:
+        UsageError: the URL is malformed (its message shows it redacted).
+
+    Example:
+        >>> split_server_url("http://127.0.0.1:8888/lab?token=abc")
+        ('http://127.0.0.1:8888', 'abc')
+        >>> split_server_url("https://hub.example/user/lab/lab/tree/a.ipynb?token=t#x")
+        ('https://hub.example/user/lab', 't')
+        >>> split_server_url("http://127.0.0.1:8888/base/")
+        ('http://127.0.0.1:8888/base', '')
+    """
+    from urllib.parse import parse_qs
+
+    # A password may hold "?", "#" or "/": the query and the path start after the last "@".
+    scheme_end = url.find("://")
+    authority_start = url.rfind("@") + 1 if url.rfind("@") > scheme_end else max(scheme_end + 3, 0)
+    head, tail = url[:authority_start], url[authority_start:]
+    tail, _, _fragment = tail.partition("#")
+    tail, _, query = tail.partition("?")
+    rest = head + tail
+    token = ""
+    if query:
+        try:
+            values = parse_qs(query, keep_blank_values=True, strict_parsing=False).get("token") or [""]
+        except ValueError:
+            values = [""]
+        token = values[-1]
+    if scheme_end > 0:
+        scheme, host_and_path = rest[:scheme_end], rest[scheme_end + 3 :]
+        at = host_and_path.rfind("@") + 1
+        slash_at = host_and_path.find("/", at)
+        host, path = (host_and_path, "") if slash_at < 0 else (host_and_path[:slash_at], host_and_path[slash_at + 1 :])
+        slash = slash_at >= 0
+        segments = path.split("/") if slash else []
+        start = 2 if segments[:1] == ["user"] and len(segments) > 1 else 0
+        for index in range(start, len(segments)):
+            if segments[index] in UI_ROUTES:
+                segments = segments[:index]
+                break
+        rest = f"{scheme}://{host}" + ("/" + "/".join(segments) if segments else "")
+    return check_server_url(rest), token
+
+
 def check_server_url(url: str) -> str:
-    """The base URL of a Jupyter Server as given by a user, checked; no trailing slash.
+    """The base URL of a Jupyter Server, checked; no trailing slash.
 
     It must be ``http`` or ``https`` with a host, an optional port in
     1..65535 and an optional path; spaces, control characters, a query and
-    a fragment are refused (the token goes in ``-t``, never in the URL).
+    a fragment are refused (:func:`split_server_url` takes them off a URL
+    as a server prints it).
 
     Raises:
         UsageError: the URL is malformed (its message shows it redacted).
@@ -95,5 +152,7 @@ def check_server_url(url: str) -> str:
     if port == 0:
         raise UsageError(f"the server URL {shown} has an invalid port (1 to 65535)")
     if parts.query or parts.fragment or "?" in url or "#" in url:
-        raise UsageError(f"the server URL {shown} may not carry a query or fragment; give the token with -t or JCLI_JUPYTER_SERVER_TOKEN")
+        raise UsageError(
+            f"the server URL {shown} may not carry a query or fragment here; give the token with -t or JCLI_JUPYTER_SERVER_TOKEN"
+        )
     return url.rstrip("/")

@@ -463,8 +463,6 @@ MALFORMED = [
     "http:host",
     "me:{s}@localhost:8888",
     "localhost:8888",
-    "http://me:{s}@host/?token={s}",
-    "http://host/#token={s}",
     "http://me:{s} @host",
     "http://me:{s}@ho\tst",
     "http://me:p/a@ss{s}@host:1:2",

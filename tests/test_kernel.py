@@ -259,6 +259,9 @@ def test_a_server_behind_a_url_prefix_works_like_a_hub_user_server(tmp_path):
         assert created.returncode == 0, created.stderr
         result = run_cli("-j", "-s", url, "-t", token, "exec", "hub", "-c", "'through the prefix'", cwd=tmp_path)
         assert result.json()["text"] == "'through the prefix'\n"
+        printed = run_cli("-j", "-s", f"{url}lab/tree/x.ipynb?token={token}", "session", "list", cwd=tmp_path)
+        assert printed.returncode == 0 and "hub" in printed.stdout.decode(), printed.stderr  # the URL JupyterLab shows, token in it
+        assert token not in (printed.stdout + printed.stderr).decode()
         bare = run_cli("-j", "-s", f"http://127.0.0.1:{port}/", "-t", token, "session", "list", cwd=tmp_path)
         assert bare.returncode == 1 and bare.error()["code"] == "SERVER_UNAVAILABLE"  # no traceback for a wrong base URL
         assert "base URL" in bare.error()["message"]
