@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from .errors import FileNotFound, NotebookReadFailed, UsageError
-from .notebook import NotebookFile, cell_at, read_file_bytes
+from .notebook import NotebookFile, cell_at, read_text_file
 from .pairing import map_cell, paired_notebook_path
 from .percent import is_percent, parse_percent
 from .protocol import check_file_name
@@ -115,11 +115,7 @@ def _real(path: str) -> str:
 
 def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedCell:
     py_path = _real(requested)
-    raw = read_file_bytes(py_path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotebookReadFailed(f"{py_path}: not UTF-8 text", path=py_path) from None
+    text = read_text_file(py_path)
     if not is_percent(text):
         raise NotebookReadFailed(
             f"{py_path}: a plain script (no '# %%' cell markers), so it has no paired notebook",

@@ -72,17 +72,30 @@ def _read_notebook(path: str) -> dict[str, Any]:
 
 
 def _read_py(path: str) -> tuple[Any, str]:
-    from .notebook import read_file_bytes
+    from .notebook import read_text_file
     from .percent import is_percent, read_percent
 
-    raw = read_file_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
+    text = read_text_file(path)
     if not is_percent(text):
         raise NotebookReadFailed(f"{path}: a plain script (no '# %%' cell markers), not a py:percent notebook", path=path)
     return read_percent(text, path), text
+
+
+def _take_write_lock(path: str) -> Any:
+    """Hold ``path``'s write-back lock (the one exec write-backs take); release it with ``__exit__``.
+
+    Raises:
+        OutputSaveFailed: the lock cannot be taken.
+    """
+    from .locks import notebook_lock
+    from .runtime import ensure_runtime_dir
+
+    try:
+        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(path))
+        lock.__enter__()
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {path}: {exc.strerror or exc}") from None
+    return lock
 
 
 def _write(path: str, text: str) -> None:
@@ -163,11 +176,9 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
         UsageError: ``out`` is the input, or ``outputs`` is not a policy.
         OutputSaveFailed: ``out`` cannot be written.
     """
-    from .locks import notebook_lock
     from .nbwrite import write_notebook
     from .pairguard import record_agreement
     from .pairsync import apply_plan, plan_sync
-    from .runtime import ensure_runtime_dir
 
     if outputs not in OUTPUT_POLICIES:
         raise UsageError(f"--outputs must be one of {', '.join(OUTPUT_POLICIES)}, got {outputs!r}")
@@ -175,11 +186,7 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
     out = os.path.abspath(out or os.path.splitext(py_path)[0] + ".ipynb")
     _check_output(py_path, out)
     doc, _ = _read_py(py_path)
-    try:
-        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(out))
-        lock.__enter__()
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {out}: {exc.strerror or exc}") from None
+    lock = _take_write_lock(out)
     try:
         existed = os.path.lexists(out)
         current = _read_notebook(out) if existed else None
@@ -247,20 +254,14 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
         FileNotFound, NotebookReadFailed: the notebook cannot be read.
         OutputSaveFailed: it cannot be written.
     """
-    from .locks import notebook_lock
     from .nbwrite import write_notebook
-    from .runtime import ensure_runtime_dir
 
     nb_path = os.path.abspath(nb_path)
     if nb_path.endswith(".py"):
         raise UsageError(
             f"{nb_path}: assign-ids gives ids to a notebook's cells; a .py gets its ids from its notebook (convert py-to-ipynb)"
         )
-    try:
-        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(nb_path))
-        lock.__enter__()
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {nb_path}: {exc.strerror or exc}") from None
+    lock = _take_write_lock(nb_path)
     try:
         nb = _read_notebook(nb_path)
         cells = [c for c in nb["cells"] if isinstance(c, dict)]

@@ -31,6 +31,7 @@ __all__ = [
     "parse_notebook",
     "read_file_bytes",
     "read_file_with_stat",
+    "read_text_file",
 ]
 
 
@@ -44,6 +45,18 @@ def read_file_bytes(path: str) -> bytes:
         UsageError: a path no file can have (a NUL byte, a lone surrogate).
     """
     return read_file_with_stat(path)[0]
+
+
+def read_text_file(path: str) -> str:
+    """Read a whole regular file (capped) as UTF-8 text, with the coded errors of :func:`read_file_bytes`.
+
+    Raises:
+        NotebookReadFailed: as :func:`read_file_bytes`, or the bytes are not UTF-8.
+    """
+    try:
+        return read_file_bytes(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
 
 
 def read_file_with_stat(path: str) -> tuple[bytes, os.stat_result]:

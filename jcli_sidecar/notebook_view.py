@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from .errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid
-from .notebook import join_text, load_notebook, read_file_bytes
+from .notebook import join_text, load_notebook, read_text_file
 from .pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
 from .protocol import check_file_name
 
@@ -98,11 +98,7 @@ def _real(path: str) -> str:
 
 def _read_percent(py_path: str) -> list[PercentCell] | None:
     """The cells of a py:percent file; None for a plain script (no ``# %%`` marker)."""
-    raw = read_file_bytes(py_path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotebookReadFailed(f"{py_path}: not UTF-8 text", path=py_path) from None
+    text = read_text_file(py_path)
     return parse_percent(text) if is_percent(text) else None
 
 
