@@ -21,6 +21,10 @@ The tree::
     ├── SessionNotFound               SESSION_NOT_FOUND
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
+    ├── NotAuthorized                 NOT_AUTHORIZED (HTTP 401: the token is missing or wrong)
+    ├── Forbidden                     FORBIDDEN (HTTP 403: the server refuses this request)
+    ├── KernelspecNotFound            KERNELSPEC_NOT_FOUND (no such kernel spec; a UsageError)
+    ├── ServerError                   SERVER_ERROR (the server failed: HTTP 5xx, its own message kept)
     ├── KernelBusy                    KERNEL_BUSY (vars: busy, and no debugger to ask)
     ├── VariableNotFound              VARIABLE_NOT_FOUND (vars --name: no such variable)
     ├── Timeout                       TIMEOUT (also a TimeoutError)
@@ -55,6 +59,7 @@ __all__ = [
     "ConfigInvalid",
     "ERROR_CODES",
     "FileNotFound",
+    "Forbidden",
     "GitFailed",
     "HOST_PLUGIN_CODES",
     "ImageTooLarge",
@@ -64,7 +69,9 @@ __all__ = [
     "JcliError",
     "KernelBusy",
     "KernelDied",
+    "KernelspecNotFound",
     "MimeNotFound",
+    "NotAuthorized",
     "NotebookOutOfSync",
     "NotebookReadFailed",
     "OutputDataInvalid",
@@ -80,6 +87,7 @@ __all__ = [
     "RendererUnavailable",
     "RunNotFound",
     "RuntimeDirUnsafe",
+    "ServerError",
     "ServerUnavailable",
     "SessionNotFound",
     "SidecarError",
@@ -201,6 +209,28 @@ class ServerUnavailable(JcliError):
 
 class KernelDied(ServerUnavailable):
     code = "KERNEL_DIED"
+
+
+class NotAuthorized(JcliError):
+    """The server answered 401: no token, or not the right one."""
+
+    code = "NOT_AUTHORIZED"
+
+
+class Forbidden(JcliError):
+    """The server answered 403: the token is good, the request is not allowed (``setting`` may name the switch)."""
+
+    code = "FORBIDDEN"
+
+
+class KernelspecNotFound(UsageError):
+    code = "KERNELSPEC_NOT_FOUND"
+
+
+class ServerError(JcliError):
+    """The server failed (HTTP 5xx); ``server_message`` is what it said."""
+
+    code = "SERVER_ERROR"
 
 
 class KernelBusy(JcliError):

@@ -9,10 +9,10 @@ URL through :func:`~jcli_sidecar.urls.redact_url`, never its credentials.
 
 from __future__ import annotations
 
-import json
 from urllib.parse import quote
 
-from .errors import ServerUnavailable, SessionNotFound, UsageError
+from .errors import Forbidden, JcliError, ServerUnavailable, SessionNotFound, UsageError
+from .server_replies import reply_error
 from .urls import redact_url, split_server_url
 from .wire import HttpError, WireError, http_request, open_websocket
 
@@ -20,9 +20,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .server_probe import ServerInfo
     from .wire import WebSocket
 
-__all__ = ["JupyterServer", "select_session", "select_sessions", "session_summary"]
+__all__ = ["JupyterServer", "kernel_summary", "select_session", "select_sessions", "session_summary"]
 
 
 class JupyterServer:
@@ -52,41 +53,65 @@ class JupyterServer:
             raise UsageError("the token holds characters an HTTP header cannot carry (it must be printable ASCII)")
         self.token = token
         self.timeout = timeout
+        self._info: ServerInfo | None = None
 
     def api(self, path: str) -> str:
-        return f"{self.url}/api/{path}"
+        return f"{self.url}/api/{path}" if path else f"{self.url}/api"
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"token {self.token}"} if self.token else {}
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None, *, raw_errors: bool = False) -> Any:
+    def request(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None, *, raw_errors: bool = False, kernel: str | None = None
+    ) -> Any:
         """Call ``/api/<path>`` and return its JSON.
 
+        Args:
+            raw_errors: raise the server's :class:`HttpError` itself (the caller maps it).
+            kernel: the kernel spec this request asks for (names a 501 as ``KERNELSPEC_NOT_FOUND``).
+
         Raises:
-            ServerUnavailable: no connection, a rejected token, a 5xx, or any
-                other non-2xx answer (a wrong base URL gives 404s).
-            HttpError: other non-2xx answers, when ``raw_errors`` (the caller maps them).
+            ServerUnavailable: no connection, a wrong base URL, or no JSON.
+            JcliError: any other non-2xx answer, coded by :func:`~jcli_sidecar.server_replies.reply_error`
+                (``NOT_AUTHORIZED``, ``FORBIDDEN``, ``KERNELSPEC_NOT_FOUND``, ``SERVER_ERROR``).
         """
         try:
             response = http_request(method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout)
         except WireError as exc:
             raise ServerUnavailable(f"Jupyter Server at {self.shown_url} is unreachable: {exc}", url=self.shown_url) from None
         except HttpError as exc:
-            if exc.status in (401, 403):
-                raise ServerUnavailable(
-                    f"Jupyter Server at {self.shown_url} refused the token (HTTP {exc.status})", url=self.shown_url
-                ) from None
-            if exc.status >= 500:
-                raise ServerUnavailable(f"Jupyter Server at {self.shown_url} failed: HTTP {exc.status}", url=self.shown_url) from None
             if raw_errors:
                 raise
-            raise ServerUnavailable(
-                f"{self.shown_url} answered HTTP {exc.status} for /api/{path}; is this the server's base URL?", url=self.shown_url
-            ) from None
+            raise self._refusal(reply_error(exc, self.shown_url, path, kernel=kernel), path) from None
         try:
             return response.json()
         except ValueError:
             raise ServerUnavailable(f"{self.shown_url} did not answer JSON; is it a Jupyter Server?", url=self.shown_url) from None
+
+    def _refusal(self, err: JcliError, path: str) -> JcliError:
+        """A 403 told apart: Jupyter Server refuses a bad token with 403 (not 401), so a 403 is first checked
+        against the probe (which sees ``/api/status``, open to every accepted token) before it counts as ``FORBIDDEN``."""
+        if isinstance(err, Forbidden) and path not in ("", "status"):
+            _ = self.info  # raises NotAuthorized when the token itself is refused
+        return err
+
+    def optional(self, method: str, path: str) -> Any:
+        """As :meth:`request`, but None where the server answers 404 (an API it does not have, an id it does not know)."""
+        try:
+            return self.request(method, path, raw_errors=True)
+        except HttpError as exc:
+            if exc.status == 404:
+                return None
+            raise self._refusal(reply_error(exc, self.shown_url, path), path) from None
+
+    @property
+    def info(self) -> ServerInfo:
+        """What this server is and offers (:func:`~jcli_sidecar.server_probe.probe`), asked at most once."""
+        if self._info is None:
+            from .server_probe import probe
+
+            self._info = probe(self)
+        return self._info
 
     # -- endpoints ---------------------------------------------------------
 
@@ -99,20 +124,36 @@ class JupyterServer:
     def sessions(self) -> list[dict[str, Any]]:
         return self.request("GET", "sessions")
 
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        """One session by its full id, or None where the server does not know it (or cannot look it up)."""
+        try:
+            return self.request("GET", f"sessions/{quote(session_id)}", raw_errors=True)
+        except HttpError as exc:
+            if exc.status == 404 or exc.status >= 500:  # Kernel Gateway answers a lookup by id with a 500
+                return None
+            raise reply_error(exc, self.shown_url, "sessions/…") from None
+
     def create_session(self, path: str, name: str, kernel: str | None) -> dict[str, Any]:
         body: dict[str, Any] = {"path": path, "name": name, "type": "console", "kernel": {}}
         if kernel:
             body["kernel"]["name"] = kernel
-        try:
-            return self.request("POST", "sessions", body, timeout=max(self.timeout, 60.0), raw_errors=True)
-        except HttpError as exc:
-            raise UsageError(f"cannot create the session: {_reason(exc)}") from None
+        return self.request("POST", "sessions", body, timeout=max(self.timeout, 60.0), kernel=kernel or "the default")
 
     def delete_session(self, session_id: str) -> None:
         try:
             self.request("DELETE", f"sessions/{quote(session_id)}", raw_errors=True)
         except HttpError as exc:
-            raise SessionNotFound(f"session {session_id} could not be killed: {_reason(exc)}") from None
+            if exc.status == 404:
+                raise SessionNotFound(f"session {session_id} could not be killed: it is gone") from None
+            raise reply_error(exc, self.shown_url, "sessions/…") from None
+
+    def delete_kernel(self, kernel_id: str) -> None:
+        try:
+            self.request("DELETE", f"kernels/{quote(kernel_id)}", raw_errors=True)
+        except HttpError as exc:
+            if exc.status == 404:
+                raise SessionNotFound(f"kernel {kernel_id} could not be shut down: it is gone") from None
+            raise reply_error(exc, self.shown_url, "kernels/…") from None
 
     def interrupt(self, kernel_id: str) -> None:
         self.request("POST", f"kernels/{quote(kernel_id)}/interrupt")
@@ -120,8 +161,9 @@ class JupyterServer:
     def restart(self, kernel_id: str) -> dict[str, Any]:
         return self.request("POST", f"kernels/{quote(kernel_id)}/restart", timeout=max(self.timeout, 60.0))
 
-    def kernel(self, kernel_id: str) -> dict[str, Any]:
-        return self.request("GET", f"kernels/{quote(kernel_id)}")
+    def kernel(self, kernel_id: str) -> dict[str, Any] | None:
+        """One kernel by its full id, or None where the server has no such kernel."""
+        return self.optional("GET", f"kernels/{quote(kernel_id)}")
 
     def channels(self, kernel_id: str, session_id: str) -> WebSocket:
         """Open the kernel's websocket (all channels multiplexed as JSON)."""
@@ -134,15 +176,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"kernel {kernel_id} is gone (was it shut down?)") from None
-            raise ServerUnavailable(f"kernel channels refused: HTTP {exc.status}", url=self.shown_url) from None
-
-
-def _reason(exc: HttpError) -> str:
-    try:
-        message = json.loads(exc.body).get("message")
-    except (ValueError, AttributeError):
-        message = None
-    return message or f"HTTP {exc.status} {exc.reason}"
+            raise reply_error(exc, self.shown_url, "kernels/…/channels") from None
 
 
 def select_session(sessions: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -196,12 +230,36 @@ def select_sessions(sessions: list[dict[str, Any]], keys: list[str]) -> list[dic
 
 
 def session_summary(row: dict[str, Any]) -> dict[str, Any]:
-    """The fields j-cli shows for a session: ids, names, path and kernel state."""
+    """The fields j-cli shows for a session: ids, names, path and kernel state.
+
+    Gateways keep no ``name``/``path`` of their own: they keep the path under
+    ``notebook`` (j-cli creates sessions there with the name as the path), so
+    the name is found there.
+
+    Example:
+        >>> row = {"id": "s1", "notebook": {"path": "eg1"}, "kernel": {"id": "k1", "name": "python3"}}
+        >>> session_summary(row)["name"], session_summary(row)["path"]
+        ('eg1', 'eg1')
+    """
     kernel = row.get("kernel") or {}
+    notebook = row.get("notebook") if isinstance(row.get("notebook"), dict) else {}
+    path = row.get("path") or notebook.get("path")
     return {
         "id": row.get("id"),
-        "name": row.get("name"),
-        "path": row.get("path"),
+        "name": row.get("name") or notebook.get("name") or path,
+        "path": path,
+        "kernel_id": kernel.get("id"),
+        "kernel_name": kernel.get("name"),
+        "execution_state": kernel.get("execution_state"),
+    }
+
+
+def kernel_summary(kernel: dict[str, Any]) -> dict[str, Any]:
+    """A kernel that no session holds, shown as a session (no session id, no name)."""
+    return {
+        "id": None,
+        "name": None,
+        "path": None,
         "kernel_id": kernel.get("id"),
         "kernel_name": kernel.get("name"),
         "execution_state": kernel.get("execution_state"),

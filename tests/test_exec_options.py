@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import JCLI, run_cli
+from helpers import FIXTURES, JCLI, run_cli
 from test_hostile_exec import Exec, assert_no_traceback
 
 from jcli_sidecar.exec_timeout import DEFAULT_TIMEOUT, TIMEOUT_ENV, resolve_timeout
@@ -125,38 +125,12 @@ def test_a_bad_display_mode_is_a_usage_error_before_anything_runs(kernel_session
     assert not marker.exists()
 
 
-ECHO_KERNEL = '''
-from ipykernel.kernelapp import IPKernelApp
-from ipykernel.kernelbase import Kernel
-
-
-class EchoKernel(Kernel):
-    """A kernel that is not IPython: it prints the code it gets."""
-
-    implementation = "echo"
-    implementation_version = "1"
-    banner = "echo"
-    language_info = {"name": "echo", "mimetype": "text/plain", "file_extension": ".txt"}
-
-    def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
-        if not silent:
-            self.send_response(self.iopub_socket, "stream", {"name": "stdout", "text": code})
-        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
-
-
-if __name__ == "__main__":
-    IPKernelApp.launch_instance(kernel_class=EchoKernel)
-'''
-
-
 @pytest.fixture(scope="module")
 def echo_server(tmp_path_factory):
     """A real Jupyter Server of its own whose kernelspecs include ``echo``, a kernel that is not IPython."""
     from helpers import embedded_server_with_kernels
 
-    script = tmp_path_factory.mktemp("echo-kernel") / "echo_kernel.py"
-    script.write_text(ECHO_KERNEL)
-    argv = [sys.executable, str(script), "-f", "{connection_file}"]
+    argv = [sys.executable, str(FIXTURES.parent / "echo_kernel.py"), "-f", "{connection_file}"]
     yield from embedded_server_with_kernels(tmp_path_factory, {"echo": {"argv": argv, "display_name": "Echo", "language": "echo"}})
 
 

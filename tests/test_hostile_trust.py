@@ -431,14 +431,14 @@ def _with_userinfo(url: str, userinfo: str) -> str:
 def test_a_real_server_refusing_the_token_or_the_path_never_sees_the_password_echoed(jupyter, tmp_path):
     url = _with_userinfo(jupyter["url"], f"me:{SECRET}")
     cases = [
-        (["-s", url, "-t", "wrong"], "refused the token"),
-        (["-s", url + "/not/the/base", "-t", jupyter["token"]], "base URL"),
-        (["-s", url.replace("http://", "https://"), "-t", jupyter["token"]], "TLS handshake"),
+        (["-s", url, "-t", "wrong"], "NOT_AUTHORIZED", "refused the token"),
+        (["-s", url + "/not/the/base", "-t", jupyter["token"]], "SERVER_UNAVAILABLE", "base URL"),
+        (["-s", url.replace("http://", "https://"), "-t", jupyter["token"]], "SERVER_UNAVAILABLE", "TLS handshake"),
     ]
-    for opts, words in cases:
+    for opts, code, words in cases:
         result = run_cli("-j", *opts, "session", "list", cwd=tmp_path)
         err = result.error()
-        assert result.returncode == 1 and err["code"] == "SERVER_UNAVAILABLE" and words in err["message"], err
+        assert result.returncode == 1 and err["code"] == code and words in err["message"], err
         assert SECRET not in (result.stdout + result.stderr).decode()
 
 

@@ -186,11 +186,11 @@ def test_a_missing_notebook_is_file_not_found(use_jupyter, kernel_session):
     assert result.returncode == 1 and result.error()["code"] == "FILE_NOT_FOUND"
 
 
-def test_an_unreachable_server_or_a_wrong_token_is_server_unavailable(jupyter):
+def test_an_unreachable_server_is_server_unavailable_and_a_wrong_token_not_authorized(jupyter):
     gone = jcli("-j", "-s", "http://127.0.0.1:9", "healthcheck")
     assert gone.returncode == 1 and gone.error()["code"] == "SERVER_UNAVAILABLE"
     wrong = jcli("-j", "-s", jupyter["url"], "-t", "not-the-token", "session", "list")
-    assert wrong.returncode == 1 and wrong.error()["code"] == "SERVER_UNAVAILABLE"
+    assert wrong.returncode == 1 and wrong.error()["code"] == "NOT_AUTHORIZED"
     assert "token" in wrong.error()["message"] and jupyter["token"] not in wrong.stderr.decode()
 
 

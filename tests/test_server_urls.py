@@ -41,7 +41,7 @@ def test_a_token_given_on_its_own_wins_over_the_urls(jupyter, no_token_env, tmp_
     assert right.returncode == 0, right.stderr
     wrong = run_cli("-j", "-s", stale, "healthcheck", cwd=tmp_path)
     err = wrong.error()
-    assert wrong.returncode == 1 and err["code"] == "SERVER_UNAVAILABLE" and "token" in err["message"]
+    assert wrong.returncode == 1 and err["code"] == "NOT_AUTHORIZED" and "token" in err["message"]
     assert "stale0123456789" not in (wrong.stdout + wrong.stderr).decode()
 
 

@@ -84,12 +84,12 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
 
 
 def _select(server_url: str | None, token: str | None, key: str):
-    from jcli_sidecar.jupyter_api import select_session, session_summary
+    from jcli_sidecar.session_lookup import find_session
 
     from .embedded import resolve_server
 
     srv = resolve_server(server_url, token)
-    return srv, session_summary(select_session(srv.sessions(), key))
+    return srv, find_session(srv, key)
 
 
 def run_exec(

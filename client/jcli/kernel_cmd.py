@@ -11,7 +11,7 @@ import os
 import click
 
 from jcli_sidecar.errors import JcliError, UsageError
-from jcli_sidecar.jupyter_api import select_session, session_summary
+from jcli_sidecar.jupyter_api import session_summary
 
 from .outcome import fail, finish
 
@@ -100,21 +100,45 @@ def _public(state: dict[str, Any]) -> dict[str, Any]:
 @click.command()
 @click.pass_context
 def healthcheck(ctx: click.Context) -> None:
-    """Check that the Jupyter Server answers (starting the embedded one if needed)."""
+    """Check that the Jupyter Server answers (starting the embedded one if needed), and what it offers."""
+    from jcli_sidecar.server_probe import LISTING_SETTINGS
+
     try:
         srv = _server(ctx)
-        status = srv.status()
+        info = srv.info
         specs = srv.kernelspecs()
+        listing = _listing_allowed(srv)
     except JcliError as err:
         fail(ctx, err)
+    kernels = (info.status or {}).get("kernels") if info.status else (len(listing) if listing is not None else None)
+    notes = []
+    if listing is None:
+        notes.append(f"this server does not list sessions: select them by full kernel id, or start it with {LISTING_SETTINGS[info.kind]}")
     doc = {
         "status": "ok",
         "server": srv.shown_url,
-        "kernels": status.get("kernels"),
+        "server_kind": info.kind,
+        "version": info.version,
+        "gateway_version": info.gateway_version,
+        "listing": listing is not None,
+        "kernels": kernels,
         "default_kernel": specs.get("default"),
         "kernelspecs": sorted((specs.get("kernelspecs") or {}).keys()),
+        "notes": notes,
     }
-    finish(ctx, doc, f"ok: {srv.shown_url}, {doc['kernels']} kernel(s), default kernel {doc['default_kernel']}")
+    counted = f"{kernels} kernel(s)" if kernels is not None else "kernels not listed"
+    human = f"ok: {srv.shown_url} ({info.kind.replace('_', ' ')} {info.gateway_version or info.version}), {counted}, default kernel {doc['default_kernel']}"
+    finish(ctx, doc, "\n".join([human, *notes]))
+
+
+def _listing_allowed(srv) -> list[dict[str, Any]] | None:
+    """The server's kernels, or None where it does not list them (a gateway's default)."""
+    from jcli_sidecar.errors import Forbidden
+
+    try:
+        return srv.request("GET", "kernels")
+    except Forbidden:
+        return None
 
 
 @click.group()
@@ -178,17 +202,58 @@ def session() -> None:
 @click.option("-k", "--kernel", help="Kernel spec name (default: the server's default).")
 @click.pass_context
 def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> None:
-    """Start a kernel session; its kernel runs in the current directory."""
+    """Start a kernel session; its kernel runs in the current directory where the server can reach it.
+
+    The embedded server always can. Another server's Python kernel is moved
+    here when this very directory exists on its side; else it stays where the
+    server put it, and the result says where (kernel_cwd, kernel_in_cwd).
+    """
+    from jcli_sidecar.errors import Forbidden
+    from jcli_sidecar.session_lookup import listed_sessions
+
+    notes: list[str] = []
     try:
         srv = _server(ctx)
         name = name or f"jcli-{os.urandom(3).hex()}"
-        taken = [row for row in srv.sessions() if row.get("name") == name]
+        try:
+            taken = [row for row in listed_sessions(srv, "check that the name is free") if row["name"] == name]
+        except Forbidden:
+            taken = []
+            notes.append("this server does not list sessions: the name was not checked, and only the kernel id selects the session")
         if taken:
             raise UsageError(f"a session named {name!r} exists already ({taken[0]['id']})")
-        row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
+        try:
+            row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
+        except Forbidden as err:
+            from jcli_sidecar.server_probe import refused_kernel_user
+
+            raise refused_kernel_user(srv, err) from None
+        row.update(_placed(ctx, srv, row))
     except JcliError as err:
         fail(ctx, err)
-    finish(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})")
+    if notes:
+        notes[-1] = notes[-1].replace("the kernel id", f"the kernel id {row['kernel_id']}")
+        row["notes"] = notes
+    where = (
+        ""
+        if row["kernel_in_cwd"]
+        else f"\nkernel runs in {row['kernel_cwd'] or 'a directory the server chose'}, not here: {row['kernel_cwd_note']}"
+    )
+    finish(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})" + where + "".join(f"\nnote: {n}" for n in notes))
+
+
+def _placed(ctx: click.Context, srv, row: dict[str, Any]) -> dict[str, Any]:
+    """Where the new session's kernel runs: the embedded server put it here; another server's kernel is asked to move."""
+    from jcli_sidecar.kernel_cwd import place_kernel
+
+    if not _explicit_server(ctx):
+        return {"kernel_cwd": os.getcwd(), "kernel_in_cwd": True}
+    return place_kernel(srv, row["kernel_id"])
+
+
+def _explicit_server(ctx: click.Context) -> bool:
+    obj = ctx.find_root().obj
+    return bool(obj.get("server_url") or os.environ.get("JCLI_JUPYTER_SERVER_URL"))
 
 
 def _session_path(ctx: click.Context, name: str) -> str:
@@ -197,8 +262,7 @@ def _session_path(ctx: click.Context, name: str) -> str:
 
     from .embedded import nearest_embedded
 
-    obj = ctx.find_root().obj
-    if obj.get("server_url") or os.environ.get("JCLI_JUPYTER_SERVER_URL"):
+    if _explicit_server(ctx):
         return name
     _, live = nearest_embedded(ensure_runtime_dir(create=True), workspace_of())
     root = (live or {}).get("workspace") or workspace_of()
@@ -211,9 +275,11 @@ def _session_path(ctx: click.Context, name: str) -> str:
 @click.pass_context
 def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""
+    from jcli_sidecar.session_lookup import listed_sessions
+
     try:
         srv = _server(ctx)
-        rows = [session_summary(r) for r in srv.sessions()]
+        rows = listed_sessions(srv, "list its sessions")
     except JcliError as err:
         fail(ctx, err)
     if with_vars:
@@ -246,8 +312,10 @@ def _preview_text(row: dict[str, Any]) -> str:
 
 
 def _select(ctx: click.Context, key: str):
+    from jcli_sidecar.session_lookup import find_session
+
     srv = _server(ctx)
-    return srv, session_summary(select_session(srv.sessions(), key))
+    return srv, find_session(srv, key)
 
 
 def _on_session(ctx: click.Context, key: str, action, report) -> None:
@@ -269,21 +337,28 @@ def session_kill(ctx: click.Context, session_keys: tuple[str, ...]) -> None:
     Every SESSION is resolved first: one that matches nothing (or more than
     one session) kills nothing. Two selectors of one session kill it once.
     """
-    from jcli_sidecar.jupyter_api import select_sessions
+    from jcli_sidecar.session_lookup import find_sessions
 
     killed: list[dict[str, Any]] = []
     try:
         srv = _server(ctx)
-        rows = [session_summary(row) for row in select_sessions(srv.sessions(), list(session_keys))]
+        rows = find_sessions(srv, list(session_keys))
         for row in rows:
-            srv.delete_session(row["id"])
+            if row["id"]:
+                srv.delete_session(row["id"])
+            else:  # a kernel no session holds
+                srv.delete_kernel(row["kernel_id"])
             killed.append({"id": row["id"], "name": row["name"], "kernel_id": row["kernel_id"]})
     except JcliError as err:
         if killed:  # a kill failed part way: say which went
             err.details["killed"] = killed
         fail(ctx, err)
     doc = {"killed": killed, "session_ids": [row["id"] for row in killed]}
-    finish(ctx, doc, "\n".join(f"killed {row['id']} ({row['name']})" for row in killed))
+    finish(
+        ctx,
+        doc,
+        "\n".join(f"killed {row['id'] or 'kernel ' + row['kernel_id']}" + (f" ({row['name']})" if row["name"] else "") for row in killed),
+    )
 
 
 @click.group()

@@ -40,15 +40,15 @@ def vars_command(ctx: click.Context, session_key: str, name: str | None, rich: b
     Read through a silent request that leaves no trace; while the kernel is busy,
     through its debugger (plain variables only, by name), else KERNEL_BUSY.
     """
-    from jcli_sidecar.jupyter_api import select_session, session_summary
     from jcli_sidecar.kernel_vars import read_variables
+    from jcli_sidecar.session_lookup import find_session
 
     from .embedded import resolve_server
 
     obj = ctx.find_root().obj
     try:
         srv = resolve_server(obj.get("server_url"), obj.get("token"))
-        row = session_summary(select_session(srv.sessions(), session_key))
+        row = find_session(srv, session_key)
         doc = read_variables(srv, row, name=name, rich=rich, modules=modules, timeout=timeout)
     except JcliError as err:
         fail(ctx, err)
