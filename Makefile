@@ -28,10 +28,12 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-# The real agent hosts are installed (once per lock-file change) before pytest,
-# so a first install is never counted against a test's timeout.
+# The real agent hosts and the gateway venvs (tests/gateways.py) are installed
+# (once per lock or pin file change) before pytest, so a first install is never
+# counted against a test's timeout.
 test: $(VENV)/.installed lint
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
+	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import gateways; gateways.build_all()'
 	$(BIN)/pytest
 	$(MAKE) node-test
 

@@ -121,3 +121,47 @@ def kernel_session(jupyter):
     assert created.returncode == 0, created.stderr
     yield name
     run_cli("session", "kill", name, env=env)
+
+
+# -- real gateway servers (tests/gateways.py says what each is for) ------------------------
+
+
+def _gateway(kind: str, *, as_nobody: bool, listing: bool):
+    from gateways import RunningGateway
+
+    gateway = RunningGateway(kind, as_nobody=as_nobody, listing=listing)
+    info = gateway.start()
+    try:
+        yield info
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture(scope="module")
+def enterprise_gateway():
+    """Enterprise Gateway, default settings, run as nobody (so it starts kernels)."""
+    yield from _gateway("eg", as_nobody=True, listing=False)
+
+
+@pytest.fixture(scope="module")
+def enterprise_gateway_root():
+    """Enterprise Gateway, default settings, run as root (so it refuses to start kernels)."""
+    yield from _gateway("eg", as_nobody=False, listing=False)
+
+
+@pytest.fixture(scope="module")
+def enterprise_gateway_listing():
+    """Enterprise Gateway run as nobody, with kernel and session listing on."""
+    yield from _gateway("eg", as_nobody=True, listing=True)
+
+
+@pytest.fixture(scope="module")
+def kernel_gateway():
+    """Kernel Gateway, default settings (no listing)."""
+    yield from _gateway("kg", as_nobody=False, listing=False)
+
+
+@pytest.fixture(scope="module")
+def kernel_gateway_listing():
+    """Kernel Gateway with kernel and session listing on."""
+    yield from _gateway("kg", as_nobody=False, listing=True)
