@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .server_probe import ServerInfo
     from .wire import WebSocket
 
-__all__ = ["JupyterServer", "kernel_summary", "select_session", "select_sessions", "session_summary"]
+__all__ = ["JupyterServer", "kernel_summary", "select_session", "session_summary"]
 
 
 class JupyterServer:
@@ -205,28 +205,6 @@ def select_session(sessions: list[dict[str, Any]], key: str) -> dict[str, Any]:
         raise SessionNotFound(f"{len(prefixed)} sessions start with {key!r}; give more of the id", candidates=[r["id"] for r in prefixed])
     known = ", ".join(f"{r.get('name') or '-'} ({str(r.get('id'))[:8]})" for r in sessions) or "none"
     raise SessionNotFound(f"no session matches {key!r} (sessions: {known}); see j-cli session list")
-
-
-def select_sessions(sessions: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
-    """Resolve every key (as :func:`select_session`) before anything is done; each session once, in order.
-
-    Raises:
-        SessionNotFound: a key matches nothing or is ambiguous (``selector`` names it).
-
-    Example:
-        >>> rows = [{"id": "abc123", "name": "a"}, {"id": "abd456", "name": "b"}]
-        >>> [r["id"] for r in select_sessions(rows, ["b", "abc", "abd456"])]
-        ['abd456', 'abc123']
-    """
-    chosen: dict[str, dict[str, Any]] = {}
-    for key in keys:
-        try:
-            row = select_session(sessions, key)
-        except SessionNotFound as err:
-            err.details["selector"] = key
-            raise
-        chosen.setdefault(str(row.get("id")), row)
-    return list(chosen.values())
 
 
 def session_summary(row: dict[str, Any]) -> dict[str, Any]:

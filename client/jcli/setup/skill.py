@@ -44,6 +44,14 @@ j-cli session list
 Create a session once and reuse it: its variables stay between runs. A name
 that exists already is `USAGE_ERROR`. `j-cli -j server status` shows the
 server's url and token (JupyterLab can join the same kernels).
+
+Another server: put `-s URL -t TOKEN` right after j-cli (a URL as the server prints it
+works). On Kernel Gateway or Enterprise Gateway with default settings,
+select the session by the full `kernel_id` that `session create` printed;
+a name there is `FORBIDDEN` (the message names the server setting). If
+`session create` says `kernel_in_cwd: false`, the kernel runs elsewhere:
+paths in your code resolve on its machine, while kept outputs and notebook
+runs stay here.
 """
 
 _INLINE = """
