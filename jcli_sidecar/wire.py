@@ -30,6 +30,7 @@ __all__ = ["HttpError", "Response", "WebSocket", "WireError", "http_request", "o
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 _MAX_BODY = 256 * 1024 * 1024
+_CHUNK = 1 << 16
 
 
 class WireError(OSError):
@@ -92,41 +93,95 @@ def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
 
 
 class _Reader:
-    """Buffered reads from a socket."""
+    """Buffered reads from a socket, in time linear in the bytes read.
 
-    __slots__ = ("sock", "buf")
+    Unread bytes are ``buf[pos:]``; the consumed front is dropped only once
+    it is at least half the buffer, so each byte is moved a bounded number
+    of times. A read of more than :data:`_CHUNK` bytes goes straight into
+    a buffer of its own size (``recv_into``), with no copy per chunk; if it
+    times out, what arrived is kept and the next call for the same read
+    resumes it, so a slow frame never loses its place.
+    """
+
+    __slots__ = ("sock", "buf", "pos", "_big", "_big_filled")
 
     def __init__(self, sock: socket.socket, buf: bytes = b"") -> None:
         self.sock = sock
-        self.buf = buf
+        self.buf = bytearray(buf)
+        self.pos = 0
+        self._big: bytearray | None = None
+        self._big_filled = 0
 
-    def _fill(self) -> None:
+    def pending(self) -> int:
+        """How many bytes were read from the socket and not yet consumed."""
+        return len(self.buf) - self.pos
+
+    def _recv_into(self, view: memoryview) -> int:
         try:
             if _QUICKACK is not None:
                 # Acknowledge at once: the server's Nagle would otherwise hold its
                 # next small frame until our delayed ACK (up to 40 ms) goes out.
                 self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-            chunk = self.sock.recv(1 << 16)
+            got = self.sock.recv_into(view)
         except TimeoutError:
             raise
         except OSError as exc:
             raise WireError(f"connection failed ({exc.strerror or exc})") from None
-        if not chunk:
+        if not got:
             raise WireError("the server closed the connection")
-        self.buf += chunk
+        return got
+
+    def _fill(self) -> None:
+        if self.pos and self.pos * 2 >= len(self.buf):
+            del self.buf[: self.pos]  # moves no more bytes than were consumed since the last time
+            self.pos = 0
+        chunk = bytearray(_CHUNK)
+        got = self._recv_into(memoryview(chunk))
+        self.buf += memoryview(chunk)[:got]
+
+    def ensure(self, n: int) -> None:
+        """Read until ``n`` unconsumed bytes wait; consumes nothing (a timeout loses nothing)."""
+        while len(self.buf) - self.pos < n:
+            self._fill()
+
+    def peek(self, n: int) -> bytes:
+        """The next ``n`` bytes, not consumed; call :meth:`ensure` first."""
+        return bytes(self.buf[self.pos : self.pos + n])
+
+    def skip(self, n: int) -> None:
+        self.pos += n
 
     def line(self) -> bytes:
-        while b"\r\n" not in self.buf:
-            if len(self.buf) > 65536:
+        while (end := self.buf.find(b"\r\n", self.pos)) < 0:
+            if len(self.buf) - self.pos > 65536:
                 raise WireError("header line too long")
             self._fill()
-        line, _, self.buf = self.buf.partition(b"\r\n")
+        line = bytes(self.buf[self.pos : end])
+        self.pos = end + 2
         return line
 
-    def exactly(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            self._fill()
-        data, self.buf = self.buf[:n], self.buf[n:]
+    def exactly(self, n: int) -> bytearray:
+        """The next ``n`` bytes, consumed.
+
+        After a timeout in a read over :data:`_CHUNK` bytes, the next call
+        must ask for the same ``n``: it resumes that read.
+        """
+        if self._big is None and (n <= _CHUNK or n <= len(self.buf) - self.pos):
+            self.ensure(n)
+            data = self.buf[self.pos : self.pos + n]
+            self.pos += n
+            return data
+        if self._big is None:
+            big = bytearray(n)
+            have = len(self.buf) - self.pos
+            big[:have] = memoryview(self.buf)[self.pos :]
+            self.buf = bytearray()
+            self.pos = 0
+            self._big, self._big_filled = big, have
+        view = memoryview(self._big)
+        while self._big_filled < n:
+            self._big_filled += self._recv_into(view[self._big_filled :])
+        data, self._big = self._big, None
         return data
 
 
@@ -147,7 +202,7 @@ def _read_head(reader: _Reader) -> tuple[int, str, dict[str, str]]:
 
 def _read_body(reader: _Reader, headers: dict[str, str]) -> bytes:
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytes] = []
+        chunks: list[bytearray] = []
         while True:
             size = int(reader.line().split(b";")[0], 16)
             if size == 0:
@@ -159,7 +214,7 @@ def _read_body(reader: _Reader, headers: dict[str, str]) -> bytes:
     length = int(headers.get("content-length", "0") or 0)
     if length > _MAX_BODY:
         raise WireError("response body too large")
-    return reader.exactly(length)
+    return bytes(reader.exactly(length))
 
 
 def _head_lines(method: str, netloc: str, path: str, headers: dict[str, str]) -> bytes:
@@ -210,6 +265,9 @@ class WebSocket:
         self.sock = sock
         self._reader = reader
         self.closed = False
+        self._frame: tuple[int, bool, int] | None = None  # (opcode, fin, length) of the frame being read
+        self._parts: list[bytearray] = []  # the fragments of the message being read
+        self._kind = 0
 
     def fileno(self) -> int:
         """The socket's descriptor (for ``select``; see :meth:`buffered`)."""
@@ -218,12 +276,12 @@ class WebSocket:
     def buffered(self) -> bool:
         """True when bytes already read (or decrypted) wait here: ``select`` on the socket would not see them."""
         pending = getattr(self.sock, "pending", None)  # an SSL socket's decrypted bytes
-        return bool(self._reader.buf) or bool(pending is not None and pending())
+        return self._reader.pending() > 0 or bool(pending is not None and pending())
 
     def send_text(self, text: str) -> None:
         self._send(0x1, text.encode("utf-8"))
 
-    def _send(self, opcode: int, payload: bytes) -> None:
+    def _send(self, opcode: int, payload: bytes | bytearray) -> None:
         mask = os.urandom(4)
         n = len(payload)
         if n < 126:
@@ -240,25 +298,23 @@ class WebSocket:
     def recv(self, timeout: float | None) -> str | bytes:
         """The next whole message (text as str, binary as bytes).
 
+        Each payload byte is copied once from the socket into its frame's
+        buffer (one per frame, sized from the frame's length), and a message
+        of one frame is decoded from that buffer: time linear in its size.
+        A timeout loses nothing: the next call goes on where this one stopped.
+
         Raises:
             TimeoutError: nothing complete arrived within ``timeout``.
             WireError: the connection closed or broke.
         """
         self.sock.settimeout(timeout)
-        parts: list[bytes] = []
-        kind = None
         try:
             while True:
-                b1, b2 = self._reader.exactly(2)
-                opcode, fin = b1 & 0x0F, b1 & 0x80
-                n = b2 & 0x7F
-                if n == 126:
-                    (n,) = struct.unpack("!H", self._reader.exactly(2))
-                elif n == 127:
-                    (n,) = struct.unpack("!Q", self._reader.exactly(8))
-                if n > _MAX_BODY:
-                    raise WireError("websocket message too large")
+                if self._frame is None:
+                    self._frame = self._read_frame_head()
+                opcode, fin, n = self._frame
                 payload = self._reader.exactly(n)
+                self._frame = None
                 if opcode == 0x8:
                     self.closed = True
                     raise WireError("the server closed the websocket")
@@ -268,13 +324,32 @@ class WebSocket:
                 if opcode == 0xA:
                     continue
                 if opcode in (0x1, 0x2):
-                    kind = opcode
-                parts.append(payload)
+                    self._kind = opcode
+                self._parts.append(payload)
                 if fin:
-                    data = b"".join(parts)
-                    return data.decode("utf-8") if kind == 0x1 else data
+                    parts, self._parts = self._parts, []
+                    data = parts[0] if len(parts) == 1 else bytearray().join(parts)
+                    return data.decode("utf-8") if self._kind == 0x1 else bytes(data)
         except TimeoutError:
             raise TimeoutError("no websocket message in time") from None
+
+    def _read_frame_head(self) -> tuple[int, bool, int]:
+        """A frame's opcode, FIN bit and payload length; consumed only once whole."""
+        reader = self._reader
+        reader.ensure(2)
+        b1, b2 = reader.peek(2)
+        n = b2 & 0x7F
+        size = {126: 4, 127: 10}.get(n, 2)
+        reader.ensure(size)
+        head = reader.peek(size)
+        if n == 126:
+            (n,) = struct.unpack_from("!H", head, 2)
+        elif n == 127:
+            (n,) = struct.unpack_from("!Q", head, 2)
+        if n > _MAX_BODY - sum(len(part) for part in self._parts):  # the whole message, fragments included
+            raise WireError("websocket message too large")
+        reader.skip(size)
+        return b1 & 0x0F, bool(b1 & 0x80), n
 
     def close(self) -> None:
         """Send a close frame and drop the connection; never waits."""
@@ -290,7 +365,7 @@ class WebSocket:
             pass
 
 
-def _mask(payload: bytes, mask: bytes) -> bytes:
+def _mask(payload: bytes | bytearray, mask: bytes) -> bytes:
     """XOR ``payload`` with the repeated 4-byte ``mask`` (one big-int XOR)."""
     n = len(payload)
     key = (mask * (n // 4 + 1))[:n]
