@@ -78,7 +78,7 @@ def build_result(
     signal, a failure of j-cli's own): the document is what was captured
     until then, with ``status: "error"`` and ``partial: true``. Output the
     server dropped (its IOPub rate limit) makes ``truncated`` true, with a
-    note.
+    note, and ``dropped`` holds the first line of the server's notice.
 
     Example:
         >>> from jcli_sidecar.kernel_client import ExecutionResult
@@ -121,7 +121,8 @@ def build_result(
     if left_out:
         where = f"; the full record: j-cli output show {run['run_id']}" if run else ""
         notices.append("left out: " + " and ".join(left_out) + where)
-    if result.rate_limited:
+    if result.dropped is not None:
+        doc["dropped"] = result.dropped
         notices.append("the Jupyter Server dropped output (its IOPub rate limit); no record holds it")
     if notices:
         doc["truncated"] = True

@@ -132,12 +132,13 @@ class ExecutionResult:
     ``partial`` marks a snapshot taken while the code still runs (a
     checkpoint): the outputs so far, no execution count yet. ``sent`` is
     true once the request went to the kernel: from then on the code may have
-    run, and these are the outputs captured so far. ``rate_limited`` says
-    the server dropped output (its IOPub rate limit). ``user_expressions``
+    run, and these are the outputs captured so far. ``dropped`` is the first
+    line of the notice the server sent when it dropped output (its IOPub
+    rate limit: ``"IOPub data rate exceeded."``), else None. ``user_expressions``
     is the reply's evaluation of the request's ``user_expressions``.
     """
 
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "rate_limited", "user_expressions")
+    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions")
 
     def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
         self.status = "ok"
@@ -147,7 +148,7 @@ class ExecutionResult:
         self.notes: list[str] = []
         self.partial = partial
         self.sent = False
-        self.rate_limited = False
+        self.dropped: str | None = None
         self.user_expressions: dict[str, Any] | None = None
 
 
@@ -270,15 +271,23 @@ class _Collector:
         if self.on_output is not None:
             self.on_output(event=event, output=output, index=index, outputs=self.result.outputs, chunk=chunk)
 
+    def _server_dropped(self, notice: str) -> None:
+        first_line = notice.split("\n", 1)[0].strip()
+        dropped = self.result.dropped
+        if dropped is None:
+            self.result.dropped = first_line
+        elif first_line not in dropped.split("; "):
+            self.result.dropped = f"{dropped}; {first_line}"  # the data and the message limit both
+        if RATE_LIMIT_NOTE not in self.result.notes:
+            self.result.notes.append(RATE_LIMIT_NOTE)
+
     def handle(self, msg_type: str, content: dict[str, Any]) -> None:
         transient = content.get("transient") or {}
         display_id = transient.get("display_id") if isinstance(transient, dict) else None
         if msg_type == "stream":
             text = content.get("text", "")
             if content.get("name") == "stderr" and isinstance(text, str) and text.startswith(_RATE_LIMIT_NOTICES):
-                self.result.rate_limited = True  # the server's notice, not the code's output
-                if RATE_LIMIT_NOTE not in self.result.notes:
-                    self.result.notes.append(RATE_LIMIT_NOTE)
+                self._server_dropped(text)  # the server's notice, not the code's output
                 return
             self._append({"output_type": "stream", "name": content.get("name", "stdout"), "text": text})
         elif msg_type in ("display_data", "execute_result"):

@@ -18,6 +18,7 @@ The kernels are real (the shared Jupyter Server with ipykernel).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,6 +32,8 @@ from pathlib import Path
 import pytest
 from helpers import JCLI, run_cli
 from test_readonly import DROP, nobody_python  # noqa: F401 - the fixture, shared
+
+from jcli_sidecar.exec_result import TEXT_BUDGET
 
 #: Code that prints, then blocks until interrupted.
 BLOCKS = 'import time\nprint("progress", flush=True)\ntime.sleep(3600)'
@@ -632,24 +635,30 @@ def test_a_signal_during_a_checkpoint_interrupts_the_cell_and_clears_the_mark(ws
 
 def test_the_embedded_server_does_not_drop_a_large_output(ws, kernel_session):
     """The shared test server is started by j-cli's embedded-server code."""
-    size = 3_500_000  # over the default limit of 1 MB/s across a 3 s window, in one message
+    size = 10_000_000  # far over the default limit of 1 MB/s across a 3 s window, in one message
     result = run_cli("-j", "exec", kernel_session, "-c", f"print('x' * {size})", cwd=ws)
     assert result.returncode == 0, result.stderr
     doc = result.json()
-    assert "notes" not in doc and "IOPub" not in doc["text"]
+    assert "notes" not in doc and "dropped" not in doc and "IOPub" not in doc["text"]
     stored = [item for item in doc["outputs"] if item.get("path")]
     assert len(stored) == 1 and stored[0]["bytes"] == size + 1
+    with open(stored[0]["path"], "rb") as kept:
+        assert kept.read() == b"x" * size + b"\n"  # whole in the run's record
+    assert doc["text"] == "x" * TEXT_BUDGET and doc["truncated"] is True  # the returned text stays bounded
+    assert "more characters of text" in doc["truncation_notice"] and "IOPub" not in doc["truncation_notice"]
+    human = run_cli("exec", kernel_session, "-c", f"print('x' * {size})", cwd=ws)
+    assert human.returncode == 0 and b"IOPub" not in human.stderr
+    assert human.stdout.count(b"x") == size
 
 
-@pytest.fixture(scope="module")
-def limited_server(tmp_path_factory):
-    """A real Jupyter Server with tiny IOPub limits, as a stranger's server might have."""
+@contextlib.contextmanager
+def _server_with_limits(root, *limits):
+    """A real Jupyter Server started here with the IOPub limits given, and a session "limited" on it."""
     import socket
     import sys
 
     from watchfiles import watch
 
-    root = tmp_path_factory.mktemp("limited")
     runtime = root / "runtime"
     runtime.mkdir()
     probe = socket.socket()
@@ -666,8 +675,7 @@ def limited_server(tmp_path_factory):
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--ServerApp.root_dir={root}",
-        "--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=1000",
-        "--ZMQChannelsWebsocketConnection.iopub_msg_rate_limit=2",
+        *limits,
     ] + (["--allow-root"] if os.geteuid() == 0 else [])
     env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime), "XDG_RUNTIME_DIR": str(runtime)}
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -684,18 +692,55 @@ def limited_server(tmp_path_factory):
         server.wait(30)
 
 
+@pytest.fixture(scope="module")
+def limited_server(tmp_path_factory):
+    """A real Jupyter Server with tiny IOPub limits, as a stranger's server might have."""
+    limits = ("--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=1000", "--ZMQChannelsWebsocketConnection.iopub_msg_rate_limit=2")
+    with _server_with_limits(tmp_path_factory.mktemp("limited"), *limits) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def default_limited_server(tmp_path_factory):
+    """A real Jupyter Server with Jupyter's default IOPub data limit, spelled out (not left to the default)."""
+    limits = (
+        "--ZMQChannelsWebsocketConnection.limit_rate=True",
+        "--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=1000000",
+        "--ZMQChannelsWebsocketConnection.rate_limit_window=3",
+    )
+    with _server_with_limits(tmp_path_factory.mktemp("default-limited"), *limits) as server:
+        yield server
+
+
 @pytest.mark.parametrize(
-    "code",
-    ["print('x' * 10000)", "from IPython.display import display\nfor i in range(40): display(i)"],
+    "code, notice",
+    [
+        ("print('x' * 10000)", "IOPub data rate exceeded."),
+        ("from IPython.display import display\nfor i in range(40): display(i)", "IOPub message rate exceeded."),
+    ],
     ids=["data-rate", "message-rate"],
 )
-def test_output_the_server_dropped_is_reported_not_passed_off_as_complete(limited_server, code):
+def test_output_the_server_dropped_is_reported_not_passed_off_as_complete(limited_server, code, notice):
     url, token, root = limited_server
     result = run_cli("-j", "-s", url, "-t", token, "exec", "limited", "-c", code, cwd=root)
     doc = result.json()
     assert doc["truncated"] is True and "IOPub rate limit" in doc["truncation_notice"]
+    assert notice in doc["dropped"].split("; ")  # the server's own notice, its first line
     assert any("IOPub rate limit" in note for note in doc["notes"])
     assert "IOPub" not in doc["text"] and all(item.get("name") != "stderr" for item in doc["outputs"])  # the notice is no output
+
+
+def test_ten_mb_on_a_server_with_the_default_limit_is_reported_dropped(default_limited_server):
+    url, token, root = default_limited_server
+    code = "print('x' * 10_000_000)"
+    result = run_cli("-j", "-s", url, "-t", token, "exec", "limited", "-c", code, cwd=root)
+    assert result.returncode == 0, result.stderr
+    doc = result.json()
+    assert doc["truncated"] is True and doc["dropped"] == "IOPub data rate exceeded."
+    assert "IOPub rate limit" in doc["truncation_notice"] and "x" not in doc["text"]
+    human = run_cli("-s", url, "-t", token, "exec", "limited", "-c", code, cwd=root)
+    assert human.returncode == 0 and b"x" not in human.stdout
+    assert b"note: the Jupyter Server dropped some of this run's output" in human.stderr
 
 
 def test_ctrl_c_before_a_command_takes_its_signals_is_coded_too(monkeypatch, capfdbinary):
