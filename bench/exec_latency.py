@@ -42,6 +42,11 @@ B. In-process execute round-trips of ``1+1``, timed inside this script (or,
                   kernels' ZMQ ports): the kernel's own round-trip, which no
                   client going through a server can beat.
 
+D, E. One large kernel message (5 to 40 MB): the client's CPU, ours
+   against raw ZMQ, and a 10 MB print kept whole by the embedded server
+   (``big_messages.py``). The server of A and B runs without the IOPub rate
+   limit, as the embedded one does, so a big print reaches the client.
+
 C. Publishing a run of 200 ~100 KB PNGs through the run store
    (``jcli_sidecar.store``: ``stage_run`` then ``publish_run``), next to a
    raw floor that only decodes the same base64 and writes the same bytes to
@@ -78,6 +83,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import big_messages
 from harness import (
     FLOOR_ARGV,
     J_CLI,
@@ -173,6 +179,7 @@ class Server:
             f"--ServerApp.port={self.port}",
             "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={JROOT}",
+            "--ZMQChannelsWebsocketConnection.limit_rate=False",  # as j-cli's embedded server: D prints up to 40 MB
         ]
         if os.geteuid() == 0:
             argv.append("--allow-root")
@@ -593,6 +600,23 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
     return times, jkc_notes
 
 
+def measure_big_messages(server: Server, kernel_id: str, reps: int, cleanup: list) -> dict:
+    """D: client CPU of one large message, ours (a held connection) against raw ZMQ (a local kernel of its own)."""
+    from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel_client import KernelConnection
+
+    held = KernelConnection(JupyterServer(server.url, server.token), kernel_id)
+    cleanup.append(held.close)
+    try:
+        zmq = ZmqKernel()
+        cleanup.append(zmq.stop)
+        kc = zmq.kc
+    except Exception as exc:  # noqa: BLE001 -- the floor is optional: say why and go on
+        print(f"raw ZMQ floor unavailable: {exc!r}")
+        kc = None
+    return big_messages.measure_cpu(held, kc, reps)
+
+
 # -- C: the run store -----------------------------------------------------------
 
 
@@ -795,8 +819,9 @@ def main() -> int:
     parser.add_argument("--upstream-runs", type=int, default=5, help="timed CLI runs of upstream (default 5)")
     parser.add_argument("--calls", type=int, default=100, help="timed in-process calls per client (default 100)")
     parser.add_argument("--store-runs", type=int, default=5, help="timed run-store publishes (default 5)")
+    parser.add_argument("--big-runs", type=int, default=3, help="timed runs of each large message size (default 3)")
     args = parser.parse_args()
-    if min(args.runs, args.upstream_runs, args.calls, args.store_runs) < 1 or args.upstream_runs > args.runs:
+    if min(args.runs, args.upstream_runs, args.calls, args.store_runs, args.big_runs) < 1 or args.upstream_runs > args.runs:
         parser.error("every count must be >= 1, and --upstream-runs <= --runs")
 
     WORK.mkdir(parents=True, exist_ok=True)
@@ -816,6 +841,7 @@ def main() -> int:
         server.remember_kernels()
         in_process, jkc = measure_in_process(server, row["kernel_id"], jkc_python, args.calls, cleanup)
         server.remember_kernels()
+        big = measure_big_messages(server, row["kernel_id"], args.big_runs, cleanup)
     except BenchError as exc:
         print(exc)
         return 1
@@ -833,6 +859,7 @@ def main() -> int:
     api = store_api()
     try:
         store = measure_store(api, args.store_runs) if api else None
+        embedded = big_messages.embedded_keeps_everything()
     except BenchError as exc:
         print(exc)
         return 1
@@ -840,6 +867,8 @@ def main() -> int:
     print_cli_table(cli_times, rss, args.runs, args.upstream_runs)
     print_in_process_table(in_process, args.calls, jkc)
     print_store_table(store, args.store_runs)
+    big_messages.print_cpu(big, args.big_runs)
+    big_messages.print_embedded(embedded)
     print_ratios({**cli_times, **in_process}, store)
     return 0
 
