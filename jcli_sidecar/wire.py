@@ -338,6 +338,8 @@ class WebSocket:
         reader = self._reader
         reader.ensure(2)
         b1, b2 = reader.peek(2)
+        if b2 & 0x80:  # RFC 6455 5.1: a server never masks; its bytes would be misread as payload
+            raise WireError("the server sent a masked websocket frame")
         n = b2 & 0x7F
         size = {126: 4, 127: 10}.get(n, 2)
         reader.ensure(size)

@@ -143,3 +143,10 @@ def test_a_frame_over_the_size_limit_is_refused_before_it_is_read(pair):
     server.sendall(struct.pack("!BBQ", 0x81, 127, 1 << 40))
     with pytest.raises(WireError, match="too large"):
         ws.recv(None)
+
+
+def test_a_masked_frame_from_the_server_is_a_wire_error(pair):
+    ws, server = pair
+    server.sendall(struct.pack("!BB", 0x81, 0x80 | 4) + b"\x01\x02\x03\x04" + b"abcd")
+    with pytest.raises(WireError, match="masked"):
+        ws.recv(None)
