@@ -27,9 +27,20 @@ from .errors import Forbidden, JcliError, NotAuthorized
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from .jupyter_api import JupyterServer
+    class JupyterServer(Protocol):
+        """What the probe uses of :class:`~jcli_sidecar.jupyter_api.JupyterServer` (which imports this module)."""
+
+        shown_url: str
+
+        def request(self, method: str, path: str) -> Any: ...
+
+        def optional(self, method: str, path: str) -> Any: ...
+
+        @property
+        def info(self) -> ServerInfo: ...
+
 
 __all__ = ["EG_USER_SETTING", "LISTING_SETTINGS", "ServerInfo", "listing_forbidden", "probe", "refused_kernel_user"]
 
