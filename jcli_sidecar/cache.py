@@ -1,6 +1,10 @@
 """The sidecar's notebook cache: fast, bounded, and never the source of truth.
 
-Entries are :class:`NotebookFile` objects keyed by real path. Every request
+Entries are :class:`NotebookFile` objects keyed by real path: an offset
+index (kilobytes per notebook, see :mod:`jcli_sidecar.nbindex`) plus the
+cells, outputs and images already decoded, so a notebook of any size stays
+warm and big payloads stay only within the budget. Concurrent requests for
+a notebook being indexed wait for that one build (single flight). Every request
 re-validates its entry against ``(st_dev, st_ino, st_size, st_mtime_ns,
 st_ctime_ns)`` taken from the ``fstat`` of the file that was read, so a
 notebook rewritten in place, replaced by rename, or deleted is never
@@ -9,9 +13,12 @@ it, which makes an NFS client revalidate (close-to-open). The ctime is
 what makes it sound: every write, ``utime``, ``chmod`` or link sets it to
 "now", and no user can set it back, so a rewrite that restores the old
 mtime still changes the key. File timestamps are coarse (a kernel tick),
-so an entry whose mtime or ctime is within :data:`RACY_NS` of the moment
+so an entry whose mtime or ctime is within the racy window of the moment
 it was read is not trusted until it is re-read later (git's "racy
-timestamp" rule). watchfiles evicts changed entries early (see
+timestamp" rule). The window is :data:`RACY_NS` for whole-second
+timestamps, and :data:`FINE_RACY_NS` when the file system keeps finer ones
+(a few kernel ticks): a just-written notebook costs one extra load, not
+one per request for a second. watchfiles evicts changed entries early (see
 :class:`CacheWatcher`), and an LRU keeps the total under a byte budget.
 """
 
@@ -22,7 +29,8 @@ import threading
 import time
 from collections import OrderedDict
 
-from .notebook import NotebookFile, read_file_with_stat
+from .nbindex import stat_key
+from .notebook import NotebookFile
 from .readfile import stat_regular
 
 TYPE_CHECKING = False
@@ -31,12 +39,26 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CacheWatcher", "DEFAULT_BUDGET_MB", "NotebookCache", "RACY_NS", "budget_from_env", "racy_from_env"]
+__all__ = [
+    "CacheWatcher",
+    "DEFAULT_BUDGET_MB",
+    "FINE_RACY_NS",
+    "FLIGHT_SIZE_ENV",
+    "flight_size_from_env",
+    "NotebookCache",
+    "RACY_NS",
+    "budget_from_env",
+    "racy_from_env",
+]
 
 DEFAULT_BUDGET_MB = 256
 #: Timestamps closer than this to the read are not trusted (1 s, generous
 #: next to a 4-10 ms kernel tick; ``JCLI_SIDECAR_RACY_MS`` changes it).
 RACY_NS = 1_000_000_000
+#: The window for timestamps with a sub-second part: file systems that keep
+#: them stamp from the kernel's coarse clock (one tick, 1-10 ms), so 20 ms
+#: is two ticks or more.
+FINE_RACY_NS = 20_000_000
 
 
 def budget_from_env() -> int:
@@ -65,20 +87,62 @@ def racy_from_env() -> int:
     return int(ms * 1_000_000)
 
 
-def _key(info: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+_key = stat_key
+
+
+def racy_window(key: tuple[int, int, int, int, int], racy_ns: int) -> int:
+    """How long after its timestamps a file's key can still hide a change.
+
+    Timestamps in whole seconds (an old or coarse file system, FAT) get the
+    whole ``racy_ns``; finer ones get :data:`FINE_RACY_NS` (never more than
+    ``racy_ns``, so 0 still trusts at once).
+    """
+    second = 1_000_000_000
+    if key[3] % second == 0 and key[4] % second == 0:
+        return racy_ns
+    return min(racy_ns, FINE_RACY_NS)
 
 
 class _Entry:
     __slots__ = ("key", "notebook", "size", "trusted")
 
-    def __init__(self, key, notebook: NotebookFile, loaded_ns: int, racy_ns: int) -> None:
+    def __init__(self, notebook: NotebookFile, loaded_ns: int, racy_ns: int) -> None:
+        key = notebook.key
         self.key = key
         self.notebook = notebook
         self.size = notebook.approx_bytes
         #: Whether the file's timestamps were safely older than the read: only
         #: then can an unchanged key prove unchanged content.
-        self.trusted = max(key[3], key[4]) < loaded_ns - racy_ns
+        self.trusted = max(key[3], key[4]) < loaded_ns - racy_window(key, racy_ns)
+
+
+#: Test hook: an index build waits until this many requests share it
+#: (``JCLI_SIDECAR_TEST_FLIGHT_SIZE``), so a test sees single flight without timing.
+FLIGHT_SIZE_ENV = "JCLI_SIDECAR_TEST_FLIGHT_SIZE"
+
+
+def flight_size_from_env() -> int:
+    """:data:`FLIGHT_SIZE_ENV` as an int (0, the default, holds nothing)."""
+    raw = os.environ.get(FLIGHT_SIZE_ENV, "")
+    return int(raw) if raw.isdigit() else 0
+
+
+class _Flight:
+    """One index build that concurrent requests for the same file wait on."""
+
+    __slots__ = ("key", "done", "notebook", "joined", "riders")
+
+    def __init__(self, key) -> None:
+        self.key = key
+        self.done = threading.Event()
+        self.notebook: NotebookFile | None = None
+        self.joined = threading.Condition()
+        self.riders = 0
+
+    def join(self) -> None:
+        with self.joined:
+            self.riders += 1
+            self.joined.notify_all()
 
 
 class NotebookCache:
@@ -93,14 +157,25 @@ class NotebookCache:
         True
     """
 
-    def __init__(self, budget_bytes: int, on_insert: Callable[[str], None] | None = None, racy_ns: int = RACY_NS) -> None:
+    def __init__(
+        self,
+        budget_bytes: int,
+        on_insert: Callable[[str], None] | None = None,
+        racy_ns: int = RACY_NS,
+        flight_size: int = 0,
+    ) -> None:
         self.budget = budget_bytes
+        self.flight_size = flight_size
         self.on_insert = on_insert
         self.racy_ns = racy_ns
         self.hits = 0
         self.misses = 0
+        #: Index builds (full loads) done; requests that waited on another's build count as hits of it.
+        self.builds = 0
+        self.shared = 0
         self.bytes = 0
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._flights: dict[str, _Flight] = {}
         self._lock = threading.Lock()
 
     def load(self, path: str) -> NotebookFile:
@@ -120,12 +195,45 @@ class NotebookCache:
                     self.hits += 1
                     self._account(entry)
                     return entry.notebook
-        loaded_ns = time.time_ns()
-        raw, info = read_file_with_stat(path)  # the coded error, when the probe failed
-        notebook = NotebookFile(raw, path)
-        notebook.memo = {}  # decoded cells and images live as long as the entry
-        self._store(path, _Entry(_key(info), notebook, loaded_ns, self.racy_ns))
-        return notebook
+        with self._lock:
+            flight = self._flights.get(path)
+            leader = flight is None or key is None or flight.key != key
+            if leader:
+                flight = _Flight(key)
+                self._flights[path] = flight
+        assert flight is not None
+        if not leader:
+            flight.join()
+            flight.done.wait()
+            shared = flight.notebook
+            if shared is not None and shared.key == key:
+                with self._lock:
+                    self.shared += 1
+                return shared
+            return self._build(path, None)  # the build failed or saw another file: on our own
+        return self._build(path, flight)
+
+    def _build(self, path: str, flight: _Flight | None) -> NotebookFile:
+        """Index ``path`` and keep it; ``flight`` (if ours) is finished either way."""
+        try:
+            if flight is not None and self.flight_size > 1:
+                with flight.joined:  # the test hook: wait for the others to board
+                    flight.joined.wait_for(lambda: flight.riders >= self.flight_size - 1, timeout=30)
+            loaded_ns = time.time_ns()
+            with self._lock:
+                self.builds += 1
+            notebook = NotebookFile.load(path)  # the coded error, when the probe failed
+            notebook.memo = {}  # decoded cells, outputs and images live as long as the entry
+            self._store(path, _Entry(notebook, loaded_ns, self.racy_ns))
+            if flight is not None:
+                flight.notebook = notebook
+            return notebook
+        finally:
+            if flight is not None:
+                with self._lock:
+                    if self._flights.get(path) is flight:
+                        del self._flights[path]
+                flight.done.set()
 
     @staticmethod
     def _probe(path: str) -> tuple[int, int, int, int, int] | None:
@@ -197,6 +305,8 @@ class NotebookCache:
                 "budget_bytes": self.budget,
                 "hits": self.hits,
                 "misses": self.misses,
+                "builds": self.builds,
+                "shared_builds": self.shared,
             }
 
 

@@ -13,9 +13,10 @@ import math
 import os
 
 from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, OutputDataInvalid, UsageError
-from .lazyjson import Bail, TooDeep, elements, loads, members, skip_ws
+from .lazyjson import Bail, TooDeep, loads
+from .nbindex import Changed, NotebookIndex, build_index, stat_key
 from .protocol import display_name
-from .readfile import FileTooLarge, NotARegularFile, read_regular
+from .readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,13 +91,16 @@ def coded_read_error(exc: OSError, path: str) -> JcliError:
 
 
 class NotebookFile:
-    """A notebook's bytes, indexed by cell; cells are decoded on demand.
+    """A notebook as an offset index; cells and outputs are decoded on demand.
 
-    The structure is walked once (see :mod:`jcli_sidecar.lazyjson`) so that
-    reading one cell of a 25 MB notebook decodes only that cell. Anything the
-    walk does not expect (old formats, odd JSON, broken files) falls back to a
-    full :func:`parse_notebook`, which gives the same answers or the precise
-    coded error.
+    :meth:`load` indexes the file in one bounded pass (see
+    :mod:`jcli_sidecar.nbindex`); each later read seeks to the bytes it
+    needs, after checking that the file is still the one indexed (else
+    :class:`~jcli_sidecar.nbindex.Changed`, and the caller loads it again).
+    Reading one output of a 400 MB notebook decodes that output only.
+    Anything the walk does not expect (old formats, odd JSON, broken files)
+    falls back to a full :func:`parse_notebook`, which gives the same
+    answers or the precise coded error.
 
     Example:
         >>> nb = NotebookFile.load("examples/demo.ipynb")
@@ -104,48 +108,57 @@ class NotebookFile:
         (15, 'markdown')
     """
 
-    __slots__ = ("path", "raw", "_spans", "_full", "memo", "memo_bytes")
+    __slots__ = ("path", "key", "index", "_full", "memo", "memo_bytes")
 
-    def __init__(self, raw: bytes, path: str) -> None:
+    def __init__(
+        self, path: str, key: tuple[int, int, int, int, int], index: NotebookIndex | None = None, full: dict[str, Any] | None = None
+    ) -> None:
         self.path = path
-        self.raw = raw
-        #: Decoded cells and images, kept only while the notebook is cached
-        #: (the cache sets a dict; one-shot reads leave it None).
+        #: The ``fstat`` key (:func:`~jcli_sidecar.nbindex.stat_key`) of the file read.
+        self.key = key
+        self.index = index
+        self._full = full
+        #: Decoded cells, outputs and images, kept only while the notebook is
+        #: cached (the cache sets a dict; one-shot reads leave it None).
         self.memo: dict[Any, Any] | None = None
         self.memo_bytes = 0
-        self._full: dict[str, Any] | None = None
-        self._spans: list[tuple[int, int]] | None = None
-        try:
-            self._spans = self._index(raw)
-        except TooDeep as exc:
-            raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
-        except Bail:
-            self._full = parse_notebook(raw, path)
 
     @classmethod
     def load(cls, path: str) -> NotebookFile:
-        """Read ``path`` (coded errors for missing or unreadable files)."""
-        return cls(read_file_bytes(path), path)
+        """Index ``path`` (coded errors for missing, unreadable or broken files).
 
-    def _index(self, raw: bytes) -> list[tuple[int, int]]:
-        top, end = members(raw, skip_ws(raw, 0))
-        if raw[end:].strip(b" \t\n\r") or "nbformat" not in top or "cells" not in top:
-            raise Bail("not a plain v4 notebook")
-        start, stop = top["nbformat"]
-        try:
-            major = json.loads(raw[start:stop])
-        except ValueError:
-            raise Bail("odd nbformat") from None
-        if not isinstance(major, int) or isinstance(major, bool) or major != 4:
-            raise Bail("not nbformat 4")  # the full parse explains or upgrades
-        spans, _ = elements(raw, top["cells"][0])
-        return spans
+        Raises:
+            FileNotFound, NotebookReadFailed, UsageError: as :func:`read_file_bytes`.
+        """
+        for _attempt in range(3):
+            try:
+                fd, info = open_regular(path)
+            except OSError as exc:
+                raise coded_read_error(exc, path) from None
+            except ValueError:
+                raise UsageError(f"{display_name(path)} is not a usable file name (it holds a NUL byte or a lone surrogate)") from None
+            try:
+                check_size(info, path)
+                try:
+                    return cls(path, stat_key(info), index=build_index(fd, info))
+                except TooDeep as exc:
+                    raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
+                except Bail:
+                    return cls(path, stat_key(info), full=parse_notebook(read_open(fd, info, path), path))
+                except Changed:
+                    continue
+            except OSError as exc:
+                raise coded_read_error(exc, path) from None
+            finally:
+                os.close(fd)
+        raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)
 
     @property
     def approx_bytes(self) -> int:
-        """Memory held, roughly: the bytes, the index, a full parse if one was needed, the memo."""
-        full = 2 * len(self.raw) if self._full is not None else 0
-        return len(self.raw) + full + 64 * self.cell_count + self.memo_bytes
+        """Memory held, roughly: the index, a full parse if one was needed, the memo."""
+        index = self.index.approx_bytes if self.index is not None else 0
+        full = 3 * self.key[2] if self._full is not None else 0
+        return index + full + self.memo_bytes
 
     def remember(self, key: Any, value: Any, size: int) -> None:
         """Keep a decoded value for later requests (only while cached)."""
@@ -157,12 +170,59 @@ class NotebookFile:
     def cell_count(self) -> int:
         if self._full is not None:
             return len(self._full["cells"])
-        return len(self._spans)
+        assert self.index is not None
+        return len(self.index.cells)
+
+    def _read(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of ``spans``, from the very file indexed.
+
+        Raises:
+            Changed: the path no longer holds that file, or it changed while read.
+            FileNotFound, NotebookReadFailed: it cannot be opened any more.
+        """
+        assert self.index is not None
+        try:
+            fd, info = open_regular(self.path)
+        except (OSError, ValueError):
+            raise Changed() from None
+        try:
+            if stat_key(info) != self.index.key:
+                raise Changed()
+            out = []
+            for start, end in spans:
+                parts = []
+                at = start
+                while at < end:
+                    chunk = os.pread(fd, end - at, at)
+                    if not chunk:
+                        raise Changed()
+                    parts.append(chunk)
+                    at += len(chunk)
+                out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+            if stat_key(os.fstat(fd)) != self.index.key:
+                raise Changed()
+            return out
+        except OSError as exc:
+            raise coded_read_error(exc, self.path) from None
+        finally:
+            os.close(fd)
+
+    def _decode(self, memo_key: Any, spans: list[tuple[int, int]]) -> tuple[bool, Any]:
+        """``(True, value)`` of the JSON that the joined ``spans`` hold (``b"[]"`` between them), memoised; ``(False, None)`` when it is not JSON."""
+        memo = self.memo
+        if memo is not None and memo_key in memo:
+            return True, memo[memo_key]
+        raw = b"[]".join(self._read(spans))
+        try:
+            value = json.loads(raw)
+        except ValueError:  # includes UnicodeDecodeError
+            return False, None
+        self.remember(memo_key, value, 2 * len(raw))
+        return True, value
 
     def _fall_back(self) -> dict[str, Any]:
         if self._full is None:
-            self._full = parse_notebook(self.raw, self.path)
-            self._spans = None
+            self._full = parse_notebook(read_file_bytes(self.path), self.path)
         return self._full
 
     def cell(self, index: int) -> Any:
@@ -171,28 +231,73 @@ class NotebookFile:
         Callers must not modify it: a cached notebook shares it between requests.
         """
         if self._full is None:
-            memo = self.memo
-            if memo is not None and ("cell", index) in memo:
-                return memo[("cell", index)]
-            start, end = self._spans[index]
-            try:
-                cell = json.loads(self.raw[start:end])
-            except ValueError:  # includes UnicodeDecodeError
-                return self._fall_back()["cells"][index]
-            self.remember(("cell", index), cell, 2 * (end - start))
-            return cell
+            assert self.index is not None
+            span = self.index.cells[index]
+            ok, cell = self._decode(("cell", index), [(span.start, span.end)])
+            if ok:
+                return cell
         return self._fall_back()["cells"][index]
+
+    def head(self, index: int) -> Any:
+        """The decoded cell at ``index`` without its ``outputs`` (not validated; see :func:`cell_at`)."""
+        if self._full is None:
+            assert self.index is not None
+            span = self.index.cells[index]
+            if span.outputs is None:
+                cell = self.cell(index)
+            else:
+                ok, cell = self._decode(("head", index), [(span.start, span.outputs[0]), (span.outputs[1], span.end)])
+                if not ok:
+                    cell = self._fall_back()["cells"][index]
+        else:
+            cell = self._full["cells"][index]
+        if isinstance(cell, dict) and "outputs" in cell:
+            return {key: value for key, value in cell.items() if key != "outputs"}
+        return cell
 
     def cell_head(self, index: int) -> Any:
         """The cell without its outputs: enough to pair it with a ``.py`` cell."""
+        cell = self.head(index)
+        if not isinstance(cell, dict):
+            return cell
+        return {key: value for key, value in cell.items() if key in ("cell_type", "id", "metadata", "source")}
+
+    def outputs(self, index: int) -> Any:
+        """The cell's ``outputs`` value as stored (``[]`` when absent; not validated)."""
         if self._full is None:
-            start, end = self._spans[index]
-            try:
-                found, _ = members(self.raw, start)
-                return {key: json.loads(self.raw[a:b]) for key, (a, b) in found.items() if key in ("cell_type", "id", "metadata", "source")}
-            except (Bail, ValueError):
-                pass
-        return self.cell(index)
+            assert self.index is not None
+            span = self.index.cells[index]
+            if span.outputs is not None:
+                ok, outputs = self._decode(("outputs", index), [span.outputs])
+                if ok:
+                    return outputs
+            else:
+                cell = self.cell(index)
+                return cell.get("outputs", []) if isinstance(cell, dict) else []
+        cell = self._fall_back()["cells"][index]
+        return cell.get("outputs", []) if isinstance(cell, dict) else []
+
+    def output_count(self, index: int) -> int | None:
+        """How many outputs the cell has; None when its ``outputs`` is not a list."""
+        if self._full is None:
+            assert self.index is not None
+            items = self.index.cells[index].items
+            if items is not None:
+                return len(items)
+        outputs = self.outputs(index)
+        return len(outputs) if isinstance(outputs, list) else None
+
+    def output(self, index: int, number: int) -> Any:
+        """The decoded output ``number`` of cell ``index`` (it exists; see :meth:`output_count`)."""
+        if self._full is None:
+            assert self.index is not None
+            items = self.index.cells[index].items
+            if items is not None:
+                ok, output = self._decode(("output", index, number), [items[number]])
+                if ok:
+                    return output
+                return self._fall_back()["cells"][index]["outputs"][number]
+        return self.outputs(index)[number]
 
 
 def load_notebook(path: str) -> dict[str, Any]:
@@ -290,7 +395,8 @@ def _upgrade_old_major(raw: bytes, path: str) -> dict[str, Any]:
 
 
 def cell_at(nb: NotebookFile, index: int) -> dict[str, Any]:
-    """The cell at a 0-based physical index, checked.
+    """The cell at a 0-based physical index, checked, without its outputs
+    (read them with :meth:`NotebookFile.outputs` or :meth:`NotebookFile.output`).
 
     Raises:
         UsageError: a negative or non-integer index.
@@ -302,7 +408,7 @@ def cell_at(nb: NotebookFile, index: int) -> dict[str, Any]:
     count = nb.cell_count
     if index >= count:
         raise CellNotFound(f"cell {index} is outside {nb.path} ({count} cells)", cell_count=count)
-    cell = nb.cell(index)
+    cell = nb.head(index)
     if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
         raise NotebookReadFailed(f"{nb.path}: cell {index} has no cell_type", path=nb.path)
     return cell

@@ -13,6 +13,7 @@ import os
 from .cells import ResolvedCell, resolve_cell
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 from .errors import NotebookReadFailed, OutputNotFound, UsageError
+from .nbindex import Changed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,16 +27,45 @@ if TYPE_CHECKING:
 __all__ = ["OutputQuery", "list_outputs", "read_output"]
 
 
+#: How often a read starts again when the notebook changes under it.
+_ATTEMPTS = 3
+
+
+def _not_a_list(resolved: ResolvedCell) -> NotebookReadFailed:
+    return NotebookReadFailed(
+        f"{resolved.notebook_path}: cell {resolved.cell_index} outputs is not a list",
+        path=resolved.notebook_path,
+    )
+
+
 def _cell_outputs(resolved: ResolvedCell) -> list[Any]:
     if resolved.cell["cell_type"] != "code":
         return []
-    outputs = resolved.cell.get("outputs", [])
+    assert resolved.notebook is not None
+    outputs = resolved.notebook.outputs(resolved.cell_index)
     if not isinstance(outputs, list):
-        raise NotebookReadFailed(
-            f"{resolved.notebook_path}: cell {resolved.cell_index} outputs is not a list",
-            path=resolved.notebook_path,
-        )
+        raise _not_a_list(resolved)
     return outputs
+
+
+def _output_count(resolved: ResolvedCell) -> int:
+    if resolved.cell["cell_type"] != "code":
+        return 0
+    assert resolved.notebook is not None
+    count = resolved.notebook.output_count(resolved.cell_index)
+    if count is None:
+        raise _not_a_list(resolved)
+    return count
+
+
+def _again(read: Callable[[], dict[str, Any]], path: Any) -> dict[str, Any]:
+    """Run ``read``, starting again (a fresh load) when the notebook changes under it."""
+    for _attempt in range(_ATTEMPTS):
+        try:
+            return read()
+        except Changed:
+            continue
+    raise NotebookReadFailed(f"{os.fspath(path)}: kept changing while it was being read; try again", path=os.fspath(path))
 
 
 def list_outputs(path: str | os.PathLike[str], cell_index: int, *, load: Loader | None = None) -> dict[str, Any]:
@@ -57,7 +87,7 @@ def list_outputs(path: str | os.PathLike[str], cell_index: int, *, load: Loader 
         >>> [(o["output_type"], o["available_mime_types"]) for o in cat["outputs"]]
         [('display_data', ['image/jpeg', 'image/png', 'text/plain']), ('stream', ['text/plain'])]
     """
-    return _catalog(resolve_cell(path, cell_index, load))
+    return _again(lambda: _catalog(resolve_cell(path, cell_index, load)), path)
 
 
 def _catalog(resolved: ResolvedCell) -> dict[str, Any]:
@@ -103,20 +133,32 @@ def read_output(
         >>> env["output_type"], env["stream"]["name"], env["stream"]["data"]
         ('stream', 'stderr', 'warned\\n')
     """
+    return _again(lambda: _read_output(path, cell_index, output_index, query, load), path)
+
+
+def _read_output(
+    path: str | os.PathLike[str],
+    cell_index: int,
+    output_index: int | None,
+    query: OutputQuery,
+    load: Loader | None,
+) -> dict[str, Any]:
     resolved = resolve_cell(path, cell_index, load)
     if output_index is None:
         return fit_response(_catalog(resolved), query.max_response_bytes)
-    outputs = _cell_outputs(resolved)
+    count = _output_count(resolved)
     if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
         raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
-    if output_index >= len(outputs):
+    if output_index >= count:
         kind = resolved.cell["cell_type"]
-        what = f"a {kind} cell has no outputs" if kind != "code" else f"it has {len(outputs)}"
+        what = f"a {kind} cell has no outputs" if kind != "code" else f"it has {count}"
         raise OutputNotFound(
             f"cell {resolved.requested_cell_index} has no output {output_index} ({what})",
-            output_count=len(outputs),
+            output_count=count,
         )
     source = resolved.source()
     source["output_index"] = output_index
+    assert resolved.notebook is not None
+    raw = resolved.notebook.output(resolved.cell_index, output_index)
     memo = (resolved.notebook, (resolved.cell_index, output_index))
-    return fit_response(output_envelope(outputs[output_index], output_index, source, query, memo), query.max_response_bytes)
+    return fit_response(output_envelope(raw, output_index, source, query, memo), query.max_response_bytes)

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_READ_LIMIT_MB",
     "FileTooLarge",
     "NotARegularFile",
+    "check_size",
     "open_regular",
     "read_limit",
     "read_open",
@@ -139,9 +140,7 @@ def read_open(fd: int, info: os.stat_result, path: str, limit: int | None = None
         FileTooLarge: over the limit.
     """
     _check_regular(info, path)
-    cap = read_limit() if limit is None else limit
-    if info.st_size > cap:
-        raise FileTooLarge(errno.EFBIG, f"{info.st_size} bytes, over the {_mib(cap)} read limit (JCLI_MAX_FILE_MB)", path)
+    cap = check_size(info, path, limit)
     parts: list[bytes] = []
     total = 0
     want = info.st_size + 1  # one byte more than expected, to see growth
@@ -156,6 +155,18 @@ def read_open(fd: int, info: os.stat_result, path: str, limit: int | None = None
         if total >= want:
             want = total + _CHUNK
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def check_size(info: os.stat_result, path: str, limit: int | None = None) -> int:
+    """Refuse a file over ``limit`` (default :func:`read_limit`); returns the limit.
+
+    Raises:
+        FileTooLarge: over the limit.
+    """
+    cap = read_limit() if limit is None else limit
+    if info.st_size > cap:
+        raise FileTooLarge(errno.EFBIG, f"{info.st_size} bytes, over the {_mib(cap)} read limit (JCLI_MAX_FILE_MB)", path)
+    return cap
 
 
 def _mib(size: int) -> str:

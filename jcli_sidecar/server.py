@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
-from .cache import CacheWatcher, NotebookCache, budget_from_env, racy_from_env
+from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError, Timeout
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
 from .ops import OPS
@@ -132,7 +132,7 @@ class Sidecar:
         self._workers_idle: asyncio.Event | None = None
         self._retiring: str | None = None
         self._pool = ThreadPoolExecutor(max_workers=min(32, (os.cpu_count() or 1) + 4), thread_name_prefix="jcli-op")
-        self.cache = NotebookCache(budget_from_env(), racy_ns=racy_from_env())
+        self.cache = NotebookCache(budget_from_env(), racy_ns=racy_from_env(), flight_size=flight_size_from_env())
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
 

@@ -147,6 +147,39 @@ def test_the_lazy_index_decodes_the_same_cells_as_a_full_parse(tmp_path, doc, in
         head = nb.cell_head(i)
         if isinstance(expected, dict):
             assert head == {k: v for k, v in expected.items() if k in ("cell_type", "id", "metadata", "source")}
+            assert nb.head(i) == {k: v for k, v in expected.items() if k != "outputs"}
+            outputs = expected.get("outputs", [])
+            assert nb.outputs(i) == outputs
+            if isinstance(outputs, list):
+                assert nb.output_count(i) == len(outputs)
+                assert [nb.output(i, k) for k in range(len(outputs))] == outputs
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(doc=notebook.filter(lambda d: d["nbformat"] == 4 and isinstance(d["cells"], list)), indent=layout)
+def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, doc, indent):
+    """Every value, string and escape run cut by a window boundary somewhere."""
+    from unittest import mock
+
+    from jcli_sidecar import nbindex
+
+    path = _write(tmp_path, doc, indent)
+    with open(path, "rb") as fh:
+        full = json.loads(fh.read())
+    wide = NotebookFile.load(path)
+    for chunk in (1, 3, 7):
+        with (
+            mock.patch.object(nbindex, "CHUNK", chunk),
+            mock.patch.object(nbindex, "FAST_FIRST", chunk),
+            mock.patch.object(nbindex, "FAST_MAX", 8 * chunk),
+        ):
+            narrow = NotebookFile.load(path)
+        assert (narrow.index is None) == (wide.index is None)
+        assert [narrow.cell(i) for i in range(narrow.cell_count)] == full["cells"]
+        if wide.index is not None:
+            assert [(c.start, c.end, c.outputs, c.items) for c in narrow.index.cells] == [
+                (c.start, c.end, c.outputs, c.items) for c in wide.index.cells
+            ]
 
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
