@@ -351,6 +351,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200, help="timed in-sidecar calls (default 200)")
     parser.add_argument("--cold-reads", type=int, default=30, help="timed cold in-process reads (default 30)")
     parser.add_argument("--cell", type=int, default=100, help=f"cell to read, 0..{CELLS - 1} (default 100)")
+    parser.add_argument("--big-runs", type=int, default=5, help="timed runs per case on the 100/400 MB notebooks (default 5; 0 skips them)")
     args = parser.parse_args()
     if min(args.runs, args.calls, args.cold_reads) < 1 or not 0 <= args.cell < CELLS:
         parser.error(f"--runs, --calls and --cold-reads must be >= 1, and --cell in 0..{CELLS - 1}")
@@ -382,10 +383,26 @@ def main() -> int:
     finally:
         stop_and_clean(sidecar, runtime, RUNTIME)
 
+    big = None
+    if args.big_runs > 0:
+        import big_reads
+
+        runtime = sidecar_runtime_dir(RUNTIME)
+        try:
+            big = big_reads.measure(runtime, upstream, args.big_runs, upstream_runs=3)
+        except BenchError as exc:
+            print(exc)
+            return 1
+        finally:
+            if runtime != RUNTIME:
+                shutil.rmtree(runtime, ignore_errors=True)
+
     print_cli_table(cli_times, rss, args.cell, args.runs)
     print_in_process_table(in_process)
     print_memory(mem)
     print_ratios({**cli_times, **in_process}, mem)
+    if big is not None:
+        big_reads.report(big, args.big_runs)
     return 0
 
 

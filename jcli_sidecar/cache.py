@@ -44,11 +44,12 @@ __all__ = [
     "DEFAULT_BUDGET_MB",
     "FINE_RACY_NS",
     "FLIGHT_SIZE_ENV",
-    "flight_size_from_env",
     "NotebookCache",
     "RACY_NS",
     "budget_from_env",
+    "flight_size_from_env",
     "racy_from_env",
+    "racy_window",
 ]
 
 DEFAULT_BUDGET_MB = 256
