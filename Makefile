@@ -62,6 +62,8 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/clean_latency.py
 	$(BIN)/python bench/mcp_latency.py
+	$(BIN)/python bench/mcp_latency.py --realistic 25 --calls 20
+	$(BIN)/python bench/mcp_latency.py --realistic 400 --calls 3
 	$(BIN)/python bench/hook_latency.py
 
 fixtures: $(VENV)/.installed

@@ -51,7 +51,7 @@ from harness import (
 )
 from realistic_notebook import IMAGE_OUTPUT, cell_kind, write_notebook
 
-SIZES = {100: WORK / "real_100.ipynb", 400: WORK / "real_400.ipynb"}
+SIZES = {25: WORK / "real_25.ipynb", 100: WORK / "real_100.ipynb", 400: WORK / "real_400.ipynb"}
 FLOOR, WARM, COLD, UPSTREAM, CHANGED, FOUR = "floor", "warm 400", "cold 400", "upstream 400", "changed 100", "4 at once 400"
 SIDECAR_BASE_MIB = 64
 CLI_PEAK_MIB = 64
@@ -67,7 +67,7 @@ def ensure_big() -> dict[int, int]:
     """The realistic notebooks, written once (with an old mtime); returns their cell counts."""
     counts = {}
     for mb, path in SIZES.items():
-        stamp = path.with_suffix(".cells")
+        stamp = path.with_suffix(".v2.cells")  # v2: PNG base64 without a trailing newline (upstream refuses one)
         if not path.exists() or not stamp.exists():
             print(f"generating {path.name} ({mb} MB, realistic) ...", flush=True)
             tmp = path.with_suffix(".tmp")
@@ -106,7 +106,11 @@ def changed(path: Path) -> None:
 
 def four_at_once(argv: list[str], env: dict[str, str]) -> list[subprocess.CompletedProcess]:
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WORK, env=env) for _ in range(4)]
-    return [subprocess.CompletedProcess(p.args, p.wait(), *p.communicate()) for p in procs]
+    done = []
+    for p in procs:
+        out, err = p.communicate()
+        done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    return done
 
 
 def measure(runtime: Path, upstream: Path | None, runs: int, upstream_runs: int) -> dict:

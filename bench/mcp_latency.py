@@ -109,8 +109,9 @@ INFO = [(UPSTREAM, OURS_OFF, "information: ours without the sidecar")]
 class Server:
     """One MCP server: how to start it, its session, and what it answered."""
 
-    def __init__(self, name: str, exe: Path, env: dict[str, str], notebook: Path, cell: int) -> None:
+    def __init__(self, name: str, exe: Path, env: dict[str, str], notebook: Path, cell: int, output: int = 0) -> None:
         self.name = name
+        self.output = output
         self.ours = name != UPSTREAM
         self.exe = exe
         self.env = env
@@ -234,7 +235,7 @@ async def open_server(server: Server, stack: AsyncExitStack, procs: ProcessSet) 
     props = schema.get("properties", {})
     required = schema.get("required", [])
     print(f"{server.name}: {server.init_info}; {TOOL} takes {sorted(props)}, requires {required}")
-    wanted = {"file_path": server.notebook.name, "cell_index": server.cell, "output_index": 0}
+    wanted = {"file_path": server.notebook.name, "cell_index": server.cell, "output_index": server.output}
     missing = [key for key in wanted if key not in props]
     if missing or not set(required) <= set(wanted):
         raise RuntimeError(f"{TOOL}'s schema does not take file_path/cell_index/output_index: {schema}")
@@ -369,10 +370,11 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
 # -- the report ---------------------------------------------------------------------
 
 
-def print_table(servers: list[Server], cell: int, calls: int) -> None:
-    size_mb = BIG.stat().st_size / 1e6
+def print_table(servers: list[Server], cell: int, calls: int, notebook: Path = BIG) -> None:
+    size_mb = notebook.stat().st_size / 1e6
+    kind = f"{CELLS} PNG cells" if notebook == BIG else "realistic"
     print(
-        f"\nMCP: {TOOL} cell {cell} output 0 of a {size_mb:.1f} MB notebook ({CELLS} PNG cells), "
+        f"\nMCP: {TOOL} cell {cell} output {servers[0].output} of a {size_mb:.1f} MB notebook ({kind}), "
         f"one stdio session per server; {calls} calls each, interleaved, {WARMUP} warm-ups"
     )
     print(f"{stats_header('server', 28)}{'calls':>7}{'list_tools ms':>15}{'startup ms':>12}")
@@ -402,6 +404,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50, help="timed calls per server (default 50)")
     parser.add_argument("--cell", type=int, default=100, help=f"cell to read, 0..{CELLS - 1} (default 100)")
+    parser.add_argument(
+        "--realistic",
+        type=int,
+        choices=(25, 400),
+        help="read a PNG near the end of the realistic 25 or 400 MB notebook (big_reads.py) instead",
+    )
     args = parser.parse_args()
     if args.calls < 1 or not 0 <= args.cell < CELLS:
         parser.error(f"--calls must be >= 1, and --cell in 0..{CELLS - 1}")
@@ -410,14 +418,24 @@ def main() -> int:
     ensure_notebooks()  # also gives them an mtime an hour old, so the sidecar cache trusts them
     upstream = ensure_upstream()
     truth = notebook_png(args.cell)
+    ours_nb, upstream_nb, output = BIG, BIG_IDS, 0
+    if args.realistic:
+        import big_reads
+        from realistic_notebook import IMAGE_OUTPUT, image_png
+
+        counts = big_reads.ensure_big()
+        ours_nb = upstream_nb = big_reads.SIZES[args.realistic]  # with cell ids: both read it
+        args.cell, output = big_reads.image_cell(counts[args.realistic]), IMAGE_OUTPUT
+        truth = image_png(args.cell)
+        TARGETS.append((UPSTREAM, OURS_OFF, ">=", 2.0))
 
     runtime = sidecar_runtime_dir(RUNTIME)
     servers = [
-        Server(OURS, J_CLI, child_env(runtime, sidecar=True), BIG, args.cell),
-        Server(OURS_OFF, J_CLI, child_env(runtime, sidecar=False), BIG, args.cell),
+        Server(OURS, J_CLI, child_env(runtime, sidecar=True), ours_nb, args.cell, output),
+        Server(OURS_OFF, J_CLI, child_env(runtime, sidecar=False), ours_nb, args.cell, output),
     ]
     if upstream is not None:
-        servers.append(Server(UPSTREAM, upstream, child_env(runtime, sidecar=False), BIG_IDS, args.cell))
+        servers.append(Server(UPSTREAM, upstream, child_env(runtime, sidecar=False), upstream_nb, args.cell, output))
     sidecar = Sidecar(runtime)
     try:
         sidecar.start()
@@ -428,7 +446,7 @@ def main() -> int:
     finally:
         stop_and_clean(sidecar, runtime, RUNTIME)
 
-    print_table(servers, args.cell, args.calls)
+    print_table(servers, args.cell, args.calls, ours_nb)
     print_ratios(medians({s.name: s.times for s in servers if s.times}))
     return 0
 

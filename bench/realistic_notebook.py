@@ -24,7 +24,7 @@ import io
 import json
 import random
 
-__all__ = ["IMAGE_OUTPUT", "cell_kind", "write_notebook"]
+__all__ = ["IMAGE_OUTPUT", "cell_kind", "image_png", "write_notebook"]
 
 #: Which output of an image cell holds the PNG.
 IMAGE_OUTPUT = 1
@@ -124,14 +124,24 @@ def _cell(index: int, rng: random.Random, pngs: list[str], with_ids: bool) -> di
     return cell
 
 
+def _pngs(seed: int, side: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [_noise_png(rng, side) for _ in range(4)]
+
+
+def image_png(index: int, *, seed: int = 18, side: int = 200) -> bytes:
+    """The PNG that image cell ``index`` holds (output :data:`IMAGE_OUTPUT`)."""
+    return _pngs(seed, side)[index % 4]
+
+
 def write_notebook(path, target_bytes: int, *, seed: int = 18, with_ids: bool = False, side: int = 200) -> int:
     """Write a notebook of about ``target_bytes`` to ``path``; returns the number of cells.
 
     ``with_ids`` writes nbformat 4.5 with cell ids (upstream j-cli needs
     them), else 4.4 without.
     """
-    rng = random.Random(seed)
-    pngs = [base64.b64encode(_noise_png(rng, side)).decode("ascii") + "\n" for _ in range(4)]
+    rng = random.Random(seed + 1)
+    pngs = [base64.b64encode(png).decode("ascii") for png in _pngs(seed, side)]
     minor = 5 if with_ids else 4
     tail = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}}
     written = 0
