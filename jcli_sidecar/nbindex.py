@@ -106,24 +106,26 @@ class _Window:
         rel = pos - self.base
         if 0 <= rel and rel + need <= len(self.buf):
             return self.buf, rel
-        keep = self.buf[rel:] if 0 <= rel < len(self.buf) else b""
-        target = max(need, CHUNK)
-        parts = [keep]
-        got = len(keep)
-        while got < target and pos + got < self.size:
-            chunk = os.pread(self.fd, min(target - got, self.size - pos - got), pos + got)
-            if not chunk:
+        # Read afresh from pos: what is kept of the old window is small, and
+        # joining it to the new one would copy the whole chunk again.
+        target = min(max(need, CHUNK), max(self.size - pos, 0))
+        buf = os.pread(self.fd, target, pos) if target else b""
+        while len(buf) < target:  # a short read: rare on a regular file
+            more = os.pread(self.fd, target - len(buf), pos + len(buf))
+            if not more:
                 break
-            parts.append(chunk)
-            got += len(chunk)
-        self.buf = b"".join(parts)
+            buf += more
+        self.buf = buf
         self.base = pos
-        return self.buf, 0
+        return buf, 0
 
     def at_end(self, pos: int) -> bool:
         return pos >= self.size
 
     def byte(self, pos: int) -> int:
+        rel = pos - self.base
+        if 0 <= rel < len(self.buf):
+            return self.buf[rel]
         if pos >= self.size:
             raise Bail("unexpected end")
         buf, rel = self.at(pos)
@@ -138,6 +140,14 @@ class _Window:
         return buf[rel : rel + end - start]
 
     def skip_ws(self, pos: int) -> int:
+        rel = pos - self.base
+        buf = self.buf
+        if 0 <= rel < len(buf):
+            if buf[rel] not in _SPACE:
+                return pos
+            end = _WS.match(buf, rel).end()
+            if end < len(buf):
+                return self.base + end
         while True:
             buf, rel = self.at(pos)
             end = _WS.match(buf, rel).end()
