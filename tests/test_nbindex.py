@@ -11,9 +11,10 @@ import pytest
 from helpers import FIXTURES, REPO, run_cli
 
 from jcli_sidecar.cache import FINE_RACY_NS, RACY_NS, NotebookCache, _Entry, racy_window
-from jcli_sidecar.nbindex import Changed, stat_key
+from jcli_sidecar.nbindex import Changed, build_index, stat_key
 from jcli_sidecar.notebook import NotebookFile
 from jcli_sidecar.reader import read_output
+from jcli_sidecar.readfile import open_regular
 
 sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import IMAGE_OUTPUT, cell_kind, write_notebook  # noqa: E402
@@ -53,6 +54,17 @@ def test_the_index_of_a_realistic_notebook_is_a_tiny_fraction_of_it(tmp_path):
     assert nb.output(image, IMAGE_OUTPUT) == full["cells"][image]["outputs"][IMAGE_OUTPUT]
     log = next(i for i in range(1, cells) if cell_kind(i) == "log")
     assert nb.outputs(log) == full["cells"][log]["outputs"]
+
+
+def test_a_file_that_changes_while_it_is_indexed_gives_no_index(notebook):
+    fd, info = open_regular(notebook)  # the key the pass starts from
+    try:
+        rewrite_in_place(notebook, b'"warned\\n"', b'"WARNED\\n"')  # ... and a write during the pass
+        with pytest.raises(Changed):
+            build_index(fd, info)
+    finally:
+        os.close(fd)
+    assert stderr_text(read_output(notebook, 1, 1)) == "WARNED\n"  # a fresh load starts from the new key
 
 
 def test_an_index_never_reads_a_file_that_changed_after_it_was_built(notebook):
