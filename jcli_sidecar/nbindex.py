@@ -40,6 +40,7 @@ CHUNK = 1 << 20
 FAST_FIRST = 4 << 10
 FAST_MAX = 2 << 20
 _DECODER = json.JSONDecoder()
+_STR_ONLY = {str}
 
 _WS = re.compile(rb"[ \t\n\r]*")
 _STRUCT = re.compile(rb'["\[\]{}]')
@@ -157,6 +158,12 @@ class _Window:
 
     def skip_string(self, pos: int) -> int:
         """``pos`` is an opening quote; the position after the closing one."""
+        rel = pos - self.base
+        buf = self.buf
+        if 0 <= rel < len(buf):  # the usual case: the closing quote is in the window, no backslash before it
+            q = buf.find(b'"', rel + 1)
+            if q == rel + 1 or (q > rel + 1 and buf[q - 1] != _BACKSLASH):
+                return self.base + q + 1
         k = pos + 1
         carried = 0  # backslashes just before k, seen in an earlier window
         while True:
@@ -229,7 +236,8 @@ class _Window:
                 continue
             size = end if piece.isascii() else len(text[:end].encode("utf-8"))
             span = piece[:size]
-            if span.count(b"[") + span.count(b"{") > limit and _deeper(value, limit):
+            flat = type(value) is list and set(map(type, value)) <= _STR_ONLY  # text as lines: one level
+            if not flat and span.count(b"[") + span.count(b"{") > limit and _deeper(value, limit):
                 return None  # nested too deep: the walk says so
             return pos + size
         return None
@@ -284,6 +292,9 @@ class _Window:
                 raise TooDeep()
 
     def expect(self, pos: int, char: int) -> int:
+        rel = pos - self.base
+        if 0 <= rel < len(self.buf) and self.buf[rel] == char:
+            return pos + 1
         pos = self.skip_ws(pos)
         if self.at_end(pos) or self.byte(pos) != char:
             raise Bail(f"expected {chr(char)!r}")
