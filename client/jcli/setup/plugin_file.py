@@ -15,6 +15,15 @@ Each shipped file has one line that records how to start j-cli::
 ``plan_plugin`` writes the scope's command there (see
 :mod:`jcli.setup.command`): plain ``j-cli`` in a project's shared file, this
 install's absolute interpreter in a user's own.
+
+Both plugins share the sidecar client ``client/plugins/sidecar-client.mjs``
+through one line each::
+
+    import { sidecarReader } from "../sidecar-client.mjs"; // inlined by j-cli setup
+
+which rendering replaces with that module's text (its ``export`` keywords
+dropped: OpenCode refuses any export but the plugin), so an installed plugin
+stays one self-contained file.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ __all__ = ["MARKER", "is_upstream_plugin", "plan_plugin", "render_plugin"]
 
 MARKER = "// managed by j-cli setup"
 _COMMAND_LINE = re.compile(r"^(const INSTALLED_COMMAND\b[^=\n]*= ).*( // set by j-cli setup)$", re.M)
+_SHARED_IMPORT = re.compile(r"""^import \{[^}\n]*\} from ["']\.\./sidecar-client\.mjs["'];? // inlined by j-cli setup$""", re.M)
+_EXPORT = re.compile(r"^export ", re.M)
 _MARKER_LINE = re.compile(r"^.*" + re.escape(MARKER) + r".*$", re.M)
 _UPSTREAM_FIRST_LINE = re.compile(r"// Managed by j-cli setup (?:opencode|dsh)\.\r?(?:\n|$)")
 
@@ -58,6 +69,13 @@ def render_plugin(host: str, command: list[str], dirs: int = 0) -> str:
     rendered, count = _COMMAND_LINE.subn(lambda m: m.group(1) + json.dumps(command) + m.group(2), shipped)
     if count != 1:
         raise AssertionError(f"the shipped {host} plugin must hold exactly one INSTALLED_COMMAND line")
+    from jcli.plugins import shared_module_path
+
+    with open(shared_module_path(), encoding="utf-8") as fh:
+        shared = _EXPORT.sub("", fh.read()).rstrip("\n")
+    rendered, count = _SHARED_IMPORT.subn(lambda m: shared, rendered)
+    if count != 1:
+        raise AssertionError(f"the shipped {host} plugin must import the shared sidecar client exactly once")
     if dirs:
         rendered = _MARKER_LINE.sub(lambda m: m.group(0) + files.dirs_mark(dirs), rendered, count=1)
     return rendered

@@ -3,7 +3,10 @@
 // managed by j-cli setup (`j-cli setup dsh --remove` deletes this file)
 //
 // A thin translation layer, in one file with no runtime import of any DSH
-// package. The request goes to `j-cli -j notebook output --request -` through
+// package. The request goes straight to the workspace's j-cli sidecar over
+// its Unix socket when one runs and is the spawned j-cli's version
+// (sidecar-client.mjs, inlined here by setup; docs/protocol.md), else to
+// `j-cli -j notebook output --request -` through
 // `ctx.shell`, as JSON on stdin: the command string holds only the quoted
 // j-cli executable, never an argument. Cancellation, timeout, exit status and
 // stdout completeness are checked before the answer is parsed.
@@ -138,6 +141,8 @@ export interface Config {
   /** How long one read may take, in milliseconds. */
   timeoutMs?: number
 }
+
+import { sidecarReader } from '../sidecar-client.mjs' // inlined by j-cli setup
 
 // ---- The plugin.
 
@@ -362,11 +367,29 @@ export function render(_args: unknown, value: Json): Block[] {
   return [{ type: 'text', text: v.text }]
 }
 
+/** The directory the host's shell runs commands in (where j-cli would run). */
+function shellDirectory<Spec>(shell: Shell<Spec>): string {
+  const probe = shell.resolve({ command: ':' }) as unknown as { workdir?: unknown }
+  return typeof probe.workdir === 'string' ? probe.workdir : process.cwd()
+}
+
+/** Reads through the sidecar of the directory the shell runs in, else null (then j-cli is spawned). */
+function sidecarFor<Spec>(shell: Shell<Spec>, command: readonly string[]) {
+  const learn = async (): Promise<string | null> => {
+    const spec = shell.resolve({ command: `${command.map(quoteForShell).join(' ')} --version`, timeoutMs: 10_000 })
+    const result = await shell.run(spec)
+    return result.exitCode === 0 ? result.stdout.text : null
+  }
+  const read = sidecarReader(learn)
+  return (request: Record<string, unknown>, signal: AbortSignal) => read({ key: command.join('\0'), cwd: shellDirectory(shell), request, signal })
+}
+
 /** The `read_notebook_output` tool over the given host services. */
 export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: Attachments, config: Config = {}): ReadToolDefinition {
   const bin = config.bin || process.env.JCLI_BIN
   const command = bin ? [bin] : INSTALLED_COMMAND
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const viaSidecar = sidecarFor(shell, command)
   return {
     name: 'read_notebook_output',
     description:
@@ -377,7 +400,11 @@ export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: At
     output: { schema: VALUE_SCHEMA, render },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const doc = await runJcli(shell, requestFrom(args), { command, timeoutMs, signal: exec.signal })
+      const request = requestFrom(args)
+      const pending = viaSidecar(request, exec.signal) // null at once when no sidecar may be used
+      const answer = pending === null ? null : await pending
+      if (answer?.error) throw new JcliToolError(answer.error.code, answer.error.message)
+      const doc = answer?.doc ?? (await runJcli(shell, request, { command, timeoutMs, signal: exec.signal }))
       return toValue(doc, attachments, exec.signal)
     },
   }
@@ -399,8 +426,7 @@ function hooksBefore(tool: string): string[] {
 /** Run `j-cli _hooks NAME --platform dsh` with the call on stdin; null when it could not run or answer. */
 export async function runHook<Spec>(shell: Shell<Spec>, name: string, exec: ToolCall, command: readonly string[]): Promise<ShellResult | null> {
   try {
-    const probe = shell.resolve({ command: ':' }) as unknown as { workdir?: unknown }
-    const cwd = typeof probe.workdir === 'string' ? probe.workdir : process.cwd()
+    const cwd = shellDirectory(shell)
     const payload = { tool_name: exec.name, tool_input: exec.arguments ?? {}, cwd }
     const spec = shell.resolve({
       command: `${command.map(quoteForShell).join(' ')} _hooks ${name} --platform dsh`,

@@ -2,8 +2,10 @@
 // run j-cli's guards around OpenCode's own tools.
 // managed by j-cli setup (`j-cli setup opencode --remove` deletes this file)
 //
-// A thin translation layer: the request goes to `j-cli -j notebook output
-// --request -` as JSON on stdin (never spliced into a shell string), and the
+// A thin translation layer: the request goes straight to the workspace's
+// j-cli sidecar over its Unix socket when one runs and is the spawned j-cli's
+// version (sidecar-client.mjs, inlined here by setup; docs/protocol.md), else
+// to `j-cli -j notebook output --request -` as JSON on stdin (never spliced into a shell string), and the
 // envelope comes back as an OpenCode tool result. Text and HTML go in
 // `output` verbatim; an image goes in `attachments` as a data URL, and its
 // base64 never appears in `output`, `title` or `metadata`. A coded j-cli
@@ -24,6 +26,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { tool } from "@opencode-ai/plugin";
+import { sidecarReader } from "../sidecar-client.mjs"; // inlined by j-cli setup
 
 // How to start j-cli: plain `j-cli` from PATH in a project's shared copy, this
 // install's absolute interpreter in a user's own (JCLI_BIN wins over both).
@@ -112,6 +115,26 @@ function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}
     child.stdin.end(JSON.stringify(request));
   });
 }
+
+/** Run `command --version` in `cwd`; resolves its stdout, or null. */
+function versionText(command, cwd) {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(command[0], [...command.slice(1), "--version"], { cwd, stdio: ["ignore", "pipe", "ignore"], shell: false });
+    } catch {
+      resolve(null);
+      return;
+    }
+    const out = [];
+    child.stdout.on("data", (chunk) => out.push(chunk));
+    child.on("error", () => resolve(null));
+    child.on("close", (code) => resolve(code === 0 ? Buffer.concat(out).toString("utf8").slice(0, 4096) : null));
+  });
+}
+
+/** Reads through the sidecar; the j-cli version it must match is learned once per command. */
+const viaSidecar = sidecarReader((key) => versionText(key.split("\0"), process.cwd()));
 
 /** Where the data came from: the one label j-cli puts in every envelope. */
 function where(doc) {
@@ -296,6 +319,10 @@ const JcliPlugin = async (input) => {
             max_response_bytes: RESPONSE_BUDGET,
           };
           for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
+          const pending = viaSidecar({ key: jcliCommand().join("\0"), cwd: context.directory, request, signal: context.abort });
+          const answer = pending === null ? null : await pending; // null at once when no sidecar may be used
+          if (answer?.doc) return toToolResult(answer.doc);
+          if (answer?.error) throw new Error(`${answer.error.code}: ${answer.error.message}`.replace(BASE64_RUN, "[data]"));
           const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
             cwd: context.directory,
             signal: context.abort,

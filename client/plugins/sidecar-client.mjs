@@ -1,0 +1,467 @@
+// j-cli's sidecar client for Node: one read over the workspace sidecar's Unix
+// socket, exactly as docs/protocol.md describes it, with no dependency. Both
+// plugins use it; `j-cli setup` inlines this file into the plugin it writes
+// (the plugin's one `import ... from "../sidecar-client.mjs"` line), so each
+// installed plugin stays one file. Keep every top-level name prefixed
+// `sidecar`, so that it cannot clash with a plugin's own names.
+//
+// `sidecarRead` answers `{ doc }` (the envelope, equal to what
+// `j-cli -j notebook output --request -` prints), `{ error: { code, message } }`
+// (a coded answer about the request), or null: no sidecar, another version,
+// a check that failed, anything unexpected. On null the plugin spawns j-cli,
+// which gives the same result the slow way; so nothing depends on the sidecar.
+import * as sidecarFs from "node:fs";
+import * as sidecarNet from "node:net";
+import * as sidecarPathMod from "node:path";
+
+/** The wire protocol this client speaks (docs/protocol.md). */
+export const SIDECAR_PROTOCOL = 1;
+/** Largest response frame accepted (the Python client's cap too). */
+export const SIDECAR_MAX_FRAME = 64 * 1024 * 1024;
+export const SIDECAR_CONNECT_MS = 2_000;
+/** A sidecar that answers nothing for this long is treated as gone. */
+export const SIDECAR_REQUEST_MS = 120_000;
+/** Codes that say "the transport failed", not "your request is wrong": fall back. */
+const SIDECAR_FALLBACK_CODES = new Set(["PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"]);
+const SIDECAR_OFF_VALUES = new Set(["off", "0", "false", "no", "disabled"]);
+
+// ---- Where the socket is (jcli_sidecar/runtime.py).
+
+const SIDECAR_BLAKE2B_IV = [
+  0x6a09e667f3bcc908n, 0xbb67ae8584caa73bn, 0x3c6ef372fe94f82bn, 0xa54ff53a5f1d36f1n,
+  0x510e527fade682d1n, 0x9b05688c2b3e6c1fn, 0x1f83d9abfb41bd6bn, 0x5be0cd19137e2179n,
+];
+const SIDECAR_BLAKE2B_SIGMA = [
+  [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+  [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
+  [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
+  [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
+  [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
+  [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
+  [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
+  [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
+  [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
+  [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
+];
+const SIDECAR_MASK64 = (1n << 64n) - 1n;
+
+function sidecarRotr(x, n) {
+  return ((x >> n) | (x << (64n - n))) & SIDECAR_MASK64;
+}
+
+/** BLAKE2b (RFC 7693) of `bytes` with an `outlen`-byte digest and no key; Node's crypto has only the 64-byte one. */
+export function sidecarBlake2b(bytes, outlen) {
+  const h = SIDECAR_BLAKE2B_IV.slice();
+  h[0] ^= 0x01010000n ^ BigInt(outlen);
+  const blocks = Math.max(1, Math.ceil(bytes.length / 128));
+  for (let b = 0; b < blocks; b++) {
+    const block = Buffer.alloc(128);
+    bytes.copy(block, 0, b * 128, Math.min(bytes.length, (b + 1) * 128));
+    const m = Array.from({ length: 16 }, (_, i) => block.readBigUInt64LE(i * 8));
+    const last = b === blocks - 1;
+    const counter = BigInt(last ? bytes.length : (b + 1) * 128);
+    const v = [...h, ...SIDECAR_BLAKE2B_IV];
+    v[12] ^= counter & SIDECAR_MASK64;
+    v[13] ^= counter >> 64n;
+    if (last) v[14] ^= SIDECAR_MASK64;
+    const g = (a, bb, c, d, x, y) => {
+      v[a] = (v[a] + v[bb] + x) & SIDECAR_MASK64;
+      v[d] = sidecarRotr(v[d] ^ v[a], 32n);
+      v[c] = (v[c] + v[d]) & SIDECAR_MASK64;
+      v[bb] = sidecarRotr(v[bb] ^ v[c], 24n);
+      v[a] = (v[a] + v[bb] + y) & SIDECAR_MASK64;
+      v[d] = sidecarRotr(v[d] ^ v[a], 16n);
+      v[c] = (v[c] + v[d]) & SIDECAR_MASK64;
+      v[bb] = sidecarRotr(v[bb] ^ v[c], 63n);
+    };
+    for (let r = 0; r < 12; r++) {
+      const s = SIDECAR_BLAKE2B_SIGMA[r % 10];
+      g(0, 4, 8, 12, m[s[0]], m[s[1]]);
+      g(1, 5, 9, 13, m[s[2]], m[s[3]]);
+      g(2, 6, 10, 14, m[s[4]], m[s[5]]);
+      g(3, 7, 11, 15, m[s[6]], m[s[7]]);
+      g(0, 5, 10, 15, m[s[8]], m[s[9]]);
+      g(1, 6, 11, 12, m[s[10]], m[s[11]]);
+      g(2, 7, 8, 13, m[s[12]], m[s[13]]);
+      g(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (let i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+  }
+  const out = Buffer.alloc(64);
+  h.forEach((word, i) => out.writeBigUInt64LE(word, i * 8));
+  return out.subarray(0, outlen);
+}
+
+/** The 16 hex digits naming a workspace's sidecar files. */
+export function sidecarWorkspaceHash(workspace) {
+  return sidecarBlake2b(Buffer.from(workspace, "utf8"), 8).toString("hex");
+}
+
+/** `$XDG_RUNTIME_DIR/jcli`, else `/tmp/jcli-<uid>`. */
+export function sidecarRuntimeDir(env = process.env) {
+  return env.XDG_RUNTIME_DIR ? sidecarPathMod.join(env.XDG_RUNTIME_DIR, "jcli") : `/tmp/jcli-${process.getuid()}`;
+}
+
+const sidecarUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The socket of `cwd`'s workspace, or null when it may not be used: the
+ * sidecar is turned off, the workspace's real path is not UTF-8, the runtime
+ * dir is not a directory of ours with mode 0700, or the socket is not a
+ * socket of ours.
+ */
+export function sidecarLocate(cwd, env = process.env) {
+  if (SIDECAR_OFF_VALUES.has(String(env.JCLI_SIDECAR ?? "").trim().toLowerCase())) return null;
+  let workspace;
+  try {
+    workspace = sidecarUtf8.decode(sidecarFs.realpathSync.native(cwd, { encoding: "buffer" }));
+  } catch {
+    return null;
+  }
+  const euid = process.geteuid();
+  const dir = sidecarRuntimeDir(env);
+  const socket = sidecarPathMod.join(dir, `${sidecarWorkspaceHash(workspace)}.sock`);
+  try {
+    const d = sidecarFs.lstatSync(dir);
+    if (!d.isDirectory() || d.uid !== euid || (d.mode & 0o077) !== 0) return null;
+    const s = sidecarFs.lstatSync(socket);
+    if (!s.isSocket() || s.uid !== euid) return null;
+  } catch {
+    return null;
+  }
+  return { workspace, socket };
+}
+
+/** True when `pid` runs as this user (real and effective uid, from /proc) and holds the socket listening on `socketPath`. */
+export function sidecarPeerIsOurs(pid, socketPath) {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    const status = sidecarFs.readFileSync(`/proc/${pid}/status`, "utf8");
+    const uids = /^Uid:\s+(\d+)\s+(\d+)/m.exec(status);
+    const euid = process.geteuid();
+    if (!uids || Number(uids[1]) !== euid || Number(uids[2]) !== euid) return false;
+    // The listening socket bound to the path (its inode in /proc/net/unix), held by that pid.
+    const inodes = new Set();
+    for (const line of sidecarFs.readFileSync("/proc/net/unix", "utf8").split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length >= 8 && cols.slice(7).join(" ") === socketPath && cols[3] === "00010000") inodes.add(cols[6]);
+    }
+    if (inodes.size === 0) return false;
+    for (const fd of sidecarFs.readdirSync(`/proc/${pid}/fd`)) {
+      let target;
+      try {
+        target = sidecarFs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const m = /^socket:\[(\d+)\]$/.exec(target);
+      if (m && inodes.has(m[1])) return true;
+    }
+    return false;
+  } catch {
+    return false;
+  }
+}
+
+// ---- msgpack, for exactly the types the protocol carries.
+
+/**
+ * One frame: a 4-byte big-endian length, then `message` as msgpack. The
+ * message is first taken through JSON, so that it carries exactly what
+ * `JSON.stringify` would send j-cli on stdin (undefined dropped, NaN null, ...).
+ * Throws on what cannot be sent the same way (a lone surrogate, an integer
+ * beyond 2^53).
+ */
+export function sidecarPackFrame(message) {
+  const parts = [];
+  sidecarPack(JSON.parse(JSON.stringify(message)), parts);
+  const body = Buffer.concat(parts);
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(body.length);
+  return Buffer.concat([header, body]);
+}
+
+function sidecarHead(parts, small, tag8, tag16, tag32, n, smallLimit) {
+  if (small !== null && n < smallLimit) parts.push(Buffer.from([small | n]));
+  else if (tag8 !== null && n < 0x100) parts.push(Buffer.from([tag8, n]));
+  else if (n < 0x10000) {
+    const b = Buffer.alloc(3);
+    b[0] = tag16;
+    b.writeUInt16BE(n, 1);
+    parts.push(b);
+  } else {
+    const b = Buffer.alloc(5);
+    b[0] = tag32;
+    b.writeUInt32BE(n, 1);
+    parts.push(b);
+  }
+}
+
+function sidecarPack(value, parts) {
+  if (value === null) parts.push(Buffer.from([0xc0]));
+  else if (value === true || value === false) parts.push(Buffer.from([value ? 0xc3 : 0xc2]));
+  else if (typeof value === "number") {
+    if (Number.isInteger(value)) {
+      if (!Number.isSafeInteger(value)) throw new Error("an integer beyond 2^53");
+      const b = Buffer.alloc(9);
+      b[0] = 0xd3;
+      b.writeBigInt64BE(BigInt(value), 1);
+      parts.push(b);
+    } else {
+      const b = Buffer.alloc(9);
+      b[0] = 0xcb;
+      b.writeDoubleBE(value, 1);
+      parts.push(b);
+    }
+  } else if (typeof value === "string") {
+    if (!value.isWellFormed()) throw new Error("a lone surrogate");
+    const bytes = Buffer.from(value, "utf8");
+    sidecarHead(parts, 0xa0, 0xd9, 0xda, 0xdb, bytes.length, 32);
+    parts.push(bytes);
+  } else if (Array.isArray(value)) {
+    sidecarHead(parts, 0x90, null, 0xdc, 0xdd, value.length, 16);
+    for (const item of value) sidecarPack(item, parts);
+  } else {
+    const keys = Object.keys(value);
+    sidecarHead(parts, 0x80, null, 0xde, 0xdf, keys.length, 16);
+    for (const key of keys) {
+      sidecarPack(key, parts);
+      sidecarPack(value[key], parts);
+    }
+  }
+}
+
+/**
+ * Decode one frame's payload into what JSON.parse would give for the same
+ * document printed by j-cli: `bin` becomes base64 text, as j-cli prints it.
+ * Throws on anything j-cli could not have printed the same way (text that
+ * is not UTF-8, a key that is not text, NaN, an ext type, trailing bytes).
+ */
+export function sidecarUnpack(buf) {
+  let at = 0;
+  const need = (n) => {
+    if (at + n > buf.length) throw new Error("truncated msgpack");
+  };
+  const str = (n) => {
+    need(n);
+    const s = sidecarUtf8.decode(buf.subarray(at, at + n));
+    at += n;
+    return s;
+  };
+  const bin = (n) => {
+    need(n);
+    const s = buf.toString("base64", at, at + n);
+    at += n;
+    return s;
+  };
+  const big = (x) => Number(x); // rounds as JSON.parse rounds the same digits
+  const float = (x) => {
+    if (!Number.isFinite(x)) throw new Error("a float j-cli's JSON cannot hold");
+    return x;
+  };
+  const array = (n) => {
+    const out = [];
+    for (let i = 0; i < n; i++) out.push(item());
+    return out;
+  };
+  const map = (n) => {
+    const out = {};
+    for (let i = 0; i < n; i++) {
+      const key = item();
+      if (typeof key !== "string") throw new Error("a map key that is not text");
+      const value = item();
+      if (key === "__proto__") Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+      else out[key] = value;
+    }
+    return out;
+  };
+  const read = (n, f) => {
+    need(n);
+    const v = f(at);
+    at += n;
+    return v;
+  };
+  function item() {
+    need(1);
+    const t = buf[at++];
+    if (t <= 0x7f) return t;
+    if (t >= 0xe0) return t - 0x100;
+    if ((t & 0xf0) === 0x80) return map(t & 0x0f);
+    if ((t & 0xf0) === 0x90) return array(t & 0x0f);
+    if ((t & 0xe0) === 0xa0) return str(t & 0x1f);
+    switch (t) {
+      case 0xc0: return null;
+      case 0xc2: return false;
+      case 0xc3: return true;
+      case 0xc4: return bin(read(1, (p) => buf.readUInt8(p)));
+      case 0xc5: return bin(read(2, (p) => buf.readUInt16BE(p)));
+      case 0xc6: return bin(read(4, (p) => buf.readUInt32BE(p)));
+      case 0xca: return float(read(4, (p) => buf.readFloatBE(p)));
+      case 0xcb: return float(read(8, (p) => buf.readDoubleBE(p)));
+      case 0xcc: return read(1, (p) => buf.readUInt8(p));
+      case 0xcd: return read(2, (p) => buf.readUInt16BE(p));
+      case 0xce: return read(4, (p) => buf.readUInt32BE(p));
+      case 0xcf: return big(read(8, (p) => buf.readBigUInt64BE(p)));
+      case 0xd0: return read(1, (p) => buf.readInt8(p));
+      case 0xd1: return read(2, (p) => buf.readInt16BE(p));
+      case 0xd2: return read(4, (p) => buf.readInt32BE(p));
+      case 0xd3: return big(read(8, (p) => buf.readBigInt64BE(p)));
+      case 0xd9: return str(read(1, (p) => buf.readUInt8(p)));
+      case 0xda: return str(read(2, (p) => buf.readUInt16BE(p)));
+      case 0xdb: return str(read(4, (p) => buf.readUInt32BE(p)));
+      case 0xdc: return array(read(2, (p) => buf.readUInt16BE(p)));
+      case 0xdd: return array(read(4, (p) => buf.readUInt32BE(p)));
+      case 0xde: return map(read(2, (p) => buf.readUInt16BE(p)));
+      case 0xdf: return map(read(4, (p) => buf.readUInt32BE(p)));
+      default: throw new Error(`msgpack type 0x${t.toString(16)} is not in the protocol`);
+    }
+  }
+  const value = item();
+  if (at !== buf.length) throw new Error("trailing bytes after the msgpack value");
+  return value;
+}
+
+// ---- One read.
+
+/**
+ * Send `frames` (hello, then one request) to the socket and resolve the
+ * answer maps: `[hello, reply]`, or `[hello]` alone when `helloOk(hello)`
+ * says no (the connection is closed at once). Rejects on any transport
+ * problem, a frame over the cap, or `signal`.
+ */
+function sidecarExchange(socketPath, frames, signal, helloOk) {
+  return new Promise((resolve, reject) => {
+    const conn = sidecarNet.createConnection({ path: socketPath });
+    const answers = [];
+    const chunks = [];
+    let held = 0;
+    let settled = false;
+    const finish = (error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(connectTimer);
+      clearTimeout(requestTimer);
+      signal?.removeEventListener("abort", onAbort);
+      conn.destroy();
+      if (error) reject(error);
+      else resolve(answers);
+    };
+    const onAbort = () => finish(new Error("aborted"));
+    const connectTimer = setTimeout(() => finish(new Error("connect timed out")), SIDECAR_CONNECT_MS);
+    const requestTimer = setTimeout(() => finish(new Error("no answer in time")), SIDECAR_REQUEST_MS);
+    if (signal?.aborted) return finish(new Error("aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    conn.on("connect", () => {
+      clearTimeout(connectTimer);
+      conn.write(frames);
+    });
+    let size = -1; // of the frame being received, once its header is in
+    conn.on("data", (chunk) => {
+      chunks.push(chunk);
+      held += chunk.length;
+      try {
+        for (;;) {
+          if (size < 0) {
+            if (held < 4) return;
+            if (chunks[0].length < 4) chunks.splice(0, chunks.length, Buffer.concat(chunks));
+            size = chunks[0].readUInt32BE(0);
+            if (size > SIDECAR_MAX_FRAME) throw new Error("a frame over the cap");
+          }
+          if (held < 4 + size) return;
+          const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+          const answer = sidecarUnpack(all.subarray(4, 4 + size));
+          if (answer === null || typeof answer !== "object" || Array.isArray(answer)) throw new Error("a frame that is not a map");
+          answers.push(answer);
+          chunks.splice(0, chunks.length, all.subarray(4 + size));
+          held -= 4 + size;
+          size = -1;
+          if (answers.length === 1 && !helloOk(answer)) return finish(null);
+          if (answers.length === 2) return finish(null);
+        }
+      } catch (error) {
+        finish(error);
+      }
+    });
+    conn.on("error", (error) => finish(error));
+    conn.on("close", () => finish(new Error("the sidecar closed the connection")));
+  });
+}
+
+/** What `sidecarRead` answers when the sidecar is another version (a fallback, like null). */
+export const SIDECAR_OTHER_VERSION = Object.freeze({ otherVersion: true });
+
+/**
+ * Read through the workspace sidecar of `cwd`: `{ doc }`, `{ error }`, or
+ * null or SIDECAR_OTHER_VERSION (fall back to spawning j-cli). `version` is the version of the j-cli
+ * the plugin would spawn: a sidecar of another version is never used (nor
+ * asked to exit: the spawned j-cli does that).
+ */
+export async function sidecarRead({ cwd, op = "notebook.read", request, version, signal, env = process.env }) {
+  try {
+    if (typeof version !== "string" || !version) return null;
+    const where = sidecarLocate(cwd, env);
+    if (where === null) return null;
+    const hello = { protocol: SIDECAR_PROTOCOL, version, workspace: where.workspace };
+    const frames = Buffer.concat([sidecarPackFrame({ id: 0, op: "hello", args: hello }), sidecarPackFrame({ id: 1, op, args: request })]);
+    let peer = null;
+    let otherVersion = false;
+    const helloOk = (answer) => {
+      const r = answer.ok === true ? answer.result : null;
+      if (answer.id !== 0 || r === null || typeof r !== "object") return false;
+      if (r.protocol !== SIDECAR_PROTOCOL || r.version !== version) {
+        otherVersion = true;
+        return false;
+      }
+      if (r.workspace !== where.workspace) return false;
+      peer = r.pid;
+      return true;
+    };
+    const answers = await sidecarExchange(where.socket, frames, signal, helloOk);
+    if (otherVersion) return SIDECAR_OTHER_VERSION;
+    if (answers.length !== 2) return null;
+    const reply = answers[1];
+    if (!sidecarPeerIsOurs(peer, where.socket)) return null;
+    if (reply.id !== 1) return null;
+    if (reply.ok === true) {
+      const doc = reply.result;
+      return doc !== null && typeof doc === "object" && !Array.isArray(doc) ? { doc } : null;
+    }
+    const error = reply.error;
+    if (error === null || typeof error !== "object" || typeof error.code !== "string" || SIDECAR_FALLBACK_CODES.has(error.code)) return null;
+    return { error: { code: error.code, message: typeof error.message === "string" ? error.message : "no message" } };
+  } catch {
+    return null;
+  }
+}
+
+/** The version a `j-cli --version` line names ("j-cli, version 0.1.0"), or null. */
+export function sidecarParseVersion(text) {
+  const m = /^j-cli, version (\S+)\s*$/.exec(String(text).trim());
+  return m ? m[1] : null;
+}
+
+/**
+ * A reader that learns the spawned j-cli's version once per command (with
+ * `learnVersion(key)`, resolving the `--version` text or null) and forgets it
+ * when a sidecar of another version answers, in case j-cli was upgraded.
+ * Where no sidecar may be used it answers null at once, not a promise, so the
+ * plugin starts j-cli without waiting a tick.
+ */
+export function sidecarReader(learnVersion) {
+  const versions = new Map();
+  const read = async ({ key, cwd, request, signal, op }) => {
+    if (!versions.has(key)) versions.set(key, Promise.resolve().then(() => learnVersion(key)).then(sidecarParseVersion, () => null));
+    const version = await versions.get(key);
+    if (version === null) {
+      versions.delete(key);
+      return null;
+    }
+    const answer = await sidecarRead({ cwd, op, request, version, signal });
+    if (answer === SIDECAR_OTHER_VERSION) {
+      versions.delete(key);
+      return null;
+    }
+    return answer;
+  };
+  return (call) => (sidecarLocate(call.cwd) === null ? null : read(call));
+}
