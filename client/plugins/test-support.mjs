@@ -52,3 +52,76 @@ export function assertMatchesSpec(assert, schema, spec = specSchema()) {
     else assert.equal(got.description, want.description, name);
   }
 }
+
+/** The real j-cli the tests were given (tests swap JCLI_BIN for a counting one). */
+const REAL_JCLI = process.env.JCLI_BIN;
+
+/**
+ * A j-cli that records each start in `<dir>/spawns.log`, then runs the real
+ * one (JCLI_BIN as the test was given it): counting lines proves whether a
+ * read spawned j-cli at all. `spawns()` counts reads, not `--version`.
+ */
+export function countingJcli(dir) {
+  const log = path.join(dir, "spawns.log");
+  const bin = path.join(dir, "counting-j-cli");
+  fs.writeFileSync(bin, `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(REAL_JCLI)} "$@"\n`, { mode: 0o755 });
+  const lines = () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").split("\n").filter(Boolean) : []);
+  return { bin, spawns: () => lines().filter((l) => l !== "--version").length, versions: () => lines().filter((l) => l === "--version").length };
+}
+
+/** The real `j-cli` in `cwd` with the sidecar on, its JSON answer parsed. */
+export function jcliJson(cwd, args) {
+  const env = { ...process.env };
+  delete env.JCLI_SIDECAR;
+  return JSON.parse(execFileSync(REAL_JCLI, ["-j", ...args], { cwd, env }).toString());
+}
+
+/** Start the workspace sidecar of `cwd` for real; returns `requests()`, its served-request counter (that status call itself counts one). */
+export function startSidecar(t, cwd) {
+  jcliJson(cwd, ["sidecar", "start"]);
+  t.after(() => stopSidecar(cwd));
+  return { requests: () => jcliJson(cwd, ["sidecar", "status"]).requests_served };
+}
+
+/** Stop `cwd`'s sidecar if one runs (a fallback read starts one for next time). */
+export function stopSidecar(cwd) {
+  const env = { ...process.env };
+  delete env.JCLI_SIDECAR;
+  try {
+    execFileSync(REAL_JCLI, ["sidecar", "stop"], { cwd, env, stdio: "ignore" });
+  } catch {
+    /* none ran */
+  }
+}
+
+/**
+ * A fake sidecar on `cwd`'s socket that answers hello with another version
+ * (a fault no real sidecar of this install can be made to show). Resolves
+ * `{ hellos, close() }`; `hellos` collects the hello args it received.
+ */
+export async function otherVersionSidecar(t, cwd, { sidecarPackFrame, sidecarUnpack, sidecarWorkspaceHash, sidecarRuntimeDir }) {
+  const net = await import("node:net");
+  const dir = sidecarRuntimeDir();
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const socket = path.join(dir, `${sidecarWorkspaceHash(fs.realpathSync(cwd))}.sock`);
+  const hellos = [];
+  const server = net.createServer((conn) => {
+    let buf = Buffer.alloc(0);
+    conn.on("data", (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+        const msg = sidecarUnpack(buf.subarray(4, 4 + buf.readUInt32BE(0)));
+        buf = buf.subarray(4 + buf.readUInt32BE(0));
+        if (msg.op === "hello") {
+          hellos.push(msg.args);
+          conn.write(sidecarPackFrame({ id: msg.id, ok: true, result: { protocol: 1, version: "0.0.0-other", pid: process.pid, workspace: msg.args.workspace } }));
+        }
+      }
+    });
+    conn.on("error", () => {});
+  });
+  await new Promise((resolve) => server.listen(socket, resolve));
+  const close = () => new Promise((resolve) => server.close(() => resolve()));
+  t.after(close);
+  return { hellos, close };
+}

@@ -8,7 +8,8 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { assertMatchesSpec, writeBigPngNotebook } from "../test-support.mjs";
+import * as sidecarClient from "../sidecar-client.mjs";
+import { assertMatchesSpec, countingJcli, otherVersionSidecar, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as pluginModule from "./jcli.js";
 
@@ -250,4 +251,106 @@ test("a guard that hangs is killed after its timeout and the call goes through",
   } finally {
     process.env.JCLI_BIN = saved;
   }
+});
+
+// ---- Reads through the sidecar's socket (sidecar-client.mjs) against spawning j-cli.
+
+/** Turn the sidecar on and run j-cli through `bin` for this test only. */
+function sidecarOn(t, bin) {
+  const saved = { JCLI_SIDECAR: process.env.JCLI_SIDECAR, JCLI_BIN: process.env.JCLI_BIN };
+  delete process.env.JCLI_SIDECAR;
+  process.env.JCLI_BIN = bin;
+  t.after(() => Object.assign(process.env, saved));
+}
+
+async function outcome(tool, dir, request) {
+  try {
+    return { result: await tool.execute(request, context(dir)) };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
+async function spawnedOutcomes(tool, dir, requests) {
+  assert.equal(process.env.JCLI_SIDECAR, "off");
+  const out = [];
+  for (const request of requests) out.push(await outcome(tool, dir, request));
+  return out;
+}
+
+test("with a sidecar running, every fixture case comes through the socket, equal to spawning j-cli, and spawns nothing", async (t) => {
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const tool = await readTool();
+  const requests = cases.map((c) => c.request);
+  const spawned = await spawnedOutcomes(tool, dir, requests);
+  assert.ok(spawned.some((o) => o.result?.attachments), "an image case");
+  assert.ok(spawned.some((o) => o.result?.metadata.mime_type === "text/html"), "an HTML case");
+  assert.ok(spawned.some((o) => o.result?.metadata.output_type === "stream"), "a text case");
+  assert.ok(spawned.some((o) => /^CELL_NOT_FOUND: /.test(o.error)), "an error case");
+  sidecarOn(t, counting.bin);
+  const sidecar = startSidecar(t, dir);
+  await outcome(tool, dir, requests[0]); // learns the j-cli version once
+  assert.equal(counting.versions(), 1);
+  const spawnsBefore = counting.spawns();
+  const servedBefore = sidecar.requests();
+  const socketed = [];
+  for (const request of requests) socketed.push(await outcome(tool, dir, request));
+  assert.equal(counting.spawns(), spawnsBefore, `no j-cli was spawned for a read: ${fs.readFileSync(path.join(dir, "spawns.log"), "utf8")}`);
+  assert.equal(sidecar.requests(), servedBefore + requests.length + 1, "the sidecar served every read (and one status call)");
+  assert.equal(counting.versions(), 1, "the version is learned once");
+  assert.deepEqual(socketed, spawned);
+});
+
+test("with no sidecar, the read spawns j-cli (which starts one for next time)", async (t) => {
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const tool = await readTool();
+  const request = cases.find((c) => c.name === "png").request;
+  const [spawned] = await spawnedOutcomes(tool, dir, [request]);
+  sidecarOn(t, counting.bin);
+  t.after(() => stopSidecar(dir));
+  assert.deepEqual(await outcome(tool, dir, request), spawned);
+  assert.equal(counting.spawns(), 1);
+  assert.equal(counting.versions(), 0, "no socket, so no version to learn");
+});
+
+test("a sidecar of another version is not used: the read spawns j-cli and gives the same result", async (t) => {
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const tool = await readTool();
+  const request = cases.find((c) => c.name === "html").request;
+  const [spawned] = await spawnedOutcomes(tool, dir, [request]);
+  sidecarOn(t, counting.bin);
+  t.after(() => stopSidecar(dir));
+  const fake = await otherVersionSidecar(t, dir, sidecarClient);
+  assert.deepEqual(await outcome(tool, dir, request), spawned);
+  assert.equal(counting.spawns(), 1, "the read fell back to j-cli");
+  const version = execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", "import jcli_sidecar; print(jcli_sidecar.__version__)"]).toString().trim();
+  assert.ok(fake.hellos.some((h) => h.version === version && h.protocol === 1), "the plugin said hello with its j-cli's version");
+});
+
+test("the workspace hash is the one Python names the socket by", () => {
+  const names = ["/home/me/project", "", "x".repeat(128), "x".repeat(129), "/tmp/caf\u00e9 \u{1F600}/" + "y".repeat(300)];
+  const script = "import json, sys; from jcli_sidecar.runtime import workspace_hash; print(json.dumps([workspace_hash(n) for n in json.load(sys.stdin)]))";
+  const python = JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { input: JSON.stringify(names) }).toString());
+  assert.deepEqual(names.map(sidecarClient.sidecarWorkspaceHash), python);
+});
+
+test("msgpack: what Python's msgpack packs decodes to what j-cli's JSON gives, and back", () => {
+  const script = [
+    "import json, sys, msgpack",
+    "from jcli_sidecar.protocol import dump_json",
+    "doc = {'a': [1, -1, 2**40, -(2**40), 2**63 + 5, 0.5, None, True, False], 'b': b'\\x00\\xff' * 40, 's': 'x' * 300, 'm': {str(i): i for i in range(20)}, 'e': 'caf\\u00e9', '__proto__': 1}",
+    "sys.stdout.write(json.dumps({'packed': msgpack.packb(doc, use_bin_type=True).hex(), 'json': dump_json(doc).decode()}))",
+  ].join("\n");
+  const out = JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script]).toString());
+  const decoded = sidecarClient.sidecarUnpack(Buffer.from(out.packed, "hex"));
+  assert.deepEqual(decoded, JSON.parse(out.json));
+  assert.ok(Object.hasOwn(decoded, "__proto__"));
+  const back = execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", "import sys, msgpack, json; print(json.dumps(msgpack.unpackb(sys.stdin.buffer.read()[4:])))"], {
+    input: sidecarClient.sidecarPackFrame({ n: [0, 127, 128, -33, 2 ** 40, 1.5], s: "é".repeat(100), o: { k: null } }),
+  });
+  assert.deepEqual(JSON.parse(back.toString()), { n: [0, 127, 128, -33, 2 ** 40, 1.5], s: "é".repeat(100), o: { k: null } });
+  assert.throws(() => sidecarClient.sidecarUnpack(Buffer.from([0xa2, 0xc3, 0x28])), /./, "text that is not UTF-8 is refused");
 });
