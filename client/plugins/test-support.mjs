@@ -76,18 +76,27 @@ export function jcliJson(cwd, args) {
   return JSON.parse(execFileSync(REAL_JCLI, ["-j", ...args], { cwd, env }).toString());
 }
 
-/** Start the workspace sidecar of `cwd` for real; returns `requests()`, its served-request counter (that status call itself counts one). */
+/**
+ * Start the workspace sidecar of `cwd` for real, stopped after test `t` (if
+ * given); returns `requests()`, its served-request counter (that status call
+ * itself counts one).
+ */
 export function startSidecar(t, cwd) {
   jcliJson(cwd, ["sidecar", "start"]);
-  t.after(() => stopSidecar(cwd));
+  t?.after(() => stopSidecar(cwd));
   return { requests: () => jcliJson(cwd, ["sidecar", "status"]).requests_served };
 }
 
-/** Stop `cwd`'s sidecar if one runs (a fallback read starts one for next time). */
+/**
+ * Stop `cwd`'s sidecar. A fallback read starts one in the background for next
+ * time; `sidecar start` waits until that one listens (or starts one), so the
+ * stop that follows never misses it.
+ */
 export function stopSidecar(cwd) {
   const env = { ...process.env };
   delete env.JCLI_SIDECAR;
   try {
+    execFileSync(REAL_JCLI, ["sidecar", "start"], { cwd, env, stdio: "ignore" });
     execFileSync(REAL_JCLI, ["sidecar", "stop"], { cwd, env, stdio: "ignore" });
   } catch {
     /* none ran */

@@ -11,7 +11,7 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { assertMatchesSpec, blockedExecutable, writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, blockedExecutable, countingJcli, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as plugin from "./jcli.ts";
 
@@ -475,4 +475,73 @@ test("a guard that cannot run, crashes, or exits 2 without a decision never deni
     assert.deepEqual(await pre(h, "bash", { command: "papermill a.ipynb b.ipynb" }), ALLOW, bin);
     assert.deepEqual(await post(h, "edit", { file_path: "a.py" }), { kind: "accept" }, bin);
   }
+});
+
+// ---- Reads through the sidecar's socket (sidecar-client.mjs) against spawning j-cli.
+
+/** A workspace whose sidecar (if any) is stopped after the test, then removed (the stop needs it as its cwd). */
+function sidecarWorkspace(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-dsh-"));
+  fs.cpSync(fixtures, dir, { recursive: true });
+  t.after(() => {
+    stopSidecar(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
+
+async function outcomes(h, requests) {
+  const out = [];
+  for (const request of requests) {
+    try {
+      out.push(await h.call(request));
+    } catch (e) {
+      out.push({ error: e.message });
+    }
+  }
+  return { out, saved: [...h.attachments.saved] };
+}
+
+test("with a sidecar running, every fixture case comes through the socket, equal to spawning j-cli, and spawns nothing", async (t) => {
+  const dir = sidecarWorkspace(t);
+  const counting = countingJcli(dir);
+  const requests = cases.map((c) => c.request);
+  const spawned = await outcomes(host(dir), requests);
+  assert.ok(spawned.saved.length > 0, "image cases");
+  assert.ok(spawned.out.some((o) => /^CELL_NOT_FOUND: /.test(o.error)), "an error case");
+  const saved = process.env.JCLI_SIDECAR;
+  delete process.env.JCLI_SIDECAR;
+  t.after(() => {
+    process.env.JCLI_SIDECAR = saved;
+  });
+  const sidecar = startSidecar(null, dir);
+  const h = host(dir, {}, { bin: counting.bin });
+  await h.call(requests[1]); // learns the j-cli version once (through the host's shell)
+  h.attachments.saved.clear();
+  const spawnsBefore = counting.spawns();
+  const servedBefore = sidecar.requests();
+  const socketed = await outcomes(h, requests);
+  assert.equal(counting.spawns(), spawnsBefore, "no j-cli was spawned for a read");
+  assert.equal(sidecar.requests(), servedBefore + requests.length + 1, "the sidecar served every read (and one status call)");
+  assert.equal(counting.versions(), 1);
+  assert.deepEqual(h.shell.commands.filter((c) => !c.endsWith(" --version")), [], "the host's shell ran no j-cli read");
+  assert.deepEqual(socketed.out.map((o) => JSON.stringify(o)), spawned.out.map((o) => JSON.stringify(o)));
+  assert.equal(socketed.saved.length, spawned.saved.length);
+  socketed.saved.forEach(([, bytes], i) => assert.ok(bytes.equals(spawned.saved[i][1]), `image ${i} has the same bytes`));
+});
+
+test("with no sidecar, the read spawns j-cli through the host's shell", async (t) => {
+  const dir = sidecarWorkspace(t);
+  const counting = countingJcli(dir);
+  const request = cases.find((c) => c.name === "png").request;
+  const spawned = await outcomes(host(dir), [request]);
+  const saved = process.env.JCLI_SIDECAR;
+  delete process.env.JCLI_SIDECAR;
+  t.after(() => {
+    process.env.JCLI_SIDECAR = saved;
+  });
+  const got = await outcomes(host(dir, {}, { bin: counting.bin }), [request]);
+  assert.equal(counting.spawns(), 1);
+  assert.equal(JSON.stringify(got.out), JSON.stringify(spawned.out));
+  assert.ok(got.saved[0][1].equals(spawned.saved[0][1]));
 });

@@ -327,7 +327,9 @@ test("a sidecar of another version is not used: the read spawns j-cli and gives 
   assert.deepEqual(await outcome(tool, dir, request), spawned);
   assert.equal(counting.spawns(), 1, "the read fell back to j-cli");
   const version = execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", "import jcli_sidecar; print(jcli_sidecar.__version__)"]).toString().trim();
-  assert.ok(fake.hellos.some((h) => h.version === version && h.protocol === 1), "the plugin said hello with its j-cli's version");
+  assert.equal(counting.versions(), 1, "the plugin learned its j-cli's version to say hello");
+  assert.equal(fake.hellos.length, 2, "two hellos: the plugin's, then the spawned j-cli's");
+  for (const hello of fake.hellos) assert.deepEqual(hello, { protocol: 1, version, workspace: fs.realpathSync(dir) });
 });
 
 test("the workspace hash is the one Python names the socket by", () => {
