@@ -92,9 +92,17 @@ export function sidecarBlake2b(bytes, outlen) {
   return out.subarray(0, outlen);
 }
 
+const sidecarHashes = new Map(); // workspace -> hash: a plugin sees few workspaces
+
 /** The 16 hex digits naming a workspace's sidecar files. */
 export function sidecarWorkspaceHash(workspace) {
-  return sidecarBlake2b(Buffer.from(workspace, "utf8"), 8).toString("hex");
+  let hash = sidecarHashes.get(workspace);
+  if (hash === undefined) {
+    hash = sidecarBlake2b(Buffer.from(workspace, "utf8"), 8).toString("hex");
+    if (sidecarHashes.size >= 64) sidecarHashes.clear();
+    sidecarHashes.set(workspace, hash);
+  }
+  return hash;
 }
 
 /** `$XDG_RUNTIME_DIR/jcli`, else `/tmp/jcli-<uid>`. */
@@ -396,10 +404,10 @@ export const SIDECAR_OTHER_VERSION = Object.freeze({ otherVersion: true });
  * the plugin would spawn: a sidecar of another version is never used (nor
  * asked to exit: the spawned j-cli does that).
  */
-export async function sidecarRead({ cwd, op = "notebook.read", request, version, signal, env = process.env }) {
+export async function sidecarRead({ cwd, op = "notebook.read", request, version, signal, env = process.env, located }) {
   try {
     if (typeof version !== "string" || !version) return null;
-    const where = sidecarLocate(cwd, env);
+    const where = located ?? sidecarLocate(cwd, env);
     if (where === null) return null;
     const hello = { protocol: SIDECAR_PROTOCOL, version, workspace: where.workspace };
     const frames = Buffer.concat([sidecarPackFrame({ id: 0, op: "hello", args: hello }), sidecarPackFrame({ id: 1, op, args: request })]);
@@ -449,19 +457,22 @@ export function sidecarParseVersion(text) {
  */
 export function sidecarReader(learnVersion) {
   const versions = new Map();
-  const read = async ({ key, cwd, request, signal, op }) => {
+  const read = async ({ key, cwd, request, signal, op }, located) => {
     if (!versions.has(key)) versions.set(key, Promise.resolve().then(() => learnVersion(key)).then(sidecarParseVersion, () => null));
     const version = await versions.get(key);
     if (version === null) {
       versions.delete(key);
       return null;
     }
-    const answer = await sidecarRead({ cwd, op, request, version, signal });
+    const answer = await sidecarRead({ cwd, op, request, version, signal, located });
     if (answer === SIDECAR_OTHER_VERSION) {
       versions.delete(key);
       return null;
     }
     return answer;
   };
-  return (call) => (sidecarLocate(call.cwd) === null ? null : read(call));
+  return (call) => {
+    const located = sidecarLocate(call.cwd);
+    return located === null ? null : read(call, located);
+  };
 }
