@@ -56,8 +56,8 @@ class OpenCode:
         seed_opencode_dir(self.user_config)
         seed_opencode_dir(self.project / ".opencode")
 
-    def run_tool(self, params: dict, path: str | None = None) -> subprocess.CompletedProcess:
-        env = host_env(self.home, PATH=path or self.path, JCLI_SIDECAR="off", **_QUIET)
+    def run_tool(self, params: dict, path: str | None = None, sidecar: bool = False) -> subprocess.CompletedProcess:
+        env = host_env(self.home, PATH=path or self.path, JCLI_SIDECAR="on" if sidecar else "off", **_QUIET)
         argv = [
             *offline_prefix(),
             str(self.bin),
@@ -76,8 +76,8 @@ class OpenCode:
         assert "Tool read_notebook_output not found" not in proc.stderr, proc.stderr[-2000:]
         return proc
 
-    def read(self, params: dict, path: str | None = None) -> dict:
-        proc = self.run_tool(params, path)
+    def read(self, params: dict, path: str | None = None, sidecar: bool = False) -> dict:
+        proc = self.run_tool(params, path, sidecar)
         assert proc.returncode == 0, proc.stderr[-2000:]
         return json.loads(proc.stdout)["result"]
 
@@ -152,6 +152,39 @@ def test_user_plugin_loads_and_finds_this_j_cli_without_path(host_bin, tmp_path)
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0}, path=str(bare))
     (attachment,) = result["attachments"]
     assert base64.b64decode(attachment["url"].split(",", 1)[1]) == _notebook_bytes(2, 0, "image/png")
+
+
+def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_what_spawning_gets(host_bin, tmp_path, sidecar_on):
+    world = OpenCode(host_bin, tmp_path)
+    cases = [
+        {"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0},
+        _case("html")["request"],
+        {"file_path": NOTEBOOK, "cell_index": 99},
+    ]
+    spawned = [world.run_tool(params) for params in cases]  # JCLI_SIDECAR=off: the plugin spawns j-cli
+    counting = tmp_path / "counting-bin"
+    counting.mkdir()
+    log = tmp_path / "spawns.log"
+    (counting / "j-cli").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {BIN / "j-cli"} "$@"\n')
+    (counting / "j-cli").chmod(0o755)
+    path = f"{counting}{os.pathsep}{os.environ['PATH']}"
+    env = host_env(world.home, PATH=path)
+    assert run_cli("sidecar", "start", cwd=world.project, env=env).returncode == 0
+    try:
+        before = run_cli("-j", "sidecar", "status", cwd=world.project, env=env).json()["requests_served"]
+        socketed = [world.run_tool(params, path=path, sidecar=True) for params in cases]
+        after = run_cli("-j", "sidecar", "status", cwd=world.project, env=env).json()["requests_served"]
+    finally:
+        run_cli("sidecar", "stop", cwd=world.project, env=env)
+    reads = [line for line in log.read_text().splitlines() if line != "--version"]
+    assert reads == [], "OpenCode's plugin spawned j-cli for a read"
+    assert after - before == len(cases) + 1, "the sidecar served every read (and one status call)"
+    for got, want in zip(socketed, spawned, strict=True):
+        assert got.returncode == want.returncode
+        if want.returncode == 0:
+            assert json.loads(got.stdout)["result"] == json.loads(want.stdout)["result"]
+        else:
+            assert "CELL_NOT_FOUND: cell 99 is outside" in got.stderr and "CELL_NOT_FOUND: cell 99 is outside" in want.stderr
 
 
 # ---- The guards: a real `opencode run` turn, its model scripted on loopback.

@@ -140,7 +140,11 @@ export function sidecarLocate(cwd, env = process.env) {
   return { workspace, socket };
 }
 
-/** True when `pid` runs as this user (real and effective uid, from /proc) and holds the socket listening on `socketPath`. */
+/**
+ * True when `pid` runs as this user (real and effective uid, from /proc) and,
+ * where this network namespace shows the socket listening on `socketPath`,
+ * holds it.
+ */
 export function sidecarPeerIsOurs(pid, socketPath) {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
@@ -154,7 +158,10 @@ export function sidecarPeerIsOurs(pid, socketPath) {
       const cols = line.trim().split(/\s+/);
       if (cols.length >= 8 && cols.slice(7).join(" ") === socketPath && cols[3] === "00010000") inodes.add(cols[6]);
     }
-    if (inodes.size === 0) return false;
+    // /proc/net/unix lists the sockets of this process's network namespace
+    // only: a host sandboxed in its own (`unshare -n`) sees none of the
+    // sidecar's. Then the private dir and the uid checks stand alone.
+    if (inodes.size === 0) return true;
     for (const fd of sidecarFs.readdirSync(`/proc/${pid}/fd`)) {
       let target;
       try {
