@@ -574,3 +574,32 @@ test('9. guards: DSH\'s edit and write tools refuse a hand edit of a paired .ipy
   const cells = JSON.parse(fs.readFileSync(notebook, 'utf8')).cells
   assert.equal([].concat(cells[0].source).join(''), 'x = 2')
 })
+
+// ---- Reads through the sidecar's socket (sidecar-client.mjs, inlined into the installed plugin).
+
+test('10. with a sidecar running, reads go through its socket (no j-cli spawned for a read) and equal the spawned ones', { timeout: 4 * TIMEOUT }, async (t) => {
+  const s = scratch(t)
+  const log = path.join(s.root, 'spawns.log')
+  const counting = path.join(s.root, 'counting-j-cli')
+  fs.writeFileSync(counting, `#!/bin/sh\necho "$*" >> ${JSON.stringify(log)}\nexec ${JSON.stringify(JCLI)} "$@"\n`, { mode: 0o755 })
+  const requests = [cases.get('png').request, cases.get('html').request, { file_path: NOTEBOOK, cell_index: 999 }]
+  const { ctx } = await projectHost(t, { scratch: s, jcliBin: counting })
+  const shape = (r) => JSON.stringify({ isError: r.isError, value: r.value, content: r.content, error: r.error?.message })
+  const spawned = []
+  for (const request of requests) spawned.push(shape(await read(ctx, request))) // JCLI_SIDECAR=off
+  const readsSpawned = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').split('\n').filter((l) => l.startsWith('-j notebook')).length : 0)
+  assert.equal(readsSpawned(), requests.length)
+
+  const sidecarEnv = { ...process.env }
+  delete sidecarEnv.JCLI_SIDECAR
+  const status = () => JSON.parse(execFileSync(JCLI, ['-j', 'sidecar', 'status'], { cwd: s.project, env: sidecarEnv, encoding: 'utf8' })).requests_served
+  execFileSync(JCLI, ['sidecar', 'start'], { cwd: s.project, env: sidecarEnv })
+  s.defer(() => execFileSync(JCLI, ['sidecar', 'stop'], { cwd: s.project, env: sidecarEnv }))
+  setEnv(s, { JCLI_SIDECAR: undefined })
+  const before = status()
+  const socketed = []
+  for (const request of requests) socketed.push(shape(await read(ctx, request)))
+  assert.equal(status(), before + requests.length + 1, 'the sidecar served every read (and one status call)')
+  assert.equal(readsSpawned(), requests.length, 'no j-cli was spawned for a read through the socket')
+  assert.deepEqual(socketed, spawned)
+})
