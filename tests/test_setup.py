@@ -227,12 +227,21 @@ def test_claude_refuses_a_foreign_jcli_entry_and_broken_json(claude_home, tmp_pa
     assert config.read_text() == "{ not json"
 
 
-def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, monkeypatch):
-    from jcli.plugins import plugin_path
+def _shipped_plugin(host: str) -> str:
+    """The shipped plugin as setup writes it: the shared sidecar client inlined in place of its import line."""
+    from jcli.plugins import plugin_path, shared_module_path
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    with open(plugin_path("opencode"), encoding="utf-8") as fh:
+    with open(plugin_path(host), encoding="utf-8") as fh:
         shipped = fh.read()
+    with open(shared_module_path(), encoding="utf-8") as fh:
+        shared = "".join(line.removeprefix("export ") for line in fh.read().splitlines(keepends=True)).rstrip("\n")
+    line = next(ln for ln in shipped.splitlines() if ln.endswith("// inlined by j-cli setup"))
+    return shipped.replace(line, shared, 1)
+
+
+def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shipped = _shipped_plugin("opencode")
     project = tmp_path / "project"
     project.mkdir()
     first = run_cli("-j", "setup", "opencode", cwd=project).json()
@@ -306,8 +315,6 @@ def dsh_project(tmp_path, monkeypatch):
 
 
 def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
-    from jcli.plugins import plugin_path
-
     config = dsh_project / ".dsh" / "cordis.yml"
     config.write_text(DSH_WORKSPACE)
     config.chmod(0o640)
@@ -316,8 +323,8 @@ def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
     doc = first.json()
     plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
     assert doc["changed"] and doc["row"] == {"id": "j-cli", "name": "./plugins/jcli.ts"} and doc["plugin"] == str(plugin)
-    with open(plugin_path("dsh"), "rb") as fh:  # .dsh was there: setup made only plugins/
-        assert plugin.read_bytes() == fh.read().replace(b"deletes this file)", b"deletes this file) [+1 dir]", 1)
+    # .dsh was there: setup made only plugins/
+    assert plugin.read_text() == _shipped_plugin("dsh").replace("deletes this file)", "deletes this file) [+1 dir]", 1)
     rows = _yaml(config)
     assert [r["id"] for r in rows] == ["hooks", "mcp-local", "j-cli"] and rows[2]["name"] == "./plugins/jcli.ts"
     assert rows[1]["config"]["servers"][0]["args"] == ["server.mjs", "--flag"]
