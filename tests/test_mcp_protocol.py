@@ -1,0 +1,342 @@
+"""``j-cli mcp serve`` at the protocol level: raw JSON-RPC lines over its real stdio.
+
+tests/test_mcp.py proves, with the MCP SDK's own client, that the server
+speaks MCP; here each frame is written by hand, so what no SDK client would
+send (bad JSON, batches, huge lines, unknown methods, a call abandoned
+mid-flight) is sent too. Every line the server writes must be strict UTF-8
+JSON. tools/list must answer byte for byte what the SDK-based server
+answered (captured from it before it was replaced: tests/fixtures/mcp/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+
+import pytest
+from helpers import FIXTURES, JCLI
+from test_hostile_lifetimes import _first_line, _stalled_sidecar
+
+from jcli_sidecar import __version__
+
+MCP_FIXTURES = FIXTURES.parent / "mcp"
+BOUND = 30  # seconds: any wait longer than this is a hang, and fails
+INITIALIZE = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+MIB = 1024 * 1024
+READ = {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}
+
+
+class Server:
+    """One ``j-cli mcp serve`` process, spoken to in raw lines."""
+
+    def __init__(self, cwd, *args: str, python_args: tuple[str, ...] = ()) -> None:
+        argv = [sys.executable, *python_args, "-m", "jcli"] if python_args else [JCLI]
+        self.proc = subprocess.Popen(
+            [*argv, "mcp", "serve", *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+
+    def send_raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def line(self) -> bytes:
+        ready, _, _ = select.select([self.proc.stdout], [], [], BOUND)
+        assert ready, "the server did not answer"
+        raw = self.proc.stdout.readline()
+        assert raw.endswith(b"\n"), f"the server closed its stdout: {self.proc.stderr.read()[-2000:]!r}"
+        return raw
+
+    def receive(self) -> dict:
+        raw = self.line()
+        return json.loads(raw.decode("utf-8", "strict"))  # strict UTF-8 JSON, or the test fails
+
+    def request(self, request_id, method, params=None) -> dict:
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.receive()
+
+    def initialize(self, **params) -> dict:
+        reply = self.request(1, "initialize", {**INITIALIZE, **params})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def close(self) -> int:
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(BOUND)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+@pytest.fixture
+def server(fixture_dir):
+    started = Server(fixture_dir, "--root", str(fixture_dir))
+    yield started
+    assert started.close() == 0
+
+
+def error_of(reply: dict, request_id, code: int) -> dict:
+    assert reply["id"] == request_id and "result" not in reply, reply
+    assert reply["error"]["code"] == code, reply
+    return reply["error"]
+
+
+def assert_still_serving(server: Server) -> None:
+    assert server.request("still-there", "ping") == {"jsonrpc": "2.0", "id": "still-there", "result": {}}
+
+
+# -- tools/list, exactly as before ------------------------------------------------------
+
+
+def test_tools_list_is_byte_identical_to_the_sdk_servers(server):
+    server.initialize(protocolVersion="2025-11-25")
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert server.line() == (MCP_FIXTURES / "tools_list.jsonl").read_bytes()
+
+
+def test_tools_list_in_the_2026_era_is_byte_identical_to_the_sdk_servers(server):
+    discovered = server.request("probe", "server/discover", {"_meta": ENVELOPE})
+    assert discovered["result"]["supportedVersions"] == ["2026-07-28"]
+    server.send({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {"_meta": ENVELOPE}})
+    expected = (MCP_FIXTURES / "tools_list_modern.jsonl").read_bytes()
+    assert server.line() == expected.replace(b'"version":"0.1.0"', f'"version":"{__version__}"'.encode())
+
+
+# -- protocol versions ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "asked, granted",
+    [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+        ("not-a-version", "2025-11-25"),
+    ],
+)
+def test_an_older_supported_version_is_granted_and_an_unknown_one_gets_our_latest(server, asked, granted):
+    result = server.initialize(protocolVersion=asked)["result"]
+    assert result["protocolVersion"] == granted
+    assert result["serverInfo"] == {"name": "j-cli", "version": __version__}
+    assert result["capabilities"] == {"tools": {"listChanged": False}}
+
+
+def test_a_2026_connection_refuses_initialize_and_requests_without_their_envelope(server):
+    assert server.request(1, "server/discover", {"_meta": ENVELOPE})["result"]["resultType"] == "complete"
+    refused = error_of(server.request(2, "initialize", INITIALIZE), 2, -32022)
+    assert refused["data"] == {"supported": ["2026-07-28"], "requested": "2025-06-18"}
+    error_of(server.request(3, "tools/list", {}), 3, -32602)
+    later = {**ENVELOPE, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    assert error_of(server.request(4, "tools/list", {"_meta": later}), 4, -32022)["data"]["requested"] == "2099-01-01"
+    called = server.request(
+        5,
+        "tools/call",
+        {"name": "read_notebook_output", "arguments": {"file_path": "kernel_v4.5.ipynb", "cell_index": 99}, "_meta": ENVELOPE},
+    )["result"]
+    assert called["isError"] is True and called["content"][0]["text"].startswith("CELL_NOT_FOUND:")
+    assert called["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "j-cli", "version": __version__}}
+
+
+def test_a_handshake_connection_refuses_a_2026_envelope(server):
+    server.initialize()
+    error_of(server.request(2, "tools/list", {"_meta": ENVELOPE}), 2, -32600)
+    assert "tools" in server.request(3, "tools/list")["result"]
+
+
+# -- bad input: a coded JSON-RPC error, and nothing lost ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "line, code",
+    [
+        (b"this is not JSON", -32700),
+        (b'{"jsonrpc":"2.0","id":7,"method":"ping"', -32700),  # cut short
+        (b'{"jsonrpc":"2.0","id":7,"method":"\xff\xfe"}', -32700),  # not UTF-8
+        (b"[" * 100_000, -32700),  # nested too deeply to parse
+        (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', -32600),  # a batch
+        (b'{"jsonrpc":"1.0","id":7,"method":"ping"}', -32600),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600),
+        (b"42", -32600),
+    ],
+    ids=["text", "cut-short", "not-utf8", "too-deep", "batch", "jsonrpc-1.0", "null-id", "float-id", "number"],
+)
+def test_a_line_that_is_no_request_gets_an_error_without_an_id(server, line, code):
+    server.initialize()
+    server.send_raw(line + b"\n")
+    error_of(server.receive(), None, code)
+    assert_still_serving(server)
+
+
+def test_an_unknown_method_is_method_not_found(server):
+    server.initialize()
+    error = error_of(server.request(2, "resources/list"), 2, -32601)
+    assert error["data"] == "resources/list"
+    assert_still_serving(server)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        [1, 2],
+        {"arguments": {}},
+        {"name": 3, "arguments": {}},
+        {"name": "read_notebook_output", "arguments": [1]},
+        {"name": "read_notebook_output", "arguments": "file_path=a.ipynb"},
+        {"name": "write_notebook", "arguments": {}},
+    ],
+    ids=["params-not-object", "no-name", "name-not-string", "arguments-array", "arguments-string", "unknown-tool"],
+)
+def test_a_malformed_tools_call_is_invalid_params(server, params):
+    server.initialize()
+    error_of(server.request(2, "tools/call", params), 2, -32602)
+    assert_still_serving(server)
+
+
+@pytest.mark.parametrize(
+    "arguments, code",
+    [
+        ({"file_path": "kernel_v4.5.ipynb", "cell_index": "two"}, "USAGE_ERROR"),
+        ({"file_path": "kernel_v4.5.ipynb"}, "USAGE_ERROR"),
+        ({"file_path": "kernel_v4.5.ipynb", "cell_index": 0, "bogus": 1}, "USAGE_ERROR"),
+        ({"file_path": "/etc/hostname", "cell_index": 0}, "PATH_NOT_ALLOWED"),
+    ],
+)
+def test_arguments_the_tool_refuses_are_a_tool_error_the_model_can_read(server, arguments, code):
+    server.initialize()
+    result = server.request(2, "tools/call", {"name": "read_notebook_output", "arguments": arguments})["result"]
+    assert result["isError"] is True and result["content"][0]["text"].startswith(f"{code}:"), result
+
+
+def test_a_huge_line_is_refused_without_being_held(server):
+    server.initialize()
+    status = f"/proc/{server.proc.pid}/status"
+
+    def peak_kib() -> int:
+        with open(status, encoding="ascii") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+    before = peak_kib()
+    chunk = b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"' + b"x" * MIB
+    for _ in range(64):  # 64 MiB in one line, sixteen times the limit
+        server.send_raw(chunk)
+    server.send_raw(b'"}}\n')
+    error = error_of(server.receive(), None, -32600)
+    assert "longer than" in error["message"]
+    assert_still_serving(server)
+    assert peak_kib() - before < 16 * 1024, "the server held the huge line"
+
+
+# -- lifetime: cancelled calls, a client that goes away -----------------------------------
+
+
+def test_a_closed_stdin_ends_the_server_with_a_call_in_flight(fixture_dir, sidecar_on, monkeypatch, tmp_path):
+    doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path)
+    server = Server(fixture_dir, "--root", str(fixture_dir))
+    try:
+        server.initialize()
+        server.send(
+            {"jsonrpc": "2.0", "id": "stuck", "method": "tools/call", "params": {"name": "read_notebook_output", "arguments": READ}}
+        )
+        _first_line(fifo)  # the call is in flight, stuck inside the sidecar
+        assert_still_serving(server)  # reading goes on while a call runs
+        server.proc.stdin.close()  # the client goes away
+        assert server.proc.wait(BOUND) == 0
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.proc.stdout.close()
+        server.proc.stderr.close()
+        os.kill(doc["pid"], 9)
+
+
+def test_a_cancelled_call_is_never_answered(fixture_dir):
+    server = Server(fixture_dir)  # no --root: the first call waits for the client's roots
+    try:
+        server.initialize(capabilities={"roots": {}})
+        server.send({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "read_notebook_output", "arguments": READ}})
+        asked = server.receive()
+        assert asked["method"] == "roots/list", asked
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "c", "reason": "user"}})
+        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": f"file://{fixture_dir}"}]}})
+        again = server.request(2, "tools/call", {"name": "read_notebook_output", "arguments": READ})  # the same read, not cancelled
+        assert again["id"] == 2 and again["result"]["content"][0]["type"] == "image", again
+        assert_still_serving(server)
+        server.proc.stdin.close()
+        assert server.proc.wait(BOUND) == 0
+        assert server.proc.stdout.read() == b""  # nothing more: no answer for "c"
+    finally:
+        server.close()
+
+
+# -- roots ------------------------------------------------------------------------------
+
+
+def test_client_roots_are_asked_again_after_they_change(fixture_dir, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "copy.ipynb").write_bytes((fixture_dir / "kernel_v4.5.ipynb").read_bytes())
+    server = Server(tmp_path)
+    try:
+        server.initialize(capabilities={"roots": {"listChanged": True}})
+
+        def call(request_id, path, root):
+            server.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": "read_notebook_output", "arguments": {"file_path": str(path), "cell_index": 1}},
+                }
+            )
+            asked = server.receive()
+            assert asked["method"] == "roots/list" and "id" in asked, asked
+            server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": f"file://{root}"}]}})
+            return server.receive()["result"]
+
+        assert not call(2, fixture_dir / "kernel_v4.5.ipynb", fixture_dir).get("isError")
+        denied = server.request(
+            3, "tools/call", {"name": "read_notebook_output", "arguments": {"file_path": str(other / "copy.ipynb"), "cell_index": 1}}
+        )
+        assert denied["result"]["content"][0]["text"].startswith("PATH_NOT_ALLOWED:")  # asked once: no second roots/list
+        server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        assert not call(4, other / "copy.ipynb", other).get("isError")
+    finally:
+        assert server.close() == 0
+
+
+# -- start-up: only what serving needs ------------------------------------------------------
+
+
+def test_serving_imports_neither_the_mcp_sdk_nor_an_event_loop(fixture_dir):
+    server = Server(fixture_dir, "--root", str(fixture_dir), python_args=("-X", "importtime"))
+    server.initialize()
+    assert len(server.request(2, "tools/list")["result"]["tools"]) == 2
+    read = server.request(
+        3,
+        "tools/call",
+        {"name": "read_notebook_output", "arguments": {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}},
+    )
+    assert read["result"]["content"][0]["type"] == "image"
+    server.proc.stdin.close()
+    assert server.proc.wait(BOUND) == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in server.proc.stderr.read().decode().splitlines() if "|" in line}
+    server.proc.stdout.close()
+    server.proc.stderr.close()
+    assert "jcli" in imported  # the listing is real
+    assert not imported & {"mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "asyncio", "httpx", "nbformat", "psutil"}
