@@ -33,6 +33,13 @@ every round) so that they share the machine's noise. After each read, one
 what the protocol costs with no read at all. The start-up of each server
 (spawn + ``initialize``) is timed once, also for information.
 
+Start-up (the target of its own): before any session, each server is
+started ``--starts`` times (default 10), ours and upstream taking turns, and
+timed from the spawn until it has answered ``initialize`` and
+``tools/list`` (the three frames written at once, as raw JSON-RPC lines;
+``stdin`` is then closed and the process waited for). Ours runs with
+``JCLI_SIDECAR=off``: starting reads nothing.
+
 Why ratios: the machine is noisy and absolute timings drift up to 2x between
 runs, so the target compares two medians measured side by side in the same
 run (see TARGETS). Nothing here asserts on the numbers: the script prints
@@ -56,6 +63,7 @@ import argparse
 import asyncio
 import base64
 import json
+import select
 import statistics
 import subprocess
 import sys
@@ -367,6 +375,82 @@ async def run(servers: list[Server], sidecar: Sidecar, truth: bytes, calls: int)
         print(f"MCP servers stopped ({len(procs.seen)} processes seen)" + ("" if notes or left else ", none left"))
 
 
+# -- the start-up ------------------------------------------------------------------
+
+OURS_START, UPSTREAM_START = "ours start", "upstream start"
+START_TARGETS = [(OURS_START, UPSTREAM_START, "<=", 0.8)]
+START_FRAMES = b"".join(
+    json.dumps(message).encode() + b"\n"
+    for message in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+)
+
+
+def start_once(exe: Path, env: dict[str, str]) -> float:
+    """Spawn one server, until it has answered initialize and tools/list; milliseconds."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(exe), "mcp", "serve", "--root", str(WORK)],
+        cwd=WORK,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        proc.stdin.write(START_FRAMES)
+        proc.stdin.flush()
+        replies = []
+        for _ in range(2):
+            if not select.select([proc.stdout], [], [], CALL_TIMEOUT)[0]:
+                raise RuntimeError(f"no answer within {CALL_TIMEOUT:.0f} s")
+            replies.append(json.loads(proc.stdout.readline() or b"null"))
+        elapsed = (time.perf_counter() - t0) * 1000
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(PROCESS_GRACE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    tools = [t.get("name") for t in ((replies[1] or {}).get("result") or {}).get("tools", [])]
+    if (replies[0] or {}).get("id") != 1 or TOOL not in tools:
+        raise RuntimeError(f"unexpected answers: {str(replies)[:300]}")
+    return elapsed
+
+
+def time_starts(starters: dict[str, tuple[Path, dict[str, str]]], starts: int) -> dict[str, list[float]]:
+    """``starts`` timed start-ups per server, taking turns; a failing peer is dropped, ours is fatal."""
+    times: dict[str, list[float]] = {name: [] for name in starters}
+    for i in range(starts):
+        for name in rotated(list(times), i):
+            try:
+                times[name].append(start_once(*starters[name]))
+            except (OSError, ValueError, RuntimeError) as exc:
+                if name == OURS_START:
+                    raise BenchError(f"{name}: {describe_exc(exc)}") from None
+                print(f"{name}: failed: {describe_exc(exc)}; dropped")
+                del times[name]
+    return times
+
+
+def print_starts(times: dict[str, list[float]], starts: int) -> None:
+    print(f"\nMCP start-up: spawn until initialize and tools/list are answered, {starts} starts each, interleaved")
+    print(stats_header("server", 28))
+    for name, samples in times.items():
+        print(stats_row(name, samples, 28, 0))
+    print_targets(medians(times), START_TARGETS, 38, ratio_width=8)
+
+
 # -- the report ---------------------------------------------------------------------
 
 
@@ -403,6 +487,7 @@ def print_ratios(values: dict[str, float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50, help="timed calls per server (default 50)")
+    parser.add_argument("--starts", type=int, default=10, help="timed start-ups per server (default 10)")
     parser.add_argument("--cell", type=int, default=100, help=f"cell to read, 0..{CELLS - 1} (default 100)")
     parser.add_argument(
         "--realistic",
@@ -411,8 +496,8 @@ def main() -> int:
         help="read a PNG near the end of the realistic 25 or 400 MB notebook (big_reads.py) instead",
     )
     args = parser.parse_args()
-    if args.calls < 1 or not 0 <= args.cell < CELLS:
-        parser.error(f"--calls must be >= 1, and --cell in 0..{CELLS - 1}")
+    if args.calls < 1 or args.starts < 1 or not 0 <= args.cell < CELLS:
+        parser.error(f"--calls and --starts must be >= 1, and --cell in 0..{CELLS - 1}")
 
     WORK.mkdir(parents=True, exist_ok=True)
     ensure_notebooks()  # also gives them an mtime an hour old, so the sidecar cache trusts them
@@ -436,8 +521,12 @@ def main() -> int:
     ]
     if upstream is not None:
         servers.append(Server(UPSTREAM, upstream, child_env(runtime, sidecar=False), upstream_nb, args.cell, output))
+    starters = {OURS_START: (J_CLI, child_env(runtime, sidecar=False))}
+    if upstream is not None:
+        starters[UPSTREAM_START] = (upstream, child_env(runtime, sidecar=False))
     sidecar = Sidecar(runtime)
     try:
+        start_times = time_starts(starters, args.starts)
         sidecar.start()
         asyncio.run(run(servers, sidecar, truth, args.calls))
     except BenchError as exc:
@@ -448,6 +537,7 @@ def main() -> int:
 
     print_table(servers, args.cell, args.calls, ours_nb)
     print_ratios(medians({s.name: s.times for s in servers if s.times}))
+    print_starts(start_times, args.starts)
     return 0
 
 
