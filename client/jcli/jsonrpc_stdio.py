@@ -19,14 +19,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "INTERNAL_ERROR",
+    "FrameWriter",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "MAX_MESSAGE_BYTES",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "TOO_LONG",
-    "FrameWriter",
     "error_response",
     "read_lines",
 ]
@@ -36,7 +35,6 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 #: The longest message accepted; a tool call's arguments are a few hundred bytes.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["PROTOCOL_VERSIONS", "ROOTS_TIMEOUT", "serve"]
+__all__ = ["MODERN_VERSIONS", "PROTOCOL_VERSIONS", "ROOTS_TIMEOUT", "serve"]
 
 #: How long to wait for a client's answer to roots/list (some never answer).
 ROOTS_TIMEOUT = 2.0
