@@ -183,6 +183,23 @@ def test_a_line_that_is_no_request_gets_an_error_without_an_id(server, line, cod
     assert_still_serving(server)
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "x"},
+        {"jsonrpc": "2.0", "method": "notifications/whatever"},
+        {"jsonrpc": "2.0", "id": [1], "result": {}},
+        {"jsonrpc": "2.0", "id": 12345, "result": {"roots": []}},
+    ],
+    ids=["cancel-odd-id", "cancel-odd-params", "unknown-notification", "response-odd-id", "response-unasked"],
+)
+def test_notifications_and_responses_nobody_expects_are_ignored(server, message):
+    server.initialize()
+    server.send(message)
+    assert_still_serving(server)  # and nothing was written before the ping's answer
+
+
 def test_an_unknown_method_is_method_not_found(server):
     server.initialize()
     error = error_of(server.request(2, "resources/list"), 2, -32601)
@@ -291,11 +308,13 @@ def test_client_roots_are_asked_again_after_they_change(fixture_dir, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "copy.ipynb").write_bytes((fixture_dir / "kernel_v4.5.ipynb").read_bytes())
-    server = Server(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # the launch cwd, which holds nothing: only the client's roots allow a read
+    elsewhere.mkdir()
+    server = Server(elsewhere)
     try:
         server.initialize(capabilities={"roots": {"listChanged": True}})
 
-        def call(request_id, path, root):
+        def call(request_id, path, root, changed_meanwhile=False):
             server.send(
                 {
                     "jsonrpc": "2.0",
@@ -306,6 +325,8 @@ def test_client_roots_are_asked_again_after_they_change(fixture_dir, tmp_path):
             )
             asked = server.receive()
             assert asked["method"] == "roots/list" and "id" in asked, asked
+            if changed_meanwhile:  # the reader must not wait for the call that waits for it
+                server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
             server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": f"file://{root}"}]}})
             return server.receive()["result"]
 
@@ -315,7 +336,14 @@ def test_client_roots_are_asked_again_after_they_change(fixture_dir, tmp_path):
         )
         assert denied["result"]["content"][0]["text"].startswith("PATH_NOT_ALLOWED:")  # asked once: no second roots/list
         server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
-        assert not call(4, other / "copy.ipynb", other).get("isError")
+        assert not call(4, other / "copy.ipynb", other, changed_meanwhile=True).get("isError")
+        assert not call(5, other / "copy.ipynb", other).get("isError")  # the change sent mid-wait: asked once more
+        again = server.request(
+            6,
+            "tools/call",
+            {"name": "read_notebook_output", "arguments": {"file_path": str(fixture_dir / "kernel_v4.5.ipynb"), "cell_index": 1}},
+        )
+        assert again["result"]["content"][0]["text"].startswith("PATH_NOT_ALLOWED:")
     finally:
         assert server.close() == 0
 

@@ -82,7 +82,14 @@ def serve(roots: list[str], host: str | None = None) -> int:
     session = McpSession(rpc.FrameWriter(out), [os.path.realpath(r) for r in roots], host)
     try:
         for line in rpc.read_lines(0):
-            session.receive(line)
+            try:
+                session.receive(line)
+            except OSError:
+                raise
+            except Exception:  # a bug: logged, and the next line is served
+                import traceback
+
+                _log(f"a message could not be handled\n{traceback.format_exc()}")
     except OSError:  # stdout is gone: nobody is listening any more
         pass
     _exit_if_calls_remain(session)
@@ -230,6 +237,8 @@ class McpSession:
         self._cancelled: set[Any] = set()
         self._waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
         self._next_id = 0
+        self._roots_changes = 0  # how many roots/list_changed the client has sent
+        self._roots_asked_at = 0  # ... when the roots were last asked
 
     # -- routing ------------------------------------------------------------------
 
@@ -300,18 +309,20 @@ class McpSession:
         if not isinstance(params, dict):
             params = {}
         if method == "notifications/cancelled":
+            request_id = params.get("requestId")
             with self._lock:
-                if params.get("requestId") in self._in_flight:
-                    self._cancelled.add(params["requestId"])
-        elif method == "notifications/roots/list_changed" and not self._fixed_roots:
-            with self._roots_lock:
-                self._roots = None  # asked again at the next call
+                if _is_id(request_id) and request_id in self._in_flight:
+                    self._cancelled.add(request_id)
+        elif method == "notifications/roots/list_changed":
+            with self._lock:  # not the roots lock: a call may hold it while it waits for this very reader
+                self._roots_changes += 1  # asked again at the next call
         # notifications/initialized, and any other notification: nothing to do
 
     def _answered(self, message: dict[str, Any]) -> None:
         """A response to one of our requests (roots/list); any other is ignored."""
+        request_id = message.get("id")
         with self._lock:
-            waiting = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
+            waiting = self._waiting.get(request_id) if _is_id(request_id) else None  # type: ignore[arg-type]
         if waiting is not None:
             event, slot = waiting
             slot.update(message)
@@ -394,8 +405,11 @@ class McpSession:
 
     def _allowed_roots(self) -> list[str]:
         with self._roots_lock:
-            if self._roots is None:  # the modern era has no server-to-client requests: the launch cwd
-                asked = self._client_has_roots and not self._modern
+            with self._lock:
+                changes = self._roots_changes
+            if self._roots is None or (not self._fixed_roots and changes != self._roots_asked_at):
+                self._roots_asked_at = changes
+                asked = self._client_has_roots and not self._modern  # the modern era has no server-to-client requests
                 self._roots = (self._client_roots() if asked else []) or [os.path.realpath(os.getcwd())]
             return self._roots
 
