@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import FIXTURES, JCLI
+from helpers import FIXTURES, JCLI, run_cli
 from test_hostile_lifetimes import _first_line, _stalled_sidecar
 
 from jcli_sidecar import __version__
@@ -346,6 +346,14 @@ def test_client_roots_are_asked_again_after_they_change(fixture_dir, tmp_path):
         assert again["result"]["content"][0]["text"].startswith("PATH_NOT_ALLOWED:")
     finally:
         assert server.close() == 0
+
+
+def test_an_unknown_host_is_a_usage_error_in_both_modes(tmp_path):
+    human = run_cli("mcp", "serve", "--host", "nosuch", cwd=tmp_path)
+    assert human.returncode == 2 and human.stdout == b"" and b"USAGE_ERROR" in human.stderr and b"unknown host 'nosuch'" in human.stderr
+    coded = run_cli("-j", "mcp", "serve", "--host", "nosuch", cwd=tmp_path)
+    assert coded.returncode == 2 and coded.stdout == b""
+    assert coded.error()["code"] == "USAGE_ERROR" and "nosuch" in coded.error()["message"]
 
 
 # -- start-up: only what serving needs ------------------------------------------------------

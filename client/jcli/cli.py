@@ -184,11 +184,13 @@ def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
     from jcli_sidecar.errors import JcliError
 
     from .mcp_server import serve
+    from .outcome import json_mode
 
     try:
         raise SystemExit(serve(list(roots), host))
     except JcliError as err:
-        click.get_current_context().exit(emit.error(err, False))
+        ctx = click.get_current_context()
+        ctx.exit(emit.error(err, json_mode(ctx)))
 
 
 def _json_requested(args: list[str]) -> bool:
