@@ -25,13 +25,13 @@ if TYPE_CHECKING:
 
     from .runtime import SidecarPaths
 
-__all__ = ["CONNECT_TIMEOUT", "REQUEST_TIMEOUT", "call", "request_shutdown"]
+__all__ = ["CONNECT_TIMEOUT", "FALLBACK_CODES", "REQUEST_TIMEOUT", "call", "greeted", "request_shutdown"]
 
 CONNECT_TIMEOUT = 2.0
 #: A sidecar that answers nothing for this long is treated as dead.
 REQUEST_TIMEOUT = 120.0
 #: Codes that say "the transport failed", not "your request is wrong".
-_FALLBACK_CODES = frozenset({"PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"})
+FALLBACK_CODES = frozenset({"PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"})
 _PEERCRED = struct.Struct("3i")
 
 
@@ -57,7 +57,7 @@ def _result(reply: dict[str, Any]) -> Any:
     code = error.get("code") if isinstance(error.get("code"), str) else "PROTOCOL_ERROR"
     message = error.get("message") if isinstance(error.get("message"), str) else "no message"
     details = {k: v for k, v in error.items() if k not in ("code", "message") and isinstance(k, str)}
-    if code in _FALLBACK_CODES:
+    if code in FALLBACK_CODES:
         raise SidecarUnavailable(f"sidecar: {code}: {message}")
     raise error_from_code(code, message, **details)
 
@@ -101,6 +101,36 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
         raise SidecarUnavailable(f"sidecar call failed ({exc})") from None
     finally:
         sock.close()
+
+
+def greeted(paths: SidecarPaths, timeout: float = REQUEST_TIMEOUT) -> socket.socket:
+    """A connection on which the hello was answered by a sidecar of this very version.
+
+    Unlike :func:`call`, nothing else goes out before the answer is
+    checked: for a request that must never run twice (``kernel.exec``), a
+    sidecar of another version must not see it at all.
+
+    Raises:
+        SidecarUnavailable: no usable sidecar (another version is asked to exit).
+    """
+    sock = _connect(paths)
+    try:
+        sock.settimeout(timeout)
+        hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
+        sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}))
+        greeting = _result(read_frame(sock))
+        if not isinstance(greeting, dict) or (greeting.get("protocol"), greeting.get("version")) != (PROTOCOL_VERSION, __version__):
+            _ask_to_exit(sock)
+            sock.close()
+            _wait_until_gone(paths)
+            raise SidecarUnavailable("the running sidecar is another version; it was asked to exit")
+        return sock
+    except SidecarUnavailable:
+        sock.close()
+        raise
+    except (JcliError, OSError) as exc:
+        sock.close()
+        raise SidecarUnavailable(f"sidecar handshake failed ({getattr(exc, 'message', None) or exc})") from None
 
 
 def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:

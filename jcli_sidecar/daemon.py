@@ -19,6 +19,8 @@ import os
 import socket
 
 from .errors import JcliError
+from .kernel_client import STALL_AT_ENV as EXEC_STALL_AT_ENV
+from .kernel_client import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
 from .pidfile import unlink_pid_file_if_ours, write_pid_file
 from .runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir
 from .server import Sidecar
@@ -74,6 +76,8 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         serves the workspace; 1 when it cannot start.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s")
+    for name in (EXEC_STALL_FIFO_ENV, EXEC_STALL_AT_ENV):  # the exec client's test hooks stall that client, never a run in here
+        os.environ.pop(name, None)
     listener = _systemd_listener()
     try:
         directory = ensure_runtime_dir(create=True)

@@ -20,7 +20,6 @@ any code runs.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 
 from .errors import JcliError, UsageError
@@ -103,6 +102,8 @@ def _swap(kernel: KernelConnection, mode: str, timeout: float | None) -> str:
     if not isinstance(answer, dict) or answer.get("status") != "ok":
         raise UsageError(_NOT_IPYTHON, executed=False)
     text = (answer.get("data") or {}).get("text/plain")
+    import ast  # only here: it costs a plain exec's start-up time
+
     try:
         previous = ast.literal_eval(text) if isinstance(text, str) else None
     except (ValueError, SyntaxError):

@@ -36,7 +36,6 @@ import os
 import time
 
 from .errors import Interrupted, JcliError, KernelDied, Timeout, UsageError
-from .wire import WireError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -362,6 +361,27 @@ class KernelConnection:
         """Close without waiting for the server's answer."""
         self.ws.close()
 
+    def drain_idle(self, partial_seconds: float = 1.0) -> bool:
+        """Read (and drop) what arrived while nobody ran anything here: other clients' broadcasts.
+
+        For a connection held between runs (the sidecar's). Returns False
+        when it is no longer worth using: the kernel died or restarted, or
+        the connection broke or closed. Never waits for a message that has
+        not begun to arrive; one that has gets ``partial_seconds`` to finish.
+        """
+        import select
+
+        try:
+            while self.ws.buffered() or select.select([self.ws.fileno()], [], [], 0)[0]:
+                raw = self.ws.recv(partial_seconds)
+                msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
+                state = ((msg or {}).get("content") or {}).get("execution_state")
+                if (msg or {}).get("channel") == "iopub" and state in ("dead", "restarting"):
+                    return False
+        except (TimeoutError, OSError, ValueError):
+            return False
+        return not self.ws.closed
+
     def request(self, msg_type: str, content: dict[str, Any], *, channel: str = "shell", timeout: float) -> dict[str, Any]:
         """Send one request and return its reply's content; every other message is skipped.
 
@@ -372,6 +392,8 @@ class KernelConnection:
             Timeout: no reply within ``timeout`` seconds.
             KernelDied: the kernel died or restarted, or the connection dropped.
         """
+        from .wire import WireError  # here, not at the top: a sidecar's client imports this module without the wire
+
         msg_id, text = _message(msg_type, content, self.session, channel)
         try:
             self.ws.send_text(text)
@@ -405,13 +427,16 @@ class KernelConnection:
         result: ExecutionResult | None = None,
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
+        on_send: Callable[[], None] | None = None,
     ) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`).
 
         ``silent`` runs it without a trace: no history, no execution count,
         no outputs broadcast. ``user_expressions`` (name to expression) are
         evaluated after the code; the reply's answers are in
-        ``result.user_expressions``.
+        ``result.user_expressions``. ``on_send`` is called once every check
+        passed, just before the request goes out (a sidecar tells its client
+        that from now on the code may run); if it raises, nothing is sent.
         """
         timeout = check_timeout(timeout)
         collector = _Collector(on_output, result)
@@ -432,6 +457,10 @@ class KernelConnection:
             stop.defer()
             if stop.count:
                 raise stop.interrupted("stopped before the code was sent", executed=False)
+        if on_send is not None:
+            on_send()
+        from .wire import WireError
+
         try:
             self.ws.send_text(text)
         except WireError as exc:
@@ -583,6 +612,8 @@ class _Pump:
             return
 
     def run(self, deadline: float | None) -> None:
+        from .wire import WireError
+
         replied = False
         result = self.collector.result
         while not (self.idle and replied):

@@ -2,13 +2,17 @@
 
 A handler is a plain function ``handler(sidecar, args) -> result``. Slow
 ones (file reads, parsing) are marked ``blocking`` and run off the event
-loop. The handshake (``hello``) belongs to the connection and lives in the
+loop. A ``streaming`` one (``kernel.exec``) is called as
+``handler(sidecar, args, send)`` on a thread of its own, with no deadline
+(a run lasts as long as its own timeout allows); ``send(event)`` delivers
+an event frame to the client, waiting until it is written. The handshake (``hello``) belongs to the connection and lives in the
 server; everything else is here, so a new op is one handler plus its test.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 
 from .errors import OutputSaveFailed, ProtocolError
 from .requests import handle_list, handle_read
@@ -18,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from .held_kernels import HeldKernels
+
     class Sidecar(Protocol):
         """What a handler may use of the running sidecar (``server.Sidecar``).
 
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
         """
 
         workspace: str | None
+        kernels: HeldKernels
 
         def load(self, path: str) -> Any: ...
         def stats(self) -> dict[str, Any]: ...
@@ -34,19 +41,33 @@ if TYPE_CHECKING:
 
     Handler = Callable[[Sidecar, dict[str, Any]], Any]
 
-__all__ = ["OPS", "op"]
+__all__ = ["OPS", "STREAMING_OPS", "op", "streaming_op"]
 
 #: op name -> (handler, blocking)
 OPS: dict[str, tuple[Handler, bool]] = {}
+#: Streaming ops: op name -> handler(sidecar, args, send)
+STREAMING_OPS: dict[str, Callable[..., Any]] = {}
 
 
 def op(name: str, *, blocking: bool = False) -> Callable[[Handler], Handler]:
     """Register ``handler`` as the sidecar op ``name``."""
 
     def register(handler: Handler) -> Handler:
-        if name in OPS:
+        if name in OPS or name in STREAMING_OPS:
             raise ValueError(f"op {name!r} is registered twice")
         OPS[name] = (handler, blocking)
+        return handler
+
+    return register
+
+
+def streaming_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``handler(sidecar, args, send)`` as the streaming op ``name``."""
+
+    def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+        if name in OPS or name in STREAMING_OPS:
+            raise ValueError(f"op {name!r} is registered twice")
+        STREAMING_OPS[name] = handler
         return handler
 
     return register
@@ -101,6 +122,23 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
         raise OutputSaveFailed(f"the sidecar may not publish here: {exc.strerror}", permission=True) from None
     sidecar.stall("run.publish:after-rename")
     return result
+
+
+@streaming_op("kernel.exec")
+def kernel_exec(sidecar: Sidecar, args: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Run code in a session's kernel over a held connection; outputs stream back as events."""
+    from .held_kernels import run_streamed
+
+    return run_streamed(sidecar.kernels, args, send)
+
+
+@op("kernel.stop")
+def kernel_stop(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """A client's SIGINT or SIGTERM for its run ``{run_id, signal}``: ``{stopped}`` (false: no such run)."""
+    run_id, signum = args.get("run_id"), args.get("signal")
+    if not isinstance(run_id, str) or signum not in (signal.SIGINT, signal.SIGTERM):
+        raise ProtocolError("kernel.stop needs run_id and signal (SIGINT or SIGTERM, as a number)")
+    return {"stopped": sidecar.kernels.stop_run(run_id, signum)}
 
 
 @op("shutdown")

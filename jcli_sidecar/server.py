@@ -34,7 +34,8 @@ from . import __version__
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .errors import InternalError, JcliError, PeerRefused, ProtocolError, Timeout
 from .framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
-from .ops import OPS
+from .held_kernels import HeldKernels
+from .ops import OPS, STREAMING_OPS
 from .pidfile import write_pid_file
 from .protocol import PROTOCOL_VERSION
 from .runtime import workspace_hash
@@ -135,6 +136,7 @@ class Sidecar:
         self.cache = NotebookCache(budget_from_env(), racy_ns=racy_from_env(), flight_size=flight_size_from_env())
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
+        self.kernels = HeldKernels()
 
     # -- what the ops use ----------------------------------------------------
 
@@ -155,6 +157,7 @@ class Sidecar:
             "connections": self.connections,
             "idle_seconds": self.idle_seconds,
             "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted},
+            "kernels": self.kernels.stats(),
         }
 
     def request_stop(self, reason: str) -> None:
@@ -182,7 +185,11 @@ class Sidecar:
         for sig in signals:
             self._loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
         server = await asyncio.start_unix_server(self._connection, sock=listener, limit=MAX_REQUEST_FRAME)
-        background = [asyncio.create_task(self._idle_watch()), asyncio.create_task(self._watch())]
+        background = [
+            asyncio.create_task(self._idle_watch()),
+            asyncio.create_task(self._watch()),
+            asyncio.create_task(self._prune_kernels()),
+        ]
         try:
             await self._stop.wait()
         finally:
@@ -194,6 +201,7 @@ class Sidecar:
             for sig in signals:
                 self._loop.remove_signal_handler(sig)
             self._pool.shutdown(wait=False, cancel_futures=True)
+            self.kernels.close(signal.SIGTERM)  # runs in flight interrupt their kernels, as a client's SIGTERM would
         log.info("stopping: %s", self.stop_reason)
         try:
             await asyncio.wait_for(self._workers_idle.wait(), STOP_GRACE_SECONDS)
@@ -207,6 +215,12 @@ class Sidecar:
             raise
         except Exception:  # early eviction is an optimisation; stat checks stay
             log.exception("file watching stopped")
+
+    async def _prune_kernels(self) -> None:
+        """Close held kernel connections once idle too long (checked every tenth of that time)."""
+        while True:
+            await asyncio.sleep(self.kernels.idle_seconds / 10)
+            self.kernels.prune()
 
     async def _idle_watch(self) -> None:
         while True:
@@ -294,15 +308,17 @@ class Sidecar:
         self.last_active = time.monotonic()
         try:
             entry = OPS.get(name) if isinstance(name, str) else None
-            if entry is None:
+            streaming = STREAMING_OPS.get(name) if isinstance(name, str) else None
+            if entry is None and streaming is None:
                 raise ProtocolError(f"unknown op {name!r}")
             if not isinstance(args, dict):
                 raise ProtocolError("args must be a map")
-            handler, blocking = entry
-            if blocking and not self._answers_from_memory(args):
-                result = await self._on_worker(handler, name, args)
+            if streaming is not None:
+                result = await self._on_thread(streaming, name, args, writer, lock, rid)
+            elif entry[1] and not self._answers_from_memory(args):
+                result = await self._on_worker(entry[0], name, args)
             else:
-                result = handler(self, args)
+                result = entry[0](self, args)
             frame = pack_frame({"id": rid, "ok": True, "result": result})
         except JcliError as exc:
             frame = _error_frame(rid, exc)
@@ -348,6 +364,44 @@ class Sidecar:
                 "is the file system hung? The next call starts a fresh sidecar",
                 seconds=seconds,
             ) from None
+
+    async def _on_thread(self, handler, name: str, args: dict[str, Any], writer, lock: asyncio.Lock, rid: Any) -> Any:
+        """Run a streaming handler on a thread of its own (no deadline: a run is bounded by its own timeout).
+
+        Its ``send(event)`` packs the event on that thread (the run's outputs
+        change afterwards) and waits until the frame is written, so a slow
+        client slows the run rather than filling this process's memory.
+        """
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future = loop.create_future()
+
+        def send(event: dict[str, Any]) -> None:
+            frame = pack_frame({"id": rid, **event})
+            asyncio.run_coroutine_threadsafe(self._send(writer, lock, frame), loop).result()
+
+        def settle(value: Any, exc: BaseException | None) -> None:
+            if done.cancelled():
+                return
+            if exc is None:
+                done.set_result(value)
+            else:
+                done.set_exception(exc)
+
+        def work() -> None:
+            self._worker_started()  # counted as busy, so a stopping sidecar gives it the grace period too
+            try:
+                value, exc = handler(self, args, send), None
+            except BaseException as caught:  # handed to the loop, which answers it coded
+                value, exc = None, caught
+            finally:
+                self._worker_done()
+            try:
+                loop.call_soon_threadsafe(settle, value, exc)
+            except RuntimeError:  # the loop is closed: nobody waits for this answer
+                pass
+
+        threading.Thread(target=work, name=f"jcli-{name}", daemon=True).start()
+        return await done
 
     def _run_blocking(self, handler, name: str, args: dict[str, Any]) -> Any:
         self._worker_started()

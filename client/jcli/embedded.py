@@ -31,14 +31,15 @@ import os
 import sys
 
 from jcli_sidecar.errors import JcliError, ServerUnavailable
-from jcli_sidecar.jupyter_api import JupyterServer
 from jcli_sidecar.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EmbeddedServer", "SCRUBBED_ENV", "resolve_server"]
+    from jcli_sidecar.jupyter_api import JupyterServer
+
+__all__ = ["EmbeddedServer", "SCRUBBED_ENV", "resolve_server", "server_address"]
 
 START_TIMEOUT = 90.0
 PROBE_TIMEOUT = 3.0
@@ -73,6 +74,8 @@ class EmbeddedServer:
         if state is None or not self.proven(state):
             return None
         try:
+            from jcli_sidecar.jupyter_api import JupyterServer
+
             JupyterServer(state["url"], state.get("token", "")).status(timeout=PROBE_TIMEOUT)
         except (JcliError, OSError):
             return None
@@ -165,6 +168,8 @@ class EmbeddedServer:
             if port is not None and record.listens_on(HOST, port):
                 url = f"http://{HOST}:{port}"
                 try:
+                    from jcli_sidecar.jupyter_api import JupyterServer
+
                     JupyterServer(url, token).status(timeout=PROBE_TIMEOUT)
                     break
                 except ServerUnavailable:
@@ -273,6 +278,18 @@ def nearest_embedded(directory: str, workspace: str) -> tuple[EmbeddedServer, di
     return EmbeddedServer(workspace, directory), None
 
 
+def server_address(url: str | None = None, token: str | None = None) -> tuple[str, str] | None:
+    """The explicit server's ``(url, token)``: ``-s/-t``, else the environment; None means the embedded one.
+
+    Unchecked (:class:`~jcli_sidecar.jupyter_api.JupyterServer` checks them
+    when it is made), so a caller that only passes them on imports nothing more.
+    """
+    if url is None:
+        url = os.environ.get("JCLI_JUPYTER_SERVER_URL") or None  # set but empty: not set
+    token = token if token is not None else os.environ.get("JCLI_JUPYTER_SERVER_TOKEN", "")
+    return None if url is None else (url, token or "")
+
+
 def resolve_server(url: str | None = None, token: str | None = None, *, start: bool = True) -> JupyterServer:
     """The server for this call: explicit, else the nearest live embedded one.
 
@@ -285,11 +302,11 @@ def resolve_server(url: str | None = None, token: str | None = None, *, start: b
         ServerUnavailable: none configured or running, and ``start`` is false
             or starting failed.
     """
-    if url is None:
-        url = os.environ.get("JCLI_JUPYTER_SERVER_URL") or None  # set but empty: not set
-    token = token if token is not None else os.environ.get("JCLI_JUPYTER_SERVER_TOKEN", "")
-    if url is not None:
-        return JupyterServer(url, token or "")
+    from jcli_sidecar.jupyter_api import JupyterServer
+
+    explicit = server_address(url, token)
+    if explicit is not None:
+        return JupyterServer(*explicit)
     directory = ensure_runtime_dir(create=True)
     embedded, live = nearest_embedded(directory, workspace_of())
     if live is None:

@@ -179,17 +179,51 @@ def _run_exec(
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, settings: _Settings, stop) -> int:
     import time
 
-    from jcli_sidecar.display_mode import display_mode
     from jcli_sidecar.exec_result import build_result
-    from jcli_sidecar.kernel_client import ExecutionResult, KernelConnection, stall_point
+    from jcli_sidecar.kernel_client import ExecutionResult, stall_point
     from jcli_sidecar.retention import resolve_policy
 
+    from .embedded import resolve_server, server_address
+    from .transport import exec_inline
+
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
-    srv, row = _select(server_url, token, session_key)
+    address = server_address(server_url, token)  # an explicit server is passed on as given: checked where it is used
+    srv = None if address is not None else resolve_server(server_url, token)
     started_ns = time.time_ns()
     result = ExecutionResult()
-    failure: JcliError | None = None
     live = None if json_mode or settings.no_stream else emit.live_output
+    request = {
+        "server": {"url": address[0], "token": address[1]} if srv is None else {"url": srv.url, "token": srv.token},
+        "session": session_key,
+        "code": code,
+        "timeout": timeout,
+        "display_mode": settings.display_mode,
+    }
+    row, failure = exec_inline(
+        request,
+        result=result,
+        on_output=live,
+        stop=stop,
+        direct=lambda: _run_here(srv or resolve_server(server_url, token), session_key, code, timeout, settings, result, live, stop),
+    )
+    try:
+        stall_point("inline:finished")
+        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, settings, stop)
+    except Exception as exc:  # a bug after the code ran: still say that it ran, and what it printed
+        err = internal_error(exc)
+        err.details.update(executed=True, result=build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=True))
+        return emit.error(err, json_mode)
+
+
+def _run_here(
+    srv, session_key: str, code: str, timeout, settings: _Settings, result, live, stop
+) -> tuple[dict[str, Any], JcliError | None]:
+    """The in-process run: ``(session, failure)``; raises when nothing was sent."""
+    from jcli_sidecar.display_mode import display_mode
+    from jcli_sidecar.kernel_client import KernelConnection
+    from jcli_sidecar.session_lookup import find_session
+
+    row = find_session(srv, session_key)
     try:
         with (
             KernelConnection(srv, row["kernel_id"]) as kernel,
@@ -199,14 +233,8 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     except Exception as exc:
         if not result.sent:
             raise
-        failure = exc if isinstance(exc, JcliError) else internal_error(exc)
-    try:
-        stall_point("inline:finished")
-        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, settings, stop)
-    except Exception as exc:  # a bug after the code ran: still say that it ran, and what it printed
-        err = internal_error(exc)
-        err.details.update(executed=True, result=build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=True))
-        return emit.error(err, json_mode)
+        return row, exc if isinstance(exc, JcliError) else internal_error(exc)
+    return row, None
 
 
 def _answer_inline(

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["publish", "read"]
+__all__ = ["exec_inline", "publish", "read"]
 
 
 def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
@@ -81,6 +81,32 @@ def _spawn_for_next_time(paths: SidecarPaths) -> None:
         spawn_detached(paths)
     except (OSError, JcliError):
         pass  # no sidecar this time; the read itself already succeeded or failed on its own
+
+
+def exec_inline(request: dict[str, Any], *, result, on_output, stop, direct):
+    """Run inline code: through the sidecar, which holds the kernel connection, else in-process.
+
+    ``direct()`` is the in-process run. It is used when the sidecar is off,
+    cannot be used, or failed before the code went to the kernel (a sidecar
+    is then started for the next call); never after, so code never runs
+    twice. Both return ``(session, failure)`` with ``result`` filled in
+    (see :func:`jcli_sidecar.exec_client.exec_through`).
+    """
+    if disabled():
+        return direct()
+    paths = _sidecar_paths()
+    if paths is None:
+        return direct()
+    from jcli_sidecar.exec_client import exec_through
+
+    try:
+        return exec_through(paths, request, result=result, on_output=on_output, stop=stop)
+    except SidecarUnavailable:
+        pass
+    try:
+        return direct()
+    finally:
+        _spawn_for_next_time(paths)
 
 
 def publish(cwd: str, run_id: str, policy) -> dict:
