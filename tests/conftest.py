@@ -48,6 +48,27 @@ def sidecar_on(monkeypatch, isolated_runtime):
         proc.wait(10)
 
 
+@pytest.fixture(params=["in-process", "sidecar"])
+def exec_path(request):
+    """How a test's execs run: in-process, or through a sidecar that already serves the workspace.
+
+    Call the value with the workspace the test runs ``j-cli`` in; in the
+    sidecar case that starts the workspace's sidecar there (so the very first
+    exec goes through it), and the sidecar is stopped after the test.
+    """
+    if request.param == "in-process":
+        return lambda workspace: None
+    request.getfixturevalue("sidecar_on")
+
+    def start(workspace) -> None:
+        from helpers import run_cli
+
+        started = run_cli("-j", "sidecar", "start", cwd=workspace)
+        assert started.returncode == 0, started.stderr
+
+    return start
+
+
 @pytest.fixture(scope="session")
 def host_bin():
     """The pinned real agent hosts' ``node_modules/.bin`` (installed on first use).

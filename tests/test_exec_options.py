@@ -23,9 +23,10 @@ MODE_CODE = "a = 5\n10\nfor i in range(2):\n    i\n20"
 
 
 @pytest.fixture
-def ws(tmp_path, use_jupyter):
+def ws(tmp_path, use_jupyter, exec_path):
     work = tmp_path / "ws"
     work.mkdir()
+    exec_path(work)  # each test runs in-process and through a sidecar
     return work
 
 

@@ -45,9 +45,10 @@ OLD = {"output_type": "stream", "name": "stdout", "text": "OLD\n"}
 
 
 @pytest.fixture
-def ws(tmp_path, use_jupyter):
+def ws(tmp_path, use_jupyter, exec_path):
     work = tmp_path / "ws"
     work.mkdir()
+    exec_path(work)  # each test runs in-process and through a sidecar
     return work
 
 
@@ -248,7 +249,7 @@ def _squat(runtime: Path, how: str) -> None:
     elif how == "locks-is-a-file":
         (jcli_dir / "locks").write_text("squatted")
     elif how == "runtime-is-a-link":
-        jcli_dir.rmdir()
+        shutil.rmtree(jcli_dir)  # empty, or a stopped sidecar's files (the exec_path fixture's)
         elsewhere = runtime / "elsewhere"
         elsewhere.mkdir(mode=0o700)
         jcli_dir.symlink_to(elsewhere)
@@ -274,6 +275,7 @@ def test_an_unusable_runtime_dir_is_refused_before_the_cell_runs(ws, kernel_sess
         (ws / "nb.py").write_text(f"# %%\n{source}\n")
         target = "nb.py"
     before = {p.name: p.read_bytes() for p in ws.iterdir()}
+    run_cli("sidecar", "stop", cwd=ws)  # the exec_path fixture's sidecar, if any: its dir is about to be squatted
     _squat(isolated_runtime, how)
     result = run_cli("-j", "exec", kernel_session, "-f", target, cwd=ws)
     assert result.returncode == 1, result.stderr
@@ -397,6 +399,7 @@ def _inline_internal(session, ws, monkeypatch, capfdbinary):
             raise RuntimeError("injected")
 
     monkeypatch.setattr(kernel_client._Collector, "handle", failing)  # in this process only
+    monkeypatch.setenv("JCLI_SIDECAR", "off")  # so the run is this process's own, where the fault is
     monkeypatch.chdir(ws)
     assert main(["-j", "exec", session, "-c", BLOCKS]) == 1
     err = json.loads(capfdbinary.readouterr().err)

@@ -13,9 +13,10 @@ WORKDIR = {}
 
 
 @pytest.fixture(autouse=True)
-def private_cwd(tmp_path):
-    """Every command runs in the test's own directory (rich runs are kept there)."""
+def private_cwd(tmp_path, exec_path):
+    """Every command runs in the test's own directory (rich runs are kept there); in-process and through a sidecar."""
     WORKDIR["cwd"] = tmp_path
+    exec_path(tmp_path)
     yield tmp_path
 
 
