@@ -11,6 +11,10 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
    * ours      -- ``j-cli -j exec bench --code '1+1'`` (this checkout's
                   j-cli, ``JCLI_SIDECAR=off``), in a session made once with
                   ``j-cli -j session create -n bench``;
+   * ours, sidecar -- the same command through this script's own warm
+                  sidecar (started before, stopped after), which holds the
+                  kernel connection: the target is at most 1.5x the floor
+                  plus one kernel round trip (raw ZMQ, from B);
    * upstream  -- ``jupyter-jcli`` (pinned in harness.py, its own venv),
                   the same command line, in a session made with its own
                   ``j-cli -j session create -k python3 -n bench-upstream``;
@@ -93,6 +97,7 @@ from harness import (
     WORK,
     BenchError,
     ProcessSet,
+    Sidecar,
     bare_env,
     describe_failure,
     ensure_upstream,
@@ -105,8 +110,10 @@ from harness import (
     ratio_line,
     rotated,
     run,
+    sidecar_runtime_dir,
     stats_header,
     stats_row,
+    stop_and_clean,
     timed,
 )
 
@@ -128,10 +135,12 @@ PNGS, PNG_SIDE, PNG_SEED = 200, 183, 20240602  # 183x183 RGB noise: ~100 KB each
 
 # Names used in the tables and in the ratios.
 OURS, UPSTREAM, FLOOR = "ours", "upstream", "floor"
+OURS_SIDECAR = "ours sidecar"
 OURS_EXEC, JKC, ZMQ = "ours held connection", "jupyter-kernel-client", "raw ZMQ"
 WS_ONLY, FRESH = "ours ws only", "ours fresh connection"  # information only: where ours' time goes
 LABELS = {
     OURS: "ours (JCLI_SIDECAR=off)",
+    OURS_SIDECAR: "ours (sidecar, warm)",
     OURS_EXEC: "ours (KernelConnection, held)",
     WS_ONLY: "  info: ws open+close only",
     FRESH: "  info: ours, new connection/call",
@@ -146,6 +155,8 @@ TARGETS = [
     (JKC, OURS_EXEC, ">=", 3.0),
     (OURS_EXEC, ZMQ, "<=", 1.5),
 ]
+#: ``exec -c 1+1`` through the warm sidecar: at most this times the floor, plus one raw ZMQ round trip.
+SIDECAR_FLOOR_FACTOR = 1.5
 
 
 # -- the Jupyter Server ---------------------------------------------------------
@@ -231,9 +242,14 @@ class Server:
 # -- running --------------------------------------------------------------------
 
 
-def child_env(server: Server) -> dict[str, str]:
-    """The environment of every j-cli child (ours and upstream alike)."""
-    return bare_env(XDG_RUNTIME, JCLI_JUPYTER_SERVER_URL=server.url, JCLI_JUPYTER_SERVER_TOKEN=server.token)
+def child_env(server: Server, runtime: Path = XDG_RUNTIME) -> dict[str, str]:
+    """The environment of every j-cli child (ours and upstream alike); the sidecar off."""
+    return bare_env(runtime, JCLI_JUPYTER_SERVER_URL=server.url, JCLI_JUPYTER_SERVER_TOKEN=server.token)
+
+
+def with_sidecar(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the sidecar allowed (the script's own, already running)."""
+    return {k: v for k, v in env.items() if k != "JCLI_SIDECAR"}
 
 
 def run_child(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -293,8 +309,10 @@ def create_sessions(env: dict[str, str], upstream: Path | None) -> tuple[dict, b
     return row, True
 
 
-def cli_commands(env: dict[str, str], upstream: Path | None) -> dict[str, list[str]]:
+def cli_commands(env: dict[str, str], upstream: Path | None, sidecar: bool) -> dict[str, list[str]]:
     commands = {OURS: [str(J_CLI), "-j", "exec", "bench", "--code", CODE]}
+    if sidecar:
+        commands[OURS_SIDECAR] = list(commands[OURS])
     if upstream is not None:
         commands[UPSTREAM] = [str(upstream), "-j", "exec", "bench-upstream", "--code", CODE]
     commands[FLOOR] = FLOOR_ARGV
@@ -303,7 +321,7 @@ def cli_commands(env: dict[str, str], upstream: Path | None) -> dict[str, list[s
 
 def check_cli(name: str, r: subprocess.CompletedProcess) -> bool:
     """True if the run is good; a bad ``ours`` is fatal, a bad peer is reported (False)."""
-    if name == OURS:
+    if name in (OURS, OURS_SIDECAR):
         if r.returncode != 0:
             raise BenchError(describe_failure("ours (j-cli exec)", r))
         if ours_text(r.stdout) != "2\n":
@@ -318,13 +336,20 @@ def check_cli(name: str, r: subprocess.CompletedProcess) -> bool:
     return True
 
 
-def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_runs: int, with_upstream: bool) -> tuple[dict, dict]:
+def measure_cli(
+    env: dict[str, str], upstream: Path | None, runs: int, upstream_runs: int, with_upstream: bool, sidecar: Sidecar | None
+) -> tuple[dict, dict]:
     """A: returns ``(timings ms by command, peak RSS MiB by command)``."""
-    commands = cli_commands(env, upstream if with_upstream else None)
+    commands = cli_commands(env, upstream if with_upstream else None, sidecar is not None)
+    envs = {name: with_sidecar(env) if name == OURS_SIDECAR else env for name in commands}
+
+    def run_named(name: str) -> subprocess.CompletedProcess:
+        return run_child(commands[name], envs[name])
+
     last: dict[str, bytes] = {}
     for _ in range(WARMUP):  # the first one also waits for the kernels to finish starting
         for name in list(commands):
-            r = run_child(commands[name], env)
+            r = run_named(name)
             if check_cli(name, r):
                 last[name] = r.stdout
             else:
@@ -338,7 +363,7 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
     if UPSTREAM in commands:
         doc = json.loads(last[UPSTREAM])
         print(f"check: upstream prints 2: True  (status {doc['status']!r}, outputs {doc['outputs']})")
-    rss = {name: peak_rss_mib(argv, env) for name, argv in commands.items()}
+    rss = {name: peak_rss_mib(argv, envs[name]) for name, argv in commands.items()}
 
     times: dict[str, list[float]] = {name: [] for name in commands}
     up_done = 0
@@ -347,13 +372,21 @@ def measure_cli(env: dict[str, str], upstream: Path | None, runs: int, upstream_
         if UPSTREAM in names and up_done >= (i + 1) * upstream_runs // runs:
             names.remove(UPSTREAM)  # upstream runs in upstream_runs of the rounds, evenly spread
         for name in rotated(names, i):
-            elapsed, r = timed(run_child, commands[name], env)
+            elapsed, r = timed(run_named, name)
             if not check_cli(name, r):
                 del commands[name]
                 times.pop(name)
                 continue
             times[name].append(elapsed)
             up_done += name == UPSTREAM
+    if sidecar is not None and OURS_SIDECAR in commands:
+        held = sidecar.status().get("kernels") or {}
+        print(
+            f"check: the sidecar ran them on its held connection: opened {held.get('opened')}, reused {held.get('reused')} "
+            f"(of {WARMUP + len(times[OURS_SIDECAR])} runs)"
+        )
+        if not held.get("reused"):
+            raise BenchError("the sidecar runs did not go through the sidecar's held connection")
     return times, rss
 
 
@@ -799,6 +832,20 @@ def print_store_table(result, runs: int) -> None:
 def print_ratios(samples: dict[str, list[float]], store) -> None:
     values = medians(samples)
     print_targets(values, TARGETS, 36)
+    if OURS_SIDECAR in values and FLOOR in values and ZMQ in values:
+        allowed = SIDECAR_FLOOR_FACTOR * values[FLOOR] + values[ZMQ]
+        ratio = values[OURS_SIDECAR] / allowed
+        verdict = "meets target" if ratio <= 1.0 else "misses target"
+        print(
+            ratio_line(
+                "sidecar / (1.5 floor + raw ZMQ)",
+                ratio,
+                f"target <= 1.00: {values[OURS_SIDECAR]:.1f} ms vs {allowed:.1f} ms allowed; {verdict}",
+                36,
+            )
+        )
+        print(ratio_line("sidecar / floor", values[OURS_SIDECAR] / values[FLOOR], "information", 36))
+        print(ratio_line("sidecar / ours (sidecar off)", values[OURS_SIDECAR] / values[OURS], "information", 36))
     if UPSTREAM in samples and OURS in values:
         fast, slow = upstream_modes(samples[UPSTREAM])
         if fast and slow:
@@ -829,15 +876,21 @@ def main() -> int:
     jkc_python = ensure_jkc()
 
     server = Server()
+    runtime = sidecar_runtime_dir(XDG_RUNTIME)
+    sidecar: Sidecar | None = None
     cleanup: list = []
     notes: list[str] = []
     jkc: dict = {}
     try:
         server.start()
         print(f"Jupyter Server started: pid {server.proc.pid}, {server.url}")
-        env = child_env(server)
+        env = child_env(server, runtime)
         row, with_upstream = create_sessions(env, upstream)
-        cli_times, rss = measure_cli(env, upstream, args.runs, args.upstream_runs, with_upstream)
+        sidecar = Sidecar(runtime)
+        sidecar.start()
+        cli_times, rss = measure_cli(env, upstream, args.runs, args.upstream_runs, with_upstream, sidecar)
+        stop_and_clean(sidecar, runtime, XDG_RUNTIME)
+        sidecar = None
         server.remember_kernels()
         in_process, jkc = measure_in_process(server, row["kernel_id"], jkc_python, args.calls, cleanup)
         server.remember_kernels()
@@ -846,6 +899,8 @@ def main() -> int:
         print(exc)
         return 1
     finally:
+        if sidecar is not None:
+            stop_and_clean(sidecar, runtime, XDG_RUNTIME)
         for step in reversed(cleanup):
             try:
                 notes += step() or []
