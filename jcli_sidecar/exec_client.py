@@ -100,8 +100,8 @@ class _Follow:
             wait = None if give_up_at is None else give_up_at - time.monotonic()
             if wait is not None and wait <= 0:
                 return self._gave_up()
-            readable, _, _ = select.select([self.sock, self.stop.fileno()], [], [], wait)
-            if self.sock not in readable:
+            readable, _, _ = select.select([self.sock.fileno(), self.stop.fileno()], [], [], wait)
+            if self.sock.fileno() not in readable:
                 continue
             try:
                 frame = read_frame(self.sock)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from .jupyter_api import JupyterServer
 
-__all__ = ["IDLE_SECONDS", "MAX_IDLE", "HeldKernels", "run_streamed"]
+__all__ = ["HeldKernels", "IDLE_SECONDS", "MAX_IDLE", "run_streamed"]
 
 #: A held connection unused for this long is closed.
 IDLE_SECONDS = 300.0
