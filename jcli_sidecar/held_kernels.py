@@ -97,20 +97,26 @@ class HeldKernels:
         kernel.close()
 
     def prune(self) -> int:
-        """Close connections idle for longer than :attr:`idle_seconds`; returns how many."""
+        """Close connections idle longer than :attr:`idle_seconds`, or whose kernel died, restarted or went away.
+
+        The others are drained of what arrived meanwhile (other clients'
+        broadcasts), so neither side buffers it for long, and kept. Returns
+        how many were closed. Blocking (a partly arrived message gets a
+        second): call it off the event loop.
+        """
         cutoff = time.monotonic() - self.idle_seconds
-        stale: list[KernelConnection] = []
         with self._lock:
-            for key in list(self._idle):
-                keep = [(k, t) for k, t in self._idle[key] if t >= cutoff]
-                stale += [k for k, t in self._idle[key] if t < cutoff]
-                if keep:
-                    self._idle[key] = keep
-                else:
-                    del self._idle[key]
-        for kernel in stale:
-            kernel.close()
-        return len(stale)
+            taken = [(key, kernel, used) for key, held in self._idle.items() for kernel, used in held]
+            self._idle.clear()
+        closed = 0
+        for key, kernel, used in taken:
+            if used < cutoff or not kernel.drain_idle():
+                kernel.close()
+                closed += 1
+                continue
+            with self._lock:
+                self._idle.setdefault(key, []).append((kernel, used))
+        return closed
 
     def held(self) -> int:
         with self._lock:

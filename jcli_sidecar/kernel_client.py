@@ -365,8 +365,8 @@ class KernelConnection:
         """Read (and drop) what arrived while nobody ran anything here: other clients' broadcasts.
 
         For a connection held between runs (the sidecar's). Returns False
-        when it is no longer worth using: the kernel died or restarted, or
-        the connection broke or closed. Never waits for a message that has
+        when it is no longer worth using: the kernel died, restarted or was
+        shut down, or the connection broke or closed. Never waits for a message that has
         not begun to arrive; one that has gets ``partial_seconds`` to finish.
         """
         import select
@@ -376,7 +376,8 @@ class KernelConnection:
                 raw = self.ws.recv(partial_seconds)
                 msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
                 state = ((msg or {}).get("content") or {}).get("execution_state")
-                if (msg or {}).get("channel") == "iopub" and state in ("dead", "restarting"):
+                kind = ((msg or {}).get("header") or {}).get("msg_type")
+                if (msg or {}).get("channel") == "iopub" and (state in ("dead", "restarting") or kind == "shutdown_reply"):
                     return False
         except (TimeoutError, OSError, ValueError):
             return False

@@ -55,6 +55,8 @@ log = logging.getLogger("jcli_sidecar")
 DEFAULT_REQUEST_SECONDS = 60.0
 #: How long a stopping sidecar waits for requests still running on workers.
 STOP_GRACE_SECONDS = 2.0
+#: How often held kernel connections are drained and the stale ones closed.
+KERNEL_PRUNE_SECONDS = 10.0
 
 #: Test hook: a FIFO path. At the chosen point (``JCLI_SIDECAR_TEST_STALL_AT``;
 #: default: the start of any notebook request) the sidecar writes one line
@@ -217,10 +219,13 @@ class Sidecar:
             log.exception("file watching stopped")
 
     async def _prune_kernels(self) -> None:
-        """Close held kernel connections once idle too long (checked every tenth of that time)."""
+        """Every :data:`KERNEL_PRUNE_SECONDS`, drain the held kernel connections, closing stale ones (on a worker)."""
         while True:
-            await asyncio.sleep(self.kernels.idle_seconds / 10)
-            self.kernels.prune()
+            await asyncio.sleep(KERNEL_PRUNE_SECONDS)
+            try:
+                await asyncio.wrap_future(self._pool.submit(self.kernels.prune))
+            except RuntimeError:  # the pool is shut down: the sidecar is stopping
+                return
 
     async def _idle_watch(self) -> None:
         while True:

@@ -272,3 +272,44 @@ def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_webso
     assert "jcli_sidecar.exec_client" in modules  # it went through the sidecar
     assert not modules & {"jcli_sidecar.wire", "jcli_sidecar.jupyter_api", "jcli_sidecar.session_lookup", "urllib.parse", "ast", "click"}
     assert kernels(ws)["opened"] == 1
+
+
+def test_held_connections_are_drained_kept_and_dropped_when_idle_too_long_or_their_kernel_goes(use_jupyter, tmp_path):
+    import select
+
+    from jcli_sidecar.held_kernels import HeldKernels
+
+    name = f"held-{os.urandom(3).hex()}"
+    created = run_cli("-j", "session", "create", "-n", name, cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    kernel_id = created.json()["kernel_id"]
+    held = HeldKernels(idle_seconds=3600)
+    try:
+        server = held.server(use_jupyter["url"], use_jupyter["token"])
+        kernel = held.take(server, kernel_id)
+        assert kernel.execute("1 + 1", timeout=60).status == "ok"
+        held.give_back(kernel)
+        other = run_cli("-j", "exec", name, "-c", "print('broadcast to every connection')", cwd=tmp_path)
+        assert other.returncode == 0, other.stderr
+        assert select.select([kernel.ws.fileno()], [], [], 60)[0]  # the other run's broadcasts reached the held one
+        assert held.prune() == 0 and held.stats()["held"] == 1  # drained, and kept
+        assert held.take(server, kernel_id) is kernel and held.stats()["reused"] == 1
+        assert kernel.execute("2 + 2", timeout=60).outputs[0]["data"]["text/plain"] == "4"  # nothing stale was left in it
+        held.give_back(kernel)
+        assert run_cli("session", "kill", name, cwd=tmp_path).returncode == 0
+        for _ in range(100):  # each round waits for the next message: the kernel's shutdown, then the server's goodbye
+            assert select.select([kernel.ws.fileno()], [], [], 60)[0]
+            if held.prune():
+                break
+        assert held.stats()["held"] == 0
+    finally:
+        held.close(signal.SIGTERM)
+        run_cli("session", "kill", name, cwd=tmp_path)
+    idle = HeldKernels(idle_seconds=0)
+    server = idle.server(use_jupyter["url"], use_jupyter["token"])
+    session = run_cli("-j", "session", "create", "-n", name, cwd=tmp_path).json()
+    try:
+        idle.give_back(idle.take(server, session["kernel_id"]))
+        assert idle.prune() == 1 and idle.stats()["held"] == 0  # idle past its time: closed
+    finally:
+        run_cli("session", "kill", name, cwd=tmp_path)
