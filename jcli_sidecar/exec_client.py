@@ -38,10 +38,12 @@ if TYPE_CHECKING:
     from .kernel_client import ExecutionResult, StopSwitch
     from .runtime import SidecarPaths
 
-__all__ = ["STOP_GRACE", "exec_through"]
+__all__ = ["MAX_RUN_FRAME", "STOP_GRACE", "exec_through"]
 
 #: After passing a signal on, how long to wait for the sidecar's answer beyond its own wait for idle.
 STOP_GRACE = 5.0
+#: The largest frame of a run: one output, as big as the largest kernel message the wire reads (256 MiB), and then some.
+MAX_RUN_FRAME = 512 * 1024 * 1024
 _RUN = 1  # the request id of the run on its connection
 
 
@@ -104,7 +106,7 @@ class _Follow:
             if self.sock.fileno() not in readable:
                 continue
             try:
-                frame = read_frame(self.sock)
+                frame = read_frame(self.sock, MAX_RUN_FRAME)
                 answer = self._take(frame)
             except (SidecarUnavailable, ProtocolError) as exc:
                 return self._lost(exc)
