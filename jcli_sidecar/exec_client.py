@@ -167,7 +167,7 @@ class _Follow:
         result.execution_count = answer.get("execution_count")
         result.error = answer.get("error")
         result.notes[:] = list(answer.get("notes") or [])
-        result.rate_limited = bool(answer.get("rate_limited"))
+        result.dropped = answer.get("dropped")
         failure = answer.get("failure")
         if isinstance(failure, dict):
             details = {k: v for k, v in failure.items() if k not in ("code", "message") and isinstance(k, str)}

@@ -175,7 +175,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         send: delivers one event map (``sending``, ``output``) to the client.
 
     Returns:
-        ``{session, status, execution_count, error, notes, rate_limited,
+        ``{session, status, execution_count, error, notes, dropped,
         failure}`` once the code was sent: ``failure`` is the coded error that
         cut the run short (``executed: true``), else None.
 
@@ -246,6 +246,6 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         "execution_count": result.execution_count,
         "error": result.error,
         "notes": result.notes,
-        "rate_limited": result.rate_limited,
+        "dropped": result.dropped,
         "failure": None if failure is None else failure.to_dict(),
     }
