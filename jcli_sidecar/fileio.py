@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
 
 from .readfile import FileTooLarge, NotARegularFile, read_regular
 
-__all__ = ["FileTooLarge", "NotARegularFile", "read_text_or_none", "write_text_atomic"]
+__all__ = ["FileTooLarge", "NotARegularFile", "read_text_or_none", "write_pieces_atomic", "write_text_atomic"]
 
 
 def write_text_atomic(path: str, text: str) -> None:
@@ -28,8 +29,25 @@ def write_text_atomic(path: str, text: str) -> None:
         OSError: the directory or the file cannot be written.
         UnicodeEncodeError: ``text`` holds lone surrogates.
     """
+    write_pieces_atomic(path, [text.encode("utf-8")])
+
+
+def write_pieces_atomic(path: str, pieces: list[bytes | tuple[int, int]], source_fd: int | None = None) -> os.stat_result:
+    """Replace ``path`` with ``pieces`` joined, with the guarantees of :func:`write_text_atomic`.
+
+    A piece is bytes, or a ``(start, end)`` byte range of the open file
+    ``source_fd`` (usually the file being replaced), copied by the kernel
+    without passing through this process, so splicing one cell into a big
+    notebook holds that cell only.
+
+    Returns:
+        The ``stat`` of the file written, taken once it is in place.
+
+    Raises:
+        OSError: the directory or the file cannot be written, or
+            ``source_fd`` is shorter than a range says.
+    """
     target = os.path.realpath(path)
-    data = text.encode("utf-8")
     try:
         info = os.stat(target)
         mode, links = stat.S_IMODE(info.st_mode), info.st_nlink
@@ -39,22 +57,57 @@ def write_text_atomic(path: str, text: str) -> None:
         mode, links = 0o666 & ~umask, 1
     fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(target))
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            for piece in pieces:
+                if isinstance(piece, tuple):
+                    assert source_fd is not None, "a byte range needs a source file"
+                    _copy_range(source_fd, piece[0], piece[1], fd)
+                else:
+                    _write_all(fd, piece)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, mode)
         if links == 1:
             os.replace(tmp, target)
-            return
+            return os.stat(target)
     except BaseException:
         _unlink_quietly(tmp)
         raise
     try:
-        _rewrite_in_place(target, data)
+        _rewrite_in_place(target, tmp)
     except OSError as exc:  # the file may be half rewritten: the full text stays in tmp
         raise OSError(exc.errno, f"{exc.strerror}; the full new text is kept in {tmp}", target) from None
     os.unlink(tmp)
+    return os.stat(target)
+
+
+#: How much a byte range copy moves at once when the kernel cannot copy it.
+_COPY_CHUNK = 1 << 20
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _copy_range(source: int, start: int, end: int, dest: int) -> None:
+    """Append bytes ``start:end`` of ``source`` to ``dest`` (at its position), in the kernel where it can."""
+    at = start
+    while at < end:
+        try:
+            copied = os.copy_file_range(source, dest, end - at, at)
+        except (AttributeError, OSError):  # no such call here, or not between these files
+            copied = -1
+        if copied < 0:
+            chunk = os.pread(source, min(end - at, _COPY_CHUNK), at)
+            if chunk:
+                _write_all(dest, chunk)
+            copied = len(chunk)
+        if copied == 0:
+            raise OSError(errno.EIO, "the file being copied ended early")
+        at += copied
 
 
 def _unlink_quietly(path: str) -> None:
@@ -64,17 +117,20 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def _rewrite_in_place(path: str, data: bytes) -> None:
-    """Overwrite the file (its inode, which every hard link shares) with ``data``."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _rewrite_in_place(path: str, source: str) -> None:
+    """Overwrite the file (its inode, which every hard link shares) with the file ``source``."""
+    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.ftruncate(fd, len(data))
-        os.fsync(fd)
+        size = os.fstat(src).st_size
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            _copy_range(src, 0, size, fd)
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        os.close(src)
 
 
 def read_text_or_none(path: str, max_bytes: int | None = None) -> str | None:

@@ -13,7 +13,6 @@ notebook's file mode, so a reader never sees half a notebook.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -25,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps_notebook", "new_cell", "new_notebook", "read_for_update", "write_notebook"]
+__all__ = ["dumps_cell", "dumps_cell_parts", "dumps_notebook", "new_cell", "new_notebook", "read_for_update", "write_notebook"]
 
 #: MIME values nbformat stores as lists of lines (besides every text/*).
 _SPLIT_MIMES = frozenset({"application/javascript", "image/svg+xml"})
@@ -39,37 +38,52 @@ def _lines(value: Any) -> Any:
     return value
 
 
+def _split_cell(cell: Any) -> Any:
+    """The cell with its multi-line values as lists of lines; the cell itself is left as it is.
+
+    Only the dicts on the way to a split value are copied, so a big output
+    is never copied whole.
+    """
+    if not isinstance(cell, dict):
+        return cell
+    cell = dict(cell)
+    if "source" in cell:
+        cell["source"] = _lines(cell["source"])
+    outputs = cell.get("outputs")
+    if isinstance(outputs, list):
+        cell["outputs"] = [_split_output(output) for output in outputs]
+    return cell
+
+
+def _split_output(output: Any) -> Any:
+    if not isinstance(output, dict):
+        return output
+    output = dict(output)
+    if output.get("output_type") == "stream" and "text" in output:
+        output["text"] = _lines(output["text"])
+    data = output.get("data")
+    if isinstance(data, dict):
+        output["data"] = {
+            mime: _lines(value) if (mime.startswith("text/") or mime in _SPLIT_MIMES) and isinstance(value, str) else value
+            for mime, value in data.items()
+        }
+    return output
+
+
 def _split(nb: dict[str, Any]) -> dict[str, Any]:
-    nb = copy.deepcopy(nb)
-    for cell in nb.get("cells", []):
-        if not isinstance(cell, dict):
-            continue
-        if "source" in cell:
-            cell["source"] = _lines(cell["source"])
-        for output in cell.get("outputs", []) or []:
-            if not isinstance(output, dict):
-                continue
-            if output.get("output_type") == "stream" and "text" in output:
-                output["text"] = _lines(output["text"])
-            data = output.get("data")
-            if isinstance(data, dict):
-                for mime, value in data.items():
-                    if (mime.startswith("text/") or mime in _SPLIT_MIMES) and isinstance(value, str):
-                        data[mime] = _lines(value)
+    nb = dict(nb)
+    if isinstance(nb.get("cells"), list):
+        nb["cells"] = [_split_cell(cell) for cell in nb["cells"]]
     return nb
 
 
-def dumps_notebook(nb: dict[str, Any]) -> str:
-    """The notebook as nbformat would write it (trailing newline included).
+def _dumps(value: Any) -> str:
+    """``value`` as nbformat's writer lays it out at the top level (no trailing newline).
 
     A :class:`~jcli_sidecar.notebook.RawNumber` is written back exactly as it
     was read, so a number no float holds never turns into ``Infinity``,
     which strict JSON parsers reject. A lone surrogate is escaped as JSON
-    does, so a notebook holding one (valid JSON) can be written back.
-
-    Example:
-        >>> dumps_notebook({"cells": [], "metadata": {"odd": "a\\ud800b"}}).splitlines()[3]
-        '  "odd": "a\\\\ud800b"'
+    does, so a value holding one (valid JSON) can be written back.
     """
     raw: list[str] = []
     nonce = os.urandom(8).hex()
@@ -80,11 +94,56 @@ def dumps_notebook(nb: dict[str, Any]) -> str:
             return f"jcli-raw-number-{nonce}-{len(raw) - 1}"
         raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
-    text = json.dumps(_split(nb), sort_keys=True, indent=1, ensure_ascii=False, default=placeholder)
+    text = json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False, default=placeholder)
     for index, number in enumerate(raw):
         text = text.replace(f'"jcli-raw-number-{nonce}-{index}"', number, 1)
     # Outside strings JSON is ASCII, so a surrogate here sits inside a string: escape it as JSON does.
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text + "\n")
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def dumps_notebook(nb: dict[str, Any]) -> str:
+    """The notebook as nbformat would write it (trailing newline included).
+
+    Numbers no float holds and lone surrogates are written back as read (see :func:`_dumps`).
+
+    Example:
+        >>> dumps_notebook({"cells": [], "metadata": {"odd": "a\\ud800b"}}).splitlines()[3]
+        '  "odd": "a\\\\ud800b"'
+    """
+    return _dumps(_split(nb)) + "\n"
+
+
+def dumps_cell(cell: dict[str, Any]) -> str:
+    """The cell as :func:`dumps_notebook` writes it inside ``"cells"``, from its ``{`` to its ``}``.
+
+    A cell sits two levels deep, so every line after its first is indented
+    by two more spaces; JSON escapes every newline inside a string, so each
+    newline of the text is a line break of the layout.
+
+    Example:
+        >>> cell = new_cell("code", "x = 1", "a1")
+        >>> dumps_cell(cell) in dumps_notebook(new_notebook([cell]))
+        True
+    """
+    return "".join(dumps_cell_parts(cell))
+
+
+def dumps_cell_parts(cell: dict[str, Any]) -> tuple[str, str, str]:
+    """:func:`dumps_cell` cut in three: before the ``outputs`` array, the array, after it.
+
+    A cell without an ``outputs`` list gives ``(text, "", "")``. The writer
+    keeps where the array lies, so the next write of the cell reads what
+    precedes and follows it, never its outputs.
+    """
+    split = _split_cell(cell)
+    outputs = split.get("outputs") if isinstance(split, dict) else None
+    if not isinstance(outputs, list):
+        return _dumps(split).replace("\n", "\n  "), "", ""
+    marker = f"jcli-outputs-{os.urandom(8).hex()}"
+    head = _dumps({**split, "outputs": marker}).replace("\n", "\n  ")
+    before, _, after = head.partition(f'"{marker}"')
+    # The array is the value of a key of the cell: three levels deep.
+    return before, _dumps(outputs).replace("\n", "\n   "), after
 
 
 def new_cell(cell_type: str, source: str, cell_id: str | None) -> dict[str, Any]:

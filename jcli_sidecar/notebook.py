@@ -27,6 +27,7 @@ __all__ = [
     "RawNumber",
     "cell_at",
     "coded_read_error",
+    "exact_float",
     "join_text",
     "load_notebook",
     "parse_notebook",
@@ -324,7 +325,7 @@ def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dic
             unsupported nbformat version.
     """
     try:
-        nb = loads(raw, parse_float=_exact_float if exact_numbers else None)
+        nb = loads(raw, parse_float=exact_float if exact_numbers else None)
     except UnicodeDecodeError:
         raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
     except json.JSONDecodeError as exc:
@@ -366,7 +367,8 @@ class RawNumber:
         return f"RawNumber({self.text!r})"
 
 
-def _exact_float(text: str) -> float | RawNumber:
+def exact_float(text: str) -> float | RawNumber:
+    """A JSON number as a float, or as its text (:class:`RawNumber`) when no float holds it."""
     value = float(text)
     if not math.isfinite(value):
         return RawNumber(text)  # overflow: 1e400

@@ -28,13 +28,23 @@ import os
 import time
 
 from .display_mode import check_display_mode, display_mode
-from .errors import CellNotFound, Interrupted, JcliError, NotebookOutOfSync, OutputSaveFailed, UsageError, internal_error
+from .errors import (
+    CellNotFound,
+    Interrupted,
+    JcliError,
+    NotebookOutOfSync,
+    NotebookReadFailed,
+    OutputSaveFailed,
+    UsageError,
+    internal_error,
+)
 from .exec_result import build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
-from .nbwrite import dumps_notebook, read_for_update, write_notebook
-from .notebook import join_text
+from .nbsplice import CellWriter
+from .nbwrite import dumps_cell, read_for_update, write_notebook
+from .notebook import NotebookFile, join_text
 from .pairing import paired_notebook_path
 from .percent import is_percent, normalize_source, parse_percent
 from .protocol import SCHEMA_VERSION
@@ -225,7 +235,8 @@ class NotebookRun:
         "on_cell_complete",
         "on_cell_error",
         "nb_path",
-        "nb",
+        "cells",
+        "writer",
         "summary",
         "_chosen",
         "_py_to_nb",
@@ -244,7 +255,9 @@ class NotebookRun:
         self.on_cell_complete: Hook | None = None
         self.on_cell_error: Hook | None = None
         self.nb_path: str | None = None
-        self.nb: dict[str, Any] | None = None
+        #: The notebook's cells without their outputs (``cell_type``, ``id``, ``metadata``, ``source``).
+        self.cells: list[Any] = []
+        self.writer: CellWriter | None = None
         self.summary: dict[str, Any] = {}
         self._chosen: list[int] = []
         self._py_to_nb: list[int] | None = None
@@ -286,11 +299,12 @@ class NotebookRun:
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
-        self.nb_path, self.nb, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
+        self.nb_path, self.cells, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
+        self.writer = CellWriter(self.nb_path)
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
-        self._chosen = parse_cell_spec(self.options.cells, len(self.nb["cells"]))
-        _check_writable(self.nb_path, self.nb)
+        self._chosen = parse_cell_spec(self.options.cells, len(self.cells))
+        _check_writable(self.nb_path, self.cells)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
             "status": "ok",
@@ -313,7 +327,7 @@ class NotebookRun:
             The summary document.
         """
         self._stop = stop
-        code_cells = [(requested, index) for requested, index in self._placed() if _is_code(self.nb["cells"][index])]
+        code_cells = [(requested, index) for requested, index in self._placed() if _is_code(self.cells[index])]
         if self.on_notebook_start is not None:
             self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
         notes: list[str] = []
@@ -349,8 +363,9 @@ class NotebookRun:
 
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
         """Run one code cell and write it back; False stops the run."""
-        cell = self.nb["cells"][nb_index]
-        target = _CellTarget(self.nb_path, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        cell = self.cells[nb_index]
+        assert self.writer is not None
+        target = _CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
@@ -410,11 +425,11 @@ def _is_code(cell: Any) -> bool:
     return isinstance(cell, dict) and cell.get("cell_type") == "code"
 
 
-def _check_writable(nb_path: str, nb: dict[str, Any]) -> None:
+def _check_writable(nb_path: str, cells: list[Any]) -> None:
     """Try everything a write-back needs, before any code is sent.
 
-    The notebook must encode as it stands (nothing in it the writer cannot
-    write), the runtime dir must be safe and the write-back lock takeable,
+    Every cell must encode as it stands, outputs aside (nothing in it the
+    writer cannot write), the runtime dir must be safe and the write-back lock takeable,
     and the notebook's directory must take a new file (the temp file of the
     atomic replace).
 
@@ -425,7 +440,9 @@ def _check_writable(nb_path: str, nb: dict[str, Any]) -> None:
     import tempfile
 
     try:
-        dumps_notebook(nb).encode("utf-8")
+        for cell in cells:
+            if isinstance(cell, dict):
+                dumps_cell(cell).encode("utf-8")
     except (ValueError, TypeError, RecursionError) as exc:
         raise OutputSaveFailed(
             f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
@@ -465,8 +482,12 @@ def _write_lock(nb_path: str, *, executed: bool):
 
 def _open_notebook(
     file_path: str, kernel_name: str | None, py_wins: bool = False
-) -> tuple[str, dict[str, Any], list[int] | None, dict[str, int] | None]:
-    """``(notebook path, notebook, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
+) -> tuple[str, list[Any], list[int] | None, dict[str, int] | None]:
+    """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
+
+    An ``.ipynb`` is read through its offset index: only the cells' sources
+    and metadata are decoded, never their outputs. A pair's sync needs the
+    whole notebook, once per run.
 
     Raises:
         PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
@@ -475,7 +496,7 @@ def _open_notebook(
 
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
-        return path, read_for_update(path), None, None
+        return path, _cell_heads(path), None, None
     from .pairguard import check_sync, record_agreement
     from .pairsync import apply_plan, plan_sync
 
@@ -496,16 +517,41 @@ def _open_notebook(
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
             except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
                 raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__}); nothing was run", executed=False) from None
-    return nb_path, synced, py_to_nb, report
+    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
+
+
+def _head(cell: Any) -> Any:
+    """What a run keeps of a cell: everything but its outputs."""
+    if isinstance(cell, dict):
+        return {key: value for key, value in cell.items() if key in ("cell_type", "id", "metadata", "source")}
+    return cell
+
+
+def _cell_heads(path: str) -> list[Any]:
+    """The notebook's cells without their outputs, read through its offset index.
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
+    """
+    from .nbindex import Changed
+
+    for _attempt in range(3):
+        book = NotebookFile.load(path)
+        try:
+            return [book.cell_head(number) for number in range(book.cell_count)]
+        except Changed:
+            continue
+    raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)
 
 
 class _CellTarget:
-    """Where one cell's outputs go: its notebook, its place, and the source that ran."""
+    """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
 
-    __slots__ = ("nb_path", "index", "cell_id", "source")
+    __slots__ = ("writer", "nb_path", "index", "cell_id", "source")
 
-    def __init__(self, nb_path: str, index: int, cell_id: str | None, source: str) -> None:
-        self.nb_path = nb_path
+    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
+        self.writer = writer
+        self.nb_path = writer.path
         self.index = index
         self.cell_id = cell_id
         self.source = source
@@ -521,14 +567,8 @@ class _CellTarget:
             OutputSaveFailed: the notebook could not be written.
         """
         nb_path = self.nb_path
-        with _write_lock(nb_path, executed=True):
-            nb = read_for_update(nb_path)
-            cells = nb["cells"]
-            index = self.index
-            if self.cell_id is not None:
-                found = [i for i, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == self.cell_id]
-                index = found[0] if len(found) == 1 else -1
-            cell = cells[index] if 0 <= index < len(cells) else None
+
+        def edit(cell: Any) -> None:
             if (
                 not isinstance(cell, dict)
                 or cell.get("cell_type") != "code"
@@ -545,8 +585,10 @@ class _CellTarget:
             elif isinstance(cell.get("metadata"), dict):
                 cell["metadata"].pop("jcli", None)
             stall_point("write-back:checkpoint" if result.partial else "write-back:final")
+
+        with _write_lock(nb_path, executed=True):
             try:
-                write_notebook(nb_path, nb)
+                self.writer.update_cell(self.index, self.cell_id, edit)
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
             except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write

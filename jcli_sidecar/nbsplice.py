@@ -1,0 +1,224 @@
+"""Writing one cell back into a notebook: the new cell's bytes spliced between the file's own.
+
+A run writes each cell as it finishes. Parsing and rewriting the whole
+notebook for that costs time and memory in the size of the file, so a full
+re-run of a big notebook would be quadratic. :class:`CellWriter` instead
+keeps the file's offset index (:mod:`jcli_sidecar.nbindex`): a write-back
+decodes the target cell without its outputs, lets the caller check and
+change it, and writes a new file made of the bytes before the cell (copied
+by the kernel), the cell as :func:`~jcli_sidecar.nbwrite.dumps_cell` lays it
+out, and the bytes after it. Memory and encoding follow the cell; only the
+kernel's copy follows the file.
+
+Byte compatibility: a spliced cell is exactly what nbformat's writer gives
+for it in that place, so a notebook in nbformat's layout stays byte for
+byte what nbformat would write. Splicing needs that layout around the cell
+(the file's start and end, the separators between cells, and the cell
+itself apart from its outputs); when any of it differs (a notebook written
+with ``indent=2``, minified, or by hand), or the walk does not index the
+file (old formats, odd JSON), the write parses the whole notebook and
+rewrites it in nbformat's layout, once: the next write finds the layout and
+splices. Cells it never writes keep their bytes.
+
+The index belongs to the file whose ``fstat`` key (:func:`~jcli_sidecar.nbindex.stat_key`)
+the writer saw after its own last write. Any other key means someone else
+wrote the file: it is indexed again, and the cell is found again by its id
+(else its place) and checked by the caller, as a full parse would.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import NotebookReadFailed
+from .fileio import write_pieces_atomic, write_text_atomic
+from .lazyjson import Bail, TooDeep, loads
+from .nbindex import Changed, build_index, stat_key
+from .nbwrite import dumps_cell_parts, dumps_notebook
+from .notebook import coded_read_error, exact_float, parse_notebook
+from .readfile import check_size, open_regular, read_open
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    #: Checks the cell found (None: no cell there) and changes it in place; raises to write nothing.
+    Edit = Callable[[Any], None]
+
+__all__ = ["CellWriter"]
+
+#: A cell's place: ``(start, end, outputs)``, ``outputs`` the ``(start, end)`` of its array or None.
+_Span = tuple[int, int, "tuple[int, int] | None"]
+#: What separates two cells in nbformat's layout.
+_BETWEEN = b",\n  "
+
+
+class CellWriter:
+    """Writes cells back into one notebook, each a splice of the current file.
+
+    Example:
+        >>> writer = CellWriter("report.ipynb")  # doctest: +SKIP
+        >>> writer.update_cell(3, "a1b2", edit)  # doctest: +SKIP
+    """
+
+    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "full_rewrites")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        #: The ``fstat`` key of the file the index describes (None: not indexed yet).
+        self.key: tuple[int, int, int, int, int] | None = None
+        self._spans: list[_Span] | None = None
+        self._ids: list[Any] = []
+        self._layout = False
+        #: How many writes rewrote the whole notebook (its layout was not nbformat's).
+        self.full_rewrites = 0
+
+    def update_cell(self, position: int, cell_id: str | None, edit: Edit) -> None:
+        """Find the cell (by ``cell_id`` when given, else at ``position``), ``edit`` it, write it back.
+
+        ``edit`` gets the cell without its ``outputs`` (None when no cell
+        matches) and sets what the cell becomes, outputs included.
+
+        Raises:
+            Whatever ``edit`` raises (nothing is written then).
+            FileNotFound, NotebookReadFailed: the notebook cannot be read.
+            OSError: the new file cannot be written.
+            ValueError, RecursionError: the cell cannot be encoded.
+        """
+        for _attempt in range(3):
+            try:
+                fd, info = open_regular(self.path)
+            except OSError as exc:
+                raise coded_read_error(exc, self.path) from None
+            try:
+                check_size(info, self.path)
+                if stat_key(info) != self.key:
+                    self._load(fd, info)
+                if self._spans is not None and self._layout:
+                    self._splice(fd, info, position, cell_id, edit)
+                else:
+                    self._rewrite(fd, info, position, cell_id, edit)
+                return
+            except Changed:
+                self.key = None
+                continue
+            finally:
+                os.close(fd)
+        raise NotebookReadFailed(f"{self.path}: kept changing while it was being written back; try again", path=self.path)
+
+    def _load(self, fd: int, info: os.stat_result) -> None:
+        """Index the open file; no index (the whole file is parsed at the write) when the walk cannot."""
+        self.key, self._spans, self._ids, self._layout = None, None, [], False
+        try:
+            index = build_index(fd, info)
+        except (Bail, TooDeep):
+            return
+        spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+        ids = []
+        for number in range(len(spans)):
+            head = _decode(_head_bytes(fd, spans[number]))
+            if head is None:
+                return
+            ids.append(head.get("id") if isinstance(head, dict) else None)
+        self.key, self._spans, self._ids = index.key, spans, ids
+        self._layout = _in_layout(fd, info.st_size, spans)
+
+    def _find(self, position: int, cell_id: str | None) -> int:
+        if cell_id is not None:
+            found = [number for number, known in enumerate(self._ids) if known == cell_id]
+            return found[0] if len(found) == 1 else -1
+        return position
+
+    def _splice(self, fd: int, info: os.stat_result, position: int, cell_id: str | None, edit: Edit) -> None:
+        assert self._spans is not None
+        number = self._find(position, cell_id)
+        if not 0 <= number < len(self._spans):
+            edit(None)  # raises: nothing matches
+            return
+        start, end, _outputs = self._spans[number]
+        raw = _head_bytes(fd, self._spans[number])
+        cell = _decode(raw)
+        if not isinstance(cell, dict) or raw != "".join(dumps_cell_parts(cell)).encode("utf-8"):
+            self._rewrite(fd, info, position, cell_id, edit)  # not nbformat's layout: rewritten whole, once
+            return
+        cell.pop("outputs", None)
+        edit(cell)
+        before, outputs, after = (part.encode("utf-8") for part in dumps_cell_parts(cell))
+        if stat_key(os.fstat(fd)) != self.key:
+            raise Changed()
+        written = write_pieces_atomic(self.path, [(0, start), before, outputs, after, (end, info.st_size)], source_fd=fd)
+        size = len(before) + len(outputs) + len(after)
+        shift = size - (end - start)
+        new_outputs = (start + len(before), start + len(before) + len(outputs)) if outputs else None
+        self._spans[number] = (start, start + size, new_outputs)
+        for later in range(number + 1, len(self._spans)):
+            s, e, o = self._spans[later]
+            self._spans[later] = (s + shift, e + shift, (o[0] + shift, o[1] + shift) if o is not None else None)
+        self._ids[number] = cell.get("id")
+        self.key = stat_key(written) if written.st_size == info.st_size + shift else None
+
+    def _rewrite(self, fd: int, info: os.stat_result, position: int, cell_id: str | None, edit: Edit) -> None:
+        """Parse the whole notebook, edit the cell, write it all in nbformat's layout."""
+        nb = parse_notebook(read_open(fd, info, self.path), self.path, exact_numbers=True)
+        cells = nb["cells"]
+        if cell_id is not None:
+            found = [n for n, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
+            number = found[0] if len(found) == 1 else -1
+        else:
+            number = position
+        cell = cells[number] if 0 <= number < len(cells) else None
+        if isinstance(cell, dict):
+            cell.pop("outputs", None)
+        edit(cell if isinstance(cell, dict) else None)
+        write_text_atomic(self.path, dumps_notebook(nb))
+        self.full_rewrites += 1
+        self.key = None  # indexed again at the next write, now in nbformat's layout
+
+
+def _pread(fd: int, start: int, end: int) -> bytes:
+    parts = []
+    at = start
+    while at < end:
+        chunk = os.pread(fd, end - at, at)
+        if not chunk:
+            raise Changed()
+        parts.append(chunk)
+        at += len(chunk)
+    return b"".join(parts)
+
+
+def _head_bytes(fd: int, span: _Span) -> bytes:
+    """The cell's bytes, its ``outputs`` array read as ``[]`` (the whole cell when its place is unknown)."""
+    start, end, outputs = span
+    if outputs is None:
+        return _pread(fd, start, end)
+    return _pread(fd, start, outputs[0]) + b"[]" + _pread(fd, outputs[1], end)
+
+
+def _decode(raw: bytes) -> Any:
+    """The cell the bytes hold, numbers exact; None when they are not JSON."""
+    try:
+        return loads(raw, parse_float=exact_float)
+    except ValueError:
+        return None
+
+
+def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
+    """Whether everything around the cells is laid out as nbformat writes it."""
+    if not spans:
+        return False
+    for (_, end, _o), (start, _, _p) in zip(spans, spans[1:], strict=False):
+        if start - end != len(_BETWEEN) or _pread(fd, end, start) != _BETWEEN:
+            return False
+    head = _pread(fd, 0, spans[0][0])
+    tail = _pread(fd, spans[-1][1], size)
+    try:
+        rest = loads(b'{"cells": [' + tail, parse_float=exact_float)
+    except ValueError:
+        return False
+    if not isinstance(rest, dict):
+        return False
+    text = dumps_notebook({**rest, "cells": [{}]})
+    cut = text.find("\n  {}\n")
+    return cut >= 0 and head == text[: cut + 3].encode("utf-8") and tail == text[cut + 5 :].encode("utf-8")
