@@ -12,8 +12,14 @@ through ten kinds, so every size has the same mix:
 - every other cell: a short ``stream`` and a ``display_data`` PNG (seeded
   noise, so every run writes the same file) with a ``text/plain`` repr.
 
+With ``runnable`` each code cell's source makes outputs of the same kinds
+and sizes again when a kernel runs it (``bench/notebook_rerun.py``, the
+write-back memory test); with ``nbformat_layout`` the file is byte for byte
+what nbformat would write (Jupyter's own saves), else each cell is dumped
+on its own without nbformat's nesting.
+
 Shared by the benchmarks (``bench/read_latency.py``, ``bench/mcp_latency.py``)
-and the memory test (``tests/test_big_notebook.py``). The file is written
+and the memory tests (``tests/test_big_notebook.py``, ``tests/test_big_rerun.py``). The file is written
 cell by cell: generating 400 MB holds a few cells in memory, never the file.
 """
 
@@ -86,7 +92,26 @@ def _table(rng: random.Random, rows: int = 40) -> tuple[list[str], list[str]]:
     return html, plain
 
 
-def _cell(index: int, rng: random.Random, pngs: list[str], with_ids: bool) -> dict:
+#: Sources that make each kind's outputs again (``runnable``): the same kinds, about the same sizes.
+_RUNNABLE = {
+    "log": "for step in range(1500):\n    print(f'epoch {step:4d} step {step:5d}  loss=0.{step:06d}  acc=0.9000  lr=3.0e-04  \"ok\" [{step % 7}]')",
+    "table": (
+        "class Table:\n"
+        "    def _repr_html_(self):\n"
+        "        return '<table>' + ''.join(f'<tr><td>{r}</td><td>{r * 0.5:.6f}</td></tr>' for r in range(40)) + '</table>'\n"
+        "    def __repr__(self):\n"
+        "        return '\\n'.join(f'{r:<4}{r * 0.5:.6f}' for r in range(40))\n"
+        "Table()"
+    ),
+    "image": (
+        "import io, os\nfrom PIL import Image as _Image\nfrom IPython.display import Image, display\n"
+        "_buf = io.BytesIO()\n_Image.frombytes('RGB', (200, 200), os.urandom(120000)).save(_buf, format='PNG')\n"
+        "print('frame', {index})\ndisplay(Image(data=_buf.getvalue(), format='png'))"
+    ),
+}
+
+
+def _cell(index: int, rng: random.Random, pngs: list[str], with_ids: bool, runnable: bool = False) -> dict:
     kind = cell_kind(index)
     cell: dict = {"cell_type": "markdown" if kind == "markdown" else "code", "metadata": {}}
     if with_ids:
@@ -121,6 +146,8 @@ def _cell(index: int, rng: random.Random, pngs: list[str], with_ids: bool) -> di
             },
         ]
     cell["outputs"] = outputs
+    if runnable:
+        cell["source"] = _lines(_RUNNABLE[kind].replace("{index}", str(index)))
     return cell
 
 
@@ -134,11 +161,21 @@ def image_png(index: int, *, seed: int = 18, side: int = 200) -> bytes:
     return _pngs(seed, side)[index % 4]
 
 
-def write_notebook(path, target_bytes: int, *, seed: int = 18, with_ids: bool = False, side: int = 200) -> int:
+def write_notebook(
+    path,
+    target_bytes: int,
+    *,
+    seed: int = 18,
+    with_ids: bool = False,
+    side: int = 200,
+    runnable: bool = False,
+    nbformat_layout: bool = False,
+) -> int:
     """Write a notebook of about ``target_bytes`` to ``path``; returns the number of cells.
 
     ``with_ids`` writes nbformat 4.5 with cell ids (upstream j-cli needs
-    them), else 4.4 without.
+    them), else 4.4 without; ``runnable`` and ``nbformat_layout`` as the
+    module says.
     """
     rng = random.Random(seed + 1)
     pngs = [base64.b64encode(png).decode("ascii") for png in _pngs(seed, side)]
@@ -146,12 +183,24 @@ def write_notebook(path, target_bytes: int, *, seed: int = 18, with_ids: bool = 
     tail = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}}
     written = 0
     count = 0
+    if nbformat_layout:  # nbformat: keys sorted, every level indented by one more space
+        frame = json.dumps({"cells": [{}], "metadata": tail, "nbformat": 4, "nbformat_minor": minor}, indent=1, sort_keys=True)
+        cut = frame.index("\n  {}\n")
+        head, end, between = frame[: cut + 3], frame[cut + 5 :] + "\n", ",\n  "
+    else:
+        head = '{\n "cells": [\n'
+        end = f'\n ],\n "metadata": {json.dumps(tail)},\n "nbformat": 4,\n "nbformat_minor": {minor}\n}}\n'
+        between = ",\n"
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write('{\n "cells": [\n')
+        fh.write(head)
         while written < target_bytes:
-            text = json.dumps(_cell(count, rng, pngs, with_ids), indent=1, ensure_ascii=False)
-            fh.write((",\n" if count else "") + text)
+            cell = _cell(count, rng, pngs, with_ids, runnable)
+            if nbformat_layout:
+                text = json.dumps(cell, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\n  ")
+            else:
+                text = json.dumps(cell, indent=1, ensure_ascii=False)
+            fh.write((between if count else "") + text)
             written += len(text) + 2
             count += 1
-        fh.write(f'\n ],\n "metadata": {json.dumps(tail)},\n "nbformat": 4,\n "nbformat_minor": {minor}\n}}\n')
+        fh.write(end)
     return count

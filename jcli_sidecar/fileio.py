@@ -9,6 +9,10 @@ import tempfile
 
 from .readfile import FileTooLarge, NotARegularFile, read_regular
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = ["FileTooLarge", "NotARegularFile", "read_text_or_none", "write_pieces_atomic", "write_text_atomic"]
 
 
@@ -32,13 +36,14 @@ def write_text_atomic(path: str, text: str) -> None:
     write_pieces_atomic(path, [text.encode("utf-8")])
 
 
-def write_pieces_atomic(path: str, pieces: list[bytes | tuple[int, int]], source_fd: int | None = None) -> os.stat_result:
+def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], source_fd: int | None = None) -> os.stat_result:
     """Replace ``path`` with ``pieces`` joined, with the guarantees of :func:`write_text_atomic`.
 
     A piece is bytes, or a ``(start, end)`` byte range of the open file
     ``source_fd`` (usually the file being replaced), copied by the kernel
     without passing through this process, so splicing one cell into a big
-    notebook holds that cell only.
+    notebook holds that cell only. ``pieces`` may be a generator: each is
+    written as it comes, and one that raises leaves the file as it was.
 
     Returns:
         The ``stat`` of the file written, taken once it is in place.

@@ -15,10 +15,11 @@ for it in that place, so a notebook in nbformat's layout stays byte for
 byte what nbformat would write. Splicing needs that layout around the cell
 (the file's start and end, the separators between cells, and the cell
 itself apart from its outputs); when any of it differs (a notebook written
-with ``indent=2``, minified, or by hand), or the walk does not index the
-file (old formats, odd JSON), the write parses the whole notebook and
-rewrites it in nbformat's layout, once: the next write finds the layout and
-splices. Cells it never writes keep their bytes.
+with ``indent=2``, minified, or by hand), the write lays the whole file out
+as nbformat does, once, one cell at a time (memory follows the biggest
+cell): the next write finds the layout and splices. Only a file the walk
+cannot index (old formats, odd JSON) is parsed whole and rewritten. Cells a
+splice does not write keep their bytes.
 
 The index belongs to the file whose ``fstat`` key (:func:`~jcli_sidecar.nbindex.stat_key`)
 the writer saw after its own last write. Any other key means someone else
@@ -40,7 +41,7 @@ from .readfile import check_size, open_regular, read_open
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     #: Checks the cell found (None: no cell there) and changes it in place; raises to write nothing.
@@ -95,8 +96,11 @@ class CellWriter:
                 check_size(info, self.path)
                 if stat_key(info) != self.key:
                     self._load(fd, info)
-                if self._spans is not None and self._layout:
-                    self._splice(fd, info, position, cell_id, edit)
+                if self._spans is not None:
+                    try:
+                        self._splice(fd, info, position, cell_id, edit)
+                    except Bail:  # a cell or the frame is not JSON after all: the full parse says why
+                        self._rewrite(fd, info, position, cell_id, edit)
                 else:
                     self._rewrite(fd, info, position, cell_id, edit)
                 return
@@ -139,11 +143,15 @@ class CellWriter:
         start, end, _outputs = self._spans[number]
         raw = _head_bytes(fd, self._spans[number])
         cell = _decode(raw)
-        if not isinstance(cell, dict) or raw != "".join(dumps_cell_parts(cell)).encode("utf-8"):
-            self._rewrite(fd, info, position, cell_id, edit)  # not nbformat's layout: rewritten whole, once
+        if not isinstance(cell, dict):
+            self._rewrite(fd, info, position, cell_id, edit)  # the full parse says what is wrong
             return
+        in_layout = self._layout and raw == "".join(dumps_cell_parts(cell)).encode("utf-8")
         cell.pop("outputs", None)
         edit(cell)
+        if not in_layout:
+            self._relayout(fd, info, number, cell)
+            return
         before, outputs, after = (part.encode("utf-8") for part in dumps_cell_parts(cell))
         if stat_key(os.fstat(fd)) != self.key:
             raise Changed()
@@ -157,6 +165,31 @@ class CellWriter:
             self._spans[later] = (s + shift, e + shift, (o[0] + shift, o[1] + shift) if o is not None else None)
         self._ids[number] = cell.get("id")
         self.key = stat_key(written) if written.st_size == info.st_size + shift else None
+
+    def _relayout(self, fd: int, info: os.stat_result, number: int, edited: dict[str, Any]) -> None:
+        """Write the whole file in nbformat's layout, cell ``number`` as ``edited``, one cell at a time."""
+        assert self._spans is not None
+        spans = self._spans
+        frame = _frame(fd, info.st_size, spans)
+        if frame is None:
+            raise Bail("the notebook around its cells is not JSON")
+
+        def pieces() -> Iterator[bytes]:
+            yield frame[0]
+            for at, span in enumerate(spans):
+                if at:
+                    yield _BETWEEN
+                cell = edited if at == number else _decode(_pread(fd, span[0], span[1]))
+                if cell is None:
+                    raise Bail("a cell that is not JSON")
+                yield "".join(dumps_cell_parts(cell)).encode("utf-8")
+            yield frame[1]
+
+        if stat_key(os.fstat(fd)) != self.key:
+            raise Changed()
+        write_pieces_atomic(self.path, pieces(), source_fd=fd)
+        self.full_rewrites += 1
+        self.key = None  # indexed again at the next write, now in nbformat's layout
 
     def _rewrite(self, fd: int, info: os.stat_result, position: int, cell_id: str | None, edit: Edit) -> None:
         """Parse the whole notebook, edit the cell, write it all in nbformat's layout."""
@@ -204,6 +237,19 @@ def _decode(raw: bytes) -> Any:
         return None
 
 
+def _frame(fd: int, size: int, spans: list[_Span]) -> tuple[bytes, bytes] | None:
+    """What nbformat writes before the first cell and after the last, from the file's own; None if not JSON."""
+    try:
+        rest = loads(_pread(fd, 0, spans[0][0]) + _pread(fd, spans[-1][1], size), parse_float=exact_float)
+    except ValueError:
+        return None
+    if not isinstance(rest, dict):
+        return None
+    text = dumps_notebook({**rest, "cells": [{}]})
+    cut = text.find("\n  {}\n")
+    return text[: cut + 3].encode("utf-8"), text[cut + 5 :].encode("utf-8")
+
+
 def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
     """Whether everything around the cells is laid out as nbformat writes it."""
     if not spans:
@@ -211,14 +257,5 @@ def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
     for (_, end, _o), (start, _, _p) in zip(spans, spans[1:], strict=False):
         if start - end != len(_BETWEEN) or _pread(fd, end, start) != _BETWEEN:
             return False
-    head = _pread(fd, 0, spans[0][0])
-    tail = _pread(fd, spans[-1][1], size)
-    try:
-        rest = loads(b'{"cells": [' + tail, parse_float=exact_float)
-    except ValueError:
-        return False
-    if not isinstance(rest, dict):
-        return False
-    text = dumps_notebook({**rest, "cells": [{}]})
-    cut = text.find("\n  {}\n")
-    return cut >= 0 and head == text[: cut + 3].encode("utf-8") and tail == text[cut + 5 :].encode("utf-8")
+    frame = _frame(fd, size, spans)
+    return frame is not None and frame == (_pread(fd, 0, spans[0][0]), _pread(fd, spans[-1][1], size))

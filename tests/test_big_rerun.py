@@ -1,0 +1,73 @@
+"""Re-running cells of a 100 MB notebook holds one cell's outputs, never the notebook.
+
+Memory, not time: the ``j-cli exec -f`` child's peak resident set
+(``ru_maxrss``) is measured by a fresh parent whose only child it is, so
+nothing else this test run started can count. The run prepares from the
+offset index (sources and metadata only) and splices each cell back; a
+notebook not in nbformat's layout is laid out once, one cell at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from helpers import JCLI, REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from realistic_notebook import cell_kind, write_notebook  # noqa: E402
+
+SIZE = 100 * 1024 * 1024
+PEAK_MIB = 64
+
+#: Runs argv[1:] and prints its peak RSS in KiB (Linux reports ru_maxrss in KiB).
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+    "sys.stderr.buffer.write(r.stderr)\n"
+    "sys.stdout.buffer.write(r.stdout)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(r.returncode)\n"
+)
+
+
+def rerun(path, session, cells: str) -> tuple[list[dict], float]:
+    """Run ``cells`` of ``path``; its JSON lines and the client's peak RSS in MiB."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURE, JCLI, "-j", "exec", session, "-f", str(path), "--cell", cells],
+        capture_output=True,
+        cwd=path.parent,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return [json.loads(line) for line in proc.stdout.splitlines()], int(proc.stderr.decode().split()[-1]) / 1024
+
+
+def biggest_output_mib(path, indexes) -> float:
+    """The largest outputs array among ``indexes``, in MiB of its JSON text."""
+    nb = json.loads(path.read_bytes())
+    return max(len(json.dumps(nb["cells"][i].get("outputs", []))) for i in indexes) / (1 << 20)
+
+
+@pytest.mark.parametrize("nbformat_layout", [True, False], ids=["nbformat-layout", "other-layout-laid-out-once"])
+def test_rerunning_cells_of_a_100_mb_notebook_stays_under_64_mib_plus_one_cells_outputs(
+    tmp_path, use_jupyter, kernel_session, nbformat_layout
+):
+    path = tmp_path / "big.ipynb"
+    cells = write_notebook(path, SIZE, with_ids=True, runnable=True, nbformat_layout=nbformat_layout)
+    try:
+        first = cells - 12  # near the end, so the whole file is indexed and copied around the cells
+        chosen = range(first, first + 10)
+        assert {cell_kind(i) for i in chosen} >= {"log", "table", "image", "markdown"}
+        before = path.read_bytes()
+        lines, peak_mib = rerun(path, kernel_session, f"{first}:{first + 10}")
+        assert lines[-1]["status"] == "ok" and lines[-1]["cells_run"] == 9
+        after = path.read_bytes()
+        assert after != before and (after[:1000] == before[:1000]) == nbformat_layout
+        assert after == (nbformat.writes(nbformat.reads(after.decode(), as_version=4)) + "\n").encode()  # still nbformat's bytes
+        budget = PEAK_MIB + biggest_output_mib(path, chosen)
+        assert peak_mib < budget, f"peak RSS {peak_mib:.1f} MiB re-running 9 cells of a {len(after) >> 20} MiB notebook"
+    finally:
+        path.unlink(missing_ok=True)
