@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import NotebookReadFailed
+from .errors import JcliError, NotebookReadFailed
 from .fileio import write_pieces_atomic, write_text_atomic
 from .lazyjson import Bail, TooDeep, loads
 from .nbindex import Changed, build_index, stat_key
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
     #: Checks the cell found (None: no cell there) and changes it in place; raises to write nothing.
     Edit = Callable[[Any], None]
+    #: One cell to write: ``(position, cell_id, edit)``.
+    Change = tuple[int, str | None, Edit]
 
 __all__ = ["CellWriter"]
 
@@ -87,6 +89,22 @@ class CellWriter:
             OSError: the new file cannot be written.
             ValueError, RecursionError: the cell cannot be encoded.
         """
+        refused = self.update_cells([(position, cell_id, edit)])[0]
+        if refused is not None:
+            raise refused
+
+    def update_cells(self, changes: list[Change]) -> list[JcliError | None]:
+        """Several cells at once, in one new file: each ``(position, cell_id, edit)`` as :meth:`update_cell`.
+
+        A coded error an ``edit`` raises refuses that cell only: the others
+        are written, and its place in the answer holds the error (None for
+        a cell written).
+
+        Raises:
+            FileNotFound, NotebookReadFailed: the notebook cannot be read.
+            OSError: the new file cannot be written (no cell is).
+            ValueError, RecursionError: a cell cannot be encoded (no cell is).
+        """
         for _attempt in range(3):
             try:
                 fd, info = open_regular(self.path)
@@ -98,12 +116,10 @@ class CellWriter:
                     self._load(fd, info)
                 if self._spans is not None:
                     try:
-                        self._splice(fd, info, position, cell_id, edit)
+                        return self._splice(fd, info, changes)
                     except Bail:  # a cell or the frame is not JSON after all: the full parse says why
-                        self._rewrite(fd, info, position, cell_id, edit)
-                else:
-                    self._rewrite(fd, info, position, cell_id, edit)
-                return
+                        pass
+                return self._rewrite(fd, info, changes)
             except Changed:
                 self.key = None
                 continue
@@ -134,40 +150,83 @@ class CellWriter:
             return found[0] if len(found) == 1 else -1
         return position
 
-    def _splice(self, fd: int, info: os.stat_result, position: int, cell_id: str | None, edit: Edit) -> None:
+    def _splice(self, fd: int, info: os.stat_result, changes: list[Change]) -> list[JcliError | None]:
         assert self._spans is not None
-        number = self._find(position, cell_id)
-        if not 0 <= number < len(self._spans):
-            edit(None)  # raises: nothing matches
-            return
-        start, end, _outputs = self._spans[number]
-        raw = _head_bytes(fd, self._spans[number])
-        cell = _decode(raw)
-        if not isinstance(cell, dict):
-            self._rewrite(fd, info, position, cell_id, edit)  # the full parse says what is wrong
-            return
-        in_layout = self._layout and raw == "".join(dumps_cell_parts(cell)).encode("utf-8")
-        cell.pop("outputs", None)
-        edit(cell)
+        spans = self._spans
+        found: list[tuple[int, bytes, Any]] = []
+        for position, cell_id, _edit in changes:
+            number = self._find(position, cell_id)
+            if 0 <= number < len(spans):
+                raw = _head_bytes(fd, spans[number])
+                found.append((number, raw, _decode(raw)))
+            else:
+                found.append((-1, b"", None))
+        if any(number >= 0 and not isinstance(cell, dict) for number, _raw, cell in found):
+            raise Bail("a cell that is not JSON")  # the full parse says what is wrong
+        in_layout = self._layout and all(
+            number < 0 or raw == "".join(dumps_cell_parts(cell)).encode("utf-8") for number, raw, cell in found
+        )
+        edited: dict[int, dict[str, Any]] = {}
+        answers = []
+        for (number, _raw, cell), (_position, _cell_id, edit) in zip(found, changes, strict=True):
+            if cell is not None:
+                cell.pop("outputs", None)
+            answers.append(_apply(edit, cell))
+            if answers[-1] is None and cell is not None:
+                edited[number] = cell
+        if not edited:
+            return answers
         if not in_layout:
-            self._relayout(fd, info, number, cell)
-            return
-        before, outputs, after = (part.encode("utf-8") for part in dumps_cell_parts(cell))
+            self._relayout(fd, info, edited)
+            return answers
+        pieces: list[bytes | tuple[int, int]] = []
+        at = 0
+        placed: list[tuple[int, int, int, tuple[int, int] | None]] = []  # number, new start, new end, outputs
+        shift = 0
+        for number in sorted(edited):
+            start, end, _outputs = spans[number]
+            before, outputs, after = (part.encode("utf-8") for part in dumps_cell_parts(edited[number]))
+            pieces += [(at, start), before, outputs, after]
+            new_start = start + shift
+            size = len(before) + len(outputs) + len(after)
+            placed.append(
+                (
+                    number,
+                    new_start,
+                    new_start + size,
+                    (new_start + len(before), new_start + len(before) + len(outputs)) if outputs else None,
+                )
+            )
+            shift += size - (end - start)
+            at = end
+        pieces.append((at, info.st_size))
         if stat_key(os.fstat(fd)) != self.key:
             raise Changed()
-        written = write_pieces_atomic(self.path, [(0, start), before, outputs, after, (end, info.st_size)], source_fd=fd)
-        size = len(before) + len(outputs) + len(after)
-        shift = size - (end - start)
-        new_outputs = (start + len(before), start + len(before) + len(outputs)) if outputs else None
-        self._spans[number] = (start, start + size, new_outputs)
-        for later in range(number + 1, len(self._spans)):
-            s, e, o = self._spans[later]
-            self._spans[later] = (s + shift, e + shift, (o[0] + shift, o[1] + shift) if o is not None else None)
-        self._ids[number] = cell.get("id")
+        written = write_pieces_atomic(self.path, pieces, source_fd=fd)
+        self._move(placed)
+        for number in edited:
+            self._ids[number] = edited[number].get("id")
         self.key = stat_key(written) if written.st_size == info.st_size + shift else None
+        return answers
 
-    def _relayout(self, fd: int, info: os.stat_result, number: int, edited: dict[str, Any]) -> None:
-        """Write the whole file in nbformat's layout, cell ``number`` as ``edited``, one cell at a time."""
+    def _move(self, placed: list[tuple[int, int, int, tuple[int, int] | None]]) -> None:
+        """Record the new places of the cells written, and shift every cell after each."""
+        assert self._spans is not None
+        spans = self._spans
+        shift = 0
+        ahead = iter(placed)
+        upcoming = next(ahead, None)
+        for number in range(len(spans)):
+            start, end, outputs = spans[number]
+            if upcoming is not None and upcoming[0] == number:
+                spans[number] = (upcoming[1], upcoming[2], upcoming[3])
+                shift = upcoming[2] - end
+                upcoming = next(ahead, None)
+            elif shift:
+                spans[number] = (start + shift, end + shift, (outputs[0] + shift, outputs[1] + shift) if outputs is not None else None)
+
+    def _relayout(self, fd: int, info: os.stat_result, edited: dict[int, dict[str, Any]]) -> None:
+        """Write the whole file in nbformat's layout, the ``edited`` cells as they are, one cell at a time."""
         assert self._spans is not None
         spans = self._spans
         frame = _frame(fd, info.st_size, spans)
@@ -179,7 +238,7 @@ class CellWriter:
             for at, span in enumerate(spans):
                 if at:
                     yield _BETWEEN
-                cell = edited if at == number else _decode(_pread(fd, span[0], span[1]))
+                cell = edited[at] if at in edited else _decode(_pread(fd, span[0], span[1]))
                 if cell is None:
                     raise Bail("a cell that is not JSON")
                 yield "".join(dumps_cell_parts(cell)).encode("utf-8")
@@ -191,22 +250,36 @@ class CellWriter:
         self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
 
-    def _rewrite(self, fd: int, info: os.stat_result, position: int, cell_id: str | None, edit: Edit) -> None:
-        """Parse the whole notebook, edit the cell, write it all in nbformat's layout."""
+    def _rewrite(self, fd: int, info: os.stat_result, changes: list[Change]) -> list[JcliError | None]:
+        """Parse the whole notebook, edit the cells, write it all in nbformat's layout."""
         nb = parse_notebook(read_open(fd, info, self.path), self.path, exact_numbers=True)
         cells = nb["cells"]
-        if cell_id is not None:
-            found = [n for n, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
-            number = found[0] if len(found) == 1 else -1
-        else:
-            number = position
-        cell = cells[number] if 0 <= number < len(cells) else None
-        if isinstance(cell, dict):
-            cell.pop("outputs", None)
-        edit(cell if isinstance(cell, dict) else None)
-        write_text_atomic(self.path, dumps_notebook(nb))
-        self.full_rewrites += 1
+        answers = []
+        for position, cell_id, edit in changes:
+            if cell_id is not None:
+                found = [n for n, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
+                number = found[0] if len(found) == 1 else -1
+            else:
+                number = position
+            cell = cells[number] if 0 <= number < len(cells) and isinstance(cells[number], dict) else None
+            kept = cell.pop("outputs", None) if cell is not None else None
+            answers.append(_apply(edit, cell))
+            if answers[-1] is not None and cell is not None and kept is not None:
+                cell["outputs"] = kept  # refused: the cell stays as it was
+        if any(answer is None for answer in answers):
+            write_text_atomic(self.path, dumps_notebook(nb))
+            self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
+        return answers
+
+
+def _apply(edit: Edit, cell: Any) -> JcliError | None:
+    """Run ``edit`` on ``cell``; the coded error it raises, or None."""
+    try:
+        edit(cell)
+    except JcliError as err:
+        return err
+    return None
 
 
 def _pread(fd: int, start: int, end: int) -> bytes:

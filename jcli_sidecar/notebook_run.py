@@ -3,8 +3,12 @@
 :class:`NotebookRun` runs a notebook's chosen code cells in order, in one
 kernel, over one connection. Outputs go only into the notebook: each cell's
 raw outputs and ``execution_count`` are written back as the cell finishes
-(under the notebook lock, temp file plus rename, mode kept), so a crash
-keeps the finished cells. Before each write the target cell must still hold
+(under the notebook lock, temp file plus rename, mode kept; only the cell's
+bytes are new, see :mod:`jcli_sidecar.nbsplice`), so a crash keeps the
+finished cells. In a notebook big enough that writing it takes a real share
+of the run, finished cells wait a little and are written together
+(:class:`_Pacer`); a cell's ``on_cell_complete`` always comes once it is in
+the file, so its line is never ahead of the notebook. Before each write the target cell must still hold
 the source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is
 overwritten. A long cell's partial outputs are saved every
 :attr:`RunOptions.checkpoint_seconds`. A ``.py`` pair first brings its
@@ -42,6 +46,7 @@ from .exec_result import build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
+from .nbindex import stat_key
 from .nbsplice import CellWriter
 from .nbwrite import dumps_cell, read_for_update, write_notebook
 from .notebook import NotebookFile, join_text
@@ -63,14 +68,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHECKPOINT_SECONDS",
+    "DEFAULT_WRITEBACK_PACE",
     "NotebookRun",
     "RunOptions",
     "checkpoint_seconds_from_env",
+    "writeback_pace_from_env",
     "is_notebook_file",
     "parse_cell_spec",
 ]
 
 DEFAULT_CHECKPOINT_SECONDS = 10.0
+DEFAULT_WRITEBACK_PACE = 4.0
 
 
 def is_notebook_file(path: str) -> bool:
@@ -127,6 +135,23 @@ def parse_cell_spec(spec: str | None, count: int, *, strict: bool = False) -> li
     return list(range(start, min(stop, count)))
 
 
+def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``JCLI_WRITEBACK_PACE`` (default 4): how long finished cells may wait to be written, in last write-backs.
+
+    A bad or negative value is the default; 0 writes every cell as it finishes.
+
+    Example:
+        >>> writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "0"}), writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "x"})
+        (0.0, 4.0)
+    """
+    raw = (os.environ if env is None else env).get("JCLI_WRITEBACK_PACE", str(DEFAULT_WRITEBACK_PACE))
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_WRITEBACK_PACE
+    return value if value >= 0 and value == value and value != float("inf") else DEFAULT_WRITEBACK_PACE
+
+
 def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
     """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved.
 
@@ -162,13 +187,16 @@ class RunOptions:
         display_mode: IPython's display mode for the run's cells (one of
             ``display_mode.DISPLAY_MODES``), the kernel's own restored
             afterwards; None leaves the kernel's setting alone.
+        writeback_pace: finished cells are queued while less than this
+            many times the last write-back's duration has passed since it
+            (:class:`_Pacer`); 0 writes every cell at once.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0)
     """
 
-    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode")
+    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode", "writeback_pace")
 
     def __init__(
         self,
@@ -179,6 +207,7 @@ class RunOptions:
         kernel_name: str | None = None,
         py_wins: bool = False,
         display_mode: str | None = None,
+        writeback_pace: float = DEFAULT_WRITEBACK_PACE,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -186,6 +215,7 @@ class RunOptions:
         self.kernel_name = kernel_name
         self.py_wins = py_wins
         self.display_mode = check_display_mode(display_mode)
+        self.writeback_pace = writeback_pace
 
     def __repr__(self) -> str:
         return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
@@ -243,6 +273,9 @@ class NotebookRun:
         "_stop",
         "_created",
         "_updated",
+        "_pending",
+        "_pacer",
+        "_halted",
         "sent",
     )
 
@@ -264,6 +297,10 @@ class NotebookRun:
         self._stop: StopSwitch | None = None
         self._created: str | None = None  # the notebook this run created (for notebook_created), as the caller named it
         self._updated = False  # whether any cell was written back
+        #: Cells run but not yet written back: ``(target, result, line)`` (see :class:`_Pacer`).
+        self._pending: list[tuple[_CellTarget, ExecutionResult, dict[str, Any]]] = []
+        self._pacer = _Pacer(self.options.writeback_pace)
+        self._halted = False  # a checkpoint's write of the queued cells failed: stop after this cell
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
 
@@ -332,12 +369,15 @@ class NotebookRun:
             self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
         notes: list[str] = []
         with display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
-            for requested, index in code_cells:
-                if stop is not None and stop.count:  # a signal between cells: the next one does not start
-                    self.summary.setdefault("stopped_at", requested)
-                    break
-                if not self._run_cell(kernel, session_id, requested, index):
-                    break
+            try:
+                for requested, index in code_cells:
+                    if stop is not None and stop.count:  # a signal between cells: the next one does not start
+                        self.summary.setdefault("stopped_at", requested)
+                        break
+                    if not self._run_cell(kernel, session_id, requested, index) or self._halted:
+                        break
+            finally:
+                self._flush(session_id, kernel.kernel_id)  # the cells still queued
         if stop is not None and stop.count:
             self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
         if notes:
@@ -362,7 +402,7 @@ class NotebookRun:
         return fields
 
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
-        """Run one code cell and write it back; False stops the run."""
+        """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
         cell = self.cells[nb_index]
         assert self.writer is not None
         target = _CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
@@ -372,10 +412,13 @@ class NotebookRun:
         result = ExecutionResult()
         written = False
         try:
-            checkpoint = _Checkpoint(target, self.options.checkpoint_seconds, self.on_output)
+            checkpoint = _Checkpoint(
+                target, self.options.checkpoint_seconds, self.on_output, self._flush_before_checkpoint(session_id, kernel)
+            )
             kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
         except Exception as exc:
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            self._flush(session_id, kernel.kernel_id)  # the cells before it end first
             if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
                 self.sent = True
                 try:
@@ -387,14 +430,51 @@ class NotebookRun:
             line.update(self._compat(cell_index, target.source, result, written))
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
         self.sent = True
+        self._pending.append((target, result, line))
+        if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
+            return self._flush(session_id, kernel.kernel_id)
+        return True
+
+    def _flush_before_checkpoint(self, session_id: str, kernel: KernelConnection) -> Callable[[], None]:
+        """What a checkpoint does first: write the finished cells still queued (a failure stops the run after the cell)."""
+
+        def flush() -> None:
+            if self._pending and not self._flush(session_id, kernel.kernel_id):
+                self._halted = True
+
+        return flush
+
+    def _flush(self, session_id: str, kernel_id: str) -> bool:
+        """Write every queued cell back in one splice, then end each (``on_cell_complete`` or ``on_cell_error``); False stops the run."""
+        if not self._pending:
+            return True
+        pending, self._pending = self._pending, []
+        assert self.writer is not None
+        started = time.monotonic()
         try:
-            target.write_back(result)
-            written = True
-            doc = build_result(result, session_id=session_id, kernel_id=kernel.kernel_id)
+            answers = _write_back_all(self.writer, [(target, result) for target, result, _line in pending])
+        except Exception as exc:  # a bug of ours: each cell says so
+            answers = [internal_error(exc) for _ in pending]
+        self._pacer.wrote(started)
+        going = True
+        for (target, result, line), refused in zip(pending, answers, strict=True):
+            going = self._finish(target, result, line, refused, session_id, kernel_id) and going
+        return going
+
+    def _finish(
+        self, target: _CellTarget, result: ExecutionResult, line: dict[str, Any], refused: JcliError | None, session_id: str, kernel_id: str
+    ) -> bool:
+        """End one cell whose write-back was tried; False stops the run."""
+        cell_index = line["cell_index"]
+        written = refused is None
+        try:
+            if refused is not None:
+                raise refused
+            doc = build_result(result, session_id=session_id, kernel_id=kernel_id)
         except Exception as exc:
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
             line.update(self._compat(cell_index, target.source, result, written))
-            return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=False)
+            return self._cell_failed(line, err, result, session_id, kernel_id, partial=False)
         line = {**line, **doc, **self._compat(cell_index, target.source, result, written)}
         self.summary["cells_run"] += 1
         if self.on_cell_complete is not None:
@@ -556,15 +636,12 @@ class _CellTarget:
         self.cell_id = cell_id
         self.source = source
 
-    def write_back(self, result: ExecutionResult) -> None:
-        """Write ``result`` into the cell, if it still holds the source that ran.
+    def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
+        """What writing ``result`` does to the cell found, if it still holds the source that ran.
 
         A partial result also marks the cell ``metadata.jcli.running``; a
-        final one clears that mark.
-
-        Raises:
-            NotebookOutOfSync: the cell changed (or went) while it ran.
-            OutputSaveFailed: the notebook could not be written.
+        final one clears that mark. The edit raises :class:`NotebookOutOfSync`
+        when the cell changed (or went) while it ran.
         """
         nb_path = self.nb_path
 
@@ -586,13 +663,79 @@ class _CellTarget:
                 cell["metadata"].pop("jcli", None)
             stall_point("write-back:checkpoint" if result.partial else "write-back:final")
 
+        return edit
+
+    def write_back(self, result: ExecutionResult) -> None:
+        """Write ``result`` into the cell (see :meth:`edit`).
+
+        Raises:
+            NotebookOutOfSync: the cell changed (or went) while it ran.
+            OutputSaveFailed: the notebook could not be written.
+        """
+        refused = _write_back_all(self.writer, [(self, result)])[0]
+        if refused is not None:
+            raise refused
+
+
+def _write_back_all(writer: CellWriter, cells: list[tuple[_CellTarget, ExecutionResult]]) -> list[JcliError | None]:
+    """Write several cells' results in one splice, under the lock; each cell's coded error, or None where it was written.
+
+    A notebook that cannot be read or written fails every cell alike.
+    """
+    nb_path = writer.path
+    try:
         with _write_lock(nb_path, executed=True):
             try:
-                self.writer.update_cell(self.index, self.cell_id, edit)
+                return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
             except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
                 raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
+    except JcliError as err:
+        return [err] + [_copy_error(err) for _ in cells[1:]]
+
+
+def _copy_error(err: JcliError) -> JcliError:
+    """The same coded error for another cell (each cell's line adds its own details)."""
+    import copy
+
+    twin = copy.copy(err)
+    twin.details = dict(err.details)
+    return twin
+
+
+class _Pacer:
+    """When finished cells are written back: at once, unless writing the notebook costs a real share of the run.
+
+    Each write-back copies the whole file (by the kernel, but still in its
+    size), so a re-run of many quick cells of a big notebook would spend
+    most of its time writing. The pacer queues finished cells while less
+    than ``pace`` times the last write's duration has passed since it
+    ended, so writing takes at most about ``1 / (1 + pace)`` of the run;
+    a small notebook (a write of a millisecond or two) is written after
+    every cell. Nothing is queued once the file's ``fstat`` key differs
+    from the writer's own last write (someone else wrote it): the queued
+    cells are written, and checked, at once.
+    """
+
+    __slots__ = ("pace", "cost", "done")
+
+    def __init__(self, pace: float) -> None:
+        self.pace = pace
+        self.cost = 0.0
+        self.done = time.monotonic()
+
+    def due(self, writer: CellWriter) -> bool:
+        if writer.key is None or time.monotonic() - self.done >= self.pace * self.cost:
+            return True
+        try:
+            return stat_key(os.stat(writer.path)) != writer.key
+        except (OSError, ValueError):
+            return True
+
+    def wrote(self, started: float) -> None:
+        self.done = time.monotonic()
+        self.cost = self.done - started
 
 
 class _Checkpoint:
@@ -603,13 +746,14 @@ class _Checkpoint:
     reports any real problem.
     """
 
-    __slots__ = ("target", "period", "on_output", "last")
+    __slots__ = ("target", "period", "on_output", "last", "flush")
 
-    def __init__(self, target: _CellTarget, period: float | None, on_output: Hook | None) -> None:
+    def __init__(self, target: _CellTarget, period: float | None, on_output: Hook | None, flush: Callable[[], None]) -> None:
         self.target = target
         self.period = period
         self.on_output = on_output
         self.last = time.monotonic()
+        self.flush = flush  # the finished cells still queued are written first
 
     def __call__(
         self, event: OutputEvent, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None
@@ -619,6 +763,7 @@ class _Checkpoint:
         now = time.monotonic()
         if self.period is not None and now - self.last >= self.period:
             self.last = now
+            self.flush()
             try:
                 self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
             except Exception:  # the final write-back reports what is wrong

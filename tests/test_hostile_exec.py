@@ -468,11 +468,11 @@ def _nb_internal(session, ws, monkeypatch, capfdbinary):
     from jcli.__main__ import main
     from jcli_sidecar import notebook_run
 
-    def failing(self, result):
+    def failing(writer, cells):
         raise RuntimeError("injected")
 
     _nb(ws, ("print('progress')",))
-    monkeypatch.setattr(notebook_run._CellTarget, "write_back", failing)  # in this process only
+    monkeypatch.setattr(notebook_run, "_write_back_all", failing)  # in this process only
     monkeypatch.chdir(ws)
     assert main(["-j", "exec", session, "-f", "nb.ipynb"]) == 1
     out = capfdbinary.readouterr().out

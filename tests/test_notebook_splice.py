@@ -228,3 +228,58 @@ def test_a_hard_linked_notebook_shows_the_run_under_both_names(ws, kernel_sessio
     assert after.cells[-1].outputs[0].text == "last é ✓\n"
     assert path.read_bytes() == nbformat_bytes(after)
     assert sorted(p.name for p in ws.iterdir()) == ["nb.ipynb", "other-name.ipynb"]
+
+
+# Pacing: finished cells of a big notebook are written together; JCLI_WRITEBACK_PACE makes that deterministic here.
+
+
+def paced_notebook(path, *middle: str) -> None:
+    """Cells 0 and 1, ``middle``, a cell that says how many outputs cell 1 has in the file right now, and a last one."""
+    peek = f"import json\nprint('cell 1 outputs in the file:', len(json.load(open({str(path)!r}))['cells'][1]['outputs']))"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in ("x = 0", "print('one')", *middle, peek, "print('last')")]
+    nbformat.write(nb, str(path))
+
+
+@pytest.mark.parametrize(("pace", "seen"), [("0", 1), ("1e9", 0)])
+def test_finished_cells_are_written_at_once_or_together_as_the_pace_says(ws, kernel_session, pace, seen):
+    path = ws / "nb.ipynb"
+    paced_notebook(path)
+    result = run_cli("-j", "exec", kernel_session, "-f", "nb.ipynb", cwd=ws, env={**os.environ, "JCLI_WRITEBACK_PACE": pace})
+    assert result.returncode == 0, result.stdout
+    *cells, summary = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [c["cell_index"] for c in cells] == [0, 1, 2, 3] and all(c["notebook_updated"] for c in cells)
+    assert cells[2]["text"] == f"cell 1 outputs in the file: {seen}\n"  # 1e9: cell 1 still queued while cell 2 ran
+    after = nbformat.read(str(path), as_version=4)
+    assert [c.outputs[0].text for c in after.cells[1:]] == ["one\n", cells[2]["text"], "last\n"]
+    assert path.read_bytes() == nbformat_bytes(after)
+    assert summary["status"] == "ok" and summary["cells_run"] == 4
+
+
+def test_someone_elses_write_ends_the_wait_and_queued_cells_are_checked(ws, kernel_session):
+    """Cell 2 edits cell 1 in the file while cell 1 is still queued: cell 1 is refused, the edit kept, the run stops."""
+    path = ws / "nb.ipynb"
+    edit = (
+        f"import nbformat\nnb = nbformat.read({str(path)!r}, as_version=4)\n"
+        f"nb.cells[1].source = \"print('edited by a person')\"\nnbformat.write(nb, {str(path)!r})"
+    )
+    paced_notebook(path, edit)
+    result = run_cli("-j", "exec", kernel_session, "-f", "nb.ipynb", cwd=ws, env={**os.environ, "JCLI_WRITEBACK_PACE": "1e9"})
+    assert result.returncode == 1
+    *cells, summary = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(c["cell_index"], c["status"]) for c in cells] == [(0, "ok"), (1, "error"), (2, "ok")]
+    assert cells[1]["code"] == "NOTEBOOK_OUT_OF_SYNC" and cells[1]["executed"] is True
+    assert summary["status"] == "error" and summary["cells_run"] == 2  # the peek and the last cell never ran
+    after = nbformat.read(str(path), as_version=4)
+    assert after.cells[1].source == "print('edited by a person')" and after.cells[1].outputs == []
+    assert after.cells[2].execution_count == cells[2]["execution_count"]  # written in the same splice
+    assert after.cells[3].outputs == [] and after.cells[4].outputs == []
+
+
+def test_no_stream_human_mode_shows_each_cells_own_outputs_when_cells_are_queued(ws, kernel_session):
+    path = ws / "nb.ipynb"
+    paced_notebook(path)
+    env = {**os.environ, "JCLI_WRITEBACK_PACE": "1e9"}
+    result = run_cli("exec", kernel_session, "-f", "nb.ipynb", "--no-stream", cwd=ws, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode() == "one\ncell 1 outputs in the file: 0\nlast\n"

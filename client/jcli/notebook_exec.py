@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 from jcli_sidecar.errors import JcliError, internal_error
-from jcli_sidecar.notebook_run import NotebookRun, RunOptions, checkpoint_seconds_from_env
+from jcli_sidecar.notebook_run import NotebookRun, RunOptions, checkpoint_seconds_from_env, writeback_pace_from_env
 
 from . import emit
 
@@ -40,7 +40,7 @@ def notebook_options(
     no_stream: bool = False,
 ) -> RunOptions:
     """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode`` and ``--no-stream``,
-    this process's ``JCLI_CHECKPOINT_SECONDS``, and the session's kernel.
+    this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
     cell's final write-back), in JSON mode as in human mode.
@@ -52,6 +52,7 @@ def notebook_options(
         kernel_name=session.get("kernel_name"),
         py_wins=py_wins,
         display_mode=display_mode,
+        writeback_pace=writeback_pace_from_env(),
     )
 
 
@@ -135,24 +136,37 @@ class _Progress:
 
 
 class _Finished:
-    """Human mode with ``--no-stream``: a cell's outputs shown when it finishes (or fails), then its error."""
+    """Human mode with ``--no-stream``: a cell's outputs shown when it finishes (or fails), then its error.
 
-    __slots__ = ("outputs",)
+    A cell ends once it is written back, which may be after the next one
+    started (a big notebook's cells are written in batches), so outputs are
+    kept per cell.
+    """
+
+    __slots__ = ("outputs", "running", "on_start")
 
     def __init__(self) -> None:
-        self.outputs: list[dict[str, Any]] = []
+        self.outputs: dict[int, list[dict[str, Any]]] = {}
+        self.running = -1
+        self.on_start: Any = None
 
     def attach(self, run: NotebookRun) -> None:
+        self.on_start = run.on_cell_start  # the progress line, on a terminal
+        run.on_cell_start = self.on_cell_start
         run.on_output = self.on_output
         run.on_cell_complete = self.on_cell_complete
         run.on_cell_error = self.on_cell_error
 
+    def on_cell_start(self, cell_index: int, cell: dict[str, Any]) -> None:
+        self.running = cell_index
+        if self.on_start is not None:
+            self.on_start(cell_index=cell_index, cell=cell)
+
     def on_output(self, event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
-        self.outputs = outputs  # the running cell's outputs, kept up to date by the run
+        self.outputs[self.running] = outputs  # the running cell's outputs, kept up to date by the run
 
     def on_cell_complete(self, cell_index: int, line: dict[str, Any]) -> None:
-        emit.show_outputs(self.outputs)
-        self.outputs = []
+        emit.show_outputs(self.outputs.pop(cell_index, []))
 
     def on_cell_error(self, cell_index: int, line: dict[str, Any], error: JcliError) -> None:
         self.on_cell_complete(cell_index, line)
