@@ -60,6 +60,7 @@ node-test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py
 	$(BIN)/python bench/exec_latency.py
+	$(BIN)/python bench/notebook_rerun.py
 	$(BIN)/python bench/clean_latency.py
 	$(BIN)/python bench/mcp_latency.py
 	$(BIN)/python bench/mcp_latency.py --realistic 25 --calls 20

@@ -25,7 +25,7 @@ B. Per-cell cost against the notebook's size: the same kinds of cells (a
    K-cell run on the BIG MB notebook: target <= 64 MiB plus the biggest
    cell's outputs.
 
-Run: ``python bench/notebook_rerun.py [--size-mb 25] [--big-mb 100] [--runs 3] [--cells 22]``.
+Run: ``python bench/notebook_rerun.py [--size-mb 25] [--big-mb 100] [--runs 3] [--cells 8]``.
 """
 
 from __future__ import annotations
@@ -114,7 +114,9 @@ def per_cell(env: dict[str, str], sizes: list[int], cells: int, runs: int) -> tu
     biggest = 0.0
     for size_mb in sizes:
         path, count = template(size_mb)
-        first = (count - cells - 10) // 10 * 10 + 1  # the same kinds of cells in every size
+        if count < cells + 2:
+            raise BenchError(f"{path.name} has {count} cells: fewer than --cells {cells}")
+        first = max(count - cells - 10, 0) // 10 * 10 + 1  # the same kinds of cells in every size
         timings: dict[int, list[float]] = {2: [], cells: []}
         for _ in range(runs):
             for k in (2, cells):
@@ -139,7 +141,7 @@ def main() -> int:
     parser.add_argument("--size-mb", type=int, default=25, help="the notebook of the full re-run (default 25)")
     parser.add_argument("--big-mb", type=int, default=100, help="the big notebook of the per-cell figures (default 100)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each (default 3)")
-    parser.add_argument("--cells", type=int, default=22, help="cells of the long per-cell run (default 22)")
+    parser.add_argument("--cells", type=int, default=8, help="cells of the long per-cell run (default 8: a 1 MB notebook has 9)")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     server = Server()
