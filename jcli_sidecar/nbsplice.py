@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     #: One cell to write: ``(position, cell_id, edit)``.
     Change = tuple[int, str | None, Edit]
 
-__all__ = ["CellWriter"]
+__all__ = ["CellWriter", "notebook_heads"]
 
 #: A cell's place: ``(start, end, outputs)``, ``outputs`` the ``(start, end)`` of its array or None.
 _Span = tuple[int, int, "tuple[int, int] | None"]
@@ -279,6 +279,43 @@ def _apply(edit: Edit, cell: Any) -> JcliError | None:
         edit(cell)
     except JcliError as err:
         return err
+    return None
+
+
+def notebook_heads(path: str) -> dict[str, Any] | None:
+    """The notebook with each cell's ``outputs`` read as ``[]``, from its offset index; None when the walk cannot index it.
+
+    Enough to tell whether a pair's sync would change anything: only when it
+    does is the whole notebook read (numbers exact, as a rewrite needs them).
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError: the file cannot be read.
+    """
+    for _attempt in range(3):
+        try:
+            fd, info = open_regular(path)
+        except OSError as exc:
+            raise coded_read_error(exc, path) from None
+        try:
+            check_size(info, path)
+            index = build_index(fd, info)
+            spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+            if not spans:
+                return None
+            top = _decode(_pread(fd, 0, spans[0][0]) + _pread(fd, spans[-1][1], info.st_size))
+            cells = [_decode(_head_bytes(fd, span)) for span in spans]
+            if not isinstance(top, dict) or any(not isinstance(cell, dict) for cell in cells):
+                return None
+            if stat_key(os.fstat(fd)) != index.key:
+                raise Changed()
+            top["cells"] = cells
+            return top
+        except (Bail, TooDeep):
+            return None
+        except Changed:
+            continue
+        finally:
+            os.close(fd)
     return None
 
 

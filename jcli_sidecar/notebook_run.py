@@ -47,7 +47,7 @@ from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
 from .nbindex import stat_key
-from .nbsplice import CellWriter
+from .nbsplice import CellWriter, notebook_heads
 from .nbwrite import dumps_cell, read_for_update, write_notebook
 from .notebook import NotebookFile, join_text
 from .pairing import paired_notebook_path
@@ -566,8 +566,9 @@ def _open_notebook(
     """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
 
     An ``.ipynb`` is read through its offset index: only the cells' sources
-    and metadata are decoded, never their outputs. A pair's sync needs the
-    whole notebook, once per run.
+    and metadata are decoded, never their outputs. So is a pair's notebook
+    when the sync changes nothing; a sync that changes cells reads the whole
+    notebook, once per run.
 
     Raises:
         PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
@@ -584,6 +585,13 @@ def _open_notebook(
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
     nb_path = paired_notebook_path(real)
     with _write_lock(nb_path, executed=False):
+        heads = notebook_heads(nb_path) if os.path.exists(nb_path) else None
+        if heads is not None:  # a sync that changes nothing needs no outputs: the whole notebook is never read
+            plan = plan_sync(py_cells, heads, kernel_name)
+            if not plan.changes_anything():
+                synced, py_to_nb, report = apply_plan(plan)
+                if record_agreement(synced, py_cells) == heads:
+                    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
         current = read_for_update(nb_path) if os.path.exists(nb_path) else None
         plan = plan_sync(py_cells, current, kernel_name)
         if not py_wins:

@@ -15,7 +15,7 @@ import sys
 
 import nbformat
 import pytest
-from helpers import JCLI, REPO
+from helpers import JCLI, REPO, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import cell_kind, write_notebook  # noqa: E402
@@ -69,5 +69,23 @@ def test_rerunning_cells_of_a_100_mb_notebook_stays_under_64_mib_plus_one_cells_
         assert after == (nbformat.writes(nbformat.reads(after.decode(), as_version=4)) + "\n").encode()  # still nbformat's bytes
         budget = PEAK_MIB + biggest_output_mib(path, chosen)
         assert peak_mib < budget, f"peak RSS {peak_mib:.1f} MiB re-running 9 cells of a {len(after) >> 20} MiB notebook"
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def test_a_pair_whose_sync_changes_nothing_never_reads_its_big_notebook_whole(tmp_path, use_jupyter, kernel_session):
+    """The first run records the pair's agreement (a sync that writes: the notebook is read whole, once); the next changes nothing."""
+    path = tmp_path / "big.ipynb"
+    cells = write_notebook(path, SIZE // 2, with_ids=True, runnable=True, nbformat_layout=True)
+    try:
+        assert run_cli("convert", "ipynb-to-py", str(path), cwd=tmp_path).returncode == 0
+        last = next(i for i in range(cells - 1, 0, -1) if cell_kind(i) == "image")
+        first_lines, first_peak = rerun(tmp_path / "big.py", kernel_session, str(last))
+        assert first_lines[-1]["sync"]["kept"] == cells
+        lines, peak_mib = rerun(tmp_path / "big.py", kernel_session, str(last))
+        assert lines[-1]["status"] == "ok" and lines[-1]["sync"] == {"kept": cells, "edited": 0, "added": 0, "removed": 0}
+        assert lines[0]["cell_index"] == last and lines[0]["text"].startswith(f"frame {last}\n")
+        budget = PEAK_MIB + biggest_output_mib(path, [last])
+        assert peak_mib < budget < first_peak, f"peak RSS {peak_mib:.1f} MiB (the syncing run: {first_peak:.1f} MiB)"
     finally:
         path.unlink(missing_ok=True)
