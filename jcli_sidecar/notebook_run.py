@@ -72,9 +72,9 @@ __all__ = [
     "NotebookRun",
     "RunOptions",
     "checkpoint_seconds_from_env",
-    "writeback_pace_from_env",
     "is_notebook_file",
     "parse_cell_spec",
+    "writeback_pace_from_env",
 ]
 
 DEFAULT_CHECKPOINT_SECONDS = 10.0
