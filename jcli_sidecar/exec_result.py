@@ -7,6 +7,7 @@ anything was left out.
 
 from __future__ import annotations
 
+from .multiline import join_text
 from .protocol import SCHEMA_VERSION
 
 TYPE_CHECKING = False
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
     from .kernel_client import ExecutionResult
 
-__all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "output_text"]
+__all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "needs_store", "output_text"]
 
 TEXT_BUDGET = 4000
 ITEM_BUDGET = 20
@@ -132,3 +133,23 @@ def build_result(
     if result.notes:
         doc["notes"] = list(result.notes)
     return doc
+
+
+def needs_store(outputs: list[dict[str, Any]], text_budget: int = TEXT_BUDGET) -> bool:
+    """True when a run has any rich MIME, or more text than the budget: its outputs are kept on disk.
+
+    A short, text-only result creates nothing on disk.
+    """
+    total = 0
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind in ("display_data", "execute_result"):
+            data = output.get("data") or {}
+            if any(m != "text/plain" for m in data):
+                return True
+            total += len(join_text(data.get("text/plain", ""), "text"))
+        elif kind == "stream":
+            total += len(join_text(output.get("text", ""), "text"))
+        elif kind == "error":
+            total += sum(len(line) for line in output.get("traceback") or [])
+    return total > text_budget

@@ -12,8 +12,9 @@ import json
 import math
 import os
 
-from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, OutputDataInvalid, UsageError
+from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, UsageError
 from .lazyjson import Bail, TooDeep, loads
+from .multiline import join_text
 from .nbindex import Changed, NotebookIndex, build_index, stat_key
 from .protocol import display_name
 from .readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
@@ -414,20 +415,3 @@ def cell_at(nb: NotebookFile, index: int) -> dict[str, Any]:
     if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
         raise NotebookReadFailed(f"{nb.path}: cell {index} has no cell_type", path=nb.path)
     return cell
-
-
-def join_text(value: Any, what: str) -> str:
-    """Join a notebook multi-line value: a string, or a list of strings.
-
-    Raises:
-        OutputDataInvalid: anything else.
-
-    Example:
-        >>> join_text(["a\\n", "b"], "source")
-        'a\\nb'
-    """
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(x, str) for x in value):
-        return "".join(value)
-    raise OutputDataInvalid(f"{what} is neither a string nor a list of strings")

@@ -23,8 +23,8 @@ from . import representations
 from .errors import OutputDataInvalid, OutputSaveFailed
 from .layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, STAGING_DIR, Outputs, encode_manifest, manifest_path
 from .locks import outputs_lock
+from .multiline import join_text
 from .nofollow import Dir, LinkRefused
-from .notebook import join_text
 from .protocol import SCHEMA_VERSION
 from .workspace_dir import open_outputs_root, opened_for_writing
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = [
     "INLINE_TEXT_LIMIT",
     "StagedRun",
-    "needs_store",
     "new_run_id",
     "publish_run",
     "stage_run",
@@ -56,26 +55,6 @@ def new_run_id(now_ns: int | None = None) -> str:
     seconds, nanos = divmod(now_ns, 1_000_000_000)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds))
     return f"{stamp}.{nanos:09d}Z-{os.urandom(4).hex()}"
-
-
-def needs_store(outputs: list[dict[str, Any]], text_budget: int) -> bool:
-    """True when a run has any rich MIME, or more text than the budget.
-
-    A short, text-only result creates nothing on disk.
-    """
-    total = 0
-    for output in outputs:
-        kind = output.get("output_type")
-        if kind in ("display_data", "execute_result"):
-            data = output.get("data") or {}
-            if any(m != "text/plain" for m in data):
-                return True
-            total += len(join_text(data.get("text/plain", ""), "text"))
-        elif kind == "stream":
-            total += len(join_text(output.get("text", ""), "text"))
-        elif kind == "error":
-            total += sum(len(line) for line in output.get("traceback") or [])
-    return total > text_budget
 
 
 class StagedRun:

@@ -254,7 +254,7 @@ def test_the_sidecar_refuses_a_malformed_exec_request_with_a_coded_error(ws):
         assert read_frame(sock) == {"id": 2, "ok": True, "result": {"stopped": False}}
 
 
-def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_websocket(ws, kernel_session, tmp_path):
+def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_websocket_nor_the_run_store(ws, kernel_session, tmp_path):
     """The sidecar speaks to the server; the client only frames (its start-up is most of a warm exec's time)."""
     from test_kernel import EXEC_IMPORT_PROBE
 
@@ -271,6 +271,8 @@ def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_webso
     modules = set(listing.read_text().split())
     assert "jcli_sidecar.exec_client" in modules  # it went through the sidecar
     assert not modules & {"jcli_sidecar.wire", "jcli_sidecar.jupyter_api", "jcli_sidecar.session_lookup", "urllib.parse", "ast", "click"}
+    # short text keeps nothing on disk: neither the run store, the cleaner nor the notebook reader is loaded
+    assert not modules & {"jcli_sidecar.store", "jcli_sidecar.retention", "jcli_sidecar.notebook", "jcli_sidecar.representations"}
     assert kernels(ws)["opened"] == 1
 
 

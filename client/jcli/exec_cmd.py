@@ -181,7 +181,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
 
     from jcli_sidecar.exec_result import build_result
     from jcli_sidecar.kernel_client import ExecutionResult, stall_point
-    from jcli_sidecar.retention import resolve_policy
+    from jcli_sidecar.retention_policy import resolve_policy
 
     from .embedded import resolve_server, server_address
     from .transport import exec_inline
@@ -276,14 +276,15 @@ def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str
     publishes. A run cut short is kept the same way (its manifest says
     ``status: "error"``).
     """
-    from jcli_sidecar.exec_result import TEXT_BUDGET, build_result
+    from jcli_sidecar.exec_result import build_result, needs_store
+
+    if not needs_store(result.outputs):
+        return doc
     from jcli_sidecar.runtime import workspace_of
-    from jcli_sidecar.store import needs_store, stage_run
+    from jcli_sidecar.store import stage_run
 
     from .transport import publish
 
-    if not needs_store(result.outputs, TEXT_BUDGET):
-        return doc
     cwd = workspace_of()
     source = {
         "kind": "inline",
