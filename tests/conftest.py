@@ -2,15 +2,46 @@
 
 Every test gets its own ``XDG_RUNTIME_DIR`` and ``JCLI_SIDECAR=off``; the
 CLI is run as the installed ``j-cli`` console script, exactly as users do.
+Module- and session-scoped fixtures, which are set up before any test's
+own isolation, run under a runtime dir of the whole run, also with the
+sidecar off.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_run(tmp_path_factory):
+    """The whole run's own runtime dir and ``JCLI_SIDECAR=off``, for fixtures wider than one test.
+
+    A module fixture that runs ``j-cli exec`` before its first test's
+    isolation would otherwise start a sidecar in the user's runtime dir, for
+    the directory pytest runs in. At the end, any sidecar or server left
+    under this dir fails the run.
+    """
+    runtime = tmp_path_factory.mktemp("xdg-runtime-run")
+    runtime.chmod(0o700)
+    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "JCLI_SIDECAR")}
+    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JCLI_SIDECAR="off")
+    try:
+        yield runtime
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    survivors = sidecars_under(runtime) + servers_under(runtime)
+    for proc in survivors:
+        proc.kill()
+    assert not survivors, f"sidecars or servers outlived the fixtures that started them: {[p.pid for p in survivors]}"
 
 
 @pytest.fixture(autouse=True)
@@ -95,8 +126,6 @@ def jupyter(tmp_path_factory):
     Started through j-cli's own embedded-server code, in a runtime dir of its
     own; tests reach it as an explicit server (JCLI_JUPYTER_SERVER_URL/TOKEN).
     """
-    import os
-
     from jcli.embedded import EmbeddedServer
 
     runtime = tmp_path_factory.mktemp("jupyter-runtime")
@@ -132,8 +161,6 @@ def use_jupyter(jupyter, monkeypatch):
 @pytest.fixture(scope="module")
 def kernel_session(jupyter):
     """A kernel session on the shared server for one test module; killed afterwards."""
-    import os
-
     from helpers import run_cli
 
     env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}

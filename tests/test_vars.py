@@ -55,19 +55,20 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sessions(server):
+def sessions(server, tmp_path_factory):
     """``{"dap": name, "nodebug": name}``: one session per kernel, each holding :data:`NAMESPACE`."""
     env = {**os.environ, **server}
+    here = tmp_path_factory.mktemp("vars-ws")  # never the directory pytest runs in
     names = {}
     for key, spec in (("dap", "python3"), ("nodebug", "nodebug")):
         names[key] = f"vars-{key}-{os.urandom(3).hex()}"
-        created = run_cli("session", "create", "-n", names[key], "-k", spec, env=env)
+        created = run_cli("session", "create", "-n", names[key], "-k", spec, cwd=here, env=env)
         assert created.returncode == 0, created.stderr
-        ran = run_cli("-j", "exec", names[key], "-c", NAMESPACE, env=env)
+        ran = run_cli("-j", "exec", names[key], "-c", NAMESPACE, cwd=here, env=env)
         assert ran.returncode == 0 and ran.json()["status"] == "ok", ran.stdout
     yield names
     for name in names.values():
-        run_cli("session", "kill", name, env=env)
+        run_cli("session", "kill", name, cwd=here, env=env)
 
 
 @pytest.fixture
