@@ -63,6 +63,7 @@ import argparse
 import asyncio
 import base64
 import json
+import os
 import select
 import statistics
 import subprocess
@@ -408,11 +409,7 @@ def start_once(exe: Path, env: dict[str, str]) -> float:
     try:
         proc.stdin.write(START_FRAMES)
         proc.stdin.flush()
-        replies = []
-        for _ in range(2):
-            if not select.select([proc.stdout], [], [], CALL_TIMEOUT)[0]:
-                raise RuntimeError(f"no answer within {CALL_TIMEOUT:.0f} s")
-            replies.append(json.loads(proc.stdout.readline() or b"null"))
+        replies = [json.loads(line) for line in read_lines(proc.stdout.fileno(), 2)]
         elapsed = (time.perf_counter() - t0) * 1000
     finally:
         proc.stdin.close()
@@ -426,6 +423,24 @@ def start_once(exe: Path, env: dict[str, str]) -> float:
     if (replies[0] or {}).get("id") != 1 or TOOL not in tools:
         raise RuntimeError(f"unexpected answers: {str(replies)[:300]}")
     return elapsed
+
+
+def read_lines(fd: int, count: int) -> list[bytes]:
+    """The first ``count`` lines written to ``fd``, each waited for at most CALL_TIMEOUT.
+
+    Read straight from the descriptor: a buffered ``readline`` may take two
+    answers at once, and a ``select`` on the descriptor would then wait for
+    one that is already in the buffer.
+    """
+    data = b""
+    while data.count(b"\n") < count:
+        if not select.select([fd], [], [], CALL_TIMEOUT)[0]:
+            raise RuntimeError(f"no answer within {CALL_TIMEOUT:.0f} s")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise RuntimeError("the server closed its output before answering")
+        data += chunk
+    return data.split(b"\n")[:count]
 
 
 def time_starts(starters: dict[str, tuple[Path, dict[str, str]]], starts: int) -> dict[str, list[float]]:

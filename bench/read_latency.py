@@ -351,7 +351,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200, help="timed in-sidecar calls (default 200)")
     parser.add_argument("--cold-reads", type=int, default=30, help="timed cold in-process reads (default 30)")
     parser.add_argument("--cell", type=int, default=100, help=f"cell to read, 0..{CELLS - 1} (default 100)")
-    parser.add_argument("--big-runs", type=int, default=5, help="timed runs per case on the 100/400 MB notebooks (default 5; 0 skips them)")
+    parser.add_argument("--big-runs", type=int, default=9, help="timed runs per case on the 100/400 MB notebooks (default 9; 0 skips them)")
     args = parser.parse_args()
     if min(args.runs, args.calls, args.cold_reads) < 1 or not 0 <= args.cell < CELLS:
         parser.error(f"--runs, --calls and --cold-reads must be >= 1, and --cell in 0..{CELLS - 1}")
