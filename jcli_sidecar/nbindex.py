@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CHUNK", "CellSpan", "Changed", "NotebookIndex", "build_index", "stat_key"]
+__all__ = ["CHUNK", "CellSpan", "Changed", "NotebookIndex", "build_index", "pread_span", "stat_key"]
 
 #: How much of the file the walk holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
@@ -57,6 +57,23 @@ class Changed(Exception):
 def stat_key(info: os.stat_result) -> tuple[int, int, int, int, int]:
     """A file's identity and version: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``."""
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def pread_span(fd: int, start: int, end: int) -> bytes:
+    """Bytes ``start:end`` of the open file ``fd``, whatever the reads return in pieces.
+
+    Raises:
+        Changed: the file ends before ``end`` (it was cut short since it was indexed).
+    """
+    parts = []
+    at = start
+    while at < end:
+        chunk = os.pread(fd, end - at, at)
+        if not chunk:
+            raise Changed()
+        parts.append(chunk)
+        at += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class CellSpan:

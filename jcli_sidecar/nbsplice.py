@@ -34,7 +34,7 @@ import os
 from .errors import JcliError, NotebookReadFailed
 from .fileio import write_pieces_atomic, write_text_atomic
 from .lazyjson import Bail, TooDeep, loads
-from .nbindex import Changed, build_index, stat_key
+from .nbindex import Changed, build_index, pread_span, stat_key
 from .nbwrite import dumps_cell_parts, dumps_notebook
 from .notebook import coded_read_error, exact_float, parse_notebook
 from .readfile import check_size, open_regular, read_open
@@ -238,7 +238,7 @@ class CellWriter:
             for at, span in enumerate(spans):
                 if at:
                     yield _BETWEEN
-                cell = edited[at] if at in edited else _decode(_pread(fd, span[0], span[1]))
+                cell = edited[at] if at in edited else _decode(pread_span(fd, span[0], span[1]))
                 if cell is None:
                     raise Bail("a cell that is not JSON")
                 yield "".join(dumps_cell_parts(cell)).encode("utf-8")
@@ -302,7 +302,7 @@ def notebook_heads(path: str) -> dict[str, Any] | None:
             spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
             if not spans:
                 return None
-            top = _decode(_pread(fd, 0, spans[0][0]) + _pread(fd, spans[-1][1], info.st_size))
+            top = _decode(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], info.st_size))
             cells = [_decode(_head_bytes(fd, span)) for span in spans]
             if not isinstance(top, dict) or any(not isinstance(cell, dict) for cell in cells):
                 return None
@@ -319,24 +319,12 @@ def notebook_heads(path: str) -> dict[str, Any] | None:
     return None
 
 
-def _pread(fd: int, start: int, end: int) -> bytes:
-    parts = []
-    at = start
-    while at < end:
-        chunk = os.pread(fd, end - at, at)
-        if not chunk:
-            raise Changed()
-        parts.append(chunk)
-        at += len(chunk)
-    return b"".join(parts)
-
-
 def _head_bytes(fd: int, span: _Span) -> bytes:
     """The cell's bytes, its ``outputs`` array read as ``[]`` (the whole cell when its place is unknown)."""
     start, end, outputs = span
     if outputs is None:
-        return _pread(fd, start, end)
-    return _pread(fd, start, outputs[0]) + b"[]" + _pread(fd, outputs[1], end)
+        return pread_span(fd, start, end)
+    return pread_span(fd, start, outputs[0]) + b"[]" + pread_span(fd, outputs[1], end)
 
 
 def _decode(raw: bytes) -> Any:
@@ -350,7 +338,7 @@ def _decode(raw: bytes) -> Any:
 def _frame(fd: int, size: int, spans: list[_Span]) -> tuple[bytes, bytes] | None:
     """What nbformat writes before the first cell and after the last, from the file's own; None if not JSON."""
     try:
-        rest = loads(_pread(fd, 0, spans[0][0]) + _pread(fd, spans[-1][1], size), parse_float=exact_float)
+        rest = loads(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], size), parse_float=exact_float)
     except ValueError:
         return None
     if not isinstance(rest, dict):
@@ -365,7 +353,7 @@ def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
     if not spans:
         return False
     for (_, end, _o), (start, _, _p) in zip(spans, spans[1:], strict=False):
-        if start - end != len(_BETWEEN) or _pread(fd, end, start) != _BETWEEN:
+        if start - end != len(_BETWEEN) or pread_span(fd, end, start) != _BETWEEN:
             return False
     frame = _frame(fd, size, spans)
-    return frame is not None and frame == (_pread(fd, 0, spans[0][0]), _pread(fd, spans[-1][1], size))
+    return frame is not None and frame == (pread_span(fd, 0, spans[0][0]), pread_span(fd, spans[-1][1], size))

@@ -15,7 +15,7 @@ import os
 from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, UsageError
 from .lazyjson import Bail, TooDeep, loads
 from .multiline import join_text
-from .nbindex import Changed, NotebookIndex, build_index, stat_key
+from .nbindex import Changed, NotebookIndex, build_index, pread_span, stat_key
 from .protocol import display_name
 from .readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
 
@@ -190,17 +190,7 @@ class NotebookFile:
         try:
             if stat_key(info) != self.index.key:
                 raise Changed()
-            out = []
-            for start, end in spans:
-                parts = []
-                at = start
-                while at < end:
-                    chunk = os.pread(fd, end - at, at)
-                    if not chunk:
-                        raise Changed()
-                    parts.append(chunk)
-                    at += len(chunk)
-                out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+            out = [pread_span(fd, start, end) for start, end in spans]
             if stat_key(os.fstat(fd)) != self.index.key:
                 raise Changed()
             return out
