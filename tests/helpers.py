@@ -46,6 +46,64 @@ def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = Non
     return CliResult(proc)
 
 
+#: Runs argv[1:] and prints its peak RSS in KiB last on stderr (Linux reports ru_maxrss in KiB).
+_PEAK_RSS_PROBE = (
+    "import resource, subprocess, sys\n"
+    "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+    "sys.stderr.buffer.write(r.stderr)\n"
+    "sys.stdout.buffer.write(r.stdout)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(r.returncode)\n"
+)
+
+
+def run_cli_with_peak_rss(*args: str, cwd: Path | str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the installed ``j-cli`` with ``args`` under a parent that measures it: the process and its peak RSS in MiB.
+
+    The peak is the child's own (``RUSAGE_CHILDREN`` of a parent that ran
+    nothing else), not this test process's.
+    """
+    proc = subprocess.run([sys.executable, "-c", _PEAK_RSS_PROBE, JCLI, *args], capture_output=True, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return proc, int(proc.stderr.decode().split()[-1]) / 1024
+
+
+def start_old_sidecar(workspace: str) -> subprocess.Popen:
+    """A sidecar that says it is version ``0.0.0-old``, started for ``workspace`` the way spawn starts one.
+
+    It holds the spawn lock until it listens; returns once it does.
+    """
+    import fcntl
+
+    from jcli_sidecar.locks import wait_for_lock
+    from jcli_sidecar.runtime import SidecarPaths
+
+    paths = SidecarPaths(workspace)
+    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
+    lock = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    old = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
+            "from jcli_sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
+            workspace,
+        ],
+        env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
+        pass_fds=(lock,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(lock)
+    if not wait_for_lock(paths.spawn_lock, 30):
+        old.kill()
+        old.wait()
+        raise AssertionError("the old sidecar never listened")
+    return old
+
+
 def relative_source(envelope: dict, root: Path) -> dict:
     """The envelope with ``source.path`` (and the path in its label) relative to ``root``, as in cases.json."""
     out = json.loads(json.dumps(envelope))

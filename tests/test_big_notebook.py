@@ -9,26 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 import sys
 
-from helpers import JCLI, REPO
+from helpers import REPO, run_cli_with_peak_rss
 
 sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import IMAGE_OUTPUT, cell_kind, write_notebook  # noqa: E402
 
 SIZE = 400 * 1024 * 1024
 PEAK_MIB = 64
-
-#: Runs argv[1:] and prints its peak RSS in KiB (Linux reports ru_maxrss in KiB).
-_MEASURE = (
-    "import resource, subprocess, sys\n"
-    "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
-    "sys.stderr.buffer.write(r.stderr)\n"
-    "sys.stdout.buffer.write(r.stdout)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(r.returncode)\n"
-)
 
 
 def test_a_cold_read_of_one_output_of_a_400_mb_notebook_stays_under_64_mib(tmp_path):
@@ -37,30 +26,13 @@ def test_a_cold_read_of_one_output_of_a_400_mb_notebook_stays_under_64_mib(tmp_p
     try:
         assert path.stat().st_size >= SIZE
         cell = next(i for i in range(cells - 20, 0, -1) if cell_kind(i) == "image")  # near the end: the whole file is walked
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                _MEASURE,
-                JCLI,
-                "-j",
-                "notebook",
-                "output",
-                str(path),
-                "--cell",
-                str(cell),
-                "--output",
-                str(IMAGE_OUTPUT),
-            ],
-            capture_output=True,
-            cwd=tmp_path,
+        proc, peak_mib = run_cli_with_peak_rss(
+            "-j", "notebook", "output", str(path), "--cell", str(cell), "--output", str(IMAGE_OUTPUT), cwd=tmp_path
         )
-        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
         envelope = json.loads(proc.stdout)
         png = base64.b64decode(envelope["selected"]["data"])
         assert png.startswith(b"\x89PNG") and envelope["selected"]["width"] == 200
         assert envelope["source"]["cell_index"] == cell
-        peak_mib = int(proc.stderr.decode().split()[-1]) / 1024
         assert peak_mib < PEAK_MIB, f"peak RSS {peak_mib:.1f} MiB reading one output of a {path.stat().st_size >> 20} MiB notebook"
     finally:
         path.unlink(missing_ok=True)

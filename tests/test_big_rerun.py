@@ -10,12 +10,11 @@ notebook not in nbformat's layout is laid out once, one cell at a time.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import nbformat
 import pytest
-from helpers import JCLI, REPO, run_cli
+from helpers import REPO, run_cli, run_cli_with_peak_rss
 
 sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import cell_kind, write_notebook  # noqa: E402
@@ -23,26 +22,11 @@ from realistic_notebook import cell_kind, write_notebook  # noqa: E402
 SIZE = 100 * 1024 * 1024
 PEAK_MIB = 64
 
-#: Runs argv[1:] and prints its peak RSS in KiB (Linux reports ru_maxrss in KiB).
-_MEASURE = (
-    "import resource, subprocess, sys\n"
-    "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
-    "sys.stderr.buffer.write(r.stderr)\n"
-    "sys.stdout.buffer.write(r.stdout)\n"
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(r.returncode)\n"
-)
-
 
 def rerun(path, session, cells: str) -> tuple[list[dict], float]:
     """Run ``cells`` of ``path``; its JSON lines and the client's peak RSS in MiB."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _MEASURE, JCLI, "-j", "exec", session, "-f", str(path), "--cell", cells],
-        capture_output=True,
-        cwd=path.parent,
-    )
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
-    return [json.loads(line) for line in proc.stdout.splitlines()], int(proc.stderr.decode().split()[-1]) / 1024
+    proc, peak_mib = run_cli_with_peak_rss("-j", "exec", session, "-f", str(path), "--cell", cells, cwd=path.parent)
+    return [json.loads(line) for line in proc.stdout.splitlines()], peak_mib
 
 
 def biggest_output_mib(path, indexes) -> float:

@@ -21,9 +21,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import JCLI, run_cli
+from helpers import JCLI, run_cli, start_old_sidecar
 
-from jcli_sidecar.locks import wait_for_lock
 from jcli_sidecar.runtime import SidecarPaths
 
 #: Code that prints, then waits until the test writes to the FIFO ``{fifo}``.
@@ -182,29 +181,8 @@ def test_a_sidecar_killed_mid_run_in_json_mode_says_executed_with_what_was_print
 
 def test_another_version_of_the_sidecar_is_never_sent_the_code(ws, kernel_session, tmp_path):
     """It is asked to exit, the run happens in-process (once), and the next exec starts a current sidecar."""
-    paths = SidecarPaths(os.path.realpath(ws))
-    os.makedirs(os.path.dirname(paths.lock), mode=0o700, exist_ok=True)
-    lock = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    import fcntl
-
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    old = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
-            "from jcli_sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
-            paths.workspace,
-        ],
-        env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
-        pass_fds=(lock,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    os.close(lock)
+    old = start_old_sidecar(os.path.realpath(ws))
     try:
-        assert wait_for_lock(paths.spawn_lock, 30)
         counter = tmp_path / "runs"
         result = run_cli("-j", "exec", kernel_session, "-c", f"open({str(counter)!r}, 'a').write('ran\\n')\n'ok'", cwd=ws)
         assert result.returncode == 0 and result.json()["text"] == "'ok'\n"

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
-from helpers import load_cases, run_cli, sidecars_under
+from helpers import load_cases, run_cli, sidecars_under, start_old_sidecar
 
 from jcli_sidecar import __version__
 from jcli_sidecar.framing import HEADER, pack_frame, read_frame
@@ -273,30 +273,9 @@ def test_stale_socket_and_pid_files_are_replaced(ws, isolated_runtime):
 
 
 def test_a_sidecar_of_another_version_is_asked_to_exit_and_the_client_still_answers(ws):
-    import fcntl
-
     paths = paths_for(ws)
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
-    # Start it the way spawn does: holding the spawn lock until it listens.
-    lock = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    old = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
-            "from jcli_sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
-            paths.workspace,
-        ],
-        env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
-        pass_fds=(lock,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    os.close(lock)
+    old = start_old_sidecar(paths.workspace)
     try:
-        assert wait_for_lock(paths.spawn_lock, 30)
         with open(paths.pid) as fh:
             assert json.load(fh)["version"] == "0.0.0-old"
         result = run_cli(*READ, cwd=ws)
