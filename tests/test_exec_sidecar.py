@@ -16,7 +16,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -232,21 +231,12 @@ def test_the_sidecar_refuses_a_malformed_exec_request_with_a_coded_error(ws):
         assert read_frame(sock) == {"id": 2, "ok": True, "result": {"stopped": False}}
 
 
-def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_websocket_nor_the_run_store(ws, kernel_session, tmp_path):
+def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_websocket_nor_the_run_store(ws, kernel_session):
     """The sidecar speaks to the server; the client only frames (its start-up is most of a warm exec's time)."""
-    from test_kernel import EXEC_IMPORT_PROBE
+    from test_kernel import modules_of_exec
 
     start_sidecar(ws)
-    listing = tmp_path / "modules.txt"
-    proc = subprocess.run(
-        [sys.executable, "-c", EXEC_IMPORT_PROBE, str(listing), "-j", "exec", kernel_session, "-c", "40 + 2"],
-        cwd=ws,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["text"] == "42\n"
-    modules = set(listing.read_text().split())
+    modules = modules_of_exec(kernel_session, ws)
     assert "jcli_sidecar.exec_client" in modules  # it went through the sidecar
     assert not modules & {"jcli_sidecar.wire", "jcli_sidecar.jupyter_api", "jcli_sidecar.session_lookup", "urllib.parse", "ast", "click"}
     # short text keeps nothing on disk: neither the run store, the cleaner nor the notebook reader is loaded

@@ -205,20 +205,25 @@ sys.exit(code)
 """
 
 
-def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp_path):
+def modules_of_exec(session: str, cwd) -> set[str]:
+    """Every module one ``j-cli -j exec SESSION -c '40 + 2'`` in ``cwd`` loaded (its answer checked)."""
     import subprocess
     import sys
 
-    listing = tmp_path / "modules.txt"
+    listing = cwd / "modules.txt"
     proc = subprocess.run(
-        [sys.executable, "-c", EXEC_IMPORT_PROBE, str(listing), "-j", "exec", kernel_session, "-c", "40 + 2"],
-        cwd=tmp_path,
+        [sys.executable, "-c", EXEC_IMPORT_PROBE, str(listing), "-j", "exec", session, "-c", "40 + 2"],
+        cwd=cwd,
         capture_output=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["text"] == "42\n"
-    roots = {name.split(".")[0] for name in listing.read_text().split()}
+    return set(listing.read_text().split())
+
+
+def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp_path):
+    roots = {name.split(".")[0] for name in modules_of_exec(kernel_session, tmp_path)}
     assert not roots & {"click", "nbformat", "psutil", "websocket", "http", "mcp"}
 
 
