@@ -12,6 +12,7 @@ import os
 
 from .locks import wait_for_lock
 from .pidfile import recorded_process
+from .process_record import wait_for_exit
 from .spawn import spawn_detached
 
 TYPE_CHECKING = False
@@ -64,23 +65,18 @@ def stop(paths: SidecarPaths, timeout: float = 10.0) -> dict:
     An unresponsive sidecar is terminated, but only if the pid file still
     names it (pid plus create time).
     """
-    import psutil
-
     from .client import request_shutdown
 
     proc = recorded_process(paths)  # before asking: the pid file goes away with it
     asked = request_shutdown(paths)
     if wait_for_lock(paths.lock, timeout):
         if proc is not None:
-            try:
-                proc.wait(timeout)  # the lock is released just before the process ends
-            except psutil.Error:
-                pass
+            wait_for_exit(proc, timeout)  # the lock is released just before the process ends
         return {"stopped": asked, "workspace": paths.workspace}
     proc = proc or recorded_process(paths)
     if proc is not None:
         proc.kill()
-        proc.wait(timeout)
+        wait_for_exit(proc, timeout)
     return {"stopped": True, "killed": proc is not None, "workspace": paths.workspace}
 
 

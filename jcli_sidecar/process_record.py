@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ALIVE", "GONE", "ProcessRecord", "UNKNOWN"]
+__all__ = ["ALIVE", "GONE", "ProcessRecord", "UNKNOWN", "wait_for_exit"]
 
 #: The recorded process runs (same pid, start time, uid and host; not a zombie).
 ALIVE = "alive"
@@ -159,6 +159,43 @@ class ProcessRecord:
 
 
 # -- reading /proc (Linux) ----------------------------------------------------------
+
+
+def wait_for_exit(process: Any, timeout: float) -> bool:
+    """Wait until ``process`` (a ``psutil.Process``) has ended: True once it has, False after ``timeout`` seconds.
+
+    A process that has exited counts as ended even before its parent reaps it.
+    The sidecar and the embedded server run detached, so their parent is the
+    init process, which may reap them seconds later, or (in a container
+    without an init) never; waiting for the pid to vanish would wait that
+    long. A pidfd becomes readable the moment the process exits, so the wait
+    is an event, not a poll; where pidfds are missing, the zombie state is
+    polled instead.
+    """
+    import select
+
+    import psutil
+
+    try:
+        fd = os.pidfd_open(process.pid)
+    except ProcessLookupError:
+        return True
+    except (OSError, AttributeError):  # no pidfd here: poll, counting a zombie as ended
+        try:
+            process.wait(timeout)
+        except psutil.TimeoutExpired:
+            return process.status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            pass
+        return True
+    try:
+        if not process.is_running():  # gone, or the pid is another process's by now
+            return True
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(max(0.0, timeout) * 1000))
+    finally:
+        os.close(fd)
 
 
 def _proc_facts(pid: int) -> tuple[float, int, bool]:

@@ -67,3 +67,31 @@ def test_server_stop_never_signals_a_process_that_reused_the_recorded_pid(tmp_pa
     assert stopped.returncode == 0 and stopped.json()["stopped"] is False
     assert stranger.poll() is None  # still running: it was never signalled
     assert not os.path.exists(embedded.state_path)  # the stale record is gone
+
+
+def test_waiting_for_exit_counts_an_unreaped_zombie_as_ended(stranger):
+    """A detached process is reaped by init, maybe seconds later: a wait must end when it exits, not when it is reaped."""
+    import psutil
+
+    from jcli_sidecar.process_record import wait_for_exit
+
+    proc = psutil.Process(stranger.pid)
+    assert not wait_for_exit(proc, 0.2)  # alive: the wait runs out
+    stranger.stdin.close()  # it exits; nobody reaps it yet, so it stays a zombie
+    assert wait_for_exit(proc, 30)
+    assert proc.status() == psutil.STATUS_ZOMBIE
+    stranger.wait(10)
+    assert wait_for_exit(proc, 30)  # reaped and gone: at once
+
+
+def test_sidecar_stop_returns_once_the_sidecar_has_exited(tmp_path, sidecar_on):
+    """`sidecar stop` waits for the sidecar's exit, not for init to reap it."""
+    import psutil
+
+    from jcli_sidecar.process_record import wait_for_exit
+
+    started = run_cli("-j", "sidecar", "start", cwd=tmp_path).json()
+    sidecar = psutil.Process(started["pid"])
+    stopped = run_cli("-j", "sidecar", "stop", cwd=tmp_path)
+    assert stopped.returncode == 0 and stopped.json()["stopped"]
+    assert wait_for_exit(sidecar, 0)  # already ended (a zombie at most) when stop returned

@@ -190,14 +190,15 @@ class EmbeddedServer:
         state = self.state()
         if state is None:
             return False
-        from jcli_sidecar.process_record import ProcessRecord
+        from jcli_sidecar.process_record import ProcessRecord, wait_for_exit
 
         stopped = False
         record = ProcessRecord.from_dict(state)
         server = None if record is None else record.process()  # never a stranger that reused the pid
         if server is not None:
             server.send_signal(signal.SIGTERM)
-            _wait_gone(server, 15.0)
+            if not wait_for_exit(server, 15.0):
+                server.kill()
             stopped = True
         try:
             os.unlink(self.state_path)
@@ -222,17 +223,6 @@ def _info_port(path: str) -> int | None:
     except (OSError, ValueError, AttributeError):
         return None
     return port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None
-
-
-def _wait_gone(proc, timeout: float) -> None:
-    import psutil
-
-    try:
-        proc.wait(timeout)
-    except psutil.TimeoutExpired:
-        proc.kill()
-    except psutil.Error:
-        pass
 
 
 def _write_private_json(path: str, document: dict[str, Any]) -> None:
