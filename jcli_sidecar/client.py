@@ -141,9 +141,17 @@ def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
 
 
 def _ask_to_exit(sock: socket.socket) -> None:
+    """Send ``shutdown`` and read up to its answer (bounded by the socket's timeout).
+
+    The answers to earlier requests are read and dropped on the way: a
+    socket closed with unread data resets the connection, and the reset can
+    reach the sidecar before it has read the shutdown, which is then lost.
+    """
     try:
         sock.sendall(pack_frame({"id": 2, "op": "shutdown", "args": {}}))
-    except OSError:
+        while read_frame(sock).get("id") != 2:
+            pass
+    except (JcliError, OSError):
         pass
 
 

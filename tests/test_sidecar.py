@@ -272,6 +272,38 @@ def test_stale_socket_and_pid_files_are_replaced(ws, isolated_runtime):
         assert json.load(fh)["pid"] == fresh["pid"]
 
 
+def test_asking_an_old_sidecar_to_exit_reads_every_answer_before_closing(ws):
+    """A socket closed with unread answers resets the connection, and a reset that reaches the
+    sidecar before it read the ``shutdown`` loses it: the old sidecar then never exits."""
+    from jcli_sidecar.client import _ask_to_exit
+
+    paths = paths_for(ws)
+    old = start_old_sidecar(paths.workspace)
+    try:
+        sock = raw_connection(ws)
+        try:
+            sock.sendall(
+                pack_frame(
+                    {"id": 0, "op": "hello", "args": {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}}
+                )
+            )
+            sock.sendall(pack_frame({"id": 1, "op": "stats", "args": {}}))  # its answer is pending, as call()'s request is
+            assert read_frame(sock)["result"]["version"] == "0.0.0-old"
+            _ask_to_exit(sock)
+            try:
+                left = sock.recv(1, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                left = b""
+            assert left == b""  # nothing left unread (the sidecar may have closed already)
+        finally:
+            sock.close()
+        assert old.wait(30) == 0
+    finally:
+        if old.poll() is None:
+            old.kill()
+            old.wait()
+
+
 def test_a_sidecar_of_another_version_is_asked_to_exit_and_the_client_still_answers(ws):
     paths = paths_for(ws)
     old = start_old_sidecar(paths.workspace)
