@@ -2,9 +2,17 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+# Tests mostly wait on kernels, servers and hosts, so more workers than cores pay;
+# each worker has its own shared Jupyter Server (tests/conftest.py).
+PYTEST_WORKERS ?= 4
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
+# pytest keeps its rewritten test modules as bytecode in tests/__pycache__; with
+# bytecode writing off (as some environments set it) every worker would redo that
+# at each run.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
 
-.PHONY: demo test lint node-test bench fixtures install clean
+.PHONY: demo test quick lint node-test bench fixtures install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +42,15 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed lint
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import gateways; gateways.build_all()'
-	$(BIN)/pytest
+	$(PYTEST) $(PYTEST_PARALLEL)
 	$(MAKE) node-test
+
+# The fast tier, for between two edits: every test that needs no Jupyter Server,
+# kernel, gateway or agent host (tests/conftest.py marks those from the fixtures
+# they use) and is not marked slow.
+quick: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(PYTEST) $(PYTEST_PARALLEL) --quick
 
 # Lint and format check (ruff) over all Python, and the type checker over the core.
 lint: $(VENV)/.deps

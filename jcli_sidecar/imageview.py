@@ -36,6 +36,7 @@ __all__ = [
     "view_image",
     "view_note",
     "view_spec",
+    "worker_command",
 ]
 
 
@@ -219,13 +220,18 @@ def _limits(spec: ViewSpec) -> dict[str, int]:
     return limits
 
 
+def worker_command() -> list[str]:
+    """The image worker's command line: this interpreter, the worker module, and the caps it puts on itself."""
+    return [sys.executable, "-B", "-m", "jcli_sidecar.imagework", str(CAPS.child_memory_bytes), str(math.ceil(CAPS.child_seconds))]
+
+
 def _run_child(request: dict[str, Any]) -> dict[str, Any]:
     import msgpack
 
     env = dict(os.environ, VIPS_CONCURRENCY="1", OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     try:
         proc = subprocess.run(
-            [sys.executable, "-B", "-m", "jcli_sidecar.imagework", str(CAPS.child_memory_bytes), str(math.ceil(CAPS.child_seconds))],
+            worker_command(),
             input=msgpack.packb(request, use_bin_type=True),
             capture_output=True,
             timeout=CAPS.child_seconds,

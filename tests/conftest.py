@@ -16,9 +16,61 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
 
+from jcli_sidecar.process_record import wait_for_exit
+
+# -- the two tiers: `make quick` runs what needs no kernel, server, gateway or host ------------
+
+#: Fixtures that bring a real Jupyter Server, a kernel, a gateway or an agent host. A test
+#: that uses one, directly or through another fixture, is marked ``kernel`` at collection;
+#: ``starts_jupyter`` is how a test (or a fixture) that starts a server itself says so.
+KERNEL_FIXTURES = frozenset(
+    {
+        "jupyter",
+        "kernel_session",
+        "exec_path",
+        "host_bin",
+        "starts_jupyter",
+        "gateway",
+        "on_gateway",
+        "enterprise_gateway",
+        "enterprise_gateway_root",
+        "enterprise_gateway_listing",
+        "kernel_gateway",
+        "kernel_gateway_listing",
+    }
+)
+
+#: What an embedded Jupyter Server leaves in the runtime dir it started under, even once stopped.
+SERVER_TRACE = "*.server.log"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true", help="run only the fast tier: no kernel, server, gateway or host, nothing slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    kernel = pytest.mark.kernel
+    for item in items:
+        if KERNEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(kernel)
+    if config.getoption("--quick"):
+        keep = [item for item in items if not (item.get_closest_marker("kernel") or item.get_closest_marker("slow"))]
+        deselected = [item for item in items if item not in set(keep)]
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def starts_jupyter():
+    """Marks its user as starting a real Jupyter Server (and kernels) itself: the full tier only."""
+
+
+def _server_traces(*folders: Path | None) -> list[Path]:
+    return [trace for folder in folders if folder is not None and folder.exists() for trace in folder.rglob(SERVER_TRACE)]
+
 
 @pytest.fixture(scope="session", autouse=True)
-def isolated_run(tmp_path_factory):
+def isolated_run(tmp_path_factory, request):
     """The whole run's own runtime dir and ``JCLI_SIDECAR=off``, for fixtures wider than one test.
 
     A module fixture that runs ``j-cli exec`` before its first test's
@@ -42,6 +94,9 @@ def isolated_run(tmp_path_factory):
     for proc in survivors:
         proc.kill()
     assert not survivors, f"sidecars or servers outlived the fixtures that started them: {[p.pid for p in survivors]}"
+    if request.config.getoption("--quick"):  # fixtures wider than a test included
+        traces = _server_traces(tmp_path_factory.getbasetemp())
+        assert not traces, f"the quick tier started a Jupyter Server (a fixture should request `starts_jupyter`): {traces}"
 
 
 @pytest.fixture(autouse=True)
@@ -64,9 +119,12 @@ def isolated_runtime(tmp_path_factory, monkeypatch, request):
     for proc in survivors:
         proc.kill()
     for proc in survivors:
-        proc.wait(10)
+        wait_for_exit(proc, 10)
     assert not survivors, f"sidecars or servers survived the test: {[p.pid for p in survivors]}"
     assert not (REPO / ".j-cli").exists(), "a test wrote runs into the repository"
+    if not request.node.get_closest_marker("kernel"):
+        traces = _server_traces(runtime, test_dir)
+        assert not traces, f"this test started a Jupyter Server without saying so (request `starts_jupyter`): {traces}"
 
 
 @pytest.fixture
@@ -76,7 +134,7 @@ def sidecar_on(monkeypatch, isolated_runtime):
     yield isolated_runtime
     for proc in sidecars_under(isolated_runtime):
         proc.terminate()
-        proc.wait(10)
+        assert wait_for_exit(proc, 10), f"the sidecar {proc.pid} ignored SIGTERM"
 
 
 @pytest.fixture(params=["in-process", "sidecar"])

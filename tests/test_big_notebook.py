@@ -11,6 +11,7 @@ import base64
 import json
 import sys
 
+import pytest
 from helpers import REPO, run_cli_with_peak_rss
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -20,6 +21,7 @@ SIZE = 400 * 1024 * 1024
 PEAK_MIB = 64
 
 
+@pytest.mark.slow
 def test_a_cold_read_of_one_output_of_a_400_mb_notebook_stays_under_64_mib(tmp_path):
     path = tmp_path / "huge.ipynb"
     cells = write_notebook(path, SIZE)

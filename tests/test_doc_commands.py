@@ -130,7 +130,7 @@ class Workspace:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
+def workspace(tmp_path_factory, starts_jupyter):
     base = tmp_path_factory.mktemp("doc-commands")
     root, home, runtime = base / "work", base / "home", base / "runtime"
     shutil.copytree(WORKSPACE_FILES, root)

@@ -11,7 +11,7 @@ import psutil
 from helpers import run_cli
 
 
-def test_start_status_nearest_ancestor_and_stop(tmp_path, isolated_runtime):
+def test_start_status_nearest_ancestor_and_stop(tmp_path, isolated_runtime, starts_jupyter):
     top = tmp_path / "project"
     sub = top / "analysis" / "deep"
     sub.mkdir(parents=True)
@@ -44,7 +44,7 @@ def test_start_status_nearest_ancestor_and_stop(tmp_path, isolated_runtime):
     assert run_cli("-j", "server", "status", cwd=top).json()["running"] is False
 
 
-def test_a_dead_server_is_detected_and_replaced(tmp_path):
+def test_a_dead_server_is_detected_and_replaced(tmp_path, starts_jupyter):
     first = run_cli("-j", "server", "start", cwd=tmp_path).json()
     os.kill(first["pid"], signal.SIGKILL)
     psutil.Process(first["pid"]).wait(30)

@@ -127,7 +127,7 @@ def test_a_bad_display_mode_is_a_usage_error_before_anything_runs(kernel_session
 
 
 @pytest.fixture(scope="module")
-def echo_server(tmp_path_factory):
+def echo_server(tmp_path_factory, starts_jupyter):
     """A real Jupyter Server of its own whose kernelspecs include ``echo``, a kernel that is not IPython."""
     from helpers import embedded_server_with_kernels
 

@@ -120,6 +120,7 @@ def _call(fn, *args, ok: bool = False, code: str | None = None, **kwargs):
     return result
 
 
+@pytest.mark.slow
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=notebook, indent=layout, mime=st.one_of(st.none(), st.sampled_from(["text/plain", "image/png", "x/y"])))
 def test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path, doc, indent, mime):
@@ -276,6 +277,7 @@ def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, 
     _call(list_outputs, path, len(cells), code="CELL_NOT_FOUND")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error", [InternalError("a bug"), NotebookReadFailed("always")], ids=["internal-error", "coded-error"])
 def test_the_properties_catch_a_reader_that_always_raises(tmp_path, monkeypatch, error):
     """The tests above are not vacuous: a reader that always raised, even a coded error, fails them."""

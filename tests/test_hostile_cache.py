@@ -93,6 +93,7 @@ def test_a_chmod_alone_moves_the_ctime_and_is_re_read(notebook):
     assert cache.load(notebook) is not first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("racy_ms", [None, "0"], ids=["default-racy-window", "no-racy-window"])
 def test_through_the_sidecar_a_restored_mtime_never_serves_stale_content(fixture_dir, sidecar_on, monkeypatch, racy_ms):
     if racy_ms is not None:

@@ -696,7 +696,7 @@ def _server_with_limits(root, *limits):
 
 
 @pytest.fixture(scope="module")
-def limited_server(tmp_path_factory):
+def limited_server(tmp_path_factory, starts_jupyter):
     """A real Jupyter Server with tiny IOPub limits, as a stranger's server might have."""
     limits = ("--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=1000", "--ZMQChannelsWebsocketConnection.iopub_msg_rate_limit=2")
     with _server_with_limits(tmp_path_factory.mktemp("limited"), *limits) as server:
@@ -704,7 +704,7 @@ def limited_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def default_limited_server(tmp_path_factory):
+def default_limited_server(tmp_path_factory, starts_jupyter):
     """A real Jupyter Server with Jupyter's default IOPub data limit, spelled out (not left to the default)."""
     limits = (
         "--ZMQChannelsWebsocketConnection.limit_rate=True",
@@ -746,6 +746,7 @@ def test_ten_mb_on_a_server_with_the_default_limit_is_reported_dropped(default_l
     assert b"note: the Jupyter Server dropped some of this run's output" in human.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_before_a_command_takes_its_signals_is_coded_too(monkeypatch, capfdbinary):
     """Ctrl-C while j-cli still starts (imports, parsing): a window too short to land a real signal in."""
     from jcli import __main__, fastpath

@@ -66,6 +66,7 @@ def _gone(pid: int) -> None:
         pytest.fail(f"the sidecar {pid} is still running with a stuck worker")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_ends_the_sidecar_even_while_a_worker_is_stuck(fixture_dir, sidecar_on, monkeypatch, tmp_path, sig):
     doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path)
@@ -89,6 +90,7 @@ def test_a_signal_ends_the_sidecar_even_while_a_worker_is_stuck(fixture_dir, sid
             assert json.load(fh)["pid"] != doc["pid"]
 
 
+@pytest.mark.slow
 def test_a_request_past_its_deadline_is_a_timeout_and_the_sidecar_retires(fixture_dir, sidecar_on, monkeypatch, tmp_path):
     doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path, JCLI_SIDECAR_REQUEST_SECONDS="1")
     with subprocess.Popen([JCLI, *READ], cwd=fixture_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as client:

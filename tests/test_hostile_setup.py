@@ -465,10 +465,14 @@ def _make(kind: str, path: Path) -> None:
         path.mkdir()
     elif kind == "device":
         path.symlink_to("/dev/zero")
-    elif kind == "socket":
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
-        sock.close()
+    elif kind == "socket":  # bound by a name relative to its folder: a deep path may pass AF_UNIX's ~107 bytes
+        here = os.getcwd()
+        with socket.socket(socket.AF_UNIX) as sock:
+            os.chdir(path.parent)
+            try:
+                sock.bind(path.name)
+            finally:
+                os.chdir(here)
     elif kind == "loop":
         path.symlink_to(path.name)
     elif kind == "not-utf8":

@@ -116,7 +116,7 @@ class Squatter:
 
 
 @pytest.fixture(scope="module")
-def dead_server_state(tmp_path_factory):
+def dead_server_state(tmp_path_factory, starts_jupyter):
     """The state j-cli recorded for an embedded server that then died (SIGKILL): its port is free again."""
     runtime = tmp_path_factory.mktemp("dead-runtime")
     runtime.chmod(0o700)
@@ -160,7 +160,7 @@ def squatter(squat_dir, dead_server_state):
 # -- item 9: a stale record is never trusted ----------------------------------------------
 
 
-def test_the_whole_story_kill_squat_and_use(tmp_path, squat_dir):
+def test_the_whole_story_kill_squat_and_use(tmp_path, squat_dir, starts_jupyter):
     """The server dies, nobody listens on its port: healthcheck, session list and exec go to a new server of ours."""
     started = run_cli("-j", "server", "start", cwd=tmp_path)
     assert started.returncode == 0, started.stderr
@@ -288,7 +288,7 @@ def test_a_record_of_ours_on_its_exact_url_is_trusted(tmp_path):
         client.communicate(timeout=60)
 
 
-def test_the_server_binds_a_port_of_its_own_choosing(tmp_path):
+def test_the_server_binds_a_port_of_its_own_choosing(tmp_path, starts_jupyter):
     """No port is picked ahead and freed for the server to bind later (a window for a squatter)."""
     started = run_cli("-j", "server", "start", cwd=tmp_path)
     assert started.returncode == 0, started.stderr
@@ -338,7 +338,7 @@ def test_the_lean_check_agrees_with_psutil(live_child):
 # -- item 10: kernels never see the server's token ---------------------------------------------
 
 
-def test_kernels_never_see_the_embedded_servers_token(tmp_path, monkeypatch, isolated_runtime):
+def test_kernels_never_see_the_embedded_servers_token(tmp_path, monkeypatch, isolated_runtime, starts_jupyter):
     monkeypatch.setenv("JUPYTER_TOKEN", "user-jupyter-token-1")  # a user's own, for another server
     monkeypatch.setenv("JCLI_JUPYTER_SERVER_TOKEN", "user-jcli-token-2")  # set, but no URL: the embedded server is used
     monkeypatch.setenv("JUPYTER_TOKEN_FILE", str(tmp_path / "no-such-token-file"))
@@ -500,7 +500,7 @@ def test_a_token_an_http_header_cannot_carry_is_a_usage_error_never_echoed(tmp_p
     assert token.encode() not in result.stderr
 
 
-def test_a_failed_start_shows_the_server_log_redacted(tmp_path, monkeypatch):
+def test_a_failed_start_shows_the_server_log_redacted(tmp_path, monkeypatch, starts_jupyter):
     """The log tail in the error is redacted: a startup that logs a URL with credentials, then dies."""
     config = tmp_path / "jupyter-config"
     config.mkdir()
@@ -561,7 +561,7 @@ sys.exit(code)
 """
 
 
-def test_proving_the_embedded_server_keeps_exec_lean(tmp_path):
+def test_proving_the_embedded_server_keeps_exec_lean(tmp_path, starts_jupyter):
     """The proof reads /proc itself: an exec on the embedded server imports no psutil (nor click)."""
     started = run_cli("-j", "server", "start", cwd=tmp_path)
     assert started.returncode == 0, started.stderr

@@ -162,7 +162,7 @@ def test_a_workspace_package_never_shadows_the_sidecar(ws, sidecar_on, fixture_d
         run_cli("sidecar", "stop", cwd=ws)
 
 
-def test_a_workspace_package_never_shadows_the_embedded_server(ws):
+def test_a_workspace_package_never_shadows_the_embedded_server(ws, starts_jupyter):
     shadowing_packages(ws)
     started = run_cli("-j", "server", "start", cwd=ws)
     try:

@@ -11,11 +11,13 @@ import hashlib
 import http.server
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,7 @@ def big_png() -> bytes:
     return _png(6000, 4000)
 
 
+@pytest.mark.slow
 def test_a_6000x4000_png_comes_back_within_each_host_profile(tmp_path, big_png):
     nb = _notebook(tmp_path / "big.ipynb", [{"image/png": _b64(big_png), "text/plain": "<Figure>"}])
     before = _sha(nb)
@@ -97,6 +100,7 @@ def test_a_6000x4000_png_comes_back_within_each_host_profile(tmp_path, big_png):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.ipynb"], "no intermediate file"
 
 
+@pytest.mark.slow
 def test_explicit_limits_override_the_profile_and_are_all_met(tmp_path, big_png):
     nb = _notebook(tmp_path / "big.ipynb", [{"image/png": _b64(big_png)}])
     selected, data = _selected(_read(nb, 0, "--host", "dsh", "--max-edge", "900", "--max-pixels", "300000", "--max-bytes", "400000"))
@@ -310,6 +314,7 @@ def _malicious(tmp_path: Path, url: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_malicious_svgs_are_refused_or_rendered_without_their_effect(tmp_path, loopback_server):
     cases = _malicious(tmp_path, loopback_server)
     nb = _svg_notebook(tmp_path, list(cases.values()))
@@ -338,6 +343,7 @@ def test_malicious_svgs_are_refused_or_rendered_without_their_effect(tmp_path, l
     assert _sha(nb) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
 
 
+@pytest.mark.slow
 def test_the_memory_cap_and_the_deadline_are_real(monkeypatch):
     big = _png(7000, 7000, mode="L")
     spec = view_spec(max_edge=100)
@@ -350,6 +356,7 @@ def test_the_memory_cap_and_the_deadline_are_real(monkeypatch):
         view_image("image/png", big, spec)
 
 
+@pytest.mark.slow
 def test_a_fit_through_the_sidecar_matches_the_in_process_one(tmp_path, sidecar_on, big_png):
     nb = _notebook(tmp_path / "big.ipynb", [{"image/png": _b64(big_png)}])
     direct = _selected(
@@ -414,6 +421,7 @@ def _svg_trees(draw, depth=0):
     return f"<{tag}{attrs}>{text}{''.join(children)}</{tag}>"
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=_svg_trees(), width=st.sampled_from(["100", "1e9", "0", "-5", "abc", "50pt"]))
 def test_generated_svgs_never_produce_a_traceback(body, width):
@@ -461,15 +469,45 @@ def test_generated_and_damaged_images_never_produce_a_traceback(image, edge, hos
     assert max(width, height) <= edge and facts["original"]["mime_type"] == mime
 
 
-def test_the_worker_cannot_write_any_file(tmp_path):
-    """RLIMIT_FSIZE = 0 in the worker: writing even one byte to a file fails (EFBIG; Python ignores SIGXFSZ)."""
+def test_the_worker_cannot_write_any_file():
+    """The worker, started as imageview starts it, runs with RLIMIT_FSIZE = 0 (and its memory and CPU caps).
+
+    The limits are read from the live worker process by the kernel's own
+    account (psutil reads /proc), while the worker waits for its request;
+    then it gets one and answers as usual.
+    """
+    import msgpack
+    import psutil
+
+    from jcli_sidecar.imageview import CAPS, worker_command
+
+    worker = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc = psutil.Process(worker.pid)
+        deadline = time.monotonic() + 30
+        while proc.rlimit(psutil.RLIMIT_FSIZE) != (0, 0):  # the caps come first, before the request is read
+            assert worker.poll() is None and time.monotonic() < deadline, "the worker never capped its file writes"
+        assert proc.rlimit(psutil.RLIMIT_AS) == (CAPS.child_memory_bytes, CAPS.child_memory_bytes)
+        soft_cpu, hard_cpu = proc.rlimit(psutil.RLIMIT_CPU)
+        assert soft_cpu == math.ceil(CAPS.child_seconds) and hard_cpu == soft_cpu + 1
+        out, err = worker.communicate(
+            msgpack.packb({"op": "fit", "mime": "image/png", "data": _png(4, 3), "target": "image/png", "decode_pixels": 100}), timeout=60
+        )
+    finally:
+        worker.kill()
+        worker.wait()
+    answer = msgpack.unpackb(out, raw=False)
+    assert answer["ok"] and (answer["width"], answer["height"]) == (4, 3), (answer, err)
+
+
+def test_a_file_size_limit_of_zero_makes_every_write_fail(tmp_path):
+    """What RLIMIT_FSIZE = 0 does: writing even one byte to a file fails (EFBIG; Python ignores SIGXFSZ)."""
     import errno
 
     target = tmp_path / "intermediate.png"
     code = (
-        "import sys\n"
-        "from jcli_sidecar.imagework import _cap_self\n"
-        "_cap_self(1 << 31, 5)\n"
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
         "try:\n"
         f"    with open({str(target)!r}, 'wb') as fh:\n"
         "        fh.write(b'x'); fh.flush()\n"

@@ -88,6 +88,7 @@ def test_a_py_asks_through_its_jupytext_header_even_beside_a_pair(offline):
     assert "jupytext header" in human.stdout.decode()
 
 
+@pytest.mark.slow
 def test_the_header_jupytext_writes_is_read(offline):
     nb = {**NOTEBOOK, "cells": [{"cell_type": "code", "id": "a", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}]}
     (offline / "made.ipynb").write_text(json.dumps(nb))

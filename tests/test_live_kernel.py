@@ -22,7 +22,7 @@ from kernel_cells import CELLS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def live_notebook(tmp_path_factory):
+def live_notebook(tmp_path_factory, starts_jupyter):
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook()

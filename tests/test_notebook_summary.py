@@ -136,6 +136,7 @@ def test_analysis_lists_are_bounded():
     assert len(info["writes"][0]) <= 60 and info["writes"][0].endswith("…")
 
 
+@pytest.mark.slow
 def test_summary_of_a_big_notebook_stays_small_and_pages(ws):
     body = "\n".join([f"import package_{i}" for i in range(30)] + [f"value_{i} = compute_{i}(value_{i - 1})" for i in range(60)])
     sources = [body] * 2000
@@ -259,6 +260,7 @@ def test_reads_change_nothing(ran_pair):
     assert after == before
 
 
+@pytest.mark.slow
 def test_hostile_files_get_coded_errors(ws):
     os.mkfifo(ws / "fifo.ipynb")
     (ws / "bad.ipynb").write_text("{not json")

@@ -66,6 +66,7 @@ def _flags(request: dict) -> list[str]:
     return args
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_cli_flags_and_stdin_request_match_the_fixture(case, fixture_dir):
     request = case["request"]

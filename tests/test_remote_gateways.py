@@ -110,7 +110,7 @@ def test_enterprise_gateway_as_root_refuses_to_start_a_kernel(enterprise_gateway
 
 
 @pytest.mark.parametrize("name", ["enterprise_gateway", "kernel_gateway"])
-def test_a_kernel_starts_and_stops_through_the_gateway(request, name):
+def test_a_kernel_starts_and_stops_through_the_gateway(request, name, starts_jupyter):
     """The kernelspec the fixtures write really starts a kernel (as nobody under EG)."""
     import psutil
 

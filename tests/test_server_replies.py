@@ -20,7 +20,7 @@ SECRET_TOKEN = "not-the-token-4f1c"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, starts_jupyter):
     from helpers import embedded_server_with_kernels
 
     echo = [sys.executable, str(FIXTURES.parent / "echo_kernel.py"), "-f", "{connection_file}"]
@@ -146,7 +146,7 @@ def test_a_kernel_that_is_not_python_stays_and_the_result_says_where(on_server, 
         run_cli("session", "kill", "echoes", "echoes2", cwd=tmp_path)
 
 
-def test_the_embedded_server_says_its_kernel_runs_here(tmp_path, monkeypatch):
+def test_the_embedded_server_says_its_kernel_runs_here(tmp_path, monkeypatch, starts_jupyter):
     for name in ("JCLI_JUPYTER_SERVER_URL", "JCLI_JUPYTER_SERVER_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     try:

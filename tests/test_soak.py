@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+import pytest
 from helpers import JCLI, run_cli
 
 SOAK_SECONDS = float(os.environ.get("JCLI_SOAK_SECONDS", "30"))
@@ -45,6 +46,7 @@ print(json.dumps(log))
 """
 
 
+@pytest.mark.slow
 def test_writers_and_a_cleaner_never_break_a_run(tmp_path, sidecar_on):
     ws = tmp_path / "ws"
     ws.mkdir()

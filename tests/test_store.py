@@ -9,6 +9,7 @@ import signal
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from helpers import run_cli
@@ -84,9 +85,17 @@ def test_rich_outputs_are_kept_as_real_files_described_by_a_manifest(ws, kernel_
 
 def test_j_cli_dir_stays_out_of_git(ws, kernel_session):
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    exec_json(kernel_session, RICH, ws)
+    result, doc = exec_json(kernel_session, RICH, ws)
+    assert result.returncode == 0, result.stderr
+    manifest = Path(doc["run"]["manifest"])
+    assert manifest.is_file() and manifest.is_relative_to(
+        Path(os.path.realpath(ws)) / ".j-cli" / "outputs"
+    )  # a run was kept in the workspace
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ws, capture_output=True, text=True)
+    assert status.returncode == 0, status.stderr
     assert status.stdout == ""
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(manifest)], cwd=ws)
+    assert ignored.returncode == 0  # git sees the run and ignores it, through .j-cli/.gitignore
 
 
 def test_a_short_text_result_creates_nothing_on_disk(ws, kernel_session):

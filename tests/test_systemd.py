@@ -64,6 +64,7 @@ os.execv(sys.executable, [sys.executable, "-m", "jcli_sidecar", "serve", "--inst
 """
 
 
+@pytest.mark.slow
 def test_a_socket_activated_sidecar_serves_its_workspace_only(fixture_dir, sidecar_on, tmp_path):
     paths = SidecarPaths(os.path.realpath(fixture_dir))
     os.mkdir(paths.dir, 0o700)

@@ -43,7 +43,7 @@ EXPECTED = ["n", "arr", "df", "f", "C", "big", "_private", "moved"]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, starts_jupyter):
     """A Jupyter Server that also offers the ``nodebug`` kernelspec; yields the environment for j-cli."""
     from helpers import embedded_server_with_kernels
 
@@ -187,8 +187,12 @@ def test_vars_leaves_no_trace(sessions, jcli, kernel):
     assert jcli("-j", "exec", session, "-c", "'marker'").json()["text"] == "'marker'\n"
     jcli("-j", "exec", session, "-c", "snap = (len(In), set(globals()), get_ipython().execution_count)")
     try:
-        for args in ([], ["--modules"], ["--name", "df"], ["--name", "df", "--rich"], ["--name", "nosuch"]):
-            jcli("-j", "vars", session, *args)
+        for args in ([], ["--modules"], ["--name", "df"], ["--name", "df", "--rich"]):
+            listed = jcli("-j", "vars", session, *args)
+            assert listed.returncode == 0, (args, listed.stderr)
+            assert listed.json()  # a document, not an empty answer
+        missing = jcli("-j", "vars", session, "--name", "nosuch")
+        assert missing.returncode == 1 and missing.error()["code"] == "VARIABLE_NOT_FOUND"
         assert jcli("session", "list", "--vars").returncode == 0
         # Only this check cell since the snapshot: one more In entry, its own _iN, `_` untouched.
         assert jcli("-j", "exec", session, "-c", CHECK).json()["text"] == "(1, [], 'marker', 1)\n"
