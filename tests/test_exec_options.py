@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, JCLI, run_cli
-from test_hostile_exec import Exec, assert_no_traceback
+from test_hostile_exec import Exec, assert_no_traceback, no_exec_left_running  # noqa: F401 (an autouse fixture)
 
 from jcli_sidecar.exec_timeout import DEFAULT_TIMEOUT, TIMEOUT_ENV, resolve_timeout
 
@@ -182,7 +182,8 @@ def test_no_stream_in_json_mode_is_the_same_document(kernel_session, ws):
 
 @pytest.mark.parametrize("no_stream", [False, True], ids=["stream", "no-stream"])
 def test_no_stream_skips_the_partial_saves_of_a_notebook_run(kernel_session, ws, no_stream):
-    (ws / "nb.py").write_text("# %%\nprint('a', flush=True)\nprint('b')\n\n# %%\nprint('c')\n")
+    # one write: print('a', flush=True) writes 'a' and the newline apart, and the kernel may send them apart
+    (ws / "nb.py").write_text("# %%\nimport sys\nsys.stdout.write('a\\n'); sys.stdout.flush()\nprint('b')\n\n# %%\nprint('c')\n")
     flag = ["--no-stream"] if no_stream else []
     run = Exec(["-j", "exec", kernel_session, "-f", "nb.py", *flag], ws, step="output", env={"JCLI_CHECKPOINT_SECONDS": "0"})
     run.stalled()

@@ -83,6 +83,9 @@ def json_lines(data: bytes) -> list[dict]:
 class Exec:
     """One ``j-cli`` process, started with the exec stall hook at ``step`` (or none)."""
 
+    #: Every process started and not yet finished: a test that fails between start and finish leaves one.
+    live: list[Exec] = []
+
     def __init__(self, args: list[str], cwd: Path, *, step: str | None = None, env: dict | None = None) -> None:
         self.fifo = cwd.parent / f"stall-{os.urandom(3).hex()}"
         full = {**os.environ, **(env or {})}
@@ -91,6 +94,7 @@ class Exec:
             full.update(JCLI_EXEC_TEST_STALL_FIFO=str(self.fifo), JCLI_EXEC_TEST_STALL_AT=step)
         self.step = step
         self.proc = subprocess.Popen([JCLI, *args], cwd=cwd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        Exec.live.append(self)
 
     def stalled(self) -> None:
         """Return once the process stalls at its step; fail if it ends first (both are events: no polling)."""
@@ -121,11 +125,23 @@ class Exec:
             releaser = threading.Thread(target=lambda: self.fifo.write_text("go"), daemon=True)
             releaser.start()
         out, err = self.proc.communicate(timeout=180)
+        Exec.live.remove(self)
         if releaser is not None:  # if j-cli left without reading, a reader lets the releaser finish
             fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
             releaser.join(30)
             os.close(fd)
         return self.proc.returncode, out, err
+
+
+@pytest.fixture(autouse=True)
+def no_exec_left_running():
+    """After each test, kill and reap any j-cli it started and did not finish (a failed assertion in between)."""
+    yield
+    while Exec.live:
+        left = Exec.live.pop()
+        if left.proc.poll() is None:
+            left.proc.kill()
+        left.proc.communicate()
 
 
 def assert_no_traceback(stderr: bytes) -> None:
