@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .kernel_client import KernelConnection, StopSwitch
 
-__all__ = ["DISPLAY_MODES", "RESTORE_TIMEOUT", "check_display_mode", "display_mode"]
+__all__ = ["DISPLAY_MODES", "RESTORE_TIMEOUT", "check_display_mode", "in_display_mode"]
 
 #: IPython's ``ast_node_interactivity`` values, ``--display-mode``'s choices.
 DISPLAY_MODES = ("last_expr", "all", "last_expr_or_assign", "last", "none")
@@ -55,7 +55,7 @@ def check_display_mode(mode: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def display_mode(
+def in_display_mode(
     kernel: KernelConnection,
     mode: str | None,
     *,

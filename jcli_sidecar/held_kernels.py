@@ -182,7 +182,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     Raises:
         JcliError: anything before the code was sent (nothing ran); ``executed: false``.
     """
-    from .display_mode import display_mode
+    from .display_mode import in_display_mode
     from .kernel_client import check_timeout
     from .session_lookup import find_session
 
@@ -217,7 +217,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
 
     try:
         kernel = kernels.take(server, row["kernel_id"])
-        with display_mode(kernel, mode, notes=result.notes, stop=stop, timeout=timeout):
+        with in_display_mode(kernel, mode, notes=result.notes, stop=stop, timeout=timeout):
             kernel.execute(
                 code,
                 timeout=timeout,

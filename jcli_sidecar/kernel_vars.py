@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .jupyter_api import JupyterServer
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
+    "VARS_TIMEOUT",
     "MAX_ROWS",
     "NAMED_VALUE_CHARS",
     "PREVIEW_NAMES",
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: Seconds ``vars`` waits for the kernel's answer (``--timeout``).
-DEFAULT_TIMEOUT = 10.0
+VARS_TIMEOUT = 10.0
 #: Seconds the ``session list --vars`` preview waits for each kernel.
 PREVIEW_TIMEOUT = 5.0
 #: Characters of each value's repr in a listing, and with ``--name``.
@@ -79,7 +79,7 @@ def read_variables(
     name: str | None = None,
     rich: bool = False,
     modules: bool = False,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = VARS_TIMEOUT,
 ) -> dict[str, Any]:
     """The variables of ``session``'s kernel, or the one called ``name``.
 
@@ -114,7 +114,7 @@ def read_variables(
         raise UsageError("--rich needs --name: the rich representation is of one variable")
     if name is not None and not name.isidentifier():
         raise UsageError(f"--name takes a variable name, got {name!r}")
-    wait = check_timeout(timeout) or DEFAULT_TIMEOUT
+    wait = check_timeout(timeout) or VARS_TIMEOUT
     with KernelConnection(server, session["kernel_id"]) as kernel:
         info = kernel.request("kernel_info_request", {}, channel="control", timeout=wait)
         _require_python(info)

@@ -31,15 +31,14 @@ import contextlib
 import os
 import time
 
-from .display_mode import check_display_mode, display_mode
+from .cell_spec import parse_cell_spec
+from .display_mode import check_display_mode, in_display_mode
 from .errors import (
-    CellNotFound,
     Interrupted,
     JcliError,
     NotebookOutOfSync,
     NotebookReadFailed,
     OutputSaveFailed,
-    UsageError,
     internal_error,
 )
 from .exec_result import build_result
@@ -73,7 +72,6 @@ __all__ = [
     "RunOptions",
     "checkpoint_seconds_from_env",
     "is_notebook_file",
-    "parse_cell_spec",
     "writeback_pace_from_env",
 ]
 
@@ -94,45 +92,6 @@ def is_notebook_file(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return is_percent(raw.decode("utf-8", "replace"))
-
-
-def parse_cell_spec(spec: str | None, count: int, *, strict: bool = False) -> list[int]:
-    """Cell indexes for ``N``, ``A:B`` (B excluded, as in Python), ``A:`` or ``:B``; None is all.
-
-    A range past the end is cut at the end, unless ``strict``: then a range
-    that reaches past the end or selects no cell is refused too.
-
-    Raises:
-        UsageError: not one of those forms.
-        CellNotFound: ``N`` outside the file (with ``strict``, any range
-            outside it or empty).
-
-    Example:
-        >>> parse_cell_spec("1:3", 5), parse_cell_spec(":2", 5), parse_cell_spec("4", 5)
-        ([1, 2], [0, 1], [4])
-    """
-    if spec is None:
-        return list(range(count))
-    text = spec.strip()
-    try:
-        if ":" not in text:
-            index = int(text)
-            if index < 0:
-                raise ValueError
-            if index >= count:
-                raise CellNotFound(f"cell {index} is outside the file ({count} cells)", cell_count=count)
-            return [index]
-        first, _, last = text.partition(":")
-        start = int(first) if first.strip() else 0
-        stop = int(last) if last.strip() else count
-        if start < 0 or stop < 0 or ":" in last:
-            raise ValueError
-    except ValueError:
-        raise UsageError(f"bad cell spec {spec!r}: use N, A:B, A: or :B with indexes >= 0") from None
-    if strict and (stop > count or start >= stop):
-        what = "reach outside the file" if max(start, stop) > count or start == count else "select no cell of the file"
-        raise CellNotFound(f"cells {text} {what} ({count} cells)", cell_count=count)
-    return list(range(start, min(stop, count)))
 
 
 def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
@@ -368,7 +327,7 @@ class NotebookRun:
         if self.on_notebook_start is not None:
             self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
         notes: list[str] = []
-        with display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
+        with in_display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
             try:
                 for requested, index in code_cells:
                     if stop is not None and stop.count:  # a signal between cells: the next one does not start

@@ -172,7 +172,7 @@ def select_cells(view: NotebookView, spec: str | None) -> list[int]:
         UsageError: not ``N``, ``A:B``, ``A:`` or ``:B``.
         CellNotFound: any part of it outside the file, or no cell at all.
     """
-    from .notebook_run import parse_cell_spec
+    from .cell_spec import parse_cell_spec
 
     count = view.cell_count
     try:

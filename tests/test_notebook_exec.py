@@ -144,7 +144,7 @@ def test_a_cell_edited_while_it_runs_is_never_overwritten(ws, kernel_session, tm
 
 
 def test_cell_specs():
-    from jcli_sidecar.notebook_run import parse_cell_spec
+    from jcli_sidecar.cell_spec import parse_cell_spec
 
     assert parse_cell_spec(None, 3) == [0, 1, 2]
     assert parse_cell_spec("2:", 5) == [2, 3, 4]

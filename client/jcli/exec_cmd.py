@@ -219,7 +219,7 @@ def _run_here(
     srv, session_key: str, code: str, timeout, settings: _Settings, result, live, stop
 ) -> tuple[dict[str, Any], JcliError | None]:
     """The in-process run: ``(session, failure)``; raises when nothing was sent."""
-    from jcli_sidecar.display_mode import display_mode
+    from jcli_sidecar.display_mode import in_display_mode
     from jcli_sidecar.kernel_client import KernelConnection
     from jcli_sidecar.session_lookup import find_session
 
@@ -227,7 +227,7 @@ def _run_here(
     try:
         with (
             KernelConnection(srv, row["kernel_id"]) as kernel,
-            display_mode(kernel, settings.display_mode, notes=result.notes, stop=stop, timeout=timeout),
+            in_display_mode(kernel, settings.display_mode, notes=result.notes, stop=stop, timeout=timeout),
         ):
             kernel.execute(code, timeout=timeout, on_output=live, stop=stop, result=result)
     except Exception as exc:

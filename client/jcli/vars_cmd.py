@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from jcli_sidecar.errors import JcliError
-from jcli_sidecar.kernel_vars import DEFAULT_TIMEOUT
+from jcli_sidecar.kernel_vars import VARS_TIMEOUT
 
 from .outcome import fail, finish
 
@@ -27,7 +27,7 @@ TABLE_VALUE_CHARS = 70
 @click.option(
     "--timeout",
     type=float,
-    default=DEFAULT_TIMEOUT,
+    default=VARS_TIMEOUT,
     show_default=True,
     metavar="S",
     help="Seconds to wait for the kernel's answer (never interrupts it).",
