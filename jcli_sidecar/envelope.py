@@ -15,7 +15,7 @@ import base64
 from . import image_headers, representations
 from . import mime as mimes
 from .errors import InvalidWindow, MimeNotFound, OutputDataInvalid, OutputTooLarge, UsageError
-from .notebook import join_text
+from .multiline import join_text
 from .protocol import SCHEMA_VERSION, check_max_response_bytes, dump_json, json_size, json_text, utf8_size
 from .textwindow import check_window, is_whole, window
 

@@ -14,7 +14,6 @@ import os
 
 from .errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, UsageError
 from .lazyjson import Bail, TooDeep, loads
-from .multiline import join_text
 from .nbindex import Changed, NotebookIndex, build_index, pread_span, stat_key
 from .protocol import display_name
 from .readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
@@ -29,7 +28,6 @@ __all__ = [
     "cell_at",
     "coded_read_error",
     "exact_float",
-    "join_text",
     "load_notebook",
     "parse_notebook",
     "read_file_bytes",

@@ -45,10 +45,11 @@ from .exec_result import build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
 from .locks import notebook_lock
+from .multiline import join_text
 from .nbindex import stat_key
 from .nbsplice import CellWriter, notebook_heads
 from .nbwrite import dumps_cell, read_for_update, write_notebook
-from .notebook import NotebookFile, join_text
+from .notebook import NotebookFile
 from .pairing import paired_notebook_path
 from .percent import is_percent, normalize_source, parse_percent
 from .protocol import SCHEMA_VERSION

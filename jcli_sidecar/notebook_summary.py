@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .cell_analysis import analyse_code
 from .errors import OutputDataInvalid
-from .notebook import join_text
+from .multiline import join_text
 from .notebook_view import cell_source, open_view, select_cells
 from .protocol import SCHEMA_VERSION
 

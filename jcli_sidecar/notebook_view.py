@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 
 from .errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid
-from .notebook import join_text, load_notebook, read_text_file
+from .multiline import join_text
+from .notebook import load_notebook, read_text_file
 from .pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
 from .protocol import check_file_name
 

@@ -248,8 +248,8 @@ def _sync_locked(py: str, nb_path: str) -> str | None:
 
 def _merge(py: str, nb_path: str, py_cells: list[PercentCell], nb: dict[str, Any], text: str) -> str:
     from .fileio import write_text_atomic
+    from .multiline import join_text
     from .nbwrite import write_notebook
-    from .notebook import join_text
     from .pairguard import agreed_cells, cell_digests, notebook_cells, record_agreement
     from .pairsync import apply_plan, plan_sync
     from .percent import PercentCell, normalize_source, parse_percent, read_percent, write_percent

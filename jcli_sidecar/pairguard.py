@@ -27,7 +27,7 @@ import json
 import os
 
 from .errors import PairConflict
-from .notebook import join_text
+from .multiline import join_text
 from .percent import normalize_source
 
 TYPE_CHECKING = False

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from .errors import CellMappingUnreliable, CellNotFound, OutputDataInvalid, UsageError
-from .notebook import join_text
+from .multiline import join_text
 from .percent import PercentCell, is_percent, normalize_source, parse_percent, write_percent
 
 TYPE_CHECKING = False

@@ -18,8 +18,8 @@ import difflib
 import os
 
 from .errors import OutputDataInvalid
+from .multiline import join_text
 from .nbwrite import new_cell, new_notebook
-from .notebook import join_text
 from .percent import PercentCell, normalize_source
 
 TYPE_CHECKING = False

@@ -715,7 +715,7 @@ def _forms(kind: str, source: str) -> list[str]:
 
 
 def _as_cell(index: int, cell: Any) -> tuple[str, str, str | None, dict[str, Any]]:
-    from .notebook import join_text
+    from .multiline import join_text
 
     if isinstance(cell, PercentCell):
         return cell.cell_type, cell.source, cell.cell_id, dict(cell.metadata or {})

@@ -20,7 +20,7 @@ from __future__ import annotations
 from . import mime as mimes
 from .errors import OutputDataInvalid
 from .lazyjson import loads
-from .notebook import join_text
+from .multiline import join_text
 from .protocol import dump_json, json_text, utf8_size
 
 TYPE_CHECKING = False
