@@ -8,7 +8,7 @@ template was built. Under the default policy (7 days, 50 runs) most runs are
 9,950 runs and keeps 50.
 
 The template workspace (``bench/.work/clean-template/``) is built once with
-the real run store (``jcli_sidecar.store.stage_run`` then ``publish_run``
+the real run store (``jcli_sidecar.runs.store.stage_run`` then ``publish_run``
 with no policy, so nothing is cleaned while building) and reused by later
 runs while it is complete and young enough (see TEMPLATE_MAX_AGE_DAYS). Each
 run's manifest names the building process as its ``owner``; that process has
@@ -42,7 +42,7 @@ Every j-cli child runs with ``JCLI_SIDECAR=off`` and a private
 ``XDG_RUNTIME_DIR=bench/.work/clean-runtime`` (mode 0700). Everything
 generated lives in ``bench/.work/``: the template is kept, the copies
 (``bench/.work/clean-copies/``) are removed at the end, also on errors.
-``--profile`` also runs ``jcli_sidecar.retention.clean`` in-process under
+``--profile`` also runs ``jcli_sidecar.runs.retention.clean`` in-process under
 cProfile on one more copy and prints where its time goes.
 """
 
@@ -160,7 +160,7 @@ def template_info() -> dict | None:
 def build_template() -> None:
     """RUNS published runs, through the real run store, spread over SPREAD_DAYS."""
     try:
-        from jcli_sidecar.store import publish_run, stage_run
+        from jcli_sidecar.runs.store import publish_run, stage_run
     except ImportError as exc:
         raise BenchError(f"the run store cannot be imported: {exc!r}") from None
     shutil.rmtree(TEMPLATE, ignore_errors=True)
@@ -377,9 +377,9 @@ def measure(info: dict, rounds: int, copies: Copies) -> dict[str, list[float]]:
 
 
 def profile_clean(copies: Copies, top: int = 20) -> None:
-    """``jcli_sidecar.retention.clean`` in-process under cProfile, on one more copy."""
-    from jcli_sidecar.locks import outputs_lock
-    from jcli_sidecar.retention import clean, resolve_policy
+    """``jcli_sidecar.runs.retention.clean`` in-process under cProfile, on one more copy."""
+    from jcli_sidecar.base.locks import outputs_lock
+    from jcli_sidecar.runs.retention import clean, resolve_policy
 
     copy = copies.new("profile")
     os.sync()

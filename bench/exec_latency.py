@@ -29,13 +29,13 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
 B. In-process execute round-trips of ``1+1``, timed inside this script (or,
    for the peer, inside its own process), interleaved round-robin:
 
-   * ours      -- ``jcli_sidecar.kernel_client.KernelConnection(server, kernel_id)``
+   * ours      -- ``jcli_sidecar.kernel.kernel_client.KernelConnection(server, kernel_id)``
                   held open, ``.execute("1+1")`` on the ``bench`` session's
                   kernel: one connection, as a notebook run uses it;
    * two rows for information only, to show where a one-shot ``j-cli
                   exec`` spends its time: the websocket opened and closed
                   with no execute ("ws open+close only"), and
-                  ``jcli_sidecar.kernel_client.execute``, which opens a new
+                  ``jcli_sidecar.kernel.kernel_client.execute``, which opens a new
                   connection per call ("ours, new connection/call");
    * jupyter-kernel-client -- datalayer's client (pinned below, in its own
                   venv, driven as a subprocess over a pipe; the time is taken
@@ -52,7 +52,7 @@ D, E. One large kernel message (5 to 40 MB): the client's CPU, ours
    limit, as the embedded one does, so a big print reaches the client.
 
 C. Publishing a run of 200 ~100 KB PNGs through the run store
-   (``jcli_sidecar.store``: ``stage_run`` then ``publish_run``), next to a
+   (``jcli_sidecar.runs.store``: ``stage_run`` then ``publish_run``), next to a
    raw floor that only decodes the same base64 and writes the same bytes to
    200 files. Skipped with a note while the store is not in the checkout.
 
@@ -534,8 +534,8 @@ class ZmqKernel:
 
 def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, calls: int, cleanup: list) -> tuple[dict, dict]:
     """B: returns ``(timings ms by client, notes about jupyter-kernel-client)``."""
-    from jcli_sidecar.jupyter_api import JupyterServer
-    from jcli_sidecar.kernel_client import KernelConnection, execute
+    from jcli_sidecar.kernel.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel.kernel_client import KernelConnection, execute
 
     srv = JupyterServer(server.url, server.token)
     held = KernelConnection(srv, kernel_id)
@@ -635,8 +635,8 @@ def measure_in_process(server: Server, kernel_id: str, jkc_python: Path | None, 
 
 def measure_big_messages(server: Server, kernel_id: str, reps: int, cleanup: list) -> dict:
     """D: client CPU of one large message, ours (a held connection) against raw ZMQ (a local kernel of its own)."""
-    from jcli_sidecar.jupyter_api import JupyterServer
-    from jcli_sidecar.kernel_client import KernelConnection
+    from jcli_sidecar.kernel.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel.kernel_client import KernelConnection
 
     held = KernelConnection(JupyterServer(server.url, server.token), kernel_id)
     cleanup.append(held.close)
@@ -656,7 +656,7 @@ def measure_big_messages(server: Server, kernel_id: str, reps: int, cleanup: lis
 def store_api():
     """``(stage_run, publish_run)`` from the installed run store, or None with a reason printed."""
     try:
-        from jcli_sidecar import store
+        from jcli_sidecar.runs import store
     except ImportError:
         print("run store: not available in this checkout yet (skipped)")
         return None

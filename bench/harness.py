@@ -194,7 +194,7 @@ def sidecar_runtime_dir(preferred: Path) -> Path:
     ``preferred`` unless the socket path would be too long for a Unix socket
     there (a deep checkout), then a fresh temporary directory.
     """
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.runtime import SidecarPaths
 
     private_dir(preferred)
     socket_path = SidecarPaths(os.path.realpath(WORK), str(preferred / "jcli")).socket

@@ -21,9 +21,9 @@ produces three groups of figures.
 
 2. In-process reads, timed inside this script, with no process start-up:
 
-   * in-sidecar       -- ``jcli_sidecar.client.call(..., "notebook.read", ...)``,
+   * in-sidecar       -- ``jcli_sidecar.sidecar.client.call(..., "notebook.read", ...)``,
                          one request round-trip to the warm sidecar;
-   * cold in-process  -- ``jcli_sidecar.reader.read_output(path, 100, 0)``,
+   * cold in-process  -- ``jcli_sidecar.read.reader.read_output(path, 100, 0)``,
                          which reads and parses the file every time.
 
    The two are interleaved too (the cold reads are spread evenly among the
@@ -242,9 +242,9 @@ def measure_in_process(cell: int, truth: bytes, calls: int, cold_reads: int) -> 
 
     The cold reads are spread evenly among the calls so both see the same noise.
     """
-    from jcli_sidecar.client import call
-    from jcli_sidecar.reader import read_output
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.runtime import SidecarPaths
+    from jcli_sidecar.read.reader import read_output
+    from jcli_sidecar.sidecar.client import call
 
     paths = SidecarPaths(os.path.realpath(WORK))  # reads XDG_RUNTIME_DIR from os.environ
     request = {"file_path": BIG.name, "cell_index": cell, "output_index": 0}  # relative to the workspace
@@ -278,8 +278,8 @@ def measure_memory(sidecar: Sidecar, cell: int) -> dict:
 
     Run on the freshly started sidecar, so its cache holds exactly these 10.
     """
-    from jcli_sidecar.client import call
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.runtime import SidecarPaths
+    from jcli_sidecar.sidecar.client import call
 
     paths = SidecarPaths(os.path.realpath(WORK))
     pid = sidecar.status()["pid"]

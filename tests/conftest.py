@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
 
-from jcli_sidecar.process_record import wait_for_exit
+from jcli_sidecar.base.process_record import wait_for_exit
 
 # -- the two tiers: `make quick` runs what needs no kernel, server, gateway or host ------------
 

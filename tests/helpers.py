@@ -75,8 +75,8 @@ def start_old_sidecar(workspace: str) -> subprocess.Popen:
     """
     import fcntl
 
-    from jcli_sidecar.locks import wait_for_lock
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.locks import wait_for_lock
+    from jcli_sidecar.base.runtime import SidecarPaths
 
     paths = SidecarPaths(workspace)
     os.makedirs(paths.dir, mode=0o700, exist_ok=True)
@@ -87,7 +87,7 @@ def start_old_sidecar(workspace: str) -> subprocess.Popen:
             sys.executable,
             "-c",
             "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
-            "from jcli_sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
+            "from jcli_sidecar.sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
             workspace,
         ],
         env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},

@@ -10,10 +10,10 @@ import shutil
 import pytest
 from helpers import FIXTURES
 
-from jcli_sidecar.cache import CacheWatcher, NotebookCache
-from jcli_sidecar.errors import FileNotFound
-from jcli_sidecar.notebook import NotebookFile
-from jcli_sidecar.reader import read_output
+from jcli_sidecar.base.errors import FileNotFound
+from jcli_sidecar.ipynb.notebook import NotebookFile
+from jcli_sidecar.read.reader import read_output
+from jcli_sidecar.sidecar.cache import CacheWatcher, NotebookCache
 
 V45 = FIXTURES / "kernel_v4.5.ipynb"
 OLD = 1_600_000_000  # a timestamp far from "just written"
@@ -182,8 +182,8 @@ def test_the_watcher_evicts_a_changed_notebook_early(notebook):
 def test_memoised_reads_equal_fresh_reads_and_count_against_the_budget(tmp_path, monkeypatch):
     from helpers import load_cases
 
-    from jcli_sidecar.errors import JcliError
-    from jcli_sidecar.requests import handle_read
+    from jcli_sidecar.base.errors import JcliError
+    from jcli_sidecar.read.requests import handle_read
 
     work = tmp_path / "protocol"
     shutil.copytree(FIXTURES, work)

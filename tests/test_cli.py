@@ -140,8 +140,8 @@ def test_a_read_does_not_import_heavy_modules(args, sidecar, tmp_path, request):
     roots = {name.split(".")[0] for name in loaded}
     assert not roots & {"click", "nbformat", "psutil", "watchfiles", "mcp", "jsonschema", "typing_extensions", "asyncio"}
     if sidecar == "cold":
-        assert "jcli_sidecar.spawn" in loaded and sidecars_under(runtime)  # the background start did happen
-    assert "jcli_sidecar.reader" in loaded
+        assert "jcli_sidecar.sidecar.spawn" in loaded and sidecars_under(runtime)  # the background start did happen
+    assert "jcli_sidecar.read.reader" in loaded
 
 
 @pytest.mark.parametrize(

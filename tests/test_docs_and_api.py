@@ -13,7 +13,7 @@ from helpers import REPO
 
 import jcli
 import jcli_sidecar
-from jcli_sidecar import errors
+from jcli_sidecar.base import errors
 
 MODULES = sorted(
     f"{pkg.__name__}.{info.name}" for pkg in (jcli_sidecar, jcli) for info in pkgutil.iter_modules(pkg.__path__) if info.name != "__main__"
@@ -84,7 +84,7 @@ def test_errors_are_also_the_matching_builtins():
 def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
     from jcli.mcp_tools import tool_definitions
     from jcli.read_options import READ_COMMANDS
-    from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
+    from jcli_sidecar.read.request_spec import READ_SPEC, RUN_SPEC, tool_schema
 
     kinds = {"int": "integer", "str": "string"}
     spec = {f.name: f for f in READ_SPEC}
@@ -102,7 +102,7 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
 
 def test_output_show_has_one_flag_per_run_request_field_of_the_same_type():
     from jcli.output_cmd import output_show
-    from jcli_sidecar.request_spec import RUN_SPEC
+    from jcli_sidecar.read.request_spec import RUN_SPEC
 
     kinds = {"integer": "integer", "text": "string"}
     flags = {p.name: kinds[p.type.name] for p in output_show.params if p.name != "ref"}
@@ -132,8 +132,8 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     import importlib
 
     from jcli.cli import setup
-    from jcli_sidecar.hosts import HOST_NAMES, HOSTS
-    from jcli_sidecar.imageview import HOST_PROFILES
+    from jcli_sidecar.read.hosts import HOST_NAMES, HOSTS
+    from jcli_sidecar.read.imageview import HOST_PROFILES
 
     assert set(HOSTS) == set(HOST_PROFILES) and all(name in HOST_NAMES for name in HOSTS)
     for name, host in HOSTS.items():

@@ -17,7 +17,7 @@ import pytest
 from helpers import FIXTURES, JCLI, run_cli
 from test_hostile_exec import Exec, assert_no_traceback, no_exec_left_running  # noqa: F401 (an autouse fixture)
 
-from jcli_sidecar.exec_timeout import DEFAULT_TIMEOUT, TIMEOUT_ENV, resolve_timeout
+from jcli_sidecar.kernel.exec_timeout import DEFAULT_TIMEOUT, TIMEOUT_ENV, resolve_timeout
 
 MODE_CODE = "a = 5\n10\nfor i in range(2):\n    i\n20"
 

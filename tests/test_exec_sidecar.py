@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import JCLI, run_cli, start_old_sidecar
 
-from jcli_sidecar.runtime import SidecarPaths
+from jcli_sidecar.base.runtime import SidecarPaths
 
 #: Code that prints, then waits until the test writes to the FIFO ``{fifo}``.
 WAITS = 'print("{tag}-start", flush=True)\nopen({fifo!r}).read()\nprint("{tag}-end", flush=True)'
@@ -213,8 +213,8 @@ def test_the_sidecar_refuses_a_malformed_exec_request_with_a_coded_error(ws):
     import socket
 
     from jcli_sidecar import __version__
-    from jcli_sidecar.framing import pack_frame, read_frame
-    from jcli_sidecar.protocol import PROTOCOL_VERSION
+    from jcli_sidecar.base.framing import pack_frame, read_frame
+    from jcli_sidecar.base.protocol import PROTOCOL_VERSION
 
     start_sidecar(ws)
     paths = SidecarPaths(os.path.realpath(ws))
@@ -237,17 +237,29 @@ def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_webso
 
     start_sidecar(ws)
     modules = modules_of_exec(kernel_session, ws)
-    assert "jcli_sidecar.exec_client" in modules  # it went through the sidecar
-    assert not modules & {"jcli_sidecar.wire", "jcli_sidecar.jupyter_api", "jcli_sidecar.session_lookup", "urllib.parse", "ast", "click"}
+    assert "jcli_sidecar.sidecar.exec_client" in modules  # it went through the sidecar
+    assert not modules & {
+        "jcli_sidecar.kernel.wire",
+        "jcli_sidecar.kernel.jupyter_api",
+        "jcli_sidecar.kernel.session_lookup",
+        "urllib.parse",
+        "ast",
+        "click",
+    }
     # short text keeps nothing on disk: neither the run store, the cleaner nor the notebook reader is loaded
-    assert not modules & {"jcli_sidecar.store", "jcli_sidecar.retention", "jcli_sidecar.notebook", "jcli_sidecar.representations"}
+    assert not modules & {
+        "jcli_sidecar.runs.store",
+        "jcli_sidecar.runs.retention",
+        "jcli_sidecar.ipynb.notebook",
+        "jcli_sidecar.read.representations",
+    }
     assert kernels(ws)["opened"] == 1
 
 
 def test_held_connections_are_drained_kept_and_dropped_when_idle_too_long_or_their_kernel_goes(use_jupyter, tmp_path):
     import select
 
-    from jcli_sidecar.held_kernels import HeldKernels
+    from jcli_sidecar.sidecar.held_kernels import HeldKernels
 
     name = f"held-{os.urandom(3).hex()}"
     created = run_cli("-j", "session", "create", "-n", name, cwd=tmp_path)

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from jcli_sidecar.errors import InternalError, JcliError, NotebookReadFailed
-from jcli_sidecar.notebook import NotebookFile
-from jcli_sidecar.reader import OutputQuery, list_outputs, read_output
+from jcli_sidecar.base.errors import InternalError, JcliError, NotebookReadFailed
+from jcli_sidecar.ipynb.notebook import NotebookFile
+from jcli_sidecar.read.reader import OutputQuery, list_outputs, read_output
 
 
 def _png() -> str:
@@ -162,7 +162,7 @@ def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, 
     """Every value, string and escape run cut by a window boundary somewhere."""
     from unittest import mock
 
-    from jcli_sidecar import nbindex
+    from jcli_sidecar.ipynb import nbindex
 
     path = _write(tmp_path, doc, indent)
     with open(path, "rb") as fh:

@@ -20,8 +20,8 @@ import click
 import pytest
 from helpers import JCLI, run_cli
 
-from jcli_sidecar.hook_decision import render
-from jcli_sidecar.hook_payload import PLATFORMS
+from jcli_sidecar.guards.hook_decision import render_decision
+from jcli_sidecar.guards.hook_payload import PLATFORMS
 
 PERCENT = "# %%\nimport math\n\n# %%\nx = math.pi\n\n# %% [markdown]\n# Notes\n\n# %%\nprint(x)\n"
 UPSTREAM_NAMES = [
@@ -319,9 +319,9 @@ def test_a_file_that_cannot_be_read_allows_without_blocking(work):
 
 
 def test_render_is_the_one_place_that_words_a_decision():
-    from jcli_sidecar.hook_decision import Decision
+    from jcli_sidecar.guards.hook_decision import Decision
 
-    status, out, err = render(Decision.context("synced"), "pair-drift-guard-post")
+    status, out, err = render_decision(Decision.context("synced"), "pair-drift-guard-post")
     assert (status, json.loads(out), err) == (
         0,
         {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "synced"}},

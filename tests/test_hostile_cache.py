@@ -16,8 +16,8 @@ import shutil
 import pytest
 from helpers import FIXTURES, run_cli
 
-from jcli_sidecar.cache import RACY_NS, NotebookCache, racy_from_env
-from jcli_sidecar.reader import read_output
+from jcli_sidecar.read.reader import read_output
+from jcli_sidecar.sidecar.cache import RACY_NS, NotebookCache, racy_from_env
 
 V45 = FIXTURES / "kernel_v4.5.ipynb"
 OLD = 1_600_000_000

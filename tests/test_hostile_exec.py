@@ -33,7 +33,7 @@ import pytest
 from helpers import JCLI, run_cli
 from test_readonly import DROP, nobody_python  # noqa: F401 - the fixture, shared
 
-from jcli_sidecar.exec_result import TEXT_BUDGET
+from jcli_sidecar.kernel.exec_result import TEXT_BUDGET
 
 #: Code that prints, then blocks until interrupted.
 BLOCKS = 'import time\nprint("progress", flush=True)\ntime.sleep(3600)'
@@ -405,7 +405,7 @@ def _inline_save_failed(session, ws):
 def _inline_internal(session, ws, monkeypatch, capfdbinary):
     """A bug of our own while the code runs (a fault we cannot cause for real, so injected)."""
     from jcli.__main__ import main
-    from jcli_sidecar import kernel_client
+    from jcli_sidecar.kernel import kernel_client
 
     handle = kernel_client._Collector.handle
 
@@ -482,7 +482,7 @@ def _edit_cell(path: Path) -> None:
 def _nb_internal(session, ws, monkeypatch, capfdbinary):
     """A bug of our own in the write-back (injected: we cannot cause one for real)."""
     from jcli.__main__ import main
-    from jcli_sidecar import notebook_run
+    from jcli_sidecar.kernel import notebook_run
 
     def failing(writer, cells):
         raise RuntimeError("injected")

@@ -24,9 +24,9 @@ import threading
 import pytest
 from helpers import FIXTURES, JCLI, CliResult, run_cli
 
-from jcli_sidecar.errors import NotebookReadFailed, OutputDataInvalid, RunNotFound
-from jcli_sidecar.fileio import read_text_or_none
-from jcli_sidecar.readfile import FileTooLarge, NotARegularFile, read_regular
+from jcli_sidecar.base.errors import NotebookReadFailed, OutputDataInvalid, RunNotFound
+from jcli_sidecar.base.fileio import read_text_or_none
+from jcli_sidecar.base.readfile import FileTooLarge, NotARegularFile, read_regular
 
 NOTEBOOK = FIXTURES / "kernel_v4.5.ipynb"
 #: Generous bounds on waits for something that must not hang (never a timing assert).
@@ -267,8 +267,8 @@ def test_a_notebook_swapped_for_a_fifo_after_it_was_cached_is_refused(fixture_di
 
 
 def _published_run(workspace, outputs) -> str:
-    from jcli_sidecar.store import publish_run, stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     staged = stage_run(str(workspace), outputs, source={}, status="ok", created_ns=1)
     return os.path.dirname(publish_run(ensure_outputs_dir(str(workspace)), staged.run_id)["manifest"])
@@ -313,7 +313,7 @@ def test_a_manifest_that_is_a_fifo_is_refused_by_show_and_list(tmp_path, run_dir
 
 
 def test_run_reads_in_process_refuse_a_fifo_payload(tmp_path, run_dir):
-    from jcli_sidecar.runs import read_run
+    from jcli_sidecar.runs.runs import read_run
 
     os.unlink(_payload(run_dir))
     _fifo(_payload(run_dir))
@@ -381,8 +381,8 @@ def test_mcp_refuses_a_fifo_notebook_and_a_fifo_payload(tmp_path, run_dir):
 
 
 def test_in_process_readers_raise_coded_errors_for_non_regular_files(tmp_path, hostile):
-    from jcli_sidecar.notebook import NotebookFile, load_notebook
-    from jcli_sidecar.reader import list_outputs
+    from jcli_sidecar.ipynb.notebook import NotebookFile, load_notebook
+    from jcli_sidecar.read.reader import list_outputs
 
     maker, _ = hostile
     path = str(maker(tmp_path / "nb.ipynb"))

@@ -21,8 +21,8 @@ import subprocess
 import pytest
 from helpers import FIXTURES, JCLI, run_cli
 
-from jcli_sidecar.errors import JcliError, OutputDataInvalid, UsageError
-from jcli_sidecar.lazyjson import MAX_DEPTH
+from jcli_sidecar.base.errors import JcliError, OutputDataInvalid, UsageError
+from jcli_sidecar.base.lazyjson import MAX_DEPTH
 
 BOUND = 30
 REPLACEMENT = "\N{REPLACEMENT CHARACTER}"
@@ -98,8 +98,8 @@ def test_a_path_no_file_can_have_is_a_usage_error_in_a_request(tmp_path, request
 
 
 def test_the_python_api_refuses_such_paths_with_a_usage_error(tmp_path):
-    from jcli_sidecar.reader import list_outputs, read_output
-    from jcli_sidecar.runs import read_run
+    from jcli_sidecar.read.reader import list_outputs, read_output
+    from jcli_sidecar.runs.runs import read_run
 
     for name in ("a\x00b.ipynb", "a\ud800.ipynb", "a\x00.py"):
         with pytest.raises(UsageError):
@@ -245,8 +245,8 @@ def test_a_request_nested_too_deeply_is_a_usage_error(depth):
 
 
 def test_a_run_manifest_nested_too_deeply_is_coded(tmp_path):
-    from jcli_sidecar.store import publish_run, stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=1)
     manifest = publish_run(ensure_outputs_dir(str(tmp_path)), staged.run_id)["manifest"]
@@ -264,8 +264,8 @@ def test_a_run_manifest_nested_too_deeply_is_coded(tmp_path):
 
 
 def _published_run(workspace, outputs) -> str:
-    from jcli_sidecar.store import publish_run, stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     staged = stage_run(str(workspace), outputs, source={}, status="ok", created_ns=1)
     return os.path.dirname(publish_run(ensure_outputs_dir(str(workspace)), staged.run_id)["manifest"])
@@ -330,9 +330,9 @@ def test_any_json_value_is_fine_under_a_json_mime(tmp_path, value):
 
 
 def test_a_run_holding_a_null_image_is_output_data_invalid(tmp_path):
-    from jcli_sidecar.runs import read_run
-    from jcli_sidecar.store import publish_run, stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.runs import read_run
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     outputs = [{"output_type": "display_data", "metadata": {}, "data": {"image/png": None, "text/plain": "x"}}]
     staged = stage_run(str(tmp_path), outputs, source={}, status="ok", created_ns=1)
@@ -427,7 +427,7 @@ def test_mcp_answers_non_utf8_names_and_lone_surrogates_validly(tmp_path):
 
 
 def test_no_read_error_is_ever_an_internal_error_for_these_inputs(tmp_path):
-    from jcli_sidecar.requests import handle_read
+    from jcli_sidecar.read.requests import handle_read
 
     path = write_notebook(
         tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": {"image/png": None}}])

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from helpers import JCLI, run_cli
 
-from jcli_sidecar.runtime import SidecarPaths
+from jcli_sidecar.base.runtime import SidecarPaths
 
 READ = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"]
 BOUND = 30

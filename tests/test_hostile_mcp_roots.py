@@ -12,7 +12,7 @@ import os
 import pytest
 from test_mcp import call, tool
 
-from jcli_sidecar.store import publish_run, stage_run
+from jcli_sidecar.runs.store import publish_run, stage_run
 
 SECRET = "the-secret-output " * 200  # long enough to be stored in a payload file
 

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.nbwrite import dumps_notebook
+from jcli_sidecar.ipynb.nbwrite import dumps_notebook
 
 
 def ran(ws):

@@ -12,9 +12,9 @@ import os
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.errors import OutputSaveFailed, UsageError
-from jcli_sidecar.retention import DAY_NS, Policy, clean, clean_workspace
-from jcli_sidecar.store import publish_run, stage_run
+from jcli_sidecar.base.errors import OutputSaveFailed, UsageError
+from jcli_sidecar.runs.retention import DAY_NS, Policy, clean, clean_workspace
+from jcli_sidecar.runs.store import publish_run, stage_run
 
 NOW = 1_800_000_000 * 1_000_000_000
 

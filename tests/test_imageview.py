@@ -26,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from jcli_sidecar import imageview
-from jcli_sidecar.errors import JcliError, RenderFailed
-from jcli_sidecar.imageview import HOST_PROFILES, render_svg, view_image, view_spec
+from jcli_sidecar.base.errors import JcliError, RenderFailed
+from jcli_sidecar.read import imageview
+from jcli_sidecar.read.imageview import HOST_PROFILES, render_svg, view_image, view_spec
 
 
 def _png(width: int, height: int, seed: int = 1, mode: str = "RGB") -> bytes:
@@ -479,7 +479,7 @@ def test_the_worker_cannot_write_any_file():
     import msgpack
     import psutil
 
-    from jcli_sidecar.imageview import CAPS, worker_command
+    from jcli_sidecar.read.imageview import CAPS, worker_command
 
     worker = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

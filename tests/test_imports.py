@@ -1,15 +1,17 @@
-"""What imports what: no circles in the core, and nothing heavy on a read.
+"""What imports what: subpackages in layers, faces for the client, no circles, and nothing heavy on a read.
 
 The graph is read from the installed ``jcli_sidecar`` sources with ``ast``:
 every import counts, at module level, inside a function (the lazy ones) and
-under ``TYPE_CHECKING``. The read rule is checked on the real ``j-cli``
-process with ``-X importtime``, with the sidecar off, cold (the read starts
-one) and warm (one answers).
+under ``TYPE_CHECKING``. A module is named by its place in the core
+(``sidecar.server``), a subpackage's face by the subpackage (``read``). The
+read rule is checked on the real ``j-cli`` process with ``-X importtime``,
+with the sidecar off, cold (the read starts one) and warm (one answers).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import subprocess
 import sys
@@ -18,41 +20,79 @@ from pathlib import Path
 import pytest
 from helpers import JCLI, run_cli, sidecars_under
 
+import jcli
 import jcli_sidecar
-from jcli_sidecar.locks import wait_for_lock
-from jcli_sidecar.runtime import SidecarPaths
+from jcli_sidecar.base.locks import wait_for_lock
+from jcli_sidecar.base.runtime import SidecarPaths
 
 PACKAGE = Path(jcli_sidecar.__file__).parent
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py"))
+CLIENT = Path(jcli.__file__).parent
+
+#: The subpackages from the bottom up: each may import only those before it (and itself).
+LAYERS = ["base", "ipynb", "pair", "read", "runs", "kernel", "guards", "sidecar"]
+TOP = ["__init__", "__main__"]
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The ``jcli_sidecar`` modules that the file at ``path`` imports, anywhere in it."""
+def core_files() -> dict[str, Path]:
+    """Every source file of the core by name: ``__init__``, ``__main__``, each face (``read``) and module (``read.reader``)."""
+    files = {name: PACKAGE / f"{name}.py" for name in TOP}
+    for layer in LAYERS:
+        files[layer] = PACKAGE / layer / "__init__.py"
+        for path in sorted((PACKAGE / layer).glob("*.py")):
+            if path.stem != "__init__":
+                files[f"{layer}.{path.stem}"] = path
+    return files
+
+
+FILES = core_files()
+
+
+def _package_of(name: str) -> list[str]:
+    """The package a file's relative imports start from, as dotted parts."""
+    if name in TOP:
+        return ["jcli_sidecar"]
+    return ["jcli_sidecar", name.split(".")[0]]
+
+
+def _key(dotted: str, imported: tuple[str, ...]) -> set[str]:
+    """The names of :data:`FILES` that ``from dotted import imported`` (or ``import dotted``) reaches."""
+    parts = dotted.split(".")
+    if parts[0] != "jcli_sidecar":
+        return set()
+    rest = ".".join(parts[1:])
+    if not rest:  # `from jcli_sidecar import x`: a subpackage, or a name of the top __init__
+        return {name if name in FILES else "__init__" for name in imported or ("__init__",)}
+    if rest in FILES and rest in LAYERS:  # a face: the names may be its modules
+        found = {f"{rest}.{name}" for name in imported if f"{rest}.{name}" in FILES}
+        if len(found) < len(imported) or not imported:
+            found.add(rest)
+        return found
+    assert rest in FILES, f"an import of {dotted}, which the core does not have"
+    return {rest}
+
+
+def imported_by(name: str, path: Path | None = None) -> set[str]:
+    """The names of :data:`FILES` that the file ``name`` imports, anywhere in it."""
+    path = path or FILES[name]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            targets = [(alias.name, ()) for alias in node.names]
+            for alias in node.names:
+                found |= _key(alias.name, ())
         elif isinstance(node, ast.ImportFrom):
-            assert node.level <= 1, f"{path.name}: an import reaches above the package"
-            module = node.module or ""
-            if node.level == 1:
-                module = f"jcli_sidecar.{module}" if module else "jcli_sidecar"
-            targets = [(module, tuple(alias.name for alias in node.names))]
-        else:
-            continue
-        for module, names in targets:
-            parts = module.split(".")
-            if parts[0] != "jcli_sidecar":
-                continue
-            if len(parts) > 1:
-                found.add(parts[1])
-            else:  # `from jcli_sidecar import x`: a submodule, or a name from __init__
-                found.update(name if name in MODULES else "__init__" for name in names or ("__init__",))
-    return found
+            if node.level:
+                base = _package_of(name)
+                assert node.level <= len(base), f"{name}: an import reaches above the package"
+                parts = base[: len(base) - node.level + 1] + ([node.module] if node.module else [])
+                dotted = ".".join(parts)
+            else:
+                dotted = node.module or ""
+            found |= _key(dotted, tuple(alias.name for alias in node.names))
+    return found - {name}
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {name: imported_modules(PACKAGE / f"{name}.py") - {name} for name in MODULES}
+    return {name: imported_by(name) for name in FILES}
 
 
 def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -82,7 +122,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         state[name] = "done"
         return None
 
-    for name in MODULES:
+    for name in graph:
         if name not in state and (cycle := visit(name)):
             return cycle
     return None
@@ -90,10 +130,13 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_reader_sees_every_kind_of_import():
     graph = import_graph()
-    assert "ops" in graph["server"]  # module level
-    assert "daemon" in graph["__main__"]  # inside a function
-    assert "runtime" in graph["client"]  # under TYPE_CHECKING only
-    assert "__init__" in graph["server"]  # `from . import __version__`
+    assert "sidecar.ops" in graph["sidecar.server"]  # module level, same subpackage
+    assert "base.errors" in graph["sidecar.server"]  # a lower subpackage
+    assert "sidecar.daemon" in graph["__main__"]  # inside a function
+    assert "base.runtime" in graph["sidecar.client"]  # under TYPE_CHECKING only
+    assert "__init__" in graph["sidecar.server"]  # `from .. import __version__`
+    assert "read.mime" in graph["read.envelope"]  # `from . import mime as mimes`
+    assert "base.face" in graph["read"]  # a face
 
 
 def test_the_core_has_no_import_circles():
@@ -101,20 +144,125 @@ def test_the_core_has_no_import_circles():
 
 
 def test_find_cycle_reports_a_circle():
-    graph = {**dict.fromkeys(MODULES, set()), "ops": {"server"}, "server": {"ops"}}
-    assert find_cycle(graph) == ["ops", "server", "ops"]
+    graph = {**dict.fromkeys(FILES, set()), "sidecar.ops": {"sidecar.server"}, "sidecar.server": {"sidecar.ops"}}
+    assert find_cycle(graph) == ["sidecar.ops", "sidecar.server", "sidecar.ops"]
+
+
+def test_every_core_module_lives_in_a_subpackage():
+    assert sorted(p.stem for p in PACKAGE.glob("*.py")) == TOP
+    assert sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(LAYERS)
+
+
+def _layer(name: str) -> int:
+    return LAYERS.index(name.split(".")[0])
+
+
+def test_each_subpackage_imports_only_those_below_it():
+    """The tree shows the concerns: base, the notebook format, pairs, reads, runs, kernels, guards, the sidecar."""
+    upward = [
+        f"{name} -> {target}"
+        for name, targets in import_graph().items()
+        if name not in TOP
+        for target in targets
+        if target != "__init__" and _layer(target) > _layer(name)
+    ]
+    assert upward == []
+
+
+def test_the_layer_rule_catches_an_upward_import(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("from ..sidecar.server import SidecarServer\nfrom .mime import AUTO_ORDER\n")
+    found = imported_by("read.probe", path)
+    assert found == {"sidecar.server", "read.mime"}
+    assert [t for t in found if _layer(t) > _layer("read.probe")] == ["sidecar.server"]
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def _public(path: Path) -> set[str]:
+    """The names a module lists in ``__all__`` and defines itself (re-exports belong to their own module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (listed,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+    return {e.value for e in listed.elts} & _defined(tree)
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_face_re_exports_its_modules_public_names_and_nothing_else(layer):
+    face = importlib.import_module(f"jcli_sidecar.{layer}")
+    modules = {name.split(".")[1]: path for name, path in FILES.items() if name.startswith(f"{layer}.")}
+    expected = set().union(*(_public(path) for path in modules.values()))
+    assert set(face.__all__) == expected
+    assert not set(face.__all__) & set(modules), "a face name that is also a module name is shadowed once the module is imported"
+    for name in face.__all__:
+        value = getattr(face, name)
+        owner = getattr(value, "__module__", None)
+        if isinstance(value, type) or callable(value):
+            assert owner and owner.startswith(f"jcli_sidecar.{layer}."), f"{layer}.{name} comes from {owner}"
+    with pytest.raises(AttributeError):
+        face.no_such_name  # noqa: B018
+
+
+def test_a_face_imports_no_module_until_a_name_is_asked_for():
+    script = (
+        "import sys, jcli_sidecar.kernel as k\n"
+        "before = sorted(m for m in sys.modules if m.startswith('jcli_sidecar.kernel.'))\n"
+        "k.parse_timeout\n"
+        "after = sorted(m for m in sys.modules if m.startswith('jcli_sidecar.kernel.'))\n"
+        "print(before, after)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] ['jcli_sidecar.kernel.exec_timeout']"
+
+
+def client_imports() -> list[tuple[str, str, tuple[str, ...]]]:
+    """Every import of the core in ``client/jcli``: (file, module, names)."""
+    found = []
+    for path in sorted(CLIENT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [(path.name, a.name, ()) for a in node.names if a.name.split(".")[0] == "jcli_sidecar"]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "jcli_sidecar":
+                found.append((path.name, node.module, tuple(a.name for a in node.names)))
+    return found
+
+
+def test_the_client_imports_only_the_faces_of_subpackages():
+    imports = client_imports()
+    assert len(imports) > 50  # the reader sees them
+    wrong = []
+    for file, module, names in imports:
+        if module == "jcli_sidecar":
+            if set(names) - {"__version__"}:
+                wrong.append(f"{file}: from jcli_sidecar import {names}")
+            continue
+        layer = module.removeprefix("jcli_sidecar.")
+        if layer not in LAYERS:
+            wrong.append(f"{file}: {module} is not a face")
+            continue
+        face = importlib.import_module(module)
+        wrong += [f"{file}: {module} has no public {name}" for name in names if name not in face.__all__]
+    assert wrong == []
 
 
 def test_the_wire_client_and_the_spawner_stay_clear_of_the_server():
     """The client and the spawn primitives run in every client process; the server's asyncio may not come with them."""
     graph = import_graph()
-    sidecar_side = {"server", "daemon", "ops", "cache"}
-    assert not reachable(graph, "client") & (sidecar_side | {"spawn", "control"})
-    assert not reachable(graph, "spawn") & (sidecar_side | {"client", "control"})
-    assert not reachable(graph, "control") & sidecar_side
-    lean = ("client", "spawn", "control", "pidfile")
+    sidecar_side = {"sidecar.server", "sidecar.daemon", "sidecar.ops", "sidecar.cache"}
+    assert not reachable(graph, "sidecar.client") & (sidecar_side | {"sidecar.spawn", "sidecar.control"})
+    assert not reachable(graph, "sidecar.spawn") & (sidecar_side | {"sidecar.client", "sidecar.control"})
+    assert not reachable(graph, "sidecar.control") & sidecar_side
+    lean = ("sidecar.client", "sidecar.spawn", "sidecar.control", "sidecar.pidfile")
     for name in lean:
-        roots = {module.split(".")[0] for node in ast.walk(ast.parse((PACKAGE / f"{name}.py").read_text())) for module in _names(node)}
+        roots = {module.split(".")[0] for node in ast.walk(ast.parse(FILES[name].read_text())) for module in _names(node)}
         assert "asyncio" not in roots, name
 
 
@@ -169,17 +317,37 @@ def test_a_read_imports_nothing_heavy_with_the_sidecar_off_cold_or_warm(mode, fi
         assert stdout == expected
         assert not {name.split(".")[0] for name in modules} & HEAVY
         if mode == "warm":
-            assert "jcli_sidecar.client" in modules and "jcli_sidecar.reader" not in modules  # the sidecar answered
+            assert "jcli_sidecar.sidecar.client" in modules and "jcli_sidecar.read.reader" not in modules  # the sidecar answered
         else:
-            assert "jcli_sidecar.reader" in modules  # read in-process
+            assert "jcli_sidecar.read.reader" in modules  # read in-process
         if mode == "cold":
-            assert "jcli_sidecar.spawn" in modules
+            assert "jcli_sidecar.sidecar.spawn" in modules
             assert wait_for_lock(paths.spawn_lock, 30)  # the sidecar it started listens (or died)
             assert run_cli("-j", "sidecar", "status", cwd=fixture_dir).json()["running"]
         if mode == "off":
-            assert "jcli_sidecar.spawn" not in modules and not sidecars_under(isolated_runtime)
+            assert "jcli_sidecar.sidecar.spawn" not in modules and not sidecars_under(isolated_runtime)
     finally:
         if mode != "off":
             stopped = run_cli("-j", "sidecar", "stop", cwd=fixture_dir)
             assert stopped.returncode == 0, stopped.stderr
     assert not sidecars_under(isolated_runtime)
+
+
+def test_the_architecture_doc_names_every_core_module_in_its_subpackage():
+    """docs/architecture.md lists each subpackage's modules; a module added, moved or removed must show there."""
+    import re
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc[doc.index("jcli_sidecar/        the core") :]
+    block = block[: block.index("```")]
+    listed: dict[str, set[str]] = {}
+    section = None
+    for line in block.splitlines():
+        if heading := re.match(r"  (\w+)/ ", line):
+            section = heading.group(1)
+            listed[section] = set()
+        if section is not None:
+            listed[section] |= set(re.findall(r"\b(\w+)\.py\b", line))
+    actual = {layer: {name.split(".")[1] for name in FILES if name.startswith(f"{layer}.")} for layer in LAYERS}
+    assert list(listed) == LAYERS  # in the layer order
+    assert listed == actual

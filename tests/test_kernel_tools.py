@@ -10,7 +10,7 @@ import sys
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.percent import read_header
+from jcli_sidecar.pair.percent import read_header
 
 HEADER_PY = """\
 # ---

@@ -159,7 +159,7 @@ def test_repeated_calls_hit_the_sidecar_and_it_never_owns_our_stdout(fixture_dir
 
 
 def test_read_run_output_by_id_and_manifest(tmp_path):
-    from jcli_sidecar.store import publish_run, stage_run
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     png = nbformat.read(str(__import__("helpers").FIXTURES / "kernel_v4.5.ipynb"), 4).cells[2].outputs[0].data["image/png"]
     staged = stage_run(

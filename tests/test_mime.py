@@ -8,9 +8,9 @@ import io
 import pytest
 from PIL import Image
 
-from jcli_sidecar.errors import OutputDataInvalid
-from jcli_sidecar.image_headers import image_size
-from jcli_sidecar.mime import AUTO_ORDER, auto_select, decode_image, decoded_size, mime_kind
+from jcli_sidecar.base.errors import OutputDataInvalid
+from jcli_sidecar.read.image_headers import image_size
+from jcli_sidecar.read.mime import AUTO_ORDER, auto_select, decode_image, decoded_size, mime_kind
 
 
 def test_the_automatic_order_is_image_html_markdown_plain_json_svg():

@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from helpers import FIXTURES, REPO, run_cli
 
-from jcli_sidecar.cache import FINE_RACY_NS, RACY_NS, NotebookCache, _Entry, racy_window
-from jcli_sidecar.nbindex import Changed, build_index
-from jcli_sidecar.notebook import NotebookFile
-from jcli_sidecar.reader import read_output
-from jcli_sidecar.readfile import open_regular
+from jcli_sidecar.base.readfile import open_regular
+from jcli_sidecar.ipynb.nbindex import Changed, build_index
+from jcli_sidecar.ipynb.notebook import NotebookFile
+from jcli_sidecar.read.reader import read_output
+from jcli_sidecar.sidecar.cache import FINE_RACY_NS, RACY_NS, NotebookCache, _Entry, racy_window
 
 sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import IMAGE_OUTPUT, cell_kind, write_notebook  # noqa: E402

@@ -11,10 +11,10 @@ import nbformat
 import pytest
 from helpers import FIXTURES, run_cli
 
-from jcli_sidecar.errors import CellNotFound, UsageError
-from jcli_sidecar.nbwrite import dumps_notebook
-from jcli_sidecar.pairing import PercentCell
-from jcli_sidecar.pairsync import sync_notebook
+from jcli_sidecar.base.errors import CellNotFound, UsageError
+from jcli_sidecar.ipynb.nbwrite import dumps_notebook
+from jcli_sidecar.pair.pairing import PercentCell
+from jcli_sidecar.pair.pairsync import sync_notebook
 
 PAIR = """\
 # %% [markdown]
@@ -144,7 +144,7 @@ def test_a_cell_edited_while_it_runs_is_never_overwritten(ws, kernel_session, tm
 
 
 def test_cell_specs():
-    from jcli_sidecar.cell_spec import parse_cell_spec
+    from jcli_sidecar.ipynb.cell_spec import parse_cell_spec
 
     assert parse_cell_spec(None, 3) == [0, 1, 2]
     assert parse_cell_spec("2:", 5) == [2, 3, 4]

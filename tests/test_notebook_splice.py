@@ -10,9 +10,9 @@ import nbformat
 import pytest
 from helpers import REPO, run_cli
 
-from jcli_sidecar.errors import NotebookOutOfSync
-from jcli_sidecar.nbsplice import CellWriter
-from jcli_sidecar.nbwrite import dumps_cell, dumps_notebook
+from jcli_sidecar.base.errors import NotebookOutOfSync
+from jcli_sidecar.ipynb.nbsplice import CellWriter
+from jcli_sidecar.ipynb.nbwrite import dumps_cell, dumps_notebook
 
 REAL_DIR = REPO / "tests" / "fixtures" / "real_notebooks"
 REAL = sorted(REAL_DIR.glob("*.ipynb"))

@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.cell_analysis import NAME_LIMIT, analyse_code
-from jcli_sidecar.notebook_summary import SUMMARY_CELL_LIMIT
+from jcli_sidecar.read.cell_analysis import NAME_LIMIT, analyse_code
+from jcli_sidecar.read.notebook_summary import SUMMARY_CELL_LIMIT
 
 # A pair with a bare line magic and a shell escape (IPython syntax, not Python),
 # a cell that raises and one after it that the run never reaches.

@@ -10,9 +10,9 @@ from helpers import FIXTURES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jcli_sidecar.errors import CellMappingUnreliable, CellNotFound, UsageError
-from jcli_sidecar.pairing import PercentCell, is_percent, map_cell, parse_percent, write_percent
-from jcli_sidecar.reader import read_output
+from jcli_sidecar.base.errors import CellMappingUnreliable, CellNotFound, UsageError
+from jcli_sidecar.pair.pairing import PercentCell, is_percent, map_cell, parse_percent, write_percent
+from jcli_sidecar.read.reader import read_output
 
 JUPYTEXT_STYLE = """\
 # ---
@@ -74,7 +74,7 @@ _cell = st.builds(
 def test_write_then_parse_round_trips(cells):
     from hypothesis import assume
 
-    from jcli_sidecar.pairing import normalize_source
+    from jcli_sidecar.pair.pairing import normalize_source
 
     cells = [c._replace(source=normalize_source(c.source)) for c in cells]
     try:

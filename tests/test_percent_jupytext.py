@@ -26,8 +26,8 @@ from helpers import TESTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jcli_sidecar.errors import UsageError
-from jcli_sidecar.percent import (
+from jcli_sidecar.base.errors import UsageError
+from jcli_sidecar.pair.percent import (
     NOTEBOOK_ONLY_METADATA,
     PercentCell,
     comment_magics,
@@ -245,7 +245,7 @@ def test_jupytext_cli_writes_a_file_j_cli_maps(tmp_path):
     nbformat.write(nb, path)
     jupytext_cli = Path(sys.executable).with_name("jupytext")
     subprocess.run([str(jupytext_cli), "--to", "py:percent", str(path)], check=True, capture_output=True)
-    from jcli_sidecar.pairing import map_cell
+    from jcli_sidecar.pair.pairing import map_cell
 
     cells = parse_percent((tmp_path / "m.py").read_text())
     heads = json.loads(path.read_text())["cells"]

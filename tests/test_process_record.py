@@ -10,7 +10,7 @@ import sys
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.process_record import ALIVE, GONE, UNKNOWN, ProcessRecord
+from jcli_sidecar.base.process_record import ALIVE, GONE, UNKNOWN, ProcessRecord
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_another_host_is_unknown_and_malformed_maps_are_no_record():
 
 def test_server_stop_never_signals_a_process_that_reused_the_recorded_pid(tmp_path, isolated_runtime, stranger):
     from jcli.embedded import EmbeddedServer
-    from jcli_sidecar.runtime import ensure_runtime_dir
+    from jcli_sidecar.base.runtime import ensure_runtime_dir
 
     workspace = os.path.realpath(tmp_path)
     embedded = EmbeddedServer(workspace, ensure_runtime_dir(create=True))
@@ -73,7 +73,7 @@ def test_waiting_for_exit_counts_an_unreaped_zombie_as_ended(stranger):
     """A detached process is reaped by init, maybe seconds later: a wait must end when it exits, not when it is reaped."""
     import psutil
 
-    from jcli_sidecar.process_record import wait_for_exit
+    from jcli_sidecar.base.process_record import wait_for_exit
 
     proc = psutil.Process(stranger.pid)
     assert not wait_for_exit(proc, 0.2)  # alive: the wait runs out
@@ -88,7 +88,7 @@ def test_sidecar_stop_returns_once_the_sidecar_has_exited(tmp_path, sidecar_on):
     """`sidecar stop` waits for the sidecar's exit, not for init to reap it."""
     import psutil
 
-    from jcli_sidecar.process_record import wait_for_exit
+    from jcli_sidecar.base.process_record import wait_for_exit
 
     started = run_cli("-j", "sidecar", "start", cwd=tmp_path).json()
     sidecar = psutil.Process(started["pid"])

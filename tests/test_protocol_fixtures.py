@@ -13,8 +13,8 @@ import re
 import pytest
 from helpers import load_cases, relative_source, run_cli
 
-from jcli_sidecar.errors import JcliError, UsageError, error_from_code
-from jcli_sidecar.requests import handle_read
+from jcli_sidecar.base.errors import JcliError, UsageError, error_from_code
+from jcli_sidecar.read.requests import handle_read
 
 CASES = load_cases()
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}")

@@ -15,9 +15,9 @@ import pytest
 from helpers import FIXTURES
 from PIL import Image
 
-from jcli_sidecar.errors import CellNotFound, InvalidWindow, MimeNotFound, OutputTooLarge
-from jcli_sidecar.protocol import json_text
-from jcli_sidecar.reader import OutputQuery, list_outputs, read_output
+from jcli_sidecar.base.errors import CellNotFound, InvalidWindow, MimeNotFound, OutputTooLarge
+from jcli_sidecar.base.protocol import json_text
+from jcli_sidecar.read.reader import OutputQuery, list_outputs, read_output
 
 V45 = str(FIXTURES / "kernel_v4.5.ipynb")
 MINORS = [str(FIXTURES / f"kernel_v4.{m}.ipynb") for m in range(5)]

@@ -48,7 +48,7 @@ def nobody_python():
         tried = []
         for python in candidates:
             probe = subprocess.run(
-                [*DROP, python, "-c", "import sys, jcli_sidecar.reader, jcli.fastpath; assert sys.version_info >= (3, 11)"],
+                [*DROP, python, "-c", "import sys, jcli_sidecar.read.reader, jcli.fastpath; assert sys.version_info >= (3, 11)"],
                 env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
                 capture_output=True,
                 timeout=60,
@@ -171,8 +171,8 @@ def test_rich_exec_in_a_readonly_workspace_says_it_ran_but_could_not_save(nobody
 
 def test_a_clean_that_cannot_delete_reports_partial(nobody_python, tmp_path):
     """nobody may read root's runs but not delete them: the clean is partial, per run."""
-    from jcli_sidecar.retention import DAY_NS
-    from jcli_sidecar.store import publish_run, stage_run
+    from jcli_sidecar.runs.retention import DAY_NS
+    from jcli_sidecar.runs.store import publish_run, stage_run
 
     base = Path(tempfile.mkdtemp(prefix="jcli-clean-", dir="/tmp"))
     try:

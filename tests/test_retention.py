@@ -8,10 +8,10 @@ import time
 import pytest
 from helpers import run_cli
 
-from jcli_sidecar.errors import UsageError
-from jcli_sidecar.retention import DAY_NS, Policy, clean, resolve_policy
-from jcli_sidecar.store import publish_run, stage_run
-from jcli_sidecar.workspace_dir import ensure_outputs_dir
+from jcli_sidecar.base.errors import UsageError
+from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+from jcli_sidecar.runs.retention import DAY_NS, Policy, clean, resolve_policy
+from jcli_sidecar.runs.store import publish_run, stage_run
 
 NOW = 1_800_000_000 * 1_000_000_000
 
@@ -159,7 +159,7 @@ def test_dry_run_changes_nothing_and_a_real_clean_is_reported(tmp_path):
 
 def test_the_clients_limit_wins_over_a_sidecar_started_with_other_limits(tmp_path, sidecar_on, monkeypatch):
     from jcli.transport import publish
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.runtime import SidecarPaths
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -154,7 +154,7 @@ def test_setup_git_adds_and_removes_only_its_block(tmp_path):
 
 
 def test_exec_never_touches_gitignore(tmp_path):
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
 
     ensure_outputs_dir(str(tmp_path))
     assert not (tmp_path / ".gitignore").exists()

@@ -22,10 +22,10 @@ import pytest
 from helpers import load_cases, run_cli, sidecars_under, start_old_sidecar
 
 from jcli_sidecar import __version__
-from jcli_sidecar.framing import HEADER, pack_frame, read_frame
-from jcli_sidecar.locks import wait_for_lock
-from jcli_sidecar.protocol import PROTOCOL_VERSION
-from jcli_sidecar.runtime import SidecarPaths
+from jcli_sidecar.base.framing import HEADER, pack_frame, read_frame
+from jcli_sidecar.base.locks import wait_for_lock
+from jcli_sidecar.base.protocol import PROTOCOL_VERSION
+from jcli_sidecar.base.runtime import SidecarPaths
 
 READ = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"]
 
@@ -279,7 +279,7 @@ def test_stale_socket_and_pid_files_are_replaced(ws, isolated_runtime):
 def test_asking_an_old_sidecar_to_exit_reads_every_answer_before_closing(ws):
     """A socket closed with unread answers resets the connection, and a reset that reaches the
     sidecar before it read the ``shutdown`` loses it: the old sidecar then never exits."""
-    from jcli_sidecar.client import _ask_to_exit
+    from jcli_sidecar.sidecar.client import _ask_to_exit
 
     paths = paths_for(ws)
     old = start_old_sidecar(paths.workspace)
@@ -427,7 +427,7 @@ def test_another_uid_is_refused_by_the_peer_check(ws, isolated_runtime):
     )
     assert proc.returncode == 0, proc.stderr
     raw = bytes.fromhex(proc.stdout.decode())
-    from jcli_sidecar.framing import unpack_payload
+    from jcli_sidecar.base.framing import unpack_payload
 
     reply = unpack_payload(raw[HEADER.size :])
     assert reply["ok"] is False and reply["error"]["code"] == "PEER_REFUSED"
@@ -458,8 +458,8 @@ def test_a_warm_read_imports_nothing_heavy_and_not_the_reader(ws, tmp_path):
     loaded = set(listing.read_text().split())
     roots = {name.split(".")[0] for name in loaded}
     assert not roots & {"click", "nbformat", "psutil", "watchfiles", "mcp", "asyncio", "subprocess"}
-    assert "jcli_sidecar.reader" not in loaded  # the answer came from the sidecar
-    assert "jcli_sidecar.client" in loaded
+    assert "jcli_sidecar.read.reader" not in loaded  # the answer came from the sidecar
+    assert "jcli_sidecar.sidecar.client" in loaded
 
 
 # -- the cache, end to end ---------------------------------------------------------

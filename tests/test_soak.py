@@ -18,8 +18,8 @@ SOAK_SECONDS = float(os.environ.get("JCLI_SOAK_SECONDS", "30"))
 WRITER = """
 import json, os, sys, time
 from jcli.transport import publish
-from jcli_sidecar.retention import resolve_policy
-from jcli_sidecar.store import stage_run
+from jcli_sidecar.runs.retention import resolve_policy
+from jcli_sidecar.runs.store import stage_run
 
 cwd, seconds = os.path.realpath(sys.argv[1]), float(sys.argv[2])
 png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

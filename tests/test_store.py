@@ -15,11 +15,11 @@ import pytest
 from helpers import run_cli
 from PIL import Image
 
-from jcli_sidecar.errors import OutputDataInvalid, OutputSaveFailed, RunNotFound
-from jcli_sidecar.locks import wait_for_lock
-from jcli_sidecar.runs import read_run
-from jcli_sidecar.store import publish_run
-from jcli_sidecar.workspace_dir import CACHEDIR_FILES
+from jcli_sidecar.base.errors import OutputDataInvalid, OutputSaveFailed, RunNotFound
+from jcli_sidecar.base.locks import wait_for_lock
+from jcli_sidecar.base.workspace_dir import CACHEDIR_FILES
+from jcli_sidecar.runs.runs import read_run
+from jcli_sidecar.runs.store import publish_run
 
 RICH = (
     "import io, json\n"
@@ -182,14 +182,14 @@ def test_a_sidecar_killed_mid_store_never_costs_the_run(ws, kernel_session, side
     assert os.path.isfile(doc["run"]["manifest"])
     assert all(os.path.isfile(i["path"]) for i in doc["outputs"] if "path" in i)
     assert os.listdir(ws / ".j-cli" / "outputs" / ".staging") == []
-    from jcli_sidecar.runtime import SidecarPaths
+    from jcli_sidecar.base.runtime import SidecarPaths
 
     wait_for_lock(SidecarPaths(str(ws.resolve())).spawn_lock, 30)  # the respawned one, if any, is up
 
 
 def test_publish_is_idempotent_and_refuses_unknown_runs(tmp_path):
-    from jcli_sidecar.store import stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.store import stage_run
 
     staged = stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=1)
     outputs = ensure_outputs_dir(str(tmp_path))
@@ -201,7 +201,7 @@ def test_publish_is_idempotent_and_refuses_unknown_runs(tmp_path):
 
 
 def test_a_symlinked_j_cli_dir_is_refused(tmp_path):
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -214,8 +214,8 @@ def test_a_symlinked_j_cli_dir_is_refused(tmp_path):
 
 
 def test_a_manifest_cannot_point_outside_its_run(tmp_path):
-    from jcli_sidecar.store import stage_run
-    from jcli_sidecar.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.base.workspace_dir import ensure_outputs_dir
+    from jcli_sidecar.runs.store import stage_run
 
     staged = stage_run(
         str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x" * 5000}], source={}, status="ok", created_ns=1

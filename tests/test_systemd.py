@@ -17,9 +17,9 @@ import pytest
 from helpers import REPO, run_cli
 
 from jcli_sidecar import __version__
-from jcli_sidecar.framing import pack_frame, read_frame
-from jcli_sidecar.protocol import PROTOCOL_VERSION
-from jcli_sidecar.runtime import SidecarPaths
+from jcli_sidecar.base.framing import pack_frame, read_frame
+from jcli_sidecar.base.protocol import PROTOCOL_VERSION
+from jcli_sidecar.base.runtime import SidecarPaths
 
 UNITS = REPO / "systemd-examples"
 INSTANCE = "0123456789abcdef"

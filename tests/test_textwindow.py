@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jcli_sidecar.errors import InvalidWindow
-from jcli_sidecar.textwindow import window
+from jcli_sidecar.base.errors import InvalidWindow
+from jcli_sidecar.read.textwindow import window
 
 
 @given(st.text(), st.integers(min_value=1, max_value=50))

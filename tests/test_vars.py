@@ -17,7 +17,7 @@ import sys
 import pytest
 from helpers import JCLI, run_cli
 
-from jcli_sidecar.kernel_vars import NAMED_VALUE_CHARS, RICH_CHARS, VALUE_CHARS
+from jcli_sidecar.kernel.kernel_vars import NAMED_VALUE_CHARS, RICH_CHARS, VALUE_CHARS
 
 NAMESPACE = """
 import numpy as np
@@ -80,8 +80,8 @@ def jcli(server, tmp_path):
 
 
 def _kernel_info(server, jcli, session):
-    from jcli_sidecar.jupyter_api import JupyterServer
-    from jcli_sidecar.kernel_client import KernelConnection
+    from jcli_sidecar.kernel.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel.kernel_client import KernelConnection
 
     row = next(r for r in jcli("-j", "session", "list").json()["sessions"] if r["name"] == session)
     srv = JupyterServer(server["JCLI_JUPYTER_SERVER_URL"], server["JCLI_JUPYTER_SERVER_TOKEN"])
@@ -263,7 +263,7 @@ def _preview(jcli, name):
 
 
 def _last_activity(server, jcli, name):
-    from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel.jupyter_api import JupyterServer
 
     srv = JupyterServer(server["JCLI_JUPYTER_SERVER_URL"], server["JCLI_JUPYTER_SERVER_TOKEN"])
     return srv.kernel(_row(jcli, name)["kernel_id"])["last_activity"]

@@ -1,4 +1,4 @@
-"""The websocket reader of ``jcli_sidecar.wire`` on a real socket pair.
+"""The websocket reader of ``jcli_sidecar.kernel.wire`` on a real socket pair.
 
 The far end of a loopback TCP connection plays the server: it writes frames (unmasked, as a server
 must) in small pieces from a thread, so every message arrives split across
@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from jcli_sidecar.wire import WebSocket, WireError, _Reader
+from jcli_sidecar.kernel.wire import WebSocket, WireError, _Reader
 
 TEXT, BINARY, CONTINUATION, CLOSE, PING, PONG = 0x1, 0x2, 0x0, 0x8, 0x9, 0xA
 

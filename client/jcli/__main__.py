@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_click(args)
     except KeyboardInterrupt:
-        from jcli_sidecar.errors import Interrupted
+        from jcli_sidecar.base import Interrupted
 
         from . import emit
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import click
 
 from jcli_sidecar import __version__
-from jcli_sidecar.errors import UsageError
-from jcli_sidecar.hosts import HOST_NAMES, HOSTS, Host
+from jcli_sidecar.base import UsageError
+from jcli_sidecar.read import HOST_NAMES, HOSTS, Host
 
 from . import emit
 from .click_options import table_options
@@ -119,7 +119,7 @@ def _make_host_setup_command(host: Host) -> click.Command:
     def callback(scope: str, remove: bool) -> None:
         import importlib
 
-        from jcli_sidecar.runtime import workspace_of
+        from jcli_sidecar.base import workspace_of
 
         run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
         _run_setup(lambda: run(scope, workspace_of(), remove))
@@ -137,7 +137,7 @@ for _host in HOSTS.values():
 @click.option("--remove", is_flag=True, help="Remove only j-cli's block (with --hooks: and its hook, restoring a chained one).")
 def setup_git_command(hooks: bool, include: tuple[str, ...], remove: bool) -> None:
     """Add a managed block ignoring **/.j-cli/ to this directory's .gitignore (--hooks: and the pre-commit hook)."""
-    from jcli_sidecar.runtime import workspace_of
+    from jcli_sidecar.base import workspace_of
 
     from .setup.gitignore import setup_git
 
@@ -158,14 +158,15 @@ def pre_commit_pair_sync(include: tuple[str, ...], stage_synced: bool) -> None:
     """Git pre-commit: refuse a commit whose staged .py and notebook cells differ (exit 1)."""
     import os
 
-    from jcli_sidecar import git_precommit
+    from jcli_sidecar.pair import check_commit, render_commit_check
+    from jcli_sidecar.pair import stage_synced as stage_synced_pairs
 
     from . import outcome
 
     ctx = click.get_current_context()
-    action = git_precommit.stage_synced if stage_synced else git_precommit.check_commit
+    action = stage_synced_pairs if stage_synced else check_commit
     result = outcome.attempt(ctx, lambda: action(os.getcwd(), include), "setup")
-    text = git_precommit.render(result)
+    text = render_commit_check(result)
     if not text and not outcome.json_mode(ctx):
         ctx.exit(0)  # nothing to say: git shows a hook's output on every commit
     outcome.finish(ctx, result, text)
@@ -181,7 +182,7 @@ def mcp() -> None:
 @click.option("--host", metavar="NAME", help=f"Fit images to this host's types and limits: {HOST_NAMES}.")
 def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
     """Serve read_notebook_output and read_run_output over stdio."""
-    from jcli_sidecar.errors import JcliError
+    from jcli_sidecar.base import JcliError
 
     from .mcp_server import serve
     from .outcome import json_mode

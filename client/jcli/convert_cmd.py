@@ -1,4 +1,4 @@
-"""``j-cli convert ipynb-to-py|py-to-ipynb|assign-ids``: thin wrappers over :mod:`jcli_sidecar.convert`."""
+"""``j-cli convert ipynb-to-py|py-to-ipynb|assign-ids``: thin wrappers over :mod:`jcli_sidecar.pair.convert`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def convert() -> None:
 @click.pass_context
 def ipynb_to_py_cmd(ctx: click.Context, notebook: str, out: str | None, force: bool) -> None:
     """Write a notebook's cells as a py:percent .py (ids on the markers, magics commented as jupytext does)."""
-    from jcli_sidecar.convert import ipynb_to_py
+    from jcli_sidecar.pair import ipynb_to_py
 
     doc = attempt(ctx, lambda: ipynb_to_py(notebook, out, force), "setup")
     verb = "Replaced" if doc["replaced"] else "Wrote"
@@ -41,7 +41,7 @@ def ipynb_to_py_cmd(ctx: click.Context, notebook: str, out: str | None, force: b
 @click.pass_context
 def py_to_ipynb_cmd(ctx: click.Context, py: str, out: str | None, outputs: str) -> None:
     """Write a py:percent .py as a notebook; an existing notebook is updated, the .py winning for cells."""
-    from jcli_sidecar.convert import py_to_ipynb
+    from jcli_sidecar.pair import py_to_ipynb
 
     doc = attempt(ctx, lambda: py_to_ipynb(py, out, outputs), "setup")
     sync = doc["sync"]
@@ -59,7 +59,7 @@ def py_to_ipynb_cmd(ctx: click.Context, py: str, out: str | None, outputs: str) 
 @click.pass_context
 def assign_ids_cmd(ctx: click.Context, notebook: str) -> None:
     """Give every cell of NB a valid, unique id (nbformat 4.5); rewrites NB atomically, only if needed."""
-    from jcli_sidecar.convert import assign_ids
+    from jcli_sidecar.pair import assign_ids
 
     doc = attempt(ctx, lambda: assign_ids(notebook), "setup")
     minor = doc["nbformat_minor"]

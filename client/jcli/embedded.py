@@ -30,14 +30,13 @@ import json
 import os
 import sys
 
-from jcli_sidecar.errors import JcliError, ServerUnavailable
-from jcli_sidecar.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash, workspace_of
+from jcli_sidecar.base import RUNTIME_FILES, JcliError, ServerUnavailable, ensure_runtime_dir, workspace_hash, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel import JupyterServer
 
 __all__ = ["EmbeddedServer", "SCRUBBED_ENV", "resolve_server", "server_address"]
 
@@ -74,7 +73,7 @@ class EmbeddedServer:
         if state is None or not self.proven(state):
             return None
         try:
-            from jcli_sidecar.jupyter_api import JupyterServer
+            from jcli_sidecar.kernel import JupyterServer
 
             JupyterServer(state["url"], state.get("token", "")).status(timeout=PROBE_TIMEOUT)
         except (JcliError, OSError):
@@ -90,7 +89,7 @@ class EmbeddedServer:
         there (another user, after our server died) fails, and nothing was
         sent to them.
         """
-        from jcli_sidecar.process_record import ProcessRecord
+        from jcli_sidecar.base import ProcessRecord
 
         record = ProcessRecord.from_dict(state)
         port = _loopback_port(state.get("url"))
@@ -122,8 +121,8 @@ class EmbeddedServer:
 
         import psutil
 
-        from jcli_sidecar.process_record import ProcessRecord
-        from jcli_sidecar.spawn import launch_detached
+        from jcli_sidecar.base import ProcessRecord
+        from jcli_sidecar.sidecar import launch_detached
 
         token = secrets.token_hex(24)
         os.makedirs(self.jupyter_runtime, mode=0o700, exist_ok=True)
@@ -168,7 +167,7 @@ class EmbeddedServer:
             if port is not None and record.listens_on(HOST, port):
                 url = f"http://{HOST}:{port}"
                 try:
-                    from jcli_sidecar.jupyter_api import JupyterServer
+                    from jcli_sidecar.kernel import JupyterServer
 
                     JupyterServer(url, token).status(timeout=PROBE_TIMEOUT)
                     break
@@ -190,7 +189,7 @@ class EmbeddedServer:
         state = self.state()
         if state is None:
             return False
-        from jcli_sidecar.process_record import ProcessRecord, wait_for_exit
+        from jcli_sidecar.base import ProcessRecord, wait_for_exit
 
         stopped = False
         record = ProcessRecord.from_dict(state)
@@ -239,7 +238,7 @@ def _tail(path: str, lines: int = 6) -> str:
             tail = " | ".join(line.strip() for line in fh.read().splitlines()[-lines:])
     except OSError:
         return "(no log)"
-    from jcli_sidecar.urls import redact_text
+    from jcli_sidecar.kernel import redact_text
 
     return redact_text(tail)
 
@@ -271,7 +270,7 @@ def nearest_embedded(directory: str, workspace: str) -> tuple[EmbeddedServer, di
 def server_address(url: str | None = None, token: str | None = None) -> tuple[str, str] | None:
     """The explicit server's ``(url, token)``: ``-s/-t``, else the environment; None means the embedded one.
 
-    Unchecked (:class:`~jcli_sidecar.jupyter_api.JupyterServer` checks them
+    Unchecked (:class:`~jcli_sidecar.kernel.jupyter_api.JupyterServer` checks them
     when it is made), so a caller that only passes them on imports nothing more.
     """
     if url is None:
@@ -292,7 +291,7 @@ def resolve_server(url: str | None = None, token: str | None = None, *, start: b
         ServerUnavailable: none configured or running, and ``start`` is false
             or starting failed.
     """
-    from jcli_sidecar.jupyter_api import JupyterServer
+    from jcli_sidecar.kernel import JupyterServer
 
     explicit = server_address(url, token)
     if explicit is not None:

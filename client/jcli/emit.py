@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from jcli_sidecar.errors import JcliError, UsageError
-from jcli_sidecar.protocol import dump_json, error_envelope
+from jcli_sidecar.base import JcliError, UsageError, dump_json, error_envelope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ EXIT_USAGE = 2
 
 def unexpected(exc: BaseException, json_mode: bool) -> int:
     """A bug, not bad input: one coded line (a traceback only with JCLI_DEBUG=1)."""
-    from jcli_sidecar.errors import internal_error
+    from jcli_sidecar.base import internal_error
 
     return error(internal_error(exc), json_mode)
 
@@ -36,7 +35,7 @@ def _debug_traceback(err: JcliError) -> None:
     """With JCLI_DEBUG=1, the traceback of the bug behind an ``INTERNAL_ERROR``."""
     import os
 
-    from jcli_sidecar.errors import InternalError
+    from jcli_sidecar.base import InternalError
 
     if isinstance(err, InternalError) and err.__cause__ is not None and os.environ.get("JCLI_DEBUG"):
         import traceback
@@ -48,7 +47,7 @@ def exit_code(err: JcliError) -> int:
     """By error class: 2 for a usage error (any ``UsageError``), 128 + N for ``INTERRUPTED`` by signal N, else 1.
 
     Example:
-        >>> from jcli_sidecar.errors import Interrupted, InvalidWindow, OutputNotFound
+        >>> from jcli_sidecar.base import Interrupted, InvalidWindow, OutputNotFound
         >>> exit_code(InvalidWindow("limit must be >= 1")), exit_code(OutputNotFound("no output 3"))
         (2, 1)
         >>> exit_code(Interrupted("stopped", signal="SIGINT")), exit_code(Interrupted("stopped", signal="SIGTERM"))
@@ -105,7 +104,7 @@ def live_output(event: str, output: dict[str, Any], index: int, outputs: list[di
 
     A reader that went away (``| head``) stops the showing, never the run.
     """
-    from jcli_sidecar.exec_result import output_text
+    from jcli_sidecar.kernel import output_text
 
     kind = output.get("output_type")
     if chunk is not None:

@@ -12,7 +12,7 @@ save that failed, a bug) is an error envelope with ``executed: true`` and
 ``result``: the bounded document of what was captured, ``partial: true``
 when the run was cut short, and its stored run when the outputs were rich
 or long, as for a normal run. SIGINT and SIGTERM interrupt the kernel and
-exit 130 and 143 (:class:`~jcli_sidecar.kernel_client.StopSwitch`).
+exit 130 and 143 (:class:`~jcli_sidecar.kernel.kernel_client.StopSwitch`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 
-from jcli_sidecar.errors import JcliError, UsageError, internal_error
+from jcli_sidecar.base import JcliError, UsageError, internal_error
 
 from . import emit
 from .read_options import ReadOption
@@ -84,7 +84,7 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
 
 
 def _select(server_url: str | None, token: str | None, key: str):
-    from jcli_sidecar.session_lookup import find_session
+    from jcli_sidecar.kernel import find_session
 
     from .embedded import resolve_server
 
@@ -106,7 +106,7 @@ def run_exec(
     no_stream: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
-    from jcli_sidecar.kernel_client import StopRequested, StopSwitch
+    from jcli_sidecar.kernel import StopRequested, StopSwitch
 
     stop = StopSwitch()
     settings = _Settings(display_mode, no_stream)
@@ -151,13 +151,12 @@ def _run_exec(
     json_mode: bool, server_url, token, session_key: str, code, file_path, cell_spec, timeout, py_wins: bool, settings: _Settings, stop
 ) -> int:
     try:
-        from jcli_sidecar.display_mode import check_display_mode
-        from jcli_sidecar.exec_timeout import resolve_timeout
+        from jcli_sidecar.kernel import check_display_mode, resolve_timeout
 
         timeout = resolve_timeout(timeout)
         check_display_mode(settings.display_mode)
         if file_path is not None and code is None:
-            from jcli_sidecar.notebook_run import is_notebook_file
+            from jcli_sidecar.kernel import is_notebook_file
 
             if is_notebook_file(file_path):
                 return _exec_notebook(json_mode, server_url, token, session_key, file_path, cell_spec, timeout, py_wins, settings, stop)
@@ -179,9 +178,8 @@ def _run_exec(
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, settings: _Settings, stop) -> int:
     import time
 
-    from jcli_sidecar.exec_result import build_result
-    from jcli_sidecar.kernel_client import ExecutionResult, stall_point
-    from jcli_sidecar.retention_policy import resolve_policy
+    from jcli_sidecar.kernel import ExecutionResult, build_result, stall_point
+    from jcli_sidecar.runs import resolve_policy
 
     from .embedded import resolve_server, server_address
     from .transport import exec_inline
@@ -219,9 +217,7 @@ def _run_here(
     srv, session_key: str, code: str, timeout, settings: _Settings, result, live, stop
 ) -> tuple[dict[str, Any], JcliError | None]:
     """The in-process run: ``(session, failure)``; raises when nothing was sent."""
-    from jcli_sidecar.display_mode import in_display_mode
-    from jcli_sidecar.kernel_client import KernelConnection
-    from jcli_sidecar.session_lookup import find_session
+    from jcli_sidecar.kernel import KernelConnection, find_session, in_display_mode
 
     row = find_session(srv, session_key)
     try:
@@ -241,7 +237,7 @@ def _answer_inline(
     json_mode: bool, result, failure: JcliError | None, row: dict[str, Any], code: str, started_ns: int, policy, settings: _Settings, stop
 ) -> int:
     """After the send: keep the outputs if needed, then the document, or the error carrying it."""
-    from jcli_sidecar.exec_result import build_result
+    from jcli_sidecar.kernel import build_result
 
     doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=failure is not None)
     try:
@@ -276,12 +272,12 @@ def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str
     publishes. A run cut short is kept the same way (its manifest says
     ``status: "error"``).
     """
-    from jcli_sidecar.exec_result import build_result, needs_store
+    from jcli_sidecar.kernel import build_result, needs_store
 
     if not needs_store(result.outputs):
         return doc
-    from jcli_sidecar.runtime import workspace_of
-    from jcli_sidecar.store import stage_run
+    from jcli_sidecar.base import workspace_of
+    from jcli_sidecar.runs import stage_run
 
     from .transport import publish
 
@@ -309,8 +305,8 @@ def _code_to_run(code: str | None, file_path: str | None) -> str:
         raise UsageError("give exactly one of --code and --file")
     if code is not None:
         return code
-    from jcli_sidecar.notebook import read_file_bytes
-    from jcli_sidecar.pairing import is_percent
+    from jcli_sidecar.ipynb import read_file_bytes
+    from jcli_sidecar.pair import is_percent
 
     if not file_path.endswith(".py"):
         raise UsageError(f"{file_path}: --file takes an .ipynb, a py:percent .py or a plain .py script")

@@ -17,7 +17,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from jcli_sidecar.hook_decision import Decision
+    from jcli_sidecar.guards import Decision
 
 __all__ = ["GUARDS", "PASS_THROUGH", "run_hook"]
 
@@ -48,7 +48,7 @@ def run_hook(argv: list[str]) -> int | None:
         print(f"Usage: j-cli _hooks {name} [--platform claude|codex|dsh|opencode] [--debug]\n\n  {GUARDS.get(name, 'not a j-cli hook')}")
         return 0
     debug = "--debug" in options
-    from jcli_sidecar.hook_decision import Decision, render
+    from jcli_sidecar.guards import Decision, render_decision
 
     try:
         if name not in GUARDS:
@@ -60,14 +60,14 @@ def run_hook(argv: list[str]) -> int | None:
                 decision.note = (decision.note + "; " if decision.note else "") + "unknown --platform, read as claude"
     except Exception as exc:  # a guard that cannot decide allows: never an accidental block
         decision = Decision.allow(f"allowed: the guard failed ({type(exc).__name__}: {_short(exc)})")
-    status, out, err = render(decision, name)
+    status, out, err = render_decision(decision, name)
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     return status
 
 
 def _platform(options: list[str]) -> str | None:
-    from jcli_sidecar.hook_payload import PLATFORMS
+    from jcli_sidecar.guards import PLATFORMS
 
     value = "claude"
     for i, opt in enumerate(options):
@@ -86,8 +86,7 @@ def _stdin() -> bytes:
 
 
 def _decide(name: str, raw: bytes, debug: bool) -> Decision:
-    from jcli_sidecar.hook_decision import Decision
-    from jcli_sidecar.hook_payload import PayloadError, parse_payload
+    from jcli_sidecar.guards import Decision, PayloadError, parse_payload
 
     if name == "gc-pair-sync-refs":
         return Decision.allow()
@@ -102,24 +101,24 @@ def _decide(name: str, raw: bytes, debug: bool) -> Decision:
     if debug:
         print(f"{name}: {call!r}", file=sys.stderr)
     if name in ("notebook-exec-guard", "python-run-guard"):
-        from jcli_sidecar import guard_rules
+        from jcli_sidecar.guards import notebook_exec, python_run
 
-        rule = guard_rules.notebook_exec if name == "notebook-exec-guard" else guard_rules.python_run
+        rule = notebook_exec if name == "notebook-exec-guard" else python_run
         reason = rule(call)
         return Decision.deny(reason) if reason else Decision.allow()
     if not any(path.endswith((".ipynb", ".py")) for path in call.paths):
         return Decision.allow()
     if name == "notebook-edit-guard":
-        from jcli_sidecar.guard_rules import notebook_edit
+        from jcli_sidecar.guards import notebook_edit
 
         reason = notebook_edit(call)
         return Decision.deny(reason) if reason else Decision.allow()
-    from jcli_sidecar import pair_drift
+    from jcli_sidecar.guards import after_edit, before_edit
 
     if name == "pair-drift-guard-pre":
-        reason = pair_drift.before_edit(call)
+        reason = before_edit(call)
         return Decision.deny(reason) if reason else Decision.allow()
-    text = pair_drift.after_edit(call)
+    text = after_edit(call)
     return Decision.context(text) if text else Decision.allow()
 
 

@@ -10,8 +10,8 @@ import os
 
 import click
 
-from jcli_sidecar.errors import JcliError, UsageError
-from jcli_sidecar.jupyter_api import session_summary
+from jcli_sidecar.base import JcliError, UsageError
+from jcli_sidecar.kernel import session_summary
 
 from .outcome import fail, finish
 
@@ -38,7 +38,7 @@ def server() -> None:
 
 
 def _embedded():
-    from jcli_sidecar.runtime import ensure_runtime_dir, workspace_of
+    from jcli_sidecar.base import ensure_runtime_dir, workspace_of
 
     from .embedded import EmbeddedServer, nearest_embedded
 
@@ -89,7 +89,7 @@ def server_status(ctx: click.Context) -> None:
 
 def _public(state: dict[str, Any]) -> dict[str, Any]:
     """What ``server start|status`` show: the url (redacted, as every printed URL), token, pid and workspace."""
-    from jcli_sidecar.urls import redact_url
+    from jcli_sidecar.kernel import redact_url
 
     return {k: redact_url(state["url"]) if k == "url" else state.get(k) for k in ("url", "token", "pid", "workspace")}
 
@@ -101,7 +101,7 @@ def _public(state: dict[str, Any]) -> dict[str, Any]:
 @click.pass_context
 def healthcheck(ctx: click.Context) -> None:
     """Check that the Jupyter Server answers (starting the embedded one if needed), and what it offers."""
-    from jcli_sidecar.server_probe import LISTING_SETTINGS
+    from jcli_sidecar.kernel import LISTING_SETTINGS
 
     try:
         srv = _server(ctx)
@@ -133,7 +133,7 @@ def healthcheck(ctx: click.Context) -> None:
 
 def _listing_allowed(srv) -> list[dict[str, Any]] | None:
     """The server's kernels, or None where it does not list them (a gateway's default)."""
-    from jcli_sidecar.errors import Forbidden
+    from jcli_sidecar.base import Forbidden
 
     try:
         return srv.request("GET", "kernels")
@@ -167,7 +167,7 @@ def kernelspec_list(ctx: click.Context) -> None:
 @click.pass_context
 def kernelspec_inspect_file(ctx: click.Context, file_path: str) -> None:
     """The kernel an .ipynb or .py asks for (its metadata, a .py's jupytext header or its pair), without a server."""
-    from jcli_sidecar.kernel_request import inspect_kernel_request
+    from jcli_sidecar.kernel import inspect_kernel_request
 
     from .outcome import attempt
 
@@ -208,8 +208,8 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
     here when this very directory exists on its side; else it stays where the
     server put it, and the result says where (kernel_cwd, kernel_in_cwd).
     """
-    from jcli_sidecar.errors import Forbidden
-    from jcli_sidecar.session_lookup import listed_sessions
+    from jcli_sidecar.base import Forbidden
+    from jcli_sidecar.kernel import listed_sessions
 
     notes: list[str] = []
     try:
@@ -225,7 +225,7 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
         try:
             row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
         except Forbidden as err:
-            from jcli_sidecar.server_probe import refused_kernel_user
+            from jcli_sidecar.kernel import refused_kernel_user
 
             raise refused_kernel_user(srv, err) from None
         row.update(_placed(ctx, srv, row))
@@ -244,7 +244,7 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
 
 def _placed(ctx: click.Context, srv, row: dict[str, Any]) -> dict[str, Any]:
     """Where the new session's kernel runs: the embedded server put it here; another server's kernel is asked to move."""
-    from jcli_sidecar.kernel_cwd import place_kernel
+    from jcli_sidecar.kernel import place_kernel
 
     if not _explicit_server(ctx):
         return {"kernel_cwd": os.getcwd(), "kernel_in_cwd": True}
@@ -258,7 +258,7 @@ def _explicit_server(ctx: click.Context) -> bool:
 
 def _session_path(ctx: click.Context, name: str) -> str:
     """A session path that puts the kernel's cwd in our cwd, when the server is ours."""
-    from jcli_sidecar.runtime import ensure_runtime_dir, workspace_of
+    from jcli_sidecar.base import ensure_runtime_dir, workspace_of
 
     from .embedded import nearest_embedded
 
@@ -275,7 +275,7 @@ def _session_path(ctx: click.Context, name: str) -> str:
 @click.pass_context
 def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""
-    from jcli_sidecar.session_lookup import listed_sessions
+    from jcli_sidecar.kernel import listed_sessions
 
     try:
         srv = _server(ctx)
@@ -291,7 +291,7 @@ def session_list(ctx: click.Context, with_vars: bool) -> None:
 
 def _preview(srv, row: dict[str, Any]) -> dict[str, Any]:
     """``{names, total}`` for an idle kernel; else why there is none (``skipped``, or the coded ``error``)."""
-    from jcli_sidecar.kernel_vars import preview_variables
+    from jcli_sidecar.kernel import preview_variables
 
     if row["execution_state"] != "idle":
         return {"skipped": f"kernel {row['execution_state']}"}
@@ -312,7 +312,7 @@ def _preview_text(row: dict[str, Any]) -> str:
 
 
 def _select(ctx: click.Context, key: str):
-    from jcli_sidecar.session_lookup import find_session
+    from jcli_sidecar.kernel import find_session
 
     srv = _server(ctx)
     return srv, find_session(srv, key)
@@ -337,7 +337,7 @@ def session_kill(ctx: click.Context, session_keys: tuple[str, ...]) -> None:
     Every SESSION is resolved first: one that matches nothing (or more than
     one session) kills nothing. Two selectors of one session kill it once.
     """
-    from jcli_sidecar.session_lookup import find_sessions
+    from jcli_sidecar.kernel import find_sessions
 
     killed: list[dict[str, Any]] = []
     try:

@@ -39,8 +39,7 @@ import os
 import sys
 import threading
 
-from jcli_sidecar.errors import JcliError
-from jcli_sidecar.protocol import display_name, valid_names
+from jcli_sidecar.base import JcliError, display_name, valid_names
 
 from . import jsonrpc_stdio as rpc
 from . import mcp_tools
@@ -75,7 +74,7 @@ _READ_ONLY = {"destructiveHint": False, "idempotentHint": True, "openWorldHint":
 def serve(roots: list[str], host: str | None = None) -> int:
     """Serve MCP over stdio until the client goes away; images fit ``host`` when given."""
     if host is not None:
-        from jcli_sidecar.imageview import view_spec
+        from jcli_sidecar.read import view_spec
 
         view_spec(host=host)  # an unknown host fails here, before serving
     out = _protocol_stdout()

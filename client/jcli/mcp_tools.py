@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 
-from jcli_sidecar import representations
-from jcli_sidecar.errors import PathAmbiguous, PathNotAllowed, UsageError
-from jcli_sidecar.protocol import check_file_name, json_text
+from jcli_sidecar.base import PathAmbiguous, PathNotAllowed, UsageError, check_file_name, json_text
+from jcli_sidecar.read import of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ READ_RUN_OUTPUT = "read_run_output"
 
 def tool_definitions() -> list[tuple[str, str, dict[str, Any]]]:
     """``(name, description, input schema)`` of each tool, from the one request spec."""
-    from jcli_sidecar.request_spec import READ_SPEC, RUN_SPEC, tool_schema
+    from jcli_sidecar.read import READ_SPEC, RUN_SPEC, tool_schema
 
     path_rule = "An .ipynb, or a py:percent .py paired with one (absolute, or relative to the single root)."
     return [
@@ -108,7 +107,7 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         return [("text", text), ("text", f"[error output (ename {block.get('ename')}) from {where}{_window(block)}]")]
     selected = doc["selected"]
     mime = selected["mime_type"]
-    text = representations.of_selected(selected).as_text(selected["data"])
+    text = of_selected(selected).as_text(selected["data"])
     if text is None:  # an image
         data = selected["data"]
         if isinstance(data, (bytes, bytearray)):
@@ -137,13 +136,12 @@ def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | Non
 
         args["file_path"] = resolve_path(args.get("file_path"), roots)
         if args["file_path"].endswith(".py"):
-            from jcli_sidecar.pairing import paired_notebook_path
+            from jcli_sidecar.pair import paired_notebook_path
 
             resolve_path(paired_notebook_path(args["file_path"]), roots)  # its pair may not escape either
         return read({k: v for k, v in args.items() if v is not None}, "notebook.read")
     if tool == READ_RUN_OUTPUT:
-        from jcli_sidecar.request_spec import RUN_SPEC
-        from jcli_sidecar.requests import check_request, query_of
+        from jcli_sidecar.read import RUN_SPEC, check_request, query_of
         from jcli_sidecar.runs import read_run
 
         ref = args.get("run")

@@ -1,7 +1,7 @@
 """``j-cli notebook summary|show|map``: a notebook's cells at a glance, their sources, its pair.
 
-Thin: each command calls one core function (:mod:`jcli_sidecar.notebook_summary`,
-:mod:`jcli_sidecar.pair_map`) and prints its document (``-j``) or a compact
+Thin: each command calls one core function (:mod:`jcli_sidecar.read.notebook_summary`,
+:mod:`jcli_sidecar.read.pair_map`) and prints its document (``-j``) or a compact
 text made here. Only reads.
 """
 
@@ -188,7 +188,7 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
     FILE is an .ipynb or a py:percent .py; its pair (same stem) adds line
     spans or run facts. At most 100 cells per call (the rest: --cell).
     """
-    from jcli_sidecar.notebook_summary import summarise
+    from jcli_sidecar.read import summarise
 
     doc = attempt(ctx, lambda: summarise(file_path, cell_spec), "notebook")
     finish(ctx, doc, _summary_text(doc))
@@ -200,7 +200,7 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
 @click.pass_context
 def show(ctx: click.Context, file_path: str, cell_spec: str) -> None:
     """Print the whole source of the chosen cells (a spec outside the file is an error)."""
-    from jcli_sidecar.notebook_summary import show_cells
+    from jcli_sidecar.read import show_cells
 
     doc = attempt(ctx, lambda: show_cells(file_path, cell_spec), "notebook")
     finish(ctx, doc, _show_text(doc))
@@ -211,7 +211,7 @@ def show(ctx: click.Context, file_path: str, cell_spec: str) -> None:
 @click.pass_context
 def map_command(ctx: click.Context, file_path: str) -> None:
     """Which .py cell is which notebook cell, what differs, and what exec -f would do."""
-    from jcli_sidecar.pair_map import map_pair
+    from jcli_sidecar.read import map_pair
 
     doc = attempt(ctx, lambda: map_pair(file_path), "notebook")
     finish(ctx, doc, _map_text(doc))

@@ -1,8 +1,8 @@
 """``j-cli exec SESSION --file x.ipynb|x.py [--cell SPEC]``: the command side of a notebook run.
 
-The run itself is the core's :class:`~jcli_sidecar.notebook_run.NotebookRun`
+The run itself is the core's :class:`~jcli_sidecar.kernel.notebook_run.NotebookRun`
 (outputs go into the notebook, cell by cell). Here the arguments become its
-:class:`~jcli_sidecar.notebook_run.RunOptions`, and hooks print: in JSON mode
+:class:`~jcli_sidecar.kernel.notebook_run.RunOptions`, and hooks print: in JSON mode
 one line per cell as it is written back, then the summary; in human mode the
 outputs live (with ``--no-stream``, each cell's when it finishes), a cell's
 coded error on stderr, then where the outputs went. On a terminal, human
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from jcli_sidecar.errors import JcliError, internal_error
-from jcli_sidecar.notebook_run import NotebookRun, RunOptions, checkpoint_seconds_from_env, writeback_pace_from_env
+from jcli_sidecar.base import JcliError, internal_error
+from jcli_sidecar.kernel import NotebookRun, RunOptions, checkpoint_seconds_from_env, writeback_pace_from_env
 
 from . import emit
 
@@ -24,8 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from jcli_sidecar.jupyter_api import JupyterServer
-    from jcli_sidecar.kernel_client import StopSwitch
+    from jcli_sidecar.kernel import JupyterServer, StopSwitch
 
 __all__ = ["notebook_options", "run_notebook"]
 
@@ -97,7 +96,7 @@ def run_notebook(
     if summary["status"] == "ok":
         return emit.EXIT_OK
     if summary.get("code") == "INTERRUPTED":
-        from jcli_sidecar.errors import Interrupted
+        from jcli_sidecar.base import Interrupted
 
         return emit.exit_code(Interrupted("", signal=summary.get("signal")))
     return emit.EXIT_FAILURE

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from jcli_sidecar import errors
+from jcli_sidecar.base import JcliError, NotebookReadFailed, OutputSaveFailed, RunNotFound, SidecarUnavailable
 
 from . import emit
 
@@ -23,11 +23,11 @@ if TYPE_CHECKING:
 __all__ = ["OS_ERRORS", "attempt", "fail", "finish", "json_mode", "translate"]
 
 #: What an ``OSError`` means, by where the command met it: (error class, message template).
-OS_ERRORS: dict[str, tuple[type[errors.JcliError], str]] = {
-    "setup": (errors.OutputSaveFailed, "cannot write {path}: {reason}"),
-    "sidecar": (errors.SidecarUnavailable, "sidecar files unusable: {reason}"),
-    "output": (errors.RunNotFound, "the outputs directory cannot be read: {reason}"),
-    "notebook": (errors.NotebookReadFailed, "{path} cannot be read: {reason}"),
+OS_ERRORS: dict[str, tuple[type[JcliError], str]] = {
+    "setup": (OutputSaveFailed, "cannot write {path}: {reason}"),
+    "sidecar": (SidecarUnavailable, "sidecar files unusable: {reason}"),
+    "output": (RunNotFound, "the outputs directory cannot be read: {reason}"),
+    "notebook": (NotebookReadFailed, "{path} cannot be read: {reason}"),
 }
 
 
@@ -36,13 +36,13 @@ def json_mode(ctx: click.Context) -> bool:
     return bool(ctx.find_root().obj["json"])
 
 
-def translate(exc: OSError, where: str) -> errors.JcliError:
+def translate(exc: OSError, where: str) -> JcliError:
     """The coded error an ``OSError`` met in ``where`` (a key of :data:`OS_ERRORS`) stands for."""
     cls, template = OS_ERRORS[where]
     return cls(template.format(path=getattr(exc, "filename", None) or "the config", reason=exc.strerror or str(exc)))
 
 
-def fail(ctx: click.Context, err: errors.JcliError) -> NoReturn:
+def fail(ctx: click.Context, err: JcliError) -> NoReturn:
     """Print ``err`` (its envelope with ``-j``) and exit with its code."""
     ctx.exit(emit.error(err, json_mode(ctx)))
 
@@ -51,7 +51,7 @@ def attempt(ctx: click.Context, action: Callable[[], Any], where: str) -> Any:
     """``action()``, or :func:`fail` with its coded error (an ``OSError`` translated for ``where``)."""
     try:
         return action()
-    except errors.JcliError as err:
+    except JcliError as err:
         fail(ctx, err)
     except OSError as exc:
         fail(ctx, translate(exc, where))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from jcli_sidecar.errors import JcliError
+from jcli_sidecar.base import JcliError
 
 from . import emit
 from .click_options import table_options
@@ -27,8 +27,8 @@ def output() -> None:
 @click.pass_context
 def output_list(ctx: click.Context) -> None:
     """List the runs kept for this directory, newest first."""
+    from jcli_sidecar.base import workspace_of
     from jcli_sidecar.runs import list_runs
-    from jcli_sidecar.runtime import workspace_of
 
     doc = attempt(ctx, lambda: list_runs(workspace_of()), "output")
     lines = [
@@ -42,10 +42,9 @@ def output_list(ctx: click.Context) -> None:
 @click.pass_context
 def output_show(ctx: click.Context, ref: str, **fields) -> None:
     """Show a run's catalog, or one of its outputs."""
-    from jcli_sidecar.request_spec import RUN_SPEC
-    from jcli_sidecar.requests import check_request, query_of
+    from jcli_sidecar.base import workspace_of
+    from jcli_sidecar.read import RUN_SPEC, check_request, query_of
     from jcli_sidecar.runs import read_run
-    from jcli_sidecar.runtime import workspace_of
 
     def show() -> dict:
         args = check_request({"run": ref, **fields}, RUN_SPEC)
@@ -66,15 +65,14 @@ output_show.params.extend(table_options(RUN_SHOW_OPTIONS))  # the run request's 
 @click.pass_context
 def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
     """Delete old runs by age and count, under the outputs lock (whole runs only)."""
-    from jcli_sidecar.layout import Outputs
-    from jcli_sidecar.retention import clean_workspace, resolve_policy
-    from jcli_sidecar.runtime import workspace_of
+    from jcli_sidecar.base import Outputs, workspace_of
+    from jcli_sidecar.runs import clean_workspace, resolve_policy
 
     cwd = workspace_of()
     try:
         report = clean_workspace(cwd, resolve_policy(max_age_days, max_runs), dry_run=dry_run)
     except PermissionError as exc:
-        from jcli_sidecar.errors import PathNotAllowed
+        from jcli_sidecar.base import PathNotAllowed
 
         where = Outputs.of_workspace(cwd).root
         fail(ctx, PathNotAllowed(f"cannot take the outputs lock in {where} ({exc.strerror}); nothing was deleted"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from jcli_sidecar.errors import JcliError, UsageError
+from jcli_sidecar.base import JcliError, UsageError
 
 from . import emit
 from .read_options import FILE_ARGUMENT, READ_COMMANDS
@@ -23,7 +23,7 @@ MAX_REQUEST_BYTES = 1024 * 1024
 
 
 def _stdin_request() -> Any:
-    from jcli_sidecar.lazyjson import TooDeep, loads
+    from jcli_sidecar.base import TooDeep, loads
 
     raw = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
     if len(raw) > MAX_REQUEST_BYTES:

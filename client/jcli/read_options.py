@@ -3,12 +3,12 @@
 ``j-cli notebook outputs`` and ``j-cli notebook output`` are built from this
 table twice: by the lean fast path (no click import, for agents calling in a
 loop) and by the click app (help, completion, usage errors). Each option
-maps to one field of the read request (see ``jcli_sidecar.requests``).
+maps to one field of the read request (see ``jcli_sidecar.read.requests``).
 """
 
 from __future__ import annotations
 
-from jcli_sidecar.hosts import HOST_NAMES
+from jcli_sidecar.read import HOST_NAMES
 
 __all__ = ["FILE_ARGUMENT", "READ_COMMANDS", "REQUEST_OPTION", "RUN_SHOW_OPTIONS", "ReadOption", "VIEW_OPTIONS", "parse_value"]
 
@@ -44,7 +44,7 @@ def parse_value(kind: str, text: str):
             raise ValueError(f"{text!r} is not a plain number")
         return float(text)
     if kind == "timeout":  # seconds, or none (0.0: no limit)
-        from jcli_sidecar.exec_timeout import parse_timeout
+        from jcli_sidecar.kernel import parse_timeout
 
         return parse_timeout(text)
     raise ValueError(f"unknown option kind {kind!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jcli_sidecar import representations
+from jcli_sidecar.read import of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
         return _text(block["data"]), f"[error from {where}] {_window_note(block)}"
     sel = doc["selected"]
     mime = sel["mime_type"]
-    text = representations.of_selected(sel).as_text(sel["data"])
+    text = of_selected(sel).as_text(sel["data"])
     if text is None:  # an image
         dims = f", {sel['width']}x{sel['height']} px" if "width" in sel else ""
         dims += "".join(f"; {fact}" for fact in ("animated",) if sel.get(fact))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from jcli_sidecar.runtime import SidecarPaths, ensure_runtime_dir, workspace_of
+from jcli_sidecar.base import SidecarPaths, ensure_runtime_dir, workspace_of
 
 from .outcome import attempt, finish
 
@@ -29,9 +29,9 @@ def sidecar() -> None:
 @click.pass_context
 def start(ctx: click.Context, timeout: float) -> None:
     """Start this workspace's sidecar (if needed) and wait until it answers."""
-    from jcli_sidecar import control
+    from jcli_sidecar.sidecar import start_sidecar
 
-    doc = attempt(ctx, lambda: control.start(_paths(create=True), timeout), "sidecar")
+    doc = attempt(ctx, lambda: start_sidecar(_paths(create=True), timeout), "sidecar")
     finish(ctx, doc, f"sidecar running: pid {doc['pid']} on {doc['socket']}")
 
 
@@ -40,9 +40,9 @@ def start(ctx: click.Context, timeout: float) -> None:
 @click.pass_context
 def stop(ctx: click.Context, timeout: float) -> None:
     """Stop this workspace's sidecar."""
-    from jcli_sidecar import control
+    from jcli_sidecar.sidecar import stop_sidecar
 
-    doc = attempt(ctx, lambda: control.stop(_paths(create=False), timeout), "sidecar")
+    doc = attempt(ctx, lambda: stop_sidecar(_paths(create=False), timeout), "sidecar")
     finish(ctx, doc, "sidecar stopped" if doc.get("stopped") else "no sidecar was running")
 
 
@@ -50,9 +50,9 @@ def stop(ctx: click.Context, timeout: float) -> None:
 @click.pass_context
 def status(ctx: click.Context) -> None:
     """Show the socket, pid, uptime, cache and request counters."""
-    from jcli_sidecar import control
+    from jcli_sidecar.sidecar import sidecar_status
 
-    doc = attempt(ctx, lambda: control.status(_paths(create=False)), "sidecar")
+    doc = attempt(ctx, lambda: sidecar_status(_paths(create=False)), "sidecar")
     if doc["running"]:
         cache = doc.get("cache", {})
         human = (

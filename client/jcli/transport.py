@@ -15,8 +15,7 @@ Both paths give the same document; the sidecar's carries image bytes as
 
 from __future__ import annotations
 
-from jcli_sidecar.errors import JcliError, SidecarUnavailable
-from jcli_sidecar.runtime import SidecarPaths, disabled, ensure_runtime_dir, workspace_of
+from jcli_sidecar.base import JcliError, SidecarPaths, SidecarUnavailable, disabled, ensure_runtime_dir, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,21 +25,21 @@ __all__ = ["exec_inline", "publish", "read"]
 
 
 def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
-    """Answer a read request (see ``jcli_sidecar.requests``).
+    """Answer a read request (see ``jcli_sidecar.read.requests``).
 
     Args:
         request: the read request map.
         op: ``"notebook.read"``, or ``"notebook.list"`` for a catalog.
 
     Raises:
-        jcli_sidecar.errors.JcliError: a coded error about the request.
+        jcli_sidecar.base.errors.JcliError: a coded error about the request.
     """
     if disabled():
         return _direct(request, op)
     paths = _sidecar_paths()
     if paths is None:
         return _direct(request, op)
-    from jcli_sidecar.client import call
+    from jcli_sidecar.sidecar import call
 
     try:
         return call(paths, op, request)
@@ -68,7 +67,7 @@ def _sidecar_paths() -> SidecarPaths | None:
 
 
 def _direct(request: dict[str, Any], op: str) -> dict[str, Any]:
-    from jcli_sidecar.requests import HANDLERS
+    from jcli_sidecar.read import HANDLERS
 
     return HANDLERS[op](request)
 
@@ -76,7 +75,7 @@ def _direct(request: dict[str, Any], op: str) -> dict[str, Any]:
 def _spawn_for_next_time(paths: SidecarPaths) -> None:
     try:
         ensure_runtime_dir(create=True)
-        from jcli_sidecar.spawn import spawn_detached
+        from jcli_sidecar.sidecar import spawn_detached
 
         spawn_detached(paths)
     except (OSError, JcliError):
@@ -90,14 +89,14 @@ def exec_inline(request: dict[str, Any], *, result, on_output, stop, direct):
     cannot be used, or failed before the code went to the kernel (a sidecar
     is then started for the next call); never after, so code never runs
     twice. Both return ``(session, failure)`` with ``result`` filled in
-    (see :func:`jcli_sidecar.exec_client.exec_through`).
+    (see :func:`jcli_sidecar.sidecar.exec_client.exec_through`).
     """
     if disabled():
         return direct()
     paths = _sidecar_paths()
     if paths is None:
         return direct()
-    from jcli_sidecar.exec_client import exec_through
+    from jcli_sidecar.sidecar import exec_through
 
     try:
         return exec_through(paths, request, result=result, on_output=on_output, stop=stop)
@@ -119,13 +118,12 @@ def publish(cwd: str, run_id: str, policy) -> dict:
     Raises:
         OutputSaveFailed: the run could not be published.
     """
-    from jcli_sidecar.errors import OutputSaveFailed
-    from jcli_sidecar.layout import Outputs
-    from jcli_sidecar.store import publish_run
+    from jcli_sidecar.base import Outputs, OutputSaveFailed
+    from jcli_sidecar.runs import publish_run
 
     paths = None if disabled() else _sidecar_paths()
     if paths is not None:
-        from jcli_sidecar.client import call
+        from jcli_sidecar.sidecar import call
 
         try:
             return call(paths, "run.publish", {"cwd": cwd, "run_id": run_id, "policy": policy.to_wire()})

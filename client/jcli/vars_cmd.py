@@ -1,11 +1,11 @@
-"""``j-cli vars SESSION``: a kernel's variables (thin: :mod:`jcli_sidecar.kernel_vars` does the work)."""
+"""``j-cli vars SESSION``: a kernel's variables (thin: :mod:`jcli_sidecar.kernel.kernel_vars` does the work)."""
 
 from __future__ import annotations
 
 import click
 
-from jcli_sidecar.errors import JcliError
-from jcli_sidecar.kernel_vars import VARS_TIMEOUT
+from jcli_sidecar.base import JcliError
+from jcli_sidecar.kernel import VARS_TIMEOUT
 
 from .outcome import fail, finish
 
@@ -40,8 +40,7 @@ def vars_command(ctx: click.Context, session_key: str, name: str | None, rich: b
     Read through a silent request that leaves no trace; while the kernel is busy,
     through its debugger (plain variables only, by name), else KERNEL_BUSY.
     """
-    from jcli_sidecar.kernel_vars import read_variables
-    from jcli_sidecar.session_lookup import find_session
+    from jcli_sidecar.kernel import find_session, read_variables
 
     from .embedded import resolve_server
 

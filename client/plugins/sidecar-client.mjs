@@ -25,7 +25,7 @@ export const SIDECAR_REQUEST_MS = 120_000;
 const SIDECAR_FALLBACK_CODES = new Set(["PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"]);
 const SIDECAR_OFF_VALUES = new Set(["off", "0", "false", "no", "disabled"]);
 
-// ---- Where the socket is (jcli_sidecar/runtime.py).
+// ---- Where the socket is (jcli_sidecar/base/runtime.py).
 
 const SIDECAR_BLAKE2B_IV = [
   0x6a09e667f3bcc908n, 0xbb67ae8584caa73bn, 0x3c6ef372fe94f82bn, 0xa54ff53a5f1d36f1n,

@@ -30,9 +30,9 @@ export function blockedExecutable(dir) {
   return bin;
 }
 
-/** The read tool's schema as j-cli's one request spec defines it (jcli_sidecar/request_spec.py). */
+/** The read tool's schema as j-cli's one request spec defines it (jcli_sidecar/read/request_spec.py). */
 export function specSchema() {
-  const script = "import json; from jcli_sidecar.request_spec import tool_schema; print(json.dumps(tool_schema()))";
+  const script = "import json; from jcli_sidecar.read.request_spec import tool_schema; print(json.dumps(tool_schema()))";
   return JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script]).toString());
 }
 

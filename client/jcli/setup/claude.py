@@ -26,7 +26,7 @@ import copy
 import json
 import os
 
-from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
+from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
+from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block

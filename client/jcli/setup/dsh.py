@@ -24,7 +24,7 @@ import json
 import os
 import re
 
-from jcli_sidecar.errors import ConfigConflict, ConfigInvalid
+from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files
 from .blocks import find_block, put_block, remove_block

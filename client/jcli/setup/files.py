@@ -15,7 +15,7 @@ file as it was:
   ``OUTPUT_SAVE_FAILED``, also for root, which the kernel would let through.
   So is a file with several hard links, which a replace would split.
 - **Atomic.** A write is a temp file plus a rename in the target's directory,
-  keeping the file's mode (:func:`jcli_sidecar.fileio.write_text_atomic`).
+  keeping the file's mode (:func:`jcli_sidecar.base.fileio.write_text_atomic`).
 - **Moved aside, moved back.** A file j-cli must wrap (a git hook) is
   renamed, never copied, so moving it back restores it byte for byte, its
   mode and a symlink included.
@@ -33,8 +33,15 @@ import os
 import re
 import stat
 
-from jcli_sidecar.errors import ConfigConflict, ConfigInvalid, OutputSaveFailed
-from jcli_sidecar.fileio import FileTooLarge, NotARegularFile, read_text_or_none, write_text_atomic
+from jcli_sidecar.base import (
+    ConfigConflict,
+    ConfigInvalid,
+    FileTooLarge,
+    NotARegularFile,
+    OutputSaveFailed,
+    read_text_or_none,
+    write_text_atomic,
+)
 
 __all__ = ["MAX_CONFIG_BYTES", "Current", "Plan", "dirs_mark", "dirs_recorded", "read"]
 

@@ -30,8 +30,8 @@ import os
 import re
 import shlex
 
-from jcli_sidecar.errors import ConfigInvalid
-from jcli_sidecar.git_index import Repository, repository
+from jcli_sidecar.base import ConfigInvalid
+from jcli_sidecar.pair import Repository, repository
 
 from . import files
 from .command import jcli_command
@@ -97,7 +97,7 @@ class _Existing:
             return
         if not os.path.islink(path) and not os.path.isfile(path):
             raise ConfigInvalid(f"{path} is not a regular file; it was left untouched", path=path)
-        from jcli_sidecar.readfile import read_regular
+        from jcli_sidecar.base import read_regular
 
         try:
             raw, _ = read_regular(path, _MAX_HOOK_BYTES)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from jcli_sidecar.errors import ConfigInvalid
+from jcli_sidecar.base import ConfigInvalid
 
 from . import files, jsontext
 from .command import jcli_command

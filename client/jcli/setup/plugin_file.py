@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 
-from jcli_sidecar.errors import ConfigConflict
+from jcli_sidecar.base import ConfigConflict
 
 from . import files
 

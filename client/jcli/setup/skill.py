@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from jcli_sidecar.errors import ConfigConflict
+from jcli_sidecar.base import ConfigConflict
 
 from . import files
 

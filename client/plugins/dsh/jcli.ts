@@ -213,7 +213,7 @@ const VALUE_SCHEMA: Schema = {
 }
 
 // The read request as the model sees it: the fields, types, bounds and
-// descriptions of j-cli's one request spec (jcli_sidecar/request_spec.py); a
+// descriptions of j-cli's one request spec (jcli_sidecar/read/request_spec.py); a
 // test fails when this drifts from it. file_path's path rule is this host's.
 const PARAMETERS = {
   type: 'object',

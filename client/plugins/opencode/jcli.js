@@ -295,7 +295,7 @@ const JcliPlugin = async (input) => {
           "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
           "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
         // The fields, types, bounds and descriptions of j-cli's one request spec
-        // (jcli_sidecar/request_spec.py); a test fails when this drifts from it.
+        // (jcli_sidecar/read/request_spec.py); a test fails when this drifts from it.
         args: {
           file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
           cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),

@@ -334,7 +334,7 @@ test("a sidecar of another version is not used: the read spawns j-cli and gives 
 
 test("the workspace hash is the one Python names the socket by", () => {
   const names = ["/home/me/project", "", "x".repeat(128), "x".repeat(129), "/tmp/caf\u00e9 \u{1F600}/" + "y".repeat(300)];
-  const script = "import json, sys; from jcli_sidecar.runtime import workspace_hash; print(json.dumps([workspace_hash(n) for n in json.load(sys.stdin)]))";
+  const script = "import json, sys; from jcli_sidecar.base.runtime import workspace_hash; print(json.dumps([workspace_hash(n) for n in json.load(sys.stdin)]))";
   const python = JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", script], { input: JSON.stringify(names) }).toString());
   assert.deepEqual(names.map(sidecarClient.sidecarWorkspaceHash), python);
 });
@@ -342,7 +342,7 @@ test("the workspace hash is the one Python names the socket by", () => {
 test("msgpack: what Python's msgpack packs decodes to what j-cli's JSON gives, and back", () => {
   const script = [
     "import json, sys, msgpack",
-    "from jcli_sidecar.protocol import dump_json",
+    "from jcli_sidecar.base.protocol import dump_json",
     "doc = {'a': [1, -1, 2**40, -(2**40), 2**63 + 5, 0.5, None, True, False], 'b': b'\\x00\\xff' * 40, 's': 'x' * 300, 'm': {str(i): i for i in range(20)}, 'e': 'caf\\u00e9', '__proto__': 1}",
     "sys.stdout.write(json.dumps({'packed': msgpack.packb(doc, use_bin_type=True).hex(), 'json': dump_json(doc).decode()}))",
   ].join("\n");

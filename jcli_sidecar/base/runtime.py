@@ -1,0 +1,151 @@
+"""Where a workspace's sidecar lives, and whether it may.
+
+The workspace is the real path of the effective cwd. Its sidecar files sit
+in the runtime dir, named by a short hash of the workspace (Unix socket
+paths are limited to about 107 bytes):
+
+    $XDG_RUNTIME_DIR/jcli/   (or /tmp/jcli-<uid>/ without it), mode 0700
+      <hash>.sock            the socket
+      <hash>.pid             {pid, create_time, workspace, version, ...}
+      <hash>.lock            held by the live sidecar for its whole life
+      <hash>.spawn.lock      held while one sidecar is being started
+      <hash>.log             the sidecar's stdout and stderr
+      <hash>.server.json     the embedded Jupyter Server: {url, token, pid, ...}, 0600
+      <hash>.server.lock     held while it is being started
+      <hash>.server.log      its output
+      <hash>.jupyter/        its Jupyter runtime dir
+      locks/<hash>           notebook write-back locks (see jcli_sidecar.base.locks)
+
+The runtime dir is never output storage. This module imports nothing heavy:
+clients on the warm path use it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .errors import RuntimeDirUnsafe
+
+try:  # the C module directly: importing hashlib would load OpenSSL
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - CPython always has it
+    from hashlib import blake2b
+
+__all__ = [
+    "RUNTIME_FILES",
+    "SPAWN_LOCK_FD_ENV",
+    "SidecarPaths",
+    "disabled",
+    "ensure_runtime_dir",
+    "runtime_dir",
+    "workspace_hash",
+    "workspace_of",
+]
+
+#: What each of a workspace's runtime files is called: ``<hash><suffix>``.
+RUNTIME_FILES = {
+    "socket": ".sock",
+    "pid": ".pid",
+    "lock": ".lock",
+    "spawn_lock": ".spawn.lock",
+    "log": ".log",
+    "server_state": ".server.json",
+    "server_lock": ".server.lock",
+    "server_log": ".server.log",
+    "jupyter_runtime": ".jupyter",
+}
+
+#: The spawner hands the held spawn lock to its child in this variable (an fd
+#: number); the sidecar releases it once it listens.
+SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
+
+#: ``JCLI_SIDECAR`` values that turn the sidecar off.
+OFF_VALUES = frozenset({"off", "0", "false", "no", "disabled"})
+
+
+def disabled() -> bool:
+    """True when ``JCLI_SIDECAR=off`` (or 0/false/no)."""
+    return os.environ.get("JCLI_SIDECAR", "").strip().lower() in OFF_VALUES
+
+
+def workspace_of(cwd: str | None = None) -> str:
+    """The workspace: the real path of ``cwd`` (default: the process cwd)."""
+    return os.path.realpath(cwd if cwd is not None else os.getcwd())
+
+
+def workspace_hash(workspace: str) -> str:
+    """16 hex characters naming a workspace's sidecar (and its systemd instance).
+
+    Example:
+        >>> len(workspace_hash("/home/me/project"))
+        16
+    """
+    return blake2b(workspace.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+
+
+def runtime_dir() -> str:
+    """``$XDG_RUNTIME_DIR/jcli`` when that is set, else ``/tmp/jcli-<uid>``."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base:
+        return os.path.join(base, "jcli")
+    return f"/tmp/jcli-{os.getuid()}"
+
+
+def _check(path: str) -> None:
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise RuntimeDirUnsafe(f"{path} is not a directory (a symlink or a file)", path=path)
+    if info.st_uid != os.geteuid():
+        raise RuntimeDirUnsafe(f"{path} is owned by uid {info.st_uid}, not by this user", path=path)
+    if info.st_mode & 0o077:
+        raise RuntimeDirUnsafe(f"{path} has mode {stat.S_IMODE(info.st_mode):o}; it must be 0700", path=path)
+
+
+def ensure_runtime_dir(create: bool) -> str:
+    """The verified runtime dir: owned by this user, mode 0700, not a symlink.
+
+    Args:
+        create: make it (mode 0700) when missing.
+
+    Raises:
+        RuntimeDirUnsafe: wrong owner or mode, or not a directory.
+        FileNotFoundError: missing and ``create`` is false.
+        OSError: it cannot be created.
+    """
+    path = runtime_dir()
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    _check(path)
+    return path
+
+
+class SidecarPaths:
+    """The sidecar files of one workspace (see the module docstring)."""
+
+    __slots__ = ("workspace", "hash", "dir", "socket", "pid", "lock", "spawn_lock", "log")
+
+    def __init__(self, workspace: str, directory: str | None = None) -> None:
+        self.workspace = workspace
+        self.hash = workspace_hash(workspace)
+        self.dir = directory if directory is not None else runtime_dir()
+        self._name_files()
+
+    def _name_files(self) -> None:
+        base = os.path.join(self.dir, self.hash)
+        self.socket = base + RUNTIME_FILES["socket"]
+        self.pid = base + RUNTIME_FILES["pid"]
+        self.lock = base + RUNTIME_FILES["lock"]
+        self.spawn_lock = base + RUNTIME_FILES["spawn_lock"]
+        self.log = base + RUNTIME_FILES["log"]
+
+    @classmethod
+    def for_instance(cls, instance: str, directory: str | None = None) -> SidecarPaths:
+        """Paths for a systemd instance name (the hash) before the workspace is known."""
+        paths = cls("", directory)
+        paths.hash = instance
+        paths._name_files()
+        return paths

@@ -1,0 +1,253 @@
+"""What the agent guards deny, and the j-cli command each denial names instead.
+
+Three rules, each a pure function of a :class:`~jcli_sidecar.guards.hook_payload.ToolCall`
+(plus, for two of them, a look at the files it names); each returns None
+(allow) or the reason to show the agent:
+
+- :func:`notebook_exec`: a shell command that runs a notebook outside
+  j-cli (``jupyter nbconvert --execute``, ``jupyter execute``, ``papermill``,
+  ``runipy``, ``ipython x.ipynb``, ``jupytext --execute``, and their
+  ``python -m`` forms, behind any wrapper or nested shell).
+- :func:`python_run`: ``python x.py`` (any interpreter name, any options
+  before the script, or ``./x.py``) where ``x.py`` is a py:percent file with
+  a paired ``x.ipynb``.
+- :func:`notebook_edit`: a hand edit of a paired ``.ipynb`` (NotebookEdit,
+  Edit, Write, MultiEdit, ``apply_patch``). An ``.ipynb`` without a
+  py:percent pair is allowed: nothing can drift, and NotebookEdit is the
+  host's structured notebook tool.
+
+A shell line is looked at only when its text mentions something that could
+matter (:func:`might_run_notebook`: a notebook runner's name for
+notebook-exec, ``.py`` for python-run); only then is the shell parser
+imported (bashlex builds its parse tables at import, about 0.1 s).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .hook_payload import ToolCall
+    from .shell_commands import Command
+
+__all__ = ["EXEC_HINT", "might_run_notebook", "notebook_edit", "notebook_exec", "percent_pair_of", "python_run"]
+
+#: Words without which a shell line cannot run a notebook (``python -m nbconvert`` names nbconvert, and so on).
+_RUNNER_WORDS = ("jupyter", "papermill", "runipy", "ipython", "jupytext", "nbconvert", "nbclient")
+#: Without ``.py`` in it, a shell line runs no script file.
+_SCRIPT_WORDS = (".py",)
+#: Modules ``python -m`` runs as a notebook runner: module -> the program name it stands for.
+_MODULES = {
+    "nbconvert": "jupyter-nbconvert",
+    "jupyter": "jupyter",
+    "papermill": "papermill",
+    "runipy": "runipy",
+    "jupytext": "jupytext",
+    "IPython": "ipython",
+    "nbclient": "jupyter-execute",
+}
+_PY_VALUE_FLAGS = "WXcm"
+#: Read at most this much of a .py to decide whether it is py:percent.
+_PEEK_BYTES = 4 * 1024 * 1024
+
+#: How to run a notebook through j-cli; ``{file}`` is the notebook or paired .py.
+EXEC_HINT = (
+    "Run it through j-cli instead, in a kernel session (outputs go into the notebook, kernel state is kept):\n"
+    "  j-cli session list\n"
+    "  j-cli exec SESSION -f {file}\n"
+    "(pick SESSION from the list, or start one with `j-cli session create`; `--cell N` or `--cell A:B` runs some cells only)"
+)
+
+
+def might_run_notebook(text: str, words: tuple[str, ...] = _RUNNER_WORDS) -> bool:
+    """Could this shell text run a notebook (or, with ``_SCRIPT_WORDS``, a script)? False: certainly not, no parsing needed.
+
+    Example:
+        >>> might_run_notebook("python -m pytest && git status"), might_run_notebook("uv run papermill a b")
+        (False, True)
+    """
+    lowered = text.lower()
+    return any(word in lowered for word in words)
+
+
+def _is_python(name: str) -> bool:
+    rest = name[6:] if name.startswith("python") else None
+    return rest is not None and all(ch.isdigit() or ch == "." for ch in rest)
+
+
+def _program(argv: list[str]) -> tuple[str, list[str]] | None:
+    """``(program, arguments)`` with ``python -m MOD`` and ``jupyter SUB`` spelled as one program name.
+
+    ``("python", [script, ...])`` for a script run; None for ``python -c``,
+    a plain interactive interpreter, or a module that runs no notebook.
+    """
+    name = os.path.basename(argv[0])
+    args = argv[1:]
+    if _is_python(name):
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--" or not arg.startswith("-") or arg == "-":
+                return ("python", args[i + 1 :] if arg == "--" else args[i:]) if arg != "-" else None
+            if arg.startswith("--"):
+                i += 2 if arg == "--check-hash-based-pycs" else 1
+                continue
+            for k, flag in enumerate(arg[1:], 1):
+                if flag in _PY_VALUE_FLAGS:
+                    value = arg[k + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+                    i += 1 if arg[k + 1 :] else 2
+                    if flag == "c":
+                        return None
+                    if flag == "m":
+                        module = _MODULES.get(value)
+                        return _program([module, *args[i:]]) if module else None
+                    break
+            else:
+                i += 1
+        return None
+    if name in ("jupyter", "jupyter.exe") and args and not args[0].startswith("-"):
+        return f"jupyter-{args[0]}", args[1:]
+    return name, args
+
+
+def _positional(args: list[str]) -> list[str]:
+    return [a for a in args if not a.startswith("-")]
+
+
+def _runs_notebook(program: str, args: list[str]) -> bool:
+    if program in ("papermill", "runipy", "jupyter-execute"):
+        return not any(a in ("-h", "--help", "--help-all", "--version") for a in args)  # `xargs papermill` takes its notebooks from stdin
+    if program == "jupyter-nbconvert":
+        return "--execute" in args or any(a.startswith("--ExecutePreprocessor.enabled") and a.lower().endswith("true") for a in args)
+    if program in ("jupytext", "jupyter-jupytext"):
+        return "--execute" in args
+    if program in ("ipython", "ipython3"):
+        return any(a.endswith(".ipynb") for a in _positional(args))
+    return False
+
+
+def _shown(path: str, cwd: str) -> str:
+    rel = os.path.relpath(path, cwd)
+    return rel if not rel.startswith("..") else path
+
+
+def notebook_exec(call: ToolCall) -> str | None:
+    """The reason to deny a shell command that runs a notebook outside j-cli, or None.
+
+    Example:
+        >>> from jcli_sidecar.guards.hook_payload import parse_payload
+        >>> notebook_exec(parse_payload('{"tool_name": "Bash", "tool_input": {"command": "sudo papermill a.ipynb o.ipynb"}, "cwd": "/w"}')).splitlines()[0]
+        '`papermill` runs a notebook outside j-cli (a.ipynb): its outputs and kernel state never reach your j-cli session.'
+    """
+    if call.kind != "shell" or not call.command or not might_run_notebook(call.command):
+        return None
+    for cmd in _commands(call):
+        found = _program(cmd.argv)
+        if found is None or not _runs_notebook(*found):
+            continue
+        program, args = found
+        named = _positional(args)
+        # papermill's input is its first positional (its output the second); other tools name the notebooks among their options
+        first = named[0] if program in ("papermill", "runipy") and named else next((a for a in named if a.endswith((".ipynb", ".py"))), "")
+        target = _shown(cmd.path(first), call.cwd) if first.endswith((".ipynb", ".py")) else "NOTEBOOK.ipynb"
+        shown = program.replace("jupyter-", "jupyter ")
+        return (
+            f"`{shown}` runs a notebook outside j-cli ({target}): its outputs and kernel state never reach your j-cli session.\n"
+            + EXEC_HINT.format(file=_quote(target))
+        )
+    return None
+
+
+def python_run(call: ToolCall) -> str | None:
+    """The reason to deny running a paired py:percent ``.py`` as a plain script, or None.
+
+    A ``.py`` without ``# %%`` markers, or without an ``.ipynb`` beside it,
+    is a script like any other and is allowed.
+    """
+    if call.kind != "shell" or not call.command or not might_run_notebook(call.command, _SCRIPT_WORDS):
+        return None
+    for cmd in _commands(call):
+        script = _script(cmd.argv)
+        if script is None:
+            continue
+        path = cmd.path(script)
+        pair = percent_pair_of(path)
+        if pair is None:
+            continue
+        shown = _shown(path, call.cwd)
+        return (
+            f"{shown} is a py:percent notebook paired with {_shown(pair, call.cwd)}; running it as a plain script loses "
+            "its outputs and the kernel state, and leaves the notebook behind.\n" + EXEC_HINT.format(file=_quote(shown))
+        )
+    return None
+
+
+def _script(argv: list[str]) -> str | None:
+    name = os.path.basename(argv[0])
+    if name.endswith(".py") and "/" in argv[0]:
+        return argv[0]  # ./analysis.py, run through its shebang
+    found = _program(argv)
+    if found is None:
+        return None
+    program, args = found
+    if program in ("python", "ipython", "ipython3"):
+        scripts = _positional(args) if program != "python" else args[:1]
+        return next((s for s in scripts if s.endswith(".py")), None)
+    return None
+
+
+def notebook_edit(call: ToolCall) -> str | None:
+    """The reason to deny a hand edit of a paired ``.ipynb``, or None."""
+    if call.kind not in ("edit", "write", "notebook_edit", "patch"):
+        return None
+    for path in call.paths:
+        if not path.endswith(".ipynb"):
+            continue
+        py = os.path.splitext(path)[0] + ".py"
+        if not _is_percent_file(py):
+            continue
+        nb, shown_py = _shown(path, call.cwd), _shown(py, call.cwd)
+        return (
+            f"{nb} is paired with the py:percent {shown_py}; edit {shown_py} instead (the .py is the source of the cells). "
+            "j-cli brings the notebook in line after the edit, keeping the outputs of unchanged cells; to do it by hand:\n"
+            f"  j-cli convert py-to-ipynb {_quote(shown_py)}\n"
+            f"(running it with `j-cli exec SESSION -f {_quote(shown_py)}` syncs it too)"
+        )
+    return None
+
+
+def percent_pair_of(py_path: str) -> str | None:
+    """The paired ``.ipynb`` of ``py_path`` when it is a py:percent file with one, else None."""
+    if not py_path.endswith(".py"):
+        return None
+    from ..pair.pairing import paired_notebook_path
+
+    real = os.path.realpath(py_path)
+    pair = paired_notebook_path(real)
+    if not os.path.isfile(pair) or not _is_percent_file(real):
+        return None
+    return os.path.splitext(py_path)[0] + ".ipynb"
+
+
+def _is_percent_file(path: str) -> bool:
+    from ..base.readfile import read_regular
+    from ..pair.percent import is_percent
+
+    try:
+        raw, _ = read_regular(path, _PEEK_BYTES)
+    except (OSError, ValueError):
+        return False
+    return is_percent(raw.decode("utf-8", "replace"))
+
+
+def _quote(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _commands(call: ToolCall) -> list[Command]:
+    from .shell_commands import commands
+
+    return commands(call.command or "", call.cwd)

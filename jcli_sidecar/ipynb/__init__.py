@@ -1,0 +1,49 @@
+"""The notebook file format: loading ``.ipynb`` as plain JSON, the offset index, nbformat's layout when writing,
+and splicing one cell back into a file.
+
+This face re-exports the public names of the modules below; each module is imported on first use.
+"""
+
+from ..base.face import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {
+        "cell_spec": ("parse_cell_spec",),
+        "multiline": ("join_text",),
+        "nbindex": (
+            "CHUNK",
+            "CellSpan",
+            "Changed",
+            "NotebookIndex",
+            "build_index",
+            "pread_span",
+            "stat_key",
+        ),
+        "nbsplice": (
+            "CellWriter",
+            "notebook_heads",
+        ),
+        "nbwrite": (
+            "dumps_cell",
+            "dumps_cell_parts",
+            "dumps_notebook",
+            "new_cell",
+            "new_notebook",
+            "read_for_update",
+            "write_notebook",
+        ),
+        "notebook": (
+            "NotebookFile",
+            "RawNumber",
+            "cell_at",
+            "coded_read_error",
+            "exact_float",
+            "load_notebook",
+            "parse_notebook",
+            "read_file_bytes",
+            "read_file_with_stat",
+            "read_text_file",
+        ),
+    },
+)

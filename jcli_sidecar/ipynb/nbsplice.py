@@ -1,0 +1,359 @@
+"""Writing one cell back into a notebook: the new cell's bytes spliced between the file's own.
+
+A run writes each cell as it finishes. Parsing and rewriting the whole
+notebook for that costs time and memory in the size of the file, so a full
+re-run of a big notebook would be quadratic. :class:`CellWriter` instead
+keeps the file's offset index (:mod:`jcli_sidecar.ipynb.nbindex`): a write-back
+decodes the target cell without its outputs, lets the caller check and
+change it, and writes a new file made of the bytes before the cell (copied
+by the kernel), the cell as :func:`~jcli_sidecar.ipynb.nbwrite.dumps_cell` lays it
+out, and the bytes after it. Memory and encoding follow the cell; only the
+kernel's copy follows the file.
+
+Byte compatibility: a spliced cell is exactly what nbformat's writer gives
+for it in that place, so a notebook in nbformat's layout stays byte for
+byte what nbformat would write. Splicing needs that layout around the cell
+(the file's start and end, the separators between cells, and the cell
+itself apart from its outputs); when any of it differs (a notebook written
+with ``indent=2``, minified, or by hand), the write lays the whole file out
+as nbformat does, once, one cell at a time (memory follows the biggest
+cell): the next write finds the layout and splices. Only a file the walk
+cannot index (old formats, odd JSON) is parsed whole and rewritten. Cells a
+splice does not write keep their bytes.
+
+The index belongs to the file whose ``fstat`` key (:func:`~jcli_sidecar.ipynb.nbindex.stat_key`)
+the writer saw after its own last write. Any other key means someone else
+wrote the file: it is indexed again, and the cell is found again by its id
+(else its place) and checked by the caller, as a full parse would.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..base.errors import JcliError, NotebookReadFailed
+from ..base.fileio import write_pieces_atomic, write_text_atomic
+from ..base.lazyjson import Bail, TooDeep, loads
+from ..base.readfile import check_size, open_regular, read_open
+from .nbindex import Changed, build_index, pread_span, stat_key
+from .nbwrite import dumps_cell_parts, dumps_notebook
+from .notebook import coded_read_error, exact_float, parse_notebook
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    #: Checks the cell found (None: no cell there) and changes it in place; raises to write nothing.
+    Edit = Callable[[Any], None]
+    #: One cell to write: ``(position, cell_id, edit)``.
+    Change = tuple[int, str | None, Edit]
+
+__all__ = ["CellWriter", "notebook_heads"]
+
+#: A cell's place: ``(start, end, outputs)``, ``outputs`` the ``(start, end)`` of its array or None.
+_Span = tuple[int, int, "tuple[int, int] | None"]
+#: What separates two cells in nbformat's layout.
+_BETWEEN = b",\n  "
+
+
+class CellWriter:
+    """Writes cells back into one notebook, each a splice of the current file.
+
+    Example:
+        >>> writer = CellWriter("report.ipynb")  # doctest: +SKIP
+        >>> writer.update_cell(3, "a1b2", edit)  # doctest: +SKIP
+    """
+
+    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "full_rewrites")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        #: The ``fstat`` key of the file the index describes (None: not indexed yet).
+        self.key: tuple[int, int, int, int, int] | None = None
+        self._spans: list[_Span] | None = None
+        self._ids: list[Any] = []
+        self._layout = False
+        #: How many writes rewrote the whole notebook (its layout was not nbformat's).
+        self.full_rewrites = 0
+
+    def update_cell(self, position: int, cell_id: str | None, edit: Edit) -> None:
+        """Find the cell (by ``cell_id`` when given, else at ``position``), ``edit`` it, write it back.
+
+        ``edit`` gets the cell without its ``outputs`` (None when no cell
+        matches) and sets what the cell becomes, outputs included.
+
+        Raises:
+            Whatever ``edit`` raises (nothing is written then).
+            FileNotFound, NotebookReadFailed: the notebook cannot be read.
+            OSError: the new file cannot be written.
+            ValueError, RecursionError: the cell cannot be encoded.
+        """
+        refused = self.update_cells([(position, cell_id, edit)])[0]
+        if refused is not None:
+            raise refused
+
+    def update_cells(self, changes: list[Change]) -> list[JcliError | None]:
+        """Several cells at once, in one new file: each ``(position, cell_id, edit)`` as :meth:`update_cell`.
+
+        A coded error an ``edit`` raises refuses that cell only: the others
+        are written, and its place in the answer holds the error (None for
+        a cell written).
+
+        Raises:
+            FileNotFound, NotebookReadFailed: the notebook cannot be read.
+            OSError: the new file cannot be written (no cell is).
+            ValueError, RecursionError: a cell cannot be encoded (no cell is).
+        """
+        for _attempt in range(3):
+            try:
+                fd, info = open_regular(self.path)
+            except OSError as exc:
+                raise coded_read_error(exc, self.path) from None
+            try:
+                check_size(info, self.path)
+                if stat_key(info) != self.key:
+                    self._load(fd, info)
+                if self._spans is not None:
+                    try:
+                        return self._splice(fd, info, changes)
+                    except Bail:  # a cell or the frame is not JSON after all: the full parse says why
+                        pass
+                return self._rewrite(fd, info, changes)
+            except Changed:
+                self.key = None
+                continue
+            finally:
+                os.close(fd)
+        raise NotebookReadFailed(f"{self.path}: kept changing while it was being written back; try again", path=self.path)
+
+    def _load(self, fd: int, info: os.stat_result) -> None:
+        """Index the open file; no index (the whole file is parsed at the write) when the walk cannot."""
+        self.key, self._spans, self._ids, self._layout = None, None, [], False
+        try:
+            index = build_index(fd, info)
+        except (Bail, TooDeep):
+            return
+        spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+        ids = []
+        for number in range(len(spans)):
+            head = _decode(_head_bytes(fd, spans[number]))
+            if head is None:
+                return
+            ids.append(head.get("id") if isinstance(head, dict) else None)
+        self.key, self._spans, self._ids = index.key, spans, ids
+        self._layout = _in_layout(fd, info.st_size, spans)
+
+    def _find(self, position: int, cell_id: str | None) -> int:
+        if cell_id is not None:
+            found = [number for number, known in enumerate(self._ids) if known == cell_id]
+            return found[0] if len(found) == 1 else -1
+        return position
+
+    def _splice(self, fd: int, info: os.stat_result, changes: list[Change]) -> list[JcliError | None]:
+        assert self._spans is not None
+        spans = self._spans
+        found: list[tuple[int, bytes, Any]] = []
+        for position, cell_id, _edit in changes:
+            number = self._find(position, cell_id)
+            if 0 <= number < len(spans):
+                raw = _head_bytes(fd, spans[number])
+                found.append((number, raw, _decode(raw)))
+            else:
+                found.append((-1, b"", None))
+        if any(number >= 0 and not isinstance(cell, dict) for number, _raw, cell in found):
+            raise Bail("a cell that is not JSON")  # the full parse says what is wrong
+        in_layout = self._layout and all(
+            number < 0 or raw == "".join(dumps_cell_parts(cell)).encode("utf-8") for number, raw, cell in found
+        )
+        edited: dict[int, dict[str, Any]] = {}
+        answers = []
+        for (number, _raw, cell), (_position, _cell_id, edit) in zip(found, changes, strict=True):
+            if cell is not None:
+                cell.pop("outputs", None)
+            answers.append(_apply(edit, cell))
+            if answers[-1] is None and cell is not None:
+                edited[number] = cell
+        if not edited:
+            return answers
+        if not in_layout:
+            self._relayout(fd, info, edited)
+            return answers
+        pieces: list[bytes | tuple[int, int]] = []
+        at = 0
+        placed: list[tuple[int, int, int, tuple[int, int] | None]] = []  # number, new start, new end, outputs
+        shift = 0
+        for number in sorted(edited):
+            start, end, _outputs = spans[number]
+            before, outputs, after = (part.encode("utf-8") for part in dumps_cell_parts(edited[number]))
+            pieces += [(at, start), before, outputs, after]
+            new_start = start + shift
+            size = len(before) + len(outputs) + len(after)
+            placed.append(
+                (
+                    number,
+                    new_start,
+                    new_start + size,
+                    (new_start + len(before), new_start + len(before) + len(outputs)) if outputs else None,
+                )
+            )
+            shift += size - (end - start)
+            at = end
+        pieces.append((at, info.st_size))
+        if stat_key(os.fstat(fd)) != self.key:
+            raise Changed()
+        written = write_pieces_atomic(self.path, pieces, source_fd=fd)
+        self._move(placed)
+        for number in edited:
+            self._ids[number] = edited[number].get("id")
+        self.key = stat_key(written) if written.st_size == info.st_size + shift else None
+        return answers
+
+    def _move(self, placed: list[tuple[int, int, int, tuple[int, int] | None]]) -> None:
+        """Record the new places of the cells written, and shift every cell after each."""
+        assert self._spans is not None
+        spans = self._spans
+        shift = 0
+        ahead = iter(placed)
+        upcoming = next(ahead, None)
+        for number in range(len(spans)):
+            start, end, outputs = spans[number]
+            if upcoming is not None and upcoming[0] == number:
+                spans[number] = (upcoming[1], upcoming[2], upcoming[3])
+                shift = upcoming[2] - end
+                upcoming = next(ahead, None)
+            elif shift:
+                spans[number] = (start + shift, end + shift, (outputs[0] + shift, outputs[1] + shift) if outputs is not None else None)
+
+    def _relayout(self, fd: int, info: os.stat_result, edited: dict[int, dict[str, Any]]) -> None:
+        """Write the whole file in nbformat's layout, the ``edited`` cells as they are, one cell at a time."""
+        assert self._spans is not None
+        spans = self._spans
+        frame = _frame(fd, info.st_size, spans)
+        if frame is None:
+            raise Bail("the notebook around its cells is not JSON")
+
+        def pieces() -> Iterator[bytes]:
+            yield frame[0]
+            for at, span in enumerate(spans):
+                if at:
+                    yield _BETWEEN
+                cell = edited[at] if at in edited else _decode(pread_span(fd, span[0], span[1]))
+                if cell is None:
+                    raise Bail("a cell that is not JSON")
+                yield "".join(dumps_cell_parts(cell)).encode("utf-8")
+            yield frame[1]
+
+        if stat_key(os.fstat(fd)) != self.key:
+            raise Changed()
+        write_pieces_atomic(self.path, pieces(), source_fd=fd)
+        self.full_rewrites += 1
+        self.key = None  # indexed again at the next write, now in nbformat's layout
+
+    def _rewrite(self, fd: int, info: os.stat_result, changes: list[Change]) -> list[JcliError | None]:
+        """Parse the whole notebook, edit the cells, write it all in nbformat's layout."""
+        nb = parse_notebook(read_open(fd, info, self.path), self.path, exact_numbers=True)
+        cells = nb["cells"]
+        answers = []
+        for position, cell_id, edit in changes:
+            if cell_id is not None:
+                found = [n for n, c in enumerate(cells) if isinstance(c, dict) and c.get("id") == cell_id]
+                number = found[0] if len(found) == 1 else -1
+            else:
+                number = position
+            cell = cells[number] if 0 <= number < len(cells) and isinstance(cells[number], dict) else None
+            kept = cell.pop("outputs", None) if cell is not None else None
+            answers.append(_apply(edit, cell))
+            if answers[-1] is not None and cell is not None and kept is not None:
+                cell["outputs"] = kept  # refused: the cell stays as it was
+        if any(answer is None for answer in answers):
+            write_text_atomic(self.path, dumps_notebook(nb))
+            self.full_rewrites += 1
+        self.key = None  # indexed again at the next write, now in nbformat's layout
+        return answers
+
+
+def _apply(edit: Edit, cell: Any) -> JcliError | None:
+    """Run ``edit`` on ``cell``; the coded error it raises, or None."""
+    try:
+        edit(cell)
+    except JcliError as err:
+        return err
+    return None
+
+
+def notebook_heads(path: str) -> dict[str, Any] | None:
+    """The notebook with each cell's ``outputs`` read as ``[]``, from its offset index; None when the walk cannot index it.
+
+    Enough to tell whether a pair's sync would change anything: only when it
+    does is the whole notebook read (numbers exact, as a rewrite needs them).
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError: the file cannot be read.
+    """
+    for _attempt in range(3):
+        try:
+            fd, info = open_regular(path)
+        except OSError as exc:
+            raise coded_read_error(exc, path) from None
+        try:
+            check_size(info, path)
+            index = build_index(fd, info)
+            spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+            if not spans:
+                return None
+            top = _decode(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], info.st_size))
+            cells = [_decode(_head_bytes(fd, span)) for span in spans]
+            if not isinstance(top, dict) or any(not isinstance(cell, dict) for cell in cells):
+                return None
+            if stat_key(os.fstat(fd)) != index.key:
+                raise Changed()
+            top["cells"] = cells
+            return top
+        except (Bail, TooDeep):
+            return None
+        except Changed:
+            continue
+        finally:
+            os.close(fd)
+    return None
+
+
+def _head_bytes(fd: int, span: _Span) -> bytes:
+    """The cell's bytes, its ``outputs`` array read as ``[]`` (the whole cell when its place is unknown)."""
+    start, end, outputs = span
+    if outputs is None:
+        return pread_span(fd, start, end)
+    return pread_span(fd, start, outputs[0]) + b"[]" + pread_span(fd, outputs[1], end)
+
+
+def _decode(raw: bytes) -> Any:
+    """The cell the bytes hold, numbers exact; None when they are not JSON."""
+    try:
+        return loads(raw, parse_float=exact_float)
+    except ValueError:
+        return None
+
+
+def _frame(fd: int, size: int, spans: list[_Span]) -> tuple[bytes, bytes] | None:
+    """What nbformat writes before the first cell and after the last, from the file's own; None if not JSON."""
+    try:
+        rest = loads(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], size), parse_float=exact_float)
+    except ValueError:
+        return None
+    if not isinstance(rest, dict):
+        return None
+    text = dumps_notebook({**rest, "cells": [{}]})
+    cut = text.find("\n  {}\n")
+    return text[: cut + 3].encode("utf-8"), text[cut + 5 :].encode("utf-8")
+
+
+def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
+    """Whether everything around the cells is laid out as nbformat writes it."""
+    if not spans:
+        return False
+    for (_, end, _o), (start, _, _p) in zip(spans, spans[1:], strict=False):
+        if start - end != len(_BETWEEN) or pread_span(fd, end, start) != _BETWEEN:
+            return False
+    frame = _frame(fd, size, spans)
+    return frame is not None and frame == (pread_span(fd, 0, spans[0][0]), pread_span(fd, spans[-1][1], size))

@@ -1,0 +1,129 @@
+"""Kernels: the Jupyter Server's REST API and websocket, sessions, running code (inline and notebook runs),
+the exec result, and a kernel's variables.
+
+This face re-exports the public names of the modules below; each module is imported on first use.
+"""
+
+from ..base.face import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {
+        "display_mode": (
+            "DISPLAY_MODES",
+            "RESTORE_TIMEOUT",
+            "check_display_mode",
+            "in_display_mode",
+        ),
+        "exec_result": (
+            "ITEM_BUDGET",
+            "TEXT_BUDGET",
+            "build_result",
+            "needs_store",
+            "output_text",
+        ),
+        "exec_timeout": (
+            "DEFAULT_TIMEOUT",
+            "TIMEOUT_ENV",
+            "parse_timeout",
+            "resolve_timeout",
+        ),
+        "jsonl_compat": (
+            "SOURCE_PREVIEW_CHARS",
+            "cell_fields",
+            "source_preview",
+            "summary_fields",
+        ),
+        "jupyter_api": (
+            "JupyterServer",
+            "kernel_summary",
+            "select_session",
+            "session_summary",
+        ),
+        "kernel_client": (
+            "ExecutionResult",
+            "IDLE_AFTER_INTERRUPT",
+            "KernelConnection",
+            "MAX_TIMEOUT",
+            "OUTPUT_EVENTS",
+            "RATE_LIMIT_NOTE",
+            "STALL_AT_ENV",
+            "STALL_FIFO_ENV",
+            "StopRequested",
+            "StopSwitch",
+            "check_timeout",
+            "execute",
+            "stall_point",
+        ),
+        "kernel_cwd": (
+            "PLACE_TIMEOUT",
+            "place_kernel",
+        ),
+        "kernel_request": (
+            "EXTENSION_LANGUAGES",
+            "inspect_kernel_request",
+        ),
+        "kernel_vars": (
+            "MAX_ROWS",
+            "NAMED_VALUE_CHARS",
+            "PREVIEW_NAMES",
+            "PREVIEW_TIMEOUT",
+            "RICH_CHARS",
+            "VALUE_CHARS",
+            "VARS_TIMEOUT",
+            "preview_variables",
+            "read_variables",
+        ),
+        "notebook_run": (
+            "DEFAULT_CHECKPOINT_SECONDS",
+            "DEFAULT_WRITEBACK_PACE",
+            "NotebookRun",
+            "RunOptions",
+            "checkpoint_seconds_from_env",
+            "is_notebook_file",
+            "writeback_pace_from_env",
+        ),
+        "server_probe": (
+            "EG_USER_SETTING",
+            "LISTING_SETTINGS",
+            "ServerInfo",
+            "listing_forbidden",
+            "probe",
+            "refused_kernel_user",
+        ),
+        "server_replies": (
+            "MESSAGE_CHARS",
+            "reply_error",
+            "reply_status",
+            "server_message",
+        ),
+        "session_lookup": (
+            "find_session",
+            "find_sessions",
+            "is_full_id",
+            "listed_sessions",
+        ),
+        "urls": (
+            "check_server_url",
+            "redact_text",
+            "redact_url",
+            "split_server_url",
+        ),
+        "vars_rules": (
+            "HIDDEN_NAMES",
+            "bounded",
+            "describe",
+            "is_hidden",
+            "run",
+            "select",
+        ),
+        "wire": (
+            "HttpError",
+            "Response",
+            "WebSocket",
+            "WireError",
+            "http_request",
+            "open_websocket",
+        ),
+    },
+)

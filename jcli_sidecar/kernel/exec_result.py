@@ -1,0 +1,155 @@
+"""The result of ``j-cli exec``: status, bounded text, and one item per output.
+
+The text budget is one rule, defined here: at most :data:`TEXT_BUDGET`
+characters and :data:`ITEM_BUDGET` items, with an explicit notice when
+anything was left out.
+"""
+
+from __future__ import annotations
+
+from ..base.protocol import SCHEMA_VERSION
+from ..ipynb.multiline import join_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .kernel_client import ExecutionResult
+
+__all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "needs_store", "output_text"]
+
+TEXT_BUDGET = 4000
+ITEM_BUDGET = 20
+
+
+def _join(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(x) for x in value)
+    return value if isinstance(value, str) else ""
+
+
+def output_text(output: dict[str, Any]) -> str:
+    """The plain text a person would see for one output."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _join(output.get("text"))
+    if kind == "error":
+        return f"{output.get('ename', '')}: {output.get('evalue', '')}"
+    data = output.get("data") or {}
+    return _join(data.get("text/plain"))
+
+
+def _item(index: int, output: dict[str, Any]) -> dict[str, Any]:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return {"type": "stream", "output_index": index, "name": output.get("name"), "text": output_text(output)}
+    if kind == "error":
+        return {
+            "type": "error",
+            "output_index": index,
+            "ename": output.get("ename"),
+            "evalue": output.get("evalue"),
+            "traceback": output.get("traceback", []),
+        }
+    data = output.get("data") or {}
+    item: dict[str, Any] = {"type": "display", "output_index": index, "output_type": kind, "mime_types": list(data)}
+    if "text/plain" in data:
+        item["text"] = output_text(output)
+    return item
+
+
+def build_result(
+    result: ExecutionResult,
+    *,
+    session_id: str,
+    kernel_id: str,
+    stored: list[dict[str, Any]] | None = None,
+    run: dict[str, Any] | None = None,
+    partial: bool = False,
+) -> dict[str, Any]:
+    """The exec document printed in JSON mode.
+
+    ``text`` is the bounded, human-readable transcript; ``status`` is
+    ``"error"`` when the code raised. ``outputs`` has, for each output, one
+    item per stored payload file (``{type, output_index, mime, path, bytes}``;
+    images are ``type: "image"``) or else a text summary; bounded too.
+    ``run`` names the stored run (``run_id``, ``manifest``) when there is one.
+
+    ``partial`` is for a run cut short (a timeout, the kernel dying, a
+    signal, a failure of j-cli's own): the document is what was captured
+    until then, with ``status: "error"`` and ``partial: true``. Output the
+    server dropped (its IOPub rate limit) makes ``truncated`` true, with a
+    note, and ``dropped`` holds the first line of the server's notice.
+
+    Example:
+        >>> from jcli_sidecar.kernel.kernel_client import ExecutionResult
+        >>> r = ExecutionResult(); r.outputs = [{"output_type": "stream", "name": "stdout", "text": "hi\\n"}]
+        >>> build_result(r, session_id="s", kernel_id="k")["text"]
+        'hi\\n'
+    """
+    texts = []
+    for output in result.outputs:
+        text = output_text(output)
+        if text:
+            texts.append(text if text.endswith("\n") or output.get("output_type") == "stream" else text + "\n")
+    full = "".join(texts)
+    by_output: dict[int, list[dict[str, Any]]] = {}
+    for item in stored or []:
+        by_output.setdefault(item["output_index"], []).append(item)
+    items = []
+    for i, out in enumerate(result.outputs):
+        items.extend(by_output.get(i) or [_item(i, out)])
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "error" if partial or result.status == "error" else "ok",
+        "session_id": session_id,
+        "kernel_id": kernel_id,
+        "execution_count": result.execution_count,
+        "text": full[:TEXT_BUDGET],
+        "truncated": False,
+        "outputs": items[:ITEM_BUDGET],
+    }
+    left_out = []
+    if len(full) > TEXT_BUDGET:
+        left_out.append(f"{len(full) - TEXT_BUDGET} more characters of text")
+    if len(items) > ITEM_BUDGET:
+        left_out.append(f"{len(items) - ITEM_BUDGET} more outputs")
+    if partial:
+        doc["partial"] = True
+    if run is not None:
+        doc["run"] = run
+    notices = []
+    if left_out:
+        where = f"; the full record: j-cli output show {run['run_id']}" if run else ""
+        notices.append("left out: " + " and ".join(left_out) + where)
+    if result.dropped is not None:
+        doc["dropped"] = result.dropped
+        notices.append("the Jupyter Server dropped output (its IOPub rate limit); no record holds it")
+    if notices:
+        doc["truncated"] = True
+        doc["truncation_notice"] = "; ".join(notices)
+    if result.status == "error" and result.error:
+        doc["error"] = result.error
+    if result.notes:
+        doc["notes"] = list(result.notes)
+    return doc
+
+
+def needs_store(outputs: list[dict[str, Any]], text_budget: int = TEXT_BUDGET) -> bool:
+    """True when a run has any rich MIME, or more text than the budget: its outputs are kept on disk.
+
+    A short, text-only result creates nothing on disk.
+    """
+    total = 0
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind in ("display_data", "execute_result"):
+            data = output.get("data") or {}
+            if any(m != "text/plain" for m in data):
+                return True
+            total += len(join_text(data.get("text/plain", ""), "text"))
+        elif kind == "stream":
+            total += len(join_text(output.get("text", ""), "text"))
+        elif kind == "error":
+            total += sum(len(line) for line in output.get("traceback") or [])
+    return total > text_budget

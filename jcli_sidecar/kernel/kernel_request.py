@@ -1,0 +1,133 @@
+"""The kernel a file asks for, read from the file alone (no server).
+
+An ``.ipynb`` asks through ``metadata.kernelspec`` (and describes its
+language in ``metadata.language_info``). A py:percent ``.py`` asks through
+its jupytext YAML header (read by the codec, :func:`jcli_sidecar.pair.percent.read_header`); without one, its paired ``.ipynb`` speaks for it. A file
+that asks for nothing is an answer too (``requested: false``), not an error.
+
+Files are read through :mod:`jcli_sidecar.ipynb.notebook` (regular files only,
+capped, coded errors); nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..base.errors import FileNotFound, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["EXTENSION_LANGUAGES", "inspect_kernel_request"]
+
+#: The language a file's extension implies.
+EXTENSION_LANGUAGES = {".py": "python"}
+_SPEC_FIELDS = ("name", "display_name", "language")
+
+
+def inspect_kernel_request(path: str) -> dict[str, Any]:
+    """What kernel ``path`` (an ``.ipynb`` or a ``.py``) asks for.
+
+    Returns:
+        ``path`` (as given) and ``file`` (absolute); ``requested`` and
+        ``source`` (``"notebook"``, ``"py_header"``, ``"paired_notebook"``
+        or None) with ``source_path``; ``kernelspec`` (``name``,
+        ``display_name``, ``language``) and ``language_info``, each None when
+        absent; ``extension_language``; and upstream jupyter-jcli's flat
+        ``kernel_name``, ``kernel_display_name``, ``kernel_language``.
+
+    Raises:
+        UsageError: not an ``.ipynb`` or a ``.py``.
+        FileNotFound, NotebookReadFailed: the file (or the pair that speaks
+            for it) cannot be read or parsed.
+
+    Example:
+        >>> inspect_kernel_request("examples/demo.ipynb")["source"]  # doctest: +SKIP
+        'notebook'
+    """
+    from ..ipynb.notebook import parse_notebook, read_file_bytes
+    from ..pair.percent import read_header
+
+    full = os.path.abspath(path)
+    extension = os.path.splitext(full)[1].lower()
+    if extension not in (".ipynb", ".py"):
+        raise UsageError(f"{path}: inspect-file reads an .ipynb or a .py")
+    raw = read_file_bytes(full)
+    meta: dict[str, Any] = {}
+    source = source_path = None
+    if extension == ".ipynb":
+        meta = _metadata(parse_notebook(raw, full))
+        source, source_path = "notebook", full
+    else:
+        text = raw.decode("utf-8", "replace")
+        jupyter = read_header(text, full) or {}
+        if isinstance(jupyter.get("kernelspec"), dict):
+            meta, source, source_path = jupyter, "py_header", full
+        else:
+            meta, source, source_path = _paired_metadata(full, text)
+    spec = _kernelspec(meta.get("kernelspec"))
+    info = _language_info(meta.get("language_info"))
+    if spec is None and info is None:
+        source = source_path = None
+    return {
+        "path": path,
+        "file": full,
+        "requested": spec is not None,
+        "source": source,
+        "source_path": source_path,
+        "kernelspec": spec,
+        "language_info": info,
+        "extension_language": EXTENSION_LANGUAGES.get(extension),
+        "kernel_name": (spec or {}).get("name"),
+        "kernel_display_name": (spec or {}).get("display_name"),
+        "kernel_language": (spec or {}).get("language"),
+    }
+
+
+def _metadata(nb: dict[str, Any]) -> dict[str, Any]:
+    meta = nb.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _paired_metadata(py_path: str, text: str) -> tuple[dict[str, Any], str | None, str | None]:
+    """A py:percent file's paired notebook speaks for it, when there is one."""
+    from ..ipynb.notebook import parse_notebook, read_file_bytes
+    from ..pair.pairing import is_percent, paired_notebook_path
+
+    if not is_percent(text):
+        return {}, None, None
+    nb_path = paired_notebook_path(os.path.realpath(py_path))
+    try:
+        raw = read_file_bytes(nb_path)
+    except FileNotFound:  # no pair (or a link to nothing): nothing speaks for the .py
+        return {}, None, None
+    return _metadata(parse_notebook(raw, nb_path)), "paired_notebook", nb_path
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _kernelspec(value: Any) -> dict[str, str | None] | None:
+    """``name``, ``display_name`` and ``language`` (strings, else None); None without a name or display name."""
+    if not isinstance(value, dict):
+        return None
+    spec = {field: _text(value.get(field)) for field in _SPEC_FIELDS}
+    return spec if spec["name"] or spec["display_name"] else None
+
+
+def _language_info(value: Any) -> dict[str, Any] | None:
+    """The plain fields of ``language_info`` (and ``codemirror_mode``'s): strings, integers, booleans; None when absent."""
+    if not isinstance(value, dict):
+        return None
+    scalar = (str, int, bool, type(None))
+    info: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            continue
+        if isinstance(item, scalar):
+            info[key] = item
+        elif isinstance(item, dict):
+            info[key] = {k: v for k, v in item.items() if isinstance(k, str) and isinstance(v, scalar)}
+    return info or None

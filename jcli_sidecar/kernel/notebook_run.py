@@ -1,0 +1,738 @@
+"""Notebook runs, modelled on nbclient's ``NotebookClient``: one options object in, named hooks out.
+
+:class:`NotebookRun` runs a notebook's chosen code cells in order, in one
+kernel, over one connection. Outputs go only into the notebook: each cell's
+raw outputs and ``execution_count`` are written back as the cell finishes
+(under the notebook lock, temp file plus rename, mode kept; only the cell's
+bytes are new, see :mod:`jcli_sidecar.ipynb.nbsplice`), so a crash keeps the
+finished cells. In a notebook big enough that writing it takes a real share
+of the run, finished cells wait a little and are written together
+(:class:`_Pacer`); a cell's ``on_cell_complete`` always comes once it is in
+the file, so its line is never ahead of the notebook. Before each write the target cell must still hold
+the source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is
+overwritten. A long cell's partial outputs are saved every
+:attr:`RunOptions.checkpoint_seconds`. A ``.py`` pair first brings its
+``.ipynb`` in line (``pairsync``).
+
+Everything a write-back needs (the notebook encodes, its directory takes a
+new file, the runtime dir and the lock are usable) is tried in
+:meth:`NotebookRun.prepare`, before any code is sent. A cell cut short
+(``TIMEOUT``, ``KERNEL_DIED``, ``INTERRUPTED``) gets the outputs it
+produced until then, never stale ones, and no ``running`` mark; its error
+line says ``executed: true`` and carries them as ``result``.
+
+The run prints nothing: callers attach hooks (the CLI prints JSON lines or
+live output; a sidecar could hold the kernel connection and stream).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from ..base.errors import (
+    Interrupted,
+    JcliError,
+    NotebookOutOfSync,
+    NotebookReadFailed,
+    OutputSaveFailed,
+    internal_error,
+)
+from ..base.locks import notebook_lock
+from ..base.protocol import SCHEMA_VERSION
+from ..base.runtime import ensure_runtime_dir
+from ..ipynb.cell_spec import parse_cell_spec
+from ..ipynb.multiline import join_text
+from ..ipynb.nbindex import stat_key
+from ..ipynb.nbsplice import CellWriter, notebook_heads
+from ..ipynb.nbwrite import dumps_cell, read_for_update, write_notebook
+from ..ipynb.notebook import NotebookFile
+from ..pair.pairing import paired_notebook_path
+from ..pair.percent import is_percent, normalize_source, parse_percent
+from .display_mode import check_display_mode, in_display_mode
+from .exec_result import build_result
+from .jsonl_compat import cell_fields, summary_fields
+from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from .jupyter_api import JupyterServer
+    from .kernel_client import OutputEvent, StopSwitch
+
+    #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
+    Hook = Callable[..., None]
+
+__all__ = [
+    "DEFAULT_CHECKPOINT_SECONDS",
+    "DEFAULT_WRITEBACK_PACE",
+    "NotebookRun",
+    "RunOptions",
+    "checkpoint_seconds_from_env",
+    "is_notebook_file",
+    "writeback_pace_from_env",
+]
+
+DEFAULT_CHECKPOINT_SECONDS = 10.0
+DEFAULT_WRITEBACK_PACE = 4.0
+
+
+def is_notebook_file(path: str) -> bool:
+    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair)."""
+    if path.endswith(".ipynb"):
+        return True
+    if not path.endswith(".py"):
+        return False
+    from ..base.readfile import read_regular
+
+    try:
+        raw, _ = read_regular(path)  # never blocks on a FIFO, never reads a device
+    except (OSError, ValueError):
+        return False
+    return is_percent(raw.decode("utf-8", "replace"))
+
+
+def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``JCLI_WRITEBACK_PACE`` (default 4): how long finished cells may wait to be written, in last write-backs.
+
+    A bad or negative value is the default; 0 writes every cell as it finishes.
+
+    Example:
+        >>> writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "0"}), writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "x"})
+        (0.0, 4.0)
+    """
+    raw = (os.environ if env is None else env).get("JCLI_WRITEBACK_PACE", str(DEFAULT_WRITEBACK_PACE))
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_WRITEBACK_PACE
+    return value if value >= 0 and value == value and value != float("inf") else DEFAULT_WRITEBACK_PACE
+
+
+def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
+    """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved.
+
+    The caller's environment decides; a bad or negative value is the default.
+
+    Example:
+        >>> checkpoint_seconds_from_env({"JCLI_CHECKPOINT_SECONDS": "0"}), checkpoint_seconds_from_env({})
+        (0.0, 10.0)
+    """
+    raw = (os.environ if env is None else env).get("JCLI_CHECKPOINT_SECONDS", "10")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_CHECKPOINT_SECONDS
+    return value if value >= 0 else DEFAULT_CHECKPOINT_SECONDS
+
+
+class RunOptions:
+    """How a notebook run goes, resolved by the caller (its arguments and environment).
+
+    Attributes:
+        cells: the cells to run, as ``N``, ``A:B`` (B excluded), ``A:`` or
+            ``:B`` (:func:`parse_cell_spec`); None runs every cell.
+        timeout: seconds per cell before the kernel is interrupted
+            (``TIMEOUT``); None waits forever. Checked at once
+            (``kernel_client.check_timeout``).
+        checkpoint_seconds: how often a running cell's partial outputs are
+            saved into the notebook; 0 saves on every output, None never
+            (``--no-stream``: only each cell's final write-back).
+        kernel_name: the kernelspec a notebook created for a pair records.
+        py_wins: sync a pair's notebook from the ``.py`` even when that is
+            not clearly meant (see :mod:`jcli_sidecar.pair.pairguard`).
+        display_mode: IPython's display mode for the run's cells (one of
+            ``display_mode.DISPLAY_MODES``), the kernel's own restored
+            afterwards; None leaves the kernel's setting alone.
+        writeback_pace: finished cells are queued while less than this
+            many times the last write-back's duration has passed since it
+            (:class:`_Pacer`); 0 writes every cell at once.
+
+    Example:
+        >>> RunOptions(cells="1:3", timeout=30)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0)
+    """
+
+    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode", "writeback_pace")
+
+    def __init__(
+        self,
+        *,
+        cells: str | None = None,
+        timeout: float | None = None,
+        checkpoint_seconds: float | None = DEFAULT_CHECKPOINT_SECONDS,
+        kernel_name: str | None = None,
+        py_wins: bool = False,
+        display_mode: str | None = None,
+        writeback_pace: float = DEFAULT_WRITEBACK_PACE,
+    ) -> None:
+        self.cells = cells
+        self.timeout = check_timeout(timeout)
+        self.checkpoint_seconds = checkpoint_seconds
+        self.kernel_name = kernel_name
+        self.py_wins = py_wins
+        self.display_mode = check_display_mode(display_mode)
+        self.writeback_pace = writeback_pace
+
+    def __repr__(self) -> str:
+        return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+
+
+class NotebookRun:
+    """One run of a notebook's code cells; hooks are attributes, called with keyword arguments.
+
+    - ``on_notebook_start(notebook, cell_indexes)``: the cells are chosen and
+      about to run; ``notebook`` is the notebook's path and ``cell_indexes``
+      the file indexes of the code cells that will run, in order (the run
+      stops early at a cell that raised or failed).
+    - ``on_cell_start(cell_index, cell)``: a code cell is about to run.
+      ``cell_index`` counts cells as the file does (a pair's ``.py`` cells);
+      ``cell`` is the notebook's cell.
+    - ``on_output(event, output, index, outputs, chunk)``: the running cell's
+      outputs changed, as :meth:`KernelConnection.execute` reports it
+      (``event`` is one of ``kernel_client.OUTPUT_EVENTS``).
+    - ``on_cell_complete(cell_index, line)``: the cell ran and its outputs are
+      in the notebook; ``line`` is its JSON document. Code that raised is a
+      result too (``line["status"] == "error"``); the run stops after it.
+    - ``on_cell_error(cell_index, line, error)``: j-cli could not run the cell
+      or save its outputs; ``error`` is the coded :class:`JcliError` and
+      ``line`` its document (``executed`` says whether the code was sent;
+      once it was, ``result`` is what the cell printed, ``partial: true``
+      when it was cut short). The run stops.
+
+    Every line (and the summary) also carries upstream jupyter-jcli's field
+    names (:mod:`jcli_sidecar.kernel.jsonl_compat`).
+
+    Every cell that starts ends in exactly one of the last two. Unlike
+    nbclient, ``on_cell_error`` is not about the code raising: that is a
+    result, as it is for ``j-cli exec -c``.
+
+    Example:
+        >>> run = NotebookRun("report.py", RunOptions(cells="2:", timeout=60))
+        >>> run.on_cell_complete = print_line  # doctest: +SKIP
+        >>> summary = run.execute(server, session)  # doctest: +SKIP
+    """
+
+    __slots__ = (
+        "path",
+        "options",
+        "on_notebook_start",
+        "on_cell_start",
+        "on_output",
+        "on_cell_complete",
+        "on_cell_error",
+        "nb_path",
+        "cells",
+        "writer",
+        "summary",
+        "_chosen",
+        "_py_to_nb",
+        "_stop",
+        "_created",
+        "_updated",
+        "_pending",
+        "_pacer",
+        "_halted",
+        "sent",
+    )
+
+    def __init__(self, path: str, options: RunOptions | None = None) -> None:
+        self.path = path
+        self.options = options if options is not None else RunOptions()
+        self.on_notebook_start: Hook | None = None
+        self.on_cell_start: Hook | None = None
+        self.on_output: Hook | None = None
+        self.on_cell_complete: Hook | None = None
+        self.on_cell_error: Hook | None = None
+        self.nb_path: str | None = None
+        #: The notebook's cells without their outputs (``cell_type``, ``id``, ``metadata``, ``source``).
+        self.cells: list[Any] = []
+        self.writer: CellWriter | None = None
+        self.summary: dict[str, Any] = {}
+        self._chosen: list[int] = []
+        self._py_to_nb: list[int] | None = None
+        self._stop: StopSwitch | None = None
+        self._created: str | None = None  # the notebook this run created (for notebook_created), as the caller named it
+        self._updated = False  # whether any cell was written back
+        #: Cells run but not yet written back: ``(target, result, line)`` (see :class:`_Pacer`).
+        self._pending: list[tuple[_CellTarget, ExecutionResult, dict[str, Any]]] = []
+        self._pacer = _Pacer(self.options.writeback_pace)
+        self._halted = False  # a checkpoint's write of the queued cells failed: stop after this cell
+        #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
+        self.sent = False
+
+    def execute(self, server: JupyterServer, session: dict[str, Any], *, stop: StopSwitch | None = None) -> dict[str, Any]:
+        """Prepare, then run the chosen cells over one connection to the session's kernel.
+
+        ``session`` is a session summary (``id``, ``kernel_id``); ``stop``
+        (a ``kernel_client.StopSwitch``) lets a signal interrupt the run.
+
+        Returns:
+            The summary document.
+
+        Raises:
+            JcliError: what :meth:`prepare` raises, or the kernel cannot be
+                reached. A cell's own failure is never raised: it goes to
+                ``on_cell_error`` and into the summary.
+        """
+        self.prepare()
+        stall_point("prepared")
+        with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
+            return self.run_cells(kernel, session["id"], stop=stop)
+
+    def prepare(self) -> dict[str, Any]:
+        """Bring a pair's notebook in line, read the notebook and choose the cells.
+
+        Returns:
+            The summary so far: nothing run yet, and a pair's ``sync`` report.
+
+        Raises:
+            UsageError, CellNotFound: a bad ``cells`` spec.
+            OutputSaveFailed: a pair's notebook could not be written, or the
+                notebook could not be written back (``executed: false``).
+            RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
+        """
+        pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
+        self.nb_path, self.cells, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
+        self.writer = CellWriter(self.nb_path)
+        if not pair_existed:
+            self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
+        self._chosen = parse_cell_spec(self.options.cells, len(self.cells))
+        _check_writable(self.nb_path, self.cells)
+        self.summary = {
+            "schema_version": SCHEMA_VERSION,
+            "status": "ok",
+            "notebook": self.nb_path,
+            "cells_run": 0,
+            "cells_failed": 0,
+            "summary": summary_fields(0, False),
+        }
+        if report is not None:
+            self.summary["sync"] = report
+        return self.summary
+
+    def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
+        """Run the prepared cells in order over ``kernel``, each written back as it finishes.
+
+        Stops at the first cell that raised or failed, and when ``stop`` was
+        tripped (the summary then says ``code: "INTERRUPTED"``).
+
+        Returns:
+            The summary document.
+        """
+        self._stop = stop
+        code_cells = [(requested, index) for requested, index in self._placed() if _is_code(self.cells[index])]
+        if self.on_notebook_start is not None:
+            self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
+        notes: list[str] = []
+        with in_display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
+            try:
+                for requested, index in code_cells:
+                    if stop is not None and stop.count:  # a signal between cells: the next one does not start
+                        self.summary.setdefault("stopped_at", requested)
+                        break
+                    if not self._run_cell(kernel, session_id, requested, index) or self._halted:
+                        break
+            finally:
+                self._flush(session_id, kernel.kernel_id)  # the cells still queued
+        if stop is not None and stop.count:
+            self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
+        if notes:
+            self.summary["notes"] = notes
+        self.summary["summary"] = summary_fields(self.summary["cells_run"], self._updated)
+        return self.summary
+
+    def _placed(self) -> list[tuple[int, int]]:
+        """``(file index, notebook index)`` of each chosen cell."""
+        return [(requested, self._py_to_nb[requested] if self._py_to_nb is not None else requested) for requested in self._chosen]
+
+    def _compat(self, cell_index: int, source: str, result: ExecutionResult, written: bool) -> dict[str, Any]:
+        """Upstream's fields of one cell's line (:mod:`jcli_sidecar.kernel.jsonl_compat`); the first line names a created notebook."""
+        fields: dict[str, Any] = {
+            "cell": cell_fields(cell_index, source, result.outputs, result.execution_count),
+            "notebook_updated": written,
+        }
+        if self._created is not None:
+            fields["notebook_created"] = self._created
+            self._created = None
+        self._updated = self._updated or written
+        return fields
+
+    def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
+        """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
+        cell = self.cells[nb_index]
+        assert self.writer is not None
+        target = _CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
+        if self.on_cell_start is not None:
+            self.on_cell_start(cell_index=cell_index, cell=cell)
+        result = ExecutionResult()
+        written = False
+        try:
+            checkpoint = _Checkpoint(
+                target, self.options.checkpoint_seconds, self.on_output, self._flush_before_checkpoint(session_id, kernel)
+            )
+            kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
+        except Exception as exc:
+            err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            self._flush(session_id, kernel.kernel_id)  # the cells before it end first
+            if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
+                self.sent = True
+                try:
+                    target.write_back(result)
+                    written = True
+                except Exception as save_exc:
+                    save_error = save_exc if isinstance(save_exc, JcliError) else internal_error(save_exc)
+                    err.details["save_error"] = {"code": save_error.code, "message": save_error.message}
+            line.update(self._compat(cell_index, target.source, result, written))
+            return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
+        self.sent = True
+        self._pending.append((target, result, line))
+        if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
+            return self._flush(session_id, kernel.kernel_id)
+        return True
+
+    def _flush_before_checkpoint(self, session_id: str, kernel: KernelConnection) -> Callable[[], None]:
+        """What a checkpoint does first: write the finished cells still queued (a failure stops the run after the cell)."""
+
+        def flush() -> None:
+            if self._pending and not self._flush(session_id, kernel.kernel_id):
+                self._halted = True
+
+        return flush
+
+    def _flush(self, session_id: str, kernel_id: str) -> bool:
+        """Write every queued cell back in one splice, then end each (``on_cell_complete`` or ``on_cell_error``); False stops the run."""
+        if not self._pending:
+            return True
+        pending, self._pending = self._pending, []
+        assert self.writer is not None
+        started = time.monotonic()
+        try:
+            answers = _write_back_all(self.writer, [(target, result) for target, result, _line in pending])
+        except Exception as exc:  # a bug of ours: each cell says so
+            answers = [internal_error(exc) for _ in pending]
+        self._pacer.wrote(started)
+        going = True
+        for (target, result, line), refused in zip(pending, answers, strict=True):
+            going = self._finish(target, result, line, refused, session_id, kernel_id) and going
+        return going
+
+    def _finish(
+        self, target: _CellTarget, result: ExecutionResult, line: dict[str, Any], refused: JcliError | None, session_id: str, kernel_id: str
+    ) -> bool:
+        """End one cell whose write-back was tried; False stops the run."""
+        cell_index = line["cell_index"]
+        written = refused is None
+        try:
+            if refused is not None:
+                raise refused
+            doc = build_result(result, session_id=session_id, kernel_id=kernel_id)
+        except Exception as exc:
+            err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            line.update(self._compat(cell_index, target.source, result, written))
+            return self._cell_failed(line, err, result, session_id, kernel_id, partial=False)
+        line = {**line, **doc, **self._compat(cell_index, target.source, result, written)}
+        self.summary["cells_run"] += 1
+        if self.on_cell_complete is not None:
+            self.on_cell_complete(cell_index=cell_index, line=line)
+        if doc["status"] == "error":
+            self.summary.update(status="error", cells_failed=self.summary["cells_failed"] + 1, stopped_at=cell_index)
+            return False
+        return True
+
+    def _cell_failed(
+        self, line: dict[str, Any], err: JcliError, result: ExecutionResult, session_id: str, kernel_id: str, *, partial: bool
+    ) -> bool:
+        """Report a cell j-cli could not run or save (``on_cell_error``); False stops the run."""
+        if result.sent:
+            err.details.update(executed=True, result=build_result(result, session_id=session_id, kernel_id=kernel_id, partial=partial))
+        else:
+            err.details.setdefault("executed", False)
+        line.update({"schema_version": SCHEMA_VERSION, "status": "error", "code": err.code, "message": err.message})
+        line.update({k: v for k, v in err.details.items() if k not in line})
+        failed = self.summary["cells_failed"] + 1
+        self.summary.update(status="error", cells_failed=failed, stopped_at=line["cell_index"], code=err.code)
+        if self.on_cell_error is not None:
+            self.on_cell_error(cell_index=line["cell_index"], line=line, error=err)
+        return False
+
+
+def _is_code(cell: Any) -> bool:
+    return isinstance(cell, dict) and cell.get("cell_type") == "code"
+
+
+def _check_writable(nb_path: str, cells: list[Any]) -> None:
+    """Try everything a write-back needs, before any code is sent.
+
+    Every cell must encode as it stands, outputs aside (nothing in it the
+    writer cannot write), the runtime dir must be safe and the write-back lock takeable,
+    and the notebook's directory must take a new file (the temp file of the
+    atomic replace).
+
+    Raises:
+        OutputSaveFailed: any of these fails (``executed: false``).
+        RuntimeDirUnsafe: the runtime dir is unsafe (``executed: false``).
+    """
+    import tempfile
+
+    try:
+        for cell in cells:
+            if isinstance(cell, dict):
+                dumps_cell(cell).encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise OutputSaveFailed(
+            f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
+        ) from None
+    with _write_lock(nb_path, executed=False):
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            folder = os.path.dirname(nb_path)
+            raise OutputSaveFailed(f"cannot write into {folder}: {exc.strerror or exc}; nothing was run", executed=False) from None
+
+
+@contextlib.contextmanager
+def _write_lock(nb_path: str, *, executed: bool):
+    """Hold the notebook's write-back lock; a runtime dir or lock that cannot be used is a coded error.
+
+    Raises:
+        RuntimeDirUnsafe: the runtime dir is unsafe.
+        OutputSaveFailed: the lock cannot be created or taken.
+        (Both with ``executed`` as given.)
+    """
+    try:
+        held = notebook_lock(ensure_runtime_dir(create=True), nb_path)
+        held.__enter__()
+    except JcliError as err:
+        err.details.setdefault("executed", executed)
+        raise
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {nb_path}: {exc.strerror or exc}", executed=executed) from None
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _open_notebook(
+    file_path: str, kernel_name: str | None, py_wins: bool = False
+) -> tuple[str, list[Any], list[int] | None, dict[str, int] | None]:
+    """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
+
+    An ``.ipynb`` is read through its offset index: only the cells' sources
+    and metadata are decoded, never their outputs. So is a pair's notebook
+    when the sync changes nothing; a sync that changes cells reads the whole
+    notebook, once per run.
+
+    Raises:
+        PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
+    """
+    from ..ipynb.notebook import read_file_bytes
+
+    path = os.path.abspath(file_path)
+    if path.endswith(".ipynb"):
+        return path, _cell_heads(path), None, None
+    from ..pair.pairguard import check_sync, record_agreement
+    from ..pair.pairsync import apply_plan, plan_sync
+
+    real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
+    py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
+    nb_path = paired_notebook_path(real)
+    with _write_lock(nb_path, executed=False):
+        heads = notebook_heads(nb_path) if os.path.exists(nb_path) else None
+        if heads is not None:  # a sync that changes nothing needs no outputs: the whole notebook is never read
+            plan = plan_sync(py_cells, heads, kernel_name)
+            if not plan.changes_anything():
+                synced, py_to_nb, report = apply_plan(plan)
+                if record_agreement(synced, py_cells) == heads:
+                    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
+        current = read_for_update(nb_path) if os.path.exists(nb_path) else None
+        plan = plan_sync(py_cells, current, kernel_name)
+        if not py_wins:
+            check_sync(plan, real, nb_path)
+        synced, py_to_nb, report = apply_plan(plan)
+        synced = record_agreement(synced, py_cells)
+        if current is None or synced != current:
+            try:
+                write_notebook(nb_path, synced)
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
+            except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
+                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__}); nothing was run", executed=False) from None
+    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
+
+
+def _head(cell: Any) -> Any:
+    """What a run keeps of a cell: everything but its outputs."""
+    if isinstance(cell, dict):
+        return {key: value for key, value in cell.items() if key in ("cell_type", "id", "metadata", "source")}
+    return cell
+
+
+def _cell_heads(path: str) -> list[Any]:
+    """The notebook's cells without their outputs, read through its offset index.
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
+    """
+    from ..ipynb.nbindex import Changed
+
+    for _attempt in range(3):
+        book = NotebookFile.load(path)
+        try:
+            return [book.cell_head(number) for number in range(book.cell_count)]
+        except Changed:
+            continue
+    raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)
+
+
+class _CellTarget:
+    """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
+
+    __slots__ = ("writer", "nb_path", "index", "cell_id", "source")
+
+    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
+        self.writer = writer
+        self.nb_path = writer.path
+        self.index = index
+        self.cell_id = cell_id
+        self.source = source
+
+    def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
+        """What writing ``result`` does to the cell found, if it still holds the source that ran.
+
+        A partial result also marks the cell ``metadata.jcli.running``; a
+        final one clears that mark. The edit raises :class:`NotebookOutOfSync`
+        when the cell changed (or went) while it ran.
+        """
+        nb_path = self.nb_path
+
+        def edit(cell: Any) -> None:
+            if (
+                not isinstance(cell, dict)
+                or cell.get("cell_type") != "code"
+                or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(self.source)
+            ):
+                raise NotebookOutOfSync(
+                    f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
+                    executed=True,
+                )
+            cell["outputs"] = result.outputs
+            cell["execution_count"] = result.execution_count
+            if result.partial:
+                cell.setdefault("metadata", {})["jcli"] = {"running": True}
+            elif isinstance(cell.get("metadata"), dict):
+                cell["metadata"].pop("jcli", None)
+            stall_point("write-back:checkpoint" if result.partial else "write-back:final")
+
+        return edit
+
+    def write_back(self, result: ExecutionResult) -> None:
+        """Write ``result`` into the cell (see :meth:`edit`).
+
+        Raises:
+            NotebookOutOfSync: the cell changed (or went) while it ran.
+            OutputSaveFailed: the notebook could not be written.
+        """
+        refused = _write_back_all(self.writer, [(self, result)])[0]
+        if refused is not None:
+            raise refused
+
+
+def _write_back_all(writer: CellWriter, cells: list[tuple[_CellTarget, ExecutionResult]]) -> list[JcliError | None]:
+    """Write several cells' results in one splice, under the lock; each cell's coded error, or None where it was written.
+
+    A notebook that cannot be read or written fails every cell alike.
+    """
+    nb_path = writer.path
+    try:
+        with _write_lock(nb_path, executed=True):
+            try:
+                return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
+            except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
+                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
+    except JcliError as err:
+        return [err] + [_copy_error(err) for _ in cells[1:]]
+
+
+def _copy_error(err: JcliError) -> JcliError:
+    """The same coded error for another cell (each cell's line adds its own details)."""
+    import copy
+
+    twin = copy.copy(err)
+    twin.details = dict(err.details)
+    return twin
+
+
+class _Pacer:
+    """When finished cells are written back: at once, unless writing the notebook costs a real share of the run.
+
+    Each write-back copies the whole file (by the kernel, but still in its
+    size), so a re-run of many quick cells of a big notebook would spend
+    most of its time writing. The pacer queues finished cells while less
+    than ``pace`` times the last write's duration has passed since it
+    ended, so writing takes at most about ``1 / (1 + pace)`` of the run;
+    a small notebook (a write of a millisecond or two) is written after
+    every cell. Nothing is queued once the file's ``fstat`` key differs
+    from the writer's own last write (someone else wrote it): the queued
+    cells are written, and checked, at once.
+    """
+
+    __slots__ = ("pace", "cost", "done")
+
+    def __init__(self, pace: float) -> None:
+        self.pace = pace
+        self.cost = 0.0
+        self.done = time.monotonic()
+
+    def due(self, writer: CellWriter) -> bool:
+        if writer.key is None or time.monotonic() - self.done >= self.pace * self.cost:
+            return True
+        try:
+            return stat_key(os.stat(writer.path)) != writer.key
+        except (OSError, ValueError):
+            return True
+
+    def wrote(self, started: float) -> None:
+        self.done = time.monotonic()
+        self.cost = self.done - started
+
+
+class _Checkpoint:
+    """The ``on_output`` hook a cell runs with: passes each change on, and saves partial outputs every period.
+
+    A person watching the notebook in JupyterLab sees a long cell progress.
+    A checkpoint that cannot be written is skipped: the final write-back
+    reports any real problem.
+    """
+
+    __slots__ = ("target", "period", "on_output", "last", "flush")
+
+    def __init__(self, target: _CellTarget, period: float | None, on_output: Hook | None, flush: Callable[[], None]) -> None:
+        self.target = target
+        self.period = period
+        self.on_output = on_output
+        self.last = time.monotonic()
+        self.flush = flush  # the finished cells still queued are written first
+
+    def __call__(
+        self, event: OutputEvent, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None
+    ) -> None:
+        if self.on_output is not None:
+            self.on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
+        now = time.monotonic()
+        if self.period is not None and now - self.last >= self.period:
+            self.last = now
+            self.flush()
+            try:
+                self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
+            except Exception:  # the final write-back reports what is wrong
+                pass

@@ -1,0 +1,76 @@
+"""py:percent pairs: the codec, which notebook pairs with a ``.py``, syncing and guarding a pair, git's view of it,
+and ``convert``.
+
+This face re-exports the public names of the modules below; each module is imported on first use.
+"""
+
+from ..base.face import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {
+        "convert": (
+            "OUTPUT_POLICIES",
+            "assign_ids",
+            "ipynb_to_py",
+            "py_to_ipynb",
+        ),
+        "git_index": (
+            "IndexEntry",
+            "Repository",
+            "changed_in_worktree",
+            "read_blobs",
+            "repository",
+            "stage_blob",
+            "staged_changes",
+            "staged_entries",
+        ),
+        "git_precommit": (
+            "ESCAPE",
+            "STAGE_SYNCED",
+            "check_commit",
+            "main",
+            "render",
+            "stage_synced",
+        ),
+        "pair_update": (
+            "describe_drift",
+            "in_line",
+            "synced_notebook",
+        ),
+        "pairguard": (
+            "agreed_cells",
+            "cell_digests",
+            "changes_since_agreement",
+            "check_sync",
+            "fingerprint",
+            "notebook_cells",
+            "notebook_fingerprint",
+            "record_agreement",
+        ),
+        "pairing": (
+            "carries_id",
+            "map_cell",
+            "paired_notebook_path",
+        ),
+        "pairsync": (
+            "EDIT_SIMILARITY",
+            "SyncPlan",
+            "apply_plan",
+            "plan_sync",
+            "sync_notebook",
+        ),
+        "percent": (
+            "PercentCell",
+            "PercentNotebook",
+            "comment_magics",
+            "is_magic",
+            "is_percent",
+            "normalize_source",
+            "parse_percent",
+            "read_percent",
+            "uncomment_magics",
+            "write_percent",
+        ),
+    },
+)

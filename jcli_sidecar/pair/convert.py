@@ -1,0 +1,291 @@
+"""``j-cli convert``: a notebook to py:percent and back, and cell ids for a notebook.
+
+All three go through the one py:percent codec (:mod:`jcli_sidecar.pair.percent`)
+and the pair sync (:mod:`jcli_sidecar.pair.pairsync`), so a converted file means
+what ``exec -f`` and the reads mean.
+
+Files:
+
+- The input is only read (through the capped, never-blocking reader); it is
+  never rewritten, and an output that is the input (the same file under any
+  name) is refused. ``assign-ids`` is the one command that writes its input,
+  by design.
+- ``ipynb-to-py`` writes ``OUT`` (default: the notebook's stem + ``.py``)
+  and refuses to replace an existing file unless ``force``: a ``.py`` is
+  source someone edits.
+- ``py-to-ipynb`` writes ``OUT`` (default: the ``.py``'s stem + ``.ipynb``).
+  An existing notebook is updated, the ``.py`` winning for cells (matched by
+  id, then content, then as edits in place, as ``exec -f`` syncs); its
+  outputs follow ``outputs``: ``clear-edited`` (default) keeps the outputs
+  of unchanged cells only, ``preserve`` also keeps those of edited cells
+  (which may no longer match their code), ``clear-all`` keeps none.
+- Every write is atomic; a notebook is written under its write-back lock.
+
+Cell ids (nbformat 4.5): a notebook written here always has one valid,
+unique id per cell. A marker's ``id`` is used when it is a valid nbformat
+id not used by an earlier cell; a missing, invalid or repeated id gets a
+fresh one, and the result counts them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..base.errors import NotebookReadFailed, OutputSaveFailed, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["OUTPUT_POLICIES", "assign_ids", "ipynb_to_py", "py_to_ipynb"]
+
+#: What ``py-to-ipynb`` does with the outputs of an existing notebook.
+OUTPUT_POLICIES = ("clear-edited", "preserve", "clear-all")
+
+_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_output(source: str, out: str) -> None:
+    if _same_file(source, out):
+        raise UsageError(f"{out} is the input file; convert never rewrites its input (give another -o)")
+    if os.path.isdir(out):
+        raise UsageError(f"{out} is a directory; give a file name with -o")
+
+
+def _read_notebook(path: str) -> dict[str, Any]:
+    from ..ipynb.nbwrite import read_for_update
+
+    nb = read_for_update(path)
+    if not isinstance(nb.get("cells"), list):
+        raise NotebookReadFailed(f"{path}: not a notebook (no cells list)", path=path)
+    return nb
+
+
+def _read_py(path: str) -> tuple[Any, str]:
+    from ..ipynb.notebook import read_text_file
+    from .percent import is_percent, read_percent
+
+    text = read_text_file(path)
+    if not is_percent(text):
+        raise NotebookReadFailed(f"{path}: a plain script (no '# %%' cell markers), not a py:percent notebook", path=path)
+    return read_percent(text, path), text
+
+
+def _take_write_lock(path: str) -> Any:
+    """Hold ``path``'s write-back lock (the one exec write-backs take); release it with ``__exit__``.
+
+    Raises:
+        OutputSaveFailed: the lock cannot be taken.
+    """
+    from ..base.locks import notebook_lock
+    from ..base.runtime import ensure_runtime_dir
+
+    try:
+        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(path))
+        lock.__enter__()
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {path}: {exc.strerror or exc}") from None
+    return lock
+
+
+def _write(path: str, text: str) -> None:
+    from ..base.fileio import write_text_atomic
+
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> dict[str, Any]:
+    """Write the notebook's cells as py:percent (ids on the markers, magics commented, a header with its kernelspec).
+
+    Raises:
+        FileNotFound, NotebookReadFailed: the notebook cannot be read.
+        UsageError: ``out`` is the input, exists (without ``force``), or a
+            cell cannot be written so that it reads back the same.
+        OutputSaveFailed: ``out`` cannot be written.
+    """
+    from .percent import write_percent
+
+    nb_path = os.path.abspath(nb_path)
+    out = os.path.abspath(out or os.path.splitext(nb_path)[0] + ".py")
+    _check_output(nb_path, out)
+    nb = _read_notebook(nb_path)
+    replaced = os.path.lexists(out)
+    if replaced and not force:
+        raise UsageError(f"{out} exists; convert replaces a .py only with --force")
+    metadata = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    text = write_percent(nb["cells"], metadata)
+    _write(out, text)
+    cells = nb["cells"]
+    with_id = sum(1 for c in cells if isinstance(c, dict) and isinstance(c.get("id"), str))
+    return {
+        "status": "ok",
+        "input": nb_path,
+        "output": out,
+        "cells": len(cells),
+        "cells_with_ids": with_id,
+        "replaced": replaced,
+    }
+
+
+def _fresh(taken: set[str]) -> str:
+    while True:
+        candidate = os.urandom(4).hex()
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+
+
+def _settle_ids(cells: list[dict[str, Any]]) -> dict[str, int]:
+    """Give every cell one valid, unique id (in place); count what changed."""
+    taken: set[str] = set()
+    counts = {"missing": 0, "invalid": 0, "duplicate": 0}
+    for cell in cells:
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str):
+            counts["missing"] += 1
+        elif not _VALID_ID.match(cell_id):
+            counts["invalid"] += 1
+        elif cell_id in taken:
+            counts["duplicate"] += 1
+        else:
+            taken.add(cell_id)
+            continue
+        cell["id"] = _fresh(taken | {c.get("id") for c in cells if isinstance(c.get("id"), str)})
+    return counts
+
+
+def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edited") -> dict[str, Any]:
+    """Write the ``.py``'s cells as a notebook; an existing notebook keeps what the policy keeps.
+
+    Raises:
+        FileNotFound, NotebookReadFailed: an input cannot be read (or the
+            ``.py`` has no markers).
+        UsageError: ``out`` is the input, or ``outputs`` is not a policy.
+        OutputSaveFailed: ``out`` cannot be written.
+    """
+    from ..ipynb.nbwrite import write_notebook
+    from .pairguard import record_agreement
+    from .pairsync import apply_plan, plan_sync
+
+    if outputs not in OUTPUT_POLICIES:
+        raise UsageError(f"--outputs must be one of {', '.join(OUTPUT_POLICIES)}, got {outputs!r}")
+    py_path = os.path.abspath(py_path)
+    out = os.path.abspath(out or os.path.splitext(py_path)[0] + ".ipynb")
+    _check_output(py_path, out)
+    doc, _ = _read_py(py_path)
+    lock = _take_write_lock(out)
+    try:
+        existed = os.path.lexists(out)
+        current = _read_notebook(out) if existed else None
+        if current is not None and (current.get("nbformat") != 4 or current.get("nbformat_minor", 0) < 5):
+            current = dict(current, nbformat=4, nbformat_minor=5)
+        plan = plan_sync(doc.cells, current)
+        nb, _, report = apply_plan(plan)
+        kept = cleared = 0
+        for k, cell in enumerate(nb["cells"]):
+            if cell.get("cell_type") != "code":
+                continue
+            old = plan.match[k]
+            if outputs == "preserve" and old is not None and k in plan.edited:
+                cell["outputs"] = plan.old[old].get("outputs", [])
+                cell["execution_count"] = plan.old[old].get("execution_count")
+            elif outputs == "clear-all" and (cell.get("outputs") or cell.get("execution_count") is not None):
+                cell["outputs"], cell["execution_count"] = [], None
+            if cell.get("outputs"):
+                kept += 1
+            elif old is not None and plan.old[old].get("outputs"):
+                cleared += 1
+        for k, cell in enumerate(nb["cells"]):  # the .py wins for the metadata its markers carry
+            if doc.cells[k].metadata:
+                cell["metadata"] = {**(cell.get("metadata") or {}), **doc.cells[k].metadata}
+        given = [doc.cells[k].cell_id if plan.match[k] is None else plan.old[plan.match[k]].get("id") for k in range(len(doc.cells))]
+        metadata = dict(nb.get("metadata") or {})
+        for key, value in doc.metadata.items():
+            if key != "jupytext":
+                metadata[key] = value
+        nb["metadata"] = metadata
+        _settle_ids(nb["cells"])
+        assigned = sum(1 for cell, came in zip(nb["cells"], given, strict=True) if cell["id"] != came)
+        nb = record_agreement(nb, doc.cells)
+        if current is None or nb != current:
+            try:
+                write_notebook(out, nb)
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {out}: {exc.strerror or exc}") from None
+            except (ValueError, RecursionError) as exc:
+                raise OutputSaveFailed(f"cannot write {out} ({type(exc).__name__})") from None
+    finally:
+        lock.__exit__(None, None, None)
+    return {
+        "status": "ok",
+        "input": py_path,
+        "output": out,
+        "created": not existed,
+        "cells": len(nb["cells"]),
+        "sync": report,
+        "outputs_policy": outputs,
+        "cells_with_outputs_kept": kept,
+        "cells_with_outputs_cleared": cleared,
+        "ids_assigned": assigned,
+    }
+
+
+def assign_ids(nb_path: str) -> dict[str, Any]:
+    """Give every cell of the notebook a valid, unique id (nbformat 4.5), in place and atomically.
+
+    Cells without an id, with an id nbformat does not allow, or repeating an
+    earlier cell's id get a fresh one; a notebook older than 4.5 is marked
+    4.5. A notebook that needs nothing is not written.
+
+    Raises:
+        FileNotFound, NotebookReadFailed: the notebook cannot be read.
+        OutputSaveFailed: it cannot be written.
+    """
+    from ..ipynb.nbwrite import write_notebook
+
+    nb_path = os.path.abspath(nb_path)
+    if nb_path.endswith(".py"):
+        raise UsageError(
+            f"{nb_path}: assign-ids gives ids to a notebook's cells; a .py gets its ids from its notebook (convert py-to-ipynb)"
+        )
+    lock = _take_write_lock(nb_path)
+    try:
+        nb = _read_notebook(nb_path)
+        cells = [c for c in nb["cells"] if isinstance(c, dict)]
+        before = nb.get("nbformat_minor", 0)
+        upgraded = nb.get("nbformat") == 4 and isinstance(before, int) and before < 5
+        if upgraded:
+            nb["nbformat_minor"] = 5
+        ids = _settle_ids(cells)
+        changed = upgraded or any(ids.values())
+        if changed:
+            try:
+                write_notebook(nb_path, nb)
+            except OSError as exc:
+                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}") from None
+    finally:
+        lock.__exit__(None, None, None)
+    return {
+        "status": "ok",
+        "path": nb_path,
+        "cells": len(nb["cells"]),
+        "ids_assigned": sum(ids.values()),
+        "ids_missing": ids["missing"],
+        "ids_invalid": ids["invalid"],
+        "ids_duplicate": ids["duplicate"],
+        "nbformat_minor": {"before": before, "after": nb.get("nbformat_minor")},
+        "written": changed,
+    }

@@ -1,0 +1,813 @@
+"""The py:percent format, read and written the way jupytext (1.19) does.
+
+A py:percent file is a Python script cut into cells by ``# %%`` markers.
+This module is the one codec j-cli has for it: reading a ``.py`` for a read,
+pair sync before a run, ``convert`` and the pair guards all go through it,
+so a ``.py`` means the same cells everywhere, and the same cells jupytext
+sees in it. The rules below are jupytext's percent format for Python,
+restated (see ``docs/py-percent.md``):
+
+- **Markers.** A line ``# %%`` (any indentation, any spaces after ``#``),
+  ``# %%%`` … (Spyder sub-cells: ``cell_depth``), ``# In[3]:`` or
+  ``# <codecell>`` starts a cell, unless it sits inside a triple-quoted
+  string, or inside a fenced block of a markdown or raw cell. After ``%%``
+  come an optional title, ``[markdown]``/``[md]``/``[raw]``, and cell
+  metadata as ``key=value`` (JSON values) or one JSON object. ``id="…"``
+  is the cell's id (jupytext itself reads it as metadata ``id``).
+- **Header.** Leading commented YAML between ``# ---`` lines (after an
+  optional ``#!`` line and coding line) is notebook metadata (its
+  ``jupyter:`` section); other keys in it become a raw cell. One blank
+  line after the header belongs to it.
+- **Code before the first marker** is a code cell, as are code cells at all.
+- **Magics.** In a code cell, a line that reads as an IPython magic is
+  commented in the file (``# %time f()``, ``# !ls``, ``# x?``, ``# %%time``,
+  ``# y = !ls``, ``# ls -l``) and uncommented in the notebook, and a
+  comment that already looks like a magic gains one more ``# `` (and loses
+  it again when read). Continuation lines of a magic follow it. Lines
+  inside triple-quoted strings are left alone. A trailing ``# escape`` /
+  ``# noescape`` comment forces the choice; ``comment_magics: false`` in the
+  header turns the escaping off.
+- **Other-language cells.** A cell starting with a language cell magic
+  (``%%bash``, ``%%html``, ``%%R`` …) is written as ``# %% language="bash"``
+  (plus ``magic_args``) with its body commented out.
+- **Markdown and raw cells** are commented lines (``# text``; ``#`` for an
+  empty line), or a triple-quoted string when that is the only faithful
+  form.
+
+A cell's ``source`` here is always the notebook's form (magics uncommented),
+with blank lines at both ends dropped (:func:`normalize_source`), so pair
+sync and mapping compare a notebook's sources with the notebook's sources.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import namedtuple
+
+from ..base.errors import NotebookReadFailed, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "PercentCell",
+    "PercentNotebook",
+    "comment_magics",
+    "is_magic",
+    "is_percent",
+    "normalize_source",
+    "parse_percent",
+    "read_percent",
+    "uncomment_magics",
+    "write_percent",
+]
+
+
+class PercentCell(namedtuple("PercentCell", "cell_type source cell_id start_line end_line metadata", defaults=(None, 1, 1, None))):
+    """One cell of a py:percent file.
+
+    ``(cell_type, source, cell_id, start_line, end_line, metadata)``:
+    ``source`` is the notebook form, normalised (:func:`normalize_source`);
+    ``cell_id`` comes from ``id="…"`` on the marker; ``start_line`` is the
+    1-based line of the marker (or of the first line, for code before any
+    marker) and ``end_line`` the last non-blank line of the cell;
+    ``metadata`` is the rest of the marker's metadata (None when empty), in
+    jupytext's terms (``tags``, ``title``, ``language`` …).
+    """
+
+    __slots__ = ()
+
+
+class PercentNotebook:
+    """A whole py:percent file: its cells and the notebook metadata of its header."""
+
+    __slots__ = ("cells", "metadata")
+
+    def __init__(self, cells: list[PercentCell], metadata: dict[str, Any]) -> None:
+        self.cells = cells
+        self.metadata = metadata
+
+
+# --- lines ---------------------------------------------------------------
+
+_MARKER = re.compile(r"^\s*#\s*%%(%*)\s(.*)$")  # with options (or sub-cell depth)
+_BARE_MARKER = re.compile(r"^\s*#\s*(?:%%|<codecell>|In\[[0-9 ]*\]:?)\s*$")
+_DOUBLE_PERCENT = re.compile(r"^\s*#\s*%%(?:\s|$)")
+_BLANK = re.compile(r"^\s*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_CONTINUED = re.compile(r".*\\\s*$")
+
+
+def _is_marker(line: str) -> bool:
+    return bool(_MARKER.match(line) or _BARE_MARKER.match(line))
+
+
+def is_percent(text: str) -> bool:
+    """True when ``text`` holds at least one ``# %%`` cell marker.
+
+    Example:
+        >>> is_percent("x = 1\\n# %% [markdown]\\n"), is_percent("# In[1]:\\nx = 1\\n")
+        (True, False)
+    """
+    return any(_DOUBLE_PERCENT.match(line) for line in text.splitlines())
+
+
+def normalize_source(source: str) -> str:
+    """Drop blank lines at both ends; the rest is compared exactly.
+
+    Example:
+        >>> normalize_source("\\n\\nx = 1\\n\\n")
+        'x = 1'
+    """
+    lines = source.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+class _Strings:
+    """Whether the next line of Python starts inside a string literal.
+
+    jupytext's rule, which decides where markers and magics count: a line
+    that is a comment (outside any string) is skipped; otherwise quotes are
+    followed from left to right, a quote preceded by a backslash does not
+    count, a ``#`` outside any string ends the line, single-quoted strings
+    end with their line and triple-quoted ones carry over.
+    """
+
+    __slots__ = ("single", "triple")
+
+    def __init__(self) -> None:
+        self.single: str | None = None
+        self.triple: str | None = None
+
+    def inside(self) -> bool:
+        return self.single is not None or self.triple is not None
+
+    def feed(self, line: str) -> None:
+        if not self.inside() and line.lstrip().startswith("#"):
+            return
+        last_triple = -1  # where the last triple quote of this line ended
+        for i, char in enumerate(line):
+            if char == "#" and not self.inside():
+                break
+            if char not in "\"'" or line[i - 1 : i] == "\\":
+                continue
+            if self.single is not None:
+                if self.single == char:
+                    self.single = None
+                continue
+            if line[i - 2 : i + 1] == char * 3 and i >= last_triple + 3:
+                if self.triple is None:
+                    self.triple, last_triple = char, i
+                elif self.triple == char:
+                    self.triple, last_triple = None, i
+                continue
+            if self.triple is None:
+                self.single = char
+        self.single = None
+
+
+# --- magics --------------------------------------------------------------
+
+# A (possibly commented) line magic, cell magic or %%% metakernel magic.
+_MAGIC = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z]")
+_FORCE_ESCAPE = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z].*#\s*escape")
+_NO_ESCAPE = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z].*#\s*noescape")
+# '!cmd' and '?name' / '??name'.
+_BANG_OR_HELP = re.compile(r"^\s*(?:(?:# |#)+\s*)?[?!]\s*[A-Za-z.~$\\/{}]")
+# 'x = !ls', 'y = %who_ls'.
+_MAGIC_ASSIGN = re.compile(r"^(?:# |#)*\s*[a-zA-Z_][a-zA-Z_$0-9]*\s*=\s*(?:%{1,3}|!)[a-zA-Z]")
+# 'name?' and 'name??' (only in an explicit code cell, which every percent cell is).
+_HELP_SUFFIX = re.compile(r"^\s*(?:# )*\S*\?\s*$")
+# Shell commands IPython runs without '!' (automagic), unless followed by '=', ',' or '('.
+_SHELL_WORDS = ("cat", "cd", "cp", "mv", "rm", "rmdir", "mkdir", "copy", "ddir", "echo", "ls", "ldir", "ren")
+_SHELL_COMMAND = re.compile(r"^(?:# |#)*(?:" + "|".join(_SHELL_WORDS) + r")(?:$|\s$|\s[^=,])")
+
+
+def is_magic(line: str, escape: bool = True) -> bool:
+    """Does ``line`` read as an IPython magic (commented or not) that the file comments out?
+
+    ``escape`` False is the header's ``comment_magics: false``: then only a
+    magic marked ``# escape`` counts.
+
+    Example:
+        >>> [is_magic(x) for x in ["%time f()", "# !ls", "x?", "x = 1", "ls -l", "ls = 3"]]
+        [True, True, True, False, True, False]
+    """
+    if _FORCE_ESCAPE.match(line):
+        return True
+    if not escape or _NO_ESCAPE.match(line):
+        return False
+    return bool(
+        _MAGIC.match(line)
+        or _BANG_OR_HELP.match(line)
+        or _MAGIC_ASSIGN.match(line)
+        or _HELP_SUFFIX.match(line)
+        or _SHELL_COMMAND.match(line)
+    )
+
+
+def _magic_lines(lines: list[str], escape: bool) -> list[tuple[bool, bool]]:
+    """Per line, outside strings: ``(is a magic or continues one, continues the magic before it)``."""
+    strings, out, continued = _Strings(), [], False
+    for line in lines:
+        hit = not strings.inside() and (continued or is_magic(line, escape))
+        out.append((hit, hit and continued))
+        continued = bool(hit and _CONTINUED.match(line))
+        strings.feed(line)
+    return out
+
+
+def comment_magics(lines: list[str], escape: bool = True) -> list[str]:
+    """The notebook's code lines as the file writes them: each magic commented once.
+
+    Example:
+        >>> comment_magics(["!echo hi", "# %time x", "x = 1"])
+        ['# !echo hi', '# # %time x', 'x = 1']
+    """
+    out = []
+    for line, (hit, continuation) in zip(lines, _magic_lines(lines, escape), strict=True):
+        if not hit:
+            out.append(line)
+        elif continuation:  # the next line of a magic ending in '\\': commented in front of its indentation
+            out.append("# " + line)
+        else:
+            body = line.lstrip()
+            out.append(line[: len(line) - len(body)] + "# " + body)
+    return out
+
+
+def _uncomment_once(line: str) -> str:
+    body = line.lstrip()
+    indent = line[: len(line) - len(body)]
+    if body.startswith("# "):
+        return indent + body[2:]
+    if body.startswith("#"):
+        return indent + body[1:]
+    return line
+
+
+def uncomment_magics(lines: list[str], escape: bool = True) -> list[str]:
+    """The file's code lines as the notebook holds them: each magic uncommented once.
+
+    Example:
+        >>> uncomment_magics(["# !echo hi", "# # %time x", "x = 1  # %not"])
+        ['!echo hi', '# %time x', 'x = 1  # %not']
+    """
+    return [_uncomment_once(line) if hit else line for line, (hit, _) in zip(lines, _magic_lines(lines, escape), strict=True)]
+
+
+_CODE_START = re.compile(r"^(?:# |#)*(?:#|# )\+")  # jupytext's light-format '# +', escaped in code
+
+
+def _unescape_code_start(lines: list[str]) -> list[str]:
+    strings, out = _Strings(), []
+    for line in lines:
+        if not strings.inside() and _CODE_START.match(line) and _CODE_START.match(_uncomment_once(line)):
+            out.append(_uncomment_once(line))
+        else:
+            out.append(line)
+        strings.feed(line)
+    return out
+
+
+def _uncomment(lines: list[str]) -> list[str]:
+    return [line[2:] if line.startswith("# ") else line[1:] if line.startswith("#") else line for line in lines]
+
+
+# --- marker options ------------------------------------------------------
+
+_KEY = re.compile(r"^[a-zA-Z0-9_.@/-]+$")
+_IDENTIFIER = re.compile(r"^[a-zA-Z_.]+[a-zA-Z0-9_.]*$")
+
+
+def _loads(text: str) -> Any:
+    """A JSON value, else a Python literal (jupytext accepts both); ValueError when neither."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except Exception:  # noqa: BLE001 - any failure means: not a value
+        raise ValueError(text) from None
+
+
+def _key_values(text: str) -> dict[str, Any]:
+    """``key=value key2 key3=value`` into a dict, read from the right as jupytext does."""
+    text = text.strip()
+    if not text:
+        return {}
+    space = text.rfind(" ")
+    if not text.startswith("--") and _IDENTIFIER.match(text[space + 1 :]):
+        found: dict[str, Any] = {text[space + 1 :]: None}
+        if space > 0:
+            found.update(_key_values(text[:space]))
+        return found
+    equal = len(text)
+    while True:
+        equal = text.rfind("=", 0, equal)
+        if equal < 0:
+            return {"incorrectly_encoded_metadata": text}
+        before = text[:equal].rstrip().rfind(" ")
+        key = text[before + 1 : equal].strip()
+        if not _KEY.match(key):
+            continue
+        try:
+            value = _loads(text[equal + 1 :])
+        except ValueError:
+            continue
+        found = _key_values(text[:before]) if before > 0 else {}
+        found[key] = value
+        return found
+
+
+def _marker_metadata(options: str) -> dict[str, Any]:
+    """What follows ``%%`` on a marker: title, cell type, depth and metadata, as one dict."""
+    text = options.strip()
+    curly, equal = text.find("{"), text.find("=")
+    if curly < 0 or 0 <= equal < curly:
+        words = (text[:equal] if equal >= 0 else text).split(" ")
+        if equal >= 0:
+            while words and not words[-1]:
+                words.pop()
+            if words:
+                words.pop()  # the key before the first '='
+        while words and (not words[-1].strip() or words[-1].startswith(".")):
+            words.pop()
+        title = " ".join(words)
+        metadata = _key_values(text[len(title) :])
+    else:
+        title = text[:curly].strip()
+        try:
+            metadata = _loads(text[curly:])
+        except ValueError:
+            metadata = None
+        if not isinstance(metadata, dict):
+            metadata = {"incorrectly_encoded_metadata": text[curly:].strip()}
+    for kind in ("markdown", "raw", "md"):
+        if f"[{kind}]" in title:
+            title = title.replace(f"[{kind}]", "").strip()
+            metadata["cell_type"] = "raw" if kind == "raw" else "markdown"
+            if kind == "md":
+                metadata["region_name"] = "md"
+            break
+    depth = len(title) - len(title.lstrip("%"))
+    if depth:
+        metadata["cell_depth"] = depth
+        title = title[depth:].strip()
+    if title:
+        metadata["title"] = title
+    return metadata
+
+
+def _active(metadata: dict[str, Any], ext: str) -> bool | None:
+    """jupytext's ``active`` rule: is the cell live in ``ext`` ('py' or 'ipynb')? None: not said."""
+    run_control = metadata.get("run_control")
+    if isinstance(run_control, dict) and run_control.get("frozen") is True:
+        return ext == "ipynb"
+    tags = metadata.get("tags")
+    for tag in tags if isinstance(tags, list) else []:
+        if isinstance(tag, str) and tag.startswith("active-"):
+            return ext in tag.split("-")
+    active = metadata.get("active")
+    if active is None:
+        return None
+    return isinstance(active, str) and ext in re.split(r"[.,]", active)
+
+
+# --- languages -----------------------------------------------------------
+
+#: Cell magics that switch a cell to another language (jupytext's list).
+LANGUAGE_MAGICS = frozenset(
+    "R bash sh python python2 python3 coconut javascript js perl html latex markdown pypy ruby script svg matlab "
+    "octave idl robotframework sas spark sql cython haskell tcl gnuplot julia c++ scheme clojure powershell q "
+    "typescript scala rust csharp fsharp sos java groovy ocaml maxima stata jenner xonsh logtalk lua go sage c# f# cs fs".split()
+    + ["wolfram language"]
+)
+
+
+def _usual_language(name: str) -> str:
+    lower = name.lower()
+    aliases = {"r": "R", "octave": "matlab", "cs": "csharp", "c#": "csharp", "fs": "fsharp", "f#": "fsharp", "sas": "SAS"}
+    if lower.startswith("c++"):
+        return "c++"
+    return aliases.get(lower, lower)
+
+
+# --- reading -------------------------------------------------------------
+
+_HEADER_FENCE = re.compile(r"^---\s*$")
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-_.a-zA-Z0-9]+)")
+
+
+def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any]]:
+    """``(first line after the header, its jupyter: lines, its other lines, shebang/coding metadata)``."""
+    start, extra = 0, {}
+    jupyter: list[str] = []
+    other: list[str] = []
+    started = in_jupyter = False
+    for i, line in enumerate(lines):
+        if i == 0 and line.startswith("#!"):
+            extra["executable"], start = line[2:], 1
+            continue
+        if (i == 0 or (i == 1 and not _CODING.match(lines[0]))) and _CODING.match(line):
+            extra["encoding"], start = line, i + 1
+            continue
+        if not line.startswith("#"):
+            break
+        text = line[2:] if line.startswith("# ") else line[1:]
+        if _HEADER_FENCE.match(text):
+            if not started:
+                started = True
+                continue
+            end = i + 1
+            if end < len(lines) and _BLANK.match(_uncomment([lines[end]])[0]):
+                end += 1
+            return end, jupyter, other, extra
+        if not started:
+            if text.strip():
+                break
+            continue
+        if re.match(r"^jupyter\s*:\s*$", text):
+            in_jupyter = True
+        elif text and not text[0].isspace():
+            in_jupyter = False
+        (jupyter if in_jupyter else other).append(text)
+    return start, [], [], extra
+
+
+def _comment_magics_flag(jupyter: list[str]) -> bool:
+    """The header's ``jupytext: comment_magics`` (true unless it says false)."""
+    return not any(re.match(r"^\s+comment_magics\s*:\s*(?:false|False|FALSE|no)\s*$", line) for line in jupyter)
+
+
+def _split(lines: list[str], start: int) -> list[tuple[int, int, int, dict[str, Any] | None]]:
+    """Cells as ``(first line, first body line, end of body, marker metadata or None)``, indexes into ``lines``."""
+    cells = []
+    pos = start
+    while pos < len(lines):
+        first = lines[pos]
+        options = _MARKER.match(first)
+        explicit = bool(options or _BARE_MARKER.match(first))
+        if options:
+            metadata: dict[str, Any] | None = _marker_metadata(
+                options.group(1) + " " + options.group(2) if options.group(1) else options.group(2)
+            )
+        else:
+            metadata = {} if explicit else None
+        kind = _cell_kind(metadata or {})
+        strings, fence, nxt = _Strings(), None, len(lines)
+        for i in range(pos, len(lines)):
+            line = lines[i]
+            if strings.inside():
+                strings.feed(line)
+                continue
+            strings.feed(line)
+            if kind != "code":
+                text = _uncomment([line])[0]
+                if fence is not None:
+                    if _closes(text, fence):
+                        fence = None
+                    continue
+                opening = _opening(text)
+                if opening and any(_closes(_uncomment([later])[0], opening) for later in lines[i + 1 :]):
+                    fence = opening
+                    continue
+            if i > pos and _is_marker(line):
+                nxt = i
+                break
+        body = lines[pos:nxt]
+        end = nxt
+        if len(body) >= 3 and not _BLANK.match(body[-3]) and _BLANK.match(body[-2]) and _BLANK.match(body[-1]):
+            end = nxt - 2
+        elif nxt > pos and lines[nxt - 1] == "":
+            end = nxt - 1
+        cells.append((pos, pos + 1 if explicit else pos, end, metadata))
+        pos = nxt
+    return cells
+
+
+def _opening(text: str) -> tuple[str, int] | None:
+    match = _FENCE.match(text)
+    if not match or (match.group(1)[0] == "`" and "`" in match.group(2)):
+        return None
+    return match.group(1)[0], len(match.group(1))
+
+
+def _closes(text: str, fence: tuple[str, int]) -> bool:
+    match = _FENCE.match(text)
+    return bool(match) and match.group(1)[0] == fence[0] and len(match.group(1)) >= fence[1] and not match.group(2).strip()
+
+
+def _cell_kind(metadata: dict[str, Any]) -> str:
+    kind = metadata.get("cell_type")
+    if kind in ("markdown", "raw"):
+        return kind
+    return "raw" if _active(metadata, "ipynb") is False else "code"
+
+
+def _triple_quoted(lines: list[str]) -> list[str] | None:
+    """The inside of a markdown/raw cell written as one triple-quoted string, else None."""
+    content = "\n".join(lines).strip()
+    for prefix in ("", "r", "R"):
+        for quotes in ('"""', "'''"):
+            left = prefix + quotes
+            if content.startswith(left) and content.endswith(quotes) and len(content) >= len(left) + 3:
+                inner = content[len(left) : -3]
+                inner = inner[1:] if inner.startswith("\n") else inner
+                inner = inner[:-1] if inner.endswith("\n") else inner
+                return inner.splitlines()
+    return None
+
+
+def _cell(lines: list[str], span: tuple[int, int, int, dict[str, Any] | None], escape: bool) -> PercentCell:
+    first, body_start, end, marker = span
+    metadata = dict(marker or {})
+    kind = _cell_kind(metadata)
+    metadata.pop("cell_type", None)
+    if kind == "raw" and metadata.get("active") == "":
+        del metadata["active"]
+    body = lines[body_start:end]
+    language = metadata.pop("language", None)
+    active_py = _active(metadata, "py")
+    live_py = active_py if active_py is not None else True
+    quoted = _triple_quoted(body) if (active_py if active_py is not None else kind == "code") is False else None
+    if quoted is not None:
+        body = quoted
+    elif not live_py or ("active" not in metadata and isinstance(language, str) and language != "python"):
+        body = body if kind == "raw" and active_py else _uncomment(body)  # inactive code, or another language
+    else:
+        body = uncomment_magics(body, escape)
+        body = _unescape_code_start(body) if kind == "code" else _uncomment(body)
+    source = "\n".join(body)
+    if isinstance(language, str) and language != "python":
+        if _usual_language(language) != "python" and language in LANGUAGE_MAGICS:
+            args = metadata.pop("magic_args", None)
+            source = f"%%{language}" + (f" {args}" if args is not None else "") + "\n" + source
+        else:
+            metadata["language"] = language
+    cell_id = metadata.pop("id", None)
+    if cell_id is not None and not isinstance(cell_id, str):
+        metadata["id"], cell_id = cell_id, None
+    last = max([first + 1] + [body_start + k + 1 for k, line in enumerate(lines[body_start:end]) if line.strip()])
+    return PercentCell(kind, normalize_source(source), cell_id, first + 1, last, metadata or None)
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def parse_percent(text: str) -> list[PercentCell]:
+    """Split py:percent text into cells (see the module for the rules).
+
+    Example:
+        >>> cells = parse_percent('# %% id="a1"\\n# !ls\\n\\n# %% [markdown]\\n# Hi\\n')
+        >>> [(c.cell_type, c.source, c.cell_id) for c in cells]
+        [('code', '!ls', 'a1'), ('markdown', 'Hi', None)]
+    """
+    lines = _lines(text)
+    start, jupyter, other, _ = _header(lines)
+    escape = _comment_magics_flag(jupyter)
+    cells = [_cell(lines, span, escape) for span in _split(lines, start)]
+    if other:
+        cells.insert(0, PercentCell("raw", "\n".join(["---", *other, "---"]), None, 1, start))
+    return cells
+
+
+def read_header(text: str, path: str = "the .py") -> dict[str, Any] | None:
+    """The notebook metadata a py:percent text's ``# ---`` header gives; None when it has no header.
+
+    The header's ``jupyter:`` section, read with a YAML parser, plus the
+    ``#!`` and coding lines (under ``jupytext``).
+
+    Raises:
+        NotebookReadFailed: the header is not valid YAML, or its ``jupyter:`` is not a mapping.
+
+    Example:
+        >>> read_header("# ---\\n# jupyter:\\n#   kernelspec: {name: 'py # 3'}\\n# ---\\n")
+        {'kernelspec': {'name': 'py # 3'}}
+        >>> read_header("x = 1\\n") is None
+        True
+    """
+    lines = _lines(text)
+    end, jupyter, other, extra = _header(lines)
+    if not (jupyter or other or extra) and end == 0:
+        return None
+    metadata: dict[str, Any] = {}
+    if jupyter or other:  # the whole header is YAML; its jupyter: block is the notebook's metadata
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        try:
+            loaded = YAML(typ="safe", pure=True).load("\n".join(jupyter + other))
+        except YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (header line {mark.line + 2})" if mark is not None else ""
+            raise NotebookReadFailed(f"{path}: its '# ---' header is not valid YAML{where}", path=path) from None
+        section = loaded.get("jupyter") if isinstance(loaded, dict) else None
+        if section is not None and not isinstance(section, dict):
+            raise NotebookReadFailed(f"{path}: the 'jupyter:' of its '# ---' header is not a YAML mapping", path=path)
+        metadata = section or {}
+    if extra:
+        jupytext = metadata.setdefault("jupytext", {})
+        if isinstance(jupytext, dict):
+            jupytext.update(extra)
+    return metadata
+
+
+def read_percent(text: str, path: str = "the .py") -> PercentNotebook:
+    """The cells and the header's notebook metadata (see :func:`read_header`).
+
+    Raises:
+        NotebookReadFailed: the header is not valid YAML.
+    """
+    return PercentNotebook(parse_percent(text), read_header(text, path) or {})
+
+
+# --- writing -------------------------------------------------------------
+
+#: Cell metadata that stays in the notebook and never goes on a marker (jupytext's list, and j-cli's own).
+NOTEBOOK_ONLY_METADATA = frozenset(
+    ["autoscroll", "collapsed", "scrolled", "trusted", "execution", "ExecuteTime", "jcli"]
+    + ["skipline", "noskipline", "cell_marker", "lines_to_next_cell", "lines_to_end_of_cell_marker"]
+)
+
+
+def _language_magic(lines: list[str]) -> tuple[str, str | None] | None:
+    """``(language, magic args)`` when the cell starts with a cell magic for another language."""
+    if not lines or not lines[0].startswith("%%"):
+        return None
+    name, _, args = lines[0][2:].partition(" ")
+    if name not in LANGUAGE_MAGICS or name == "python":
+        return None  # '%%python' stays an ordinary commented magic: jupytext's language form would drop it
+    return name, (args if args else None)
+
+
+def _options(kind: str, cell_id: str | None, metadata: dict[str, Any]) -> str:
+    """What follows ``%%`` on the marker: depth, title, type, then ``key=value`` (or one JSON object)."""
+    metadata = {k: v for k, v in metadata.items() if k not in NOTEBOOK_ONLY_METADATA and k not in ("id", "cell_type")}
+    title = metadata.pop("title", None)
+    depth = metadata.pop("cell_depth", None)
+    region = metadata.pop("region_name", None)
+    words = []
+    if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0:
+        words.append("%" * depth)
+    if isinstance(title, str) and title and title.strip() == title and not any(c in title for c in "{}=[]%\"'.#"):
+        words.append(title)
+    elif title is not None:
+        metadata["title"] = title
+    if kind != "code":
+        words.append("[md]" if kind == "markdown" and region == "md" else f"[{kind}]")
+    if cell_id is not None:
+        metadata = {"id": cell_id, **metadata}
+    if all(_KEY.match(k) and k != "incorrectly_encoded_metadata" for k in metadata):
+        words += [f"{k}={json.dumps(v)}" if v is not None else k for k, v in metadata.items()]
+    elif metadata:
+        words.append(json.dumps(metadata))
+    return " ".join(words)
+
+
+def _cell_lines(kind: str, source: str, cell_id: str | None, metadata: dict[str, Any], form: str) -> list[str]:
+    """The cell's lines in one form: ``plain`` (magics commented; markdown/raw commented),
+    ``language`` (an other-language cell magic on the marker, body commented) or ``quoted``
+    (markdown/raw as one triple-quoted string)."""
+    lines = source.split("\n") if source else []
+    metadata = {k: v for k, v in metadata.items() if k not in ("language", "magic_args")}
+    if form == "language":
+        magic = _language_magic(lines)
+        assert magic is not None
+        lines = lines[1:]
+        if magic[1] is not None:
+            metadata["magic_args"] = magic[1]
+        metadata["language"] = magic[0]
+    live = kind == "code" and _active(metadata, "py") is not False
+    if live and form == "plain":
+        lines = comment_magics(lines)
+    options = _options(kind, cell_id, metadata)
+    indent = ""
+    if form == "plain" and live and lines and lines[0].strip():
+        indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
+    marker = indent + "# %%" + (("" if options.startswith("%") else " ") + options if options else "")
+    if form == "quoted":
+        quotes = "'''" if '"""' in source else '"""'
+        return [marker, quotes, *lines, quotes]
+    if not live or form == "language":  # markdown, raw, another language, or code inactive in a script
+        lines = ["# " + line if line else "#" for line in lines]
+    return [marker, *lines]
+
+
+def _forms(kind: str, source: str) -> list[str]:
+    if kind != "code":
+        return ["plain", "quoted"]
+    return ["language", "plain"] if _language_magic(source.split("\n")) else ["plain"]
+
+
+def _as_cell(index: int, cell: Any) -> tuple[str, str, str | None, dict[str, Any]]:
+    from ..ipynb.multiline import join_text
+
+    if isinstance(cell, PercentCell):
+        return cell.cell_type, cell.source, cell.cell_id, dict(cell.metadata or {})
+    if not isinstance(cell, dict):
+        raise UsageError(f"cell {index} is not a cell")
+    kind = cell.get("cell_type", "code")
+    if kind not in ("code", "markdown", "raw"):
+        raise UsageError(f"cell {index} has cell_type {kind!r}, which py:percent cannot hold")
+    metadata = cell.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    cell_id = cell.get("id")
+    if not isinstance(cell_id, str):
+        cell_id = metadata.get("id") if isinstance(metadata.get("id"), str) else None
+    return kind, join_text(cell.get("source", ""), f"cell {index} source"), cell_id, metadata
+
+
+def _header_lines(metadata: dict[str, Any]) -> list[str]:
+    """The ``# ---`` header jupytext writes: the notebook's kernelspec and jupytext settings."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    jupytext = metadata.get("jupytext")
+    jupytext = {k: v for k, v in jupytext.items() if k not in ("executable", "encoding")} if isinstance(jupytext, dict) else {}
+    jupytext.setdefault("text_representation", {"extension": ".py", "format_name": "percent", "format_version": "1.3"})
+    kept: dict[str, Any] = {"jupytext": jupytext}
+    if isinstance(metadata.get("kernelspec"), dict):
+        kept["kernelspec"] = metadata["kernelspec"]
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buffer = io.StringIO()
+    yaml.dump({"jupyter": kept}, buffer)
+    lines = ["# " + line if line else "#" for line in buffer.getvalue().rstrip("\n").split("\n")]
+    before = []
+    original = metadata.get("jupytext")
+    if isinstance(original, dict):
+        if isinstance(original.get("executable"), str):
+            before.append("#!" + original["executable"])
+        if isinstance(original.get("encoding"), str):
+            before.append(original["encoding"])
+    return [*before, "# ---", *lines, "# ---"]
+
+
+def write_percent(cells: list[dict[str, Any]] | list[PercentCell] | list[Any], metadata: dict[str, Any] | None = None) -> str:
+    """Write cells as py:percent text that :func:`parse_percent` (and jupytext) read back the same.
+
+    Each cell is a :class:`PercentCell` or a notebook cell dict (``cell_type``,
+    ``source``, ``id``, ``metadata``). Code cells get their magics
+    commented; a markdown or raw cell the commented form would change is
+    written as a triple-quoted string. With ``metadata`` (the notebook's),
+    a ``# ---`` header carries its kernelspec and jupytext settings. Every
+    cell is read back before it is accepted.
+
+    Raises:
+        UsageError: a cell that cannot be written so that it reads back the
+            same (a code line that reads as a ``# %%`` marker, say).
+
+    Example:
+        >>> print(write_percent([PercentCell("markdown", "# Title", "m1"), PercentCell("code", "!ls")]), end="")
+        # %% [markdown] id="m1"
+        # # Title
+        <BLANKLINE>
+        # %%
+        # !ls
+    """
+    chunks = []
+    for index, cell in enumerate(cells):
+        kind, source, cell_id, meta = _as_cell(index, cell)
+        source = normalize_source(source)
+        for form in _forms(kind, source):
+            lines = _cell_lines(kind, source, cell_id, meta, form)
+            back = parse_percent("\n".join(lines) + "\n")
+            if len(back) == 1 and (back[0].cell_type, back[0].source, back[0].cell_id) == (kind, source, cell_id):
+                break
+        else:
+            raise UsageError(
+                f"cell {index} cannot be written as py:percent so that it reads back the same: a line of it reads as a '# %%' marker "
+                "(or, like '# # +', as something jupytext unescapes)"
+            )
+        chunks.append("\n".join(lines) + "\n")
+    head = "\n".join(_header_lines(metadata)) + "\n\n" if metadata is not None else ""
+    text = head + "\n".join(chunks)
+    back = parse_percent(text)
+    for index, (cell, written) in enumerate(zip(cells, back, strict=False)):
+        kind, source, cell_id, _ = _as_cell(index, cell)
+        if (written.cell_type, written.source, written.cell_id) != (kind, normalize_source(source), cell_id):
+            break
+    else:
+        if len(back) == len(cells):
+            return text
+        index = min(len(back), len(cells))
+    raise UsageError(
+        f"the cells cannot be written as py:percent so that they read back the same: from cell {index} on they read differently "
+        "(a triple-quoted string left open, say)"
+    )

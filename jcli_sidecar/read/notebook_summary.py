@@ -1,0 +1,219 @@
+"""``notebook summary`` and ``notebook show``: a notebook's cells at a glance, and their sources.
+
+A summary row tells, per cell, what the cell is (index, id, type, lines,
+its span in the ``.py``, a short preview), what its code does
+(:func:`jcli_sidecar.read.cell_analysis.analyse_code`) and how it last ran
+(execution count, outputs, error), the run facts coming from the notebook
+(the paired one, for a ``.py``). Everything is bounded so that a summary of
+a notebook with thousands of cells stays small: at most
+:data:`SUMMARY_CELL_LIMIT` cells per call (``next_cells`` names the rest),
+previews of :data:`PREVIEW_LINES` lines and :data:`PREVIEW_CHARS`
+characters, short name lists. ``show`` gives whole sources of the cells a
+spec names. Reads only; writes nothing.
+"""
+
+from __future__ import annotations
+
+from ..base.errors import OutputDataInvalid
+from ..base.protocol import SCHEMA_VERSION
+from ..ipynb.multiline import join_text
+from .cell_analysis import analyse_code
+from .notebook_view import cell_source, open_view, select_cells
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import os
+    from typing import Any
+
+    from .notebook_view import NotebookView
+
+__all__ = ["ERROR_CHARS", "PREVIEW_CHARS", "PREVIEW_LINES", "SUMMARY_CELL_LIMIT", "show_cells", "summarise"]
+
+#: At most this many cells per summary; ``next_cells`` is the spec for the rest.
+SUMMARY_CELL_LIMIT = 100
+#: A preview holds at most this many lines of the source ...
+PREVIEW_LINES = 3
+#: ... and at most this many characters.
+PREVIEW_CHARS = 160
+#: An error output is told as ``ename: evalue``, cut to this many characters.
+ERROR_CHARS = 120
+
+
+def _preview(source: str) -> tuple[str, bool]:
+    lines = source.split("\n")
+    text = "\n".join(lines[:PREVIEW_LINES])
+    cut = len(lines) > PREVIEW_LINES
+    if len(text) > PREVIEW_CHARS:
+        text, cut = text[:PREVIEW_CHARS], True
+    return text, cut
+
+
+def _line(text: Any) -> str:
+    first = str(text).strip().split("\n", 1)[0]
+    return first if len(first) <= ERROR_CHARS else first[: ERROR_CHARS - 1] + "…"
+
+
+def _run_facts(cell: Any) -> dict[str, Any]:
+    """How a notebook code cell last ran; all None when there is no notebook cell."""
+    if not isinstance(cell, dict):
+        return {"execution_count": None, "outputs": None, "error": None}
+    count = cell.get("execution_count")
+    outputs = cell.get("outputs")
+    outputs = outputs if isinstance(outputs, list) else []
+    error = None
+    for output in outputs:
+        if isinstance(output, dict) and output.get("output_type") == "error":
+            error = _line(f"{output.get('ename', '')}: {output.get('evalue', '')}")
+            break
+    return {
+        "execution_count": count if isinstance(count, int) and not isinstance(count, bool) else None,
+        "outputs": len(outputs),
+        "error": error,
+    }
+
+
+def _summary_row(view: NotebookView, index: int) -> dict[str, Any]:
+    problem = None
+    if view.kind == "py":
+        pc = view.py_cells[index]
+        py_index, nb_index = index, view.notebook_index(index)
+        cell = view.nb["cells"][nb_index] if nb_index is not None else None
+        cell_type, source, cell_id = pc.cell_type, pc.source, pc.cell_id
+        if cell_id is None and isinstance(cell, dict) and isinstance(cell.get("id"), str):
+            cell_id = cell["id"]
+    else:
+        cell = view.nb["cells"][index]
+        nb_index, py_index = index, view.py_index(index)
+        cell_type = cell.get("cell_type") if isinstance(cell, dict) and isinstance(cell.get("cell_type"), str) else None
+        cell_id = cell.get("id") if isinstance(cell, dict) and isinstance(cell.get("id"), str) else None
+        source = cell_source(cell)
+        if cell_type is None:
+            problem = "not a notebook cell (no cell_type)"
+        elif source is None:
+            problem = "its source is neither a string nor a list of strings"
+    pc = view.py_cells[py_index] if py_index is not None else None
+    text = source or ""
+    preview, cut = _preview(text)
+    row: dict[str, Any] = {
+        "cell_index": index,
+        "cell_id": cell_id,
+        "cell_type": cell_type,
+        "line_count": len(text.split("\n")) if text else 0,
+        "source_start_line": pc.start_line if pc is not None else None,
+        "source_end_line": pc.end_line if pc is not None else None,
+        "preview": preview,
+        "preview_truncated": cut,
+    }
+    if view.plan is not None:
+        row["pair_change"] = view.pair_change(py_index, nb_index)
+        row["notebook_cell_index" if view.kind == "py" else "py_cell_index"] = nb_index if view.kind == "py" else py_index
+    if problem is not None:
+        row["problem"] = problem
+    if cell_type == "code":
+        row.update(_run_facts(cell))
+        if source is not None:
+            row.update(analyse_code(source))
+    return row
+
+
+def _header(view: NotebookView) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "path": view.path,
+        "kind": view.kind,
+        "py_path": view.py_path,
+        "notebook_path": view.notebook_path,
+        "paired": view.plan is not None,
+        "pair_note": view.pair_note,
+        "kernel": view.kernel(),
+        "cell_count": view.cell_count,
+    }
+
+
+def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int = SUMMARY_CELL_LIMIT) -> dict[str, Any]:
+    """The summary document of ``path`` (an ``.ipynb`` or a py:percent ``.py``).
+
+    Args:
+        path: the file; its pair (same stem) adds line spans or run facts.
+        spec: which cells (``N``, ``A:B``, ``A:``, ``:B``); None is all.
+        limit: at most this many cells (the rest are named by ``next_cells``).
+
+    Returns:
+        ``{schema_version, status, path, kind, py_path, notebook_path,
+        paired, pair_note, kernel, cell_count, cells, cells_omitted,
+        next_cells}``; see the README for a row's fields.
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError, CellNotFound.
+
+    Example:
+        >>> doc = summarise("examples/demo.ipynb", "1")
+        >>> doc["cell_count"], doc["cells"][0]["cell_type"], doc["cells_omitted"]
+        (15, 'code', 0)
+    """
+    view = open_view(path)
+    chosen = select_cells(view, spec)
+    shown, rest = chosen[:limit], chosen[limit:]
+    doc = _header(view)
+    doc["cells"] = [_summary_row(view, index) for index in shown]
+    doc["cells_omitted"] = len(rest)
+    doc["next_cells"] = f"{rest[0]}:{rest[-1] + 1}" if rest else None
+    return doc
+
+
+def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
+    if view.kind == "py":
+        pc = view.py_cells[index]
+        return {
+            "cell_index": index,
+            "cell_id": pc.cell_id,
+            "cell_type": pc.cell_type,
+            "source_start_line": pc.start_line,
+            "source_end_line": pc.end_line,
+            "source": pc.source,
+        }
+    cell = view.nb["cells"][index]
+    if not isinstance(cell, dict):
+        return {"cell_index": index, "cell_id": None, "cell_type": None, "source": None, "problem": "not a notebook cell"}
+    row: dict[str, Any] = {
+        "cell_index": index,
+        "cell_id": cell.get("id") if isinstance(cell.get("id"), str) else None,
+        "cell_type": cell.get("cell_type") if isinstance(cell.get("cell_type"), str) else None,
+    }
+    try:
+        row["source"] = join_text(cell.get("source", ""), "source")
+    except OutputDataInvalid:
+        row["source"] = None
+        row["problem"] = "its source is neither a string nor a list of strings"
+    return row
+
+
+def show_cells(path: str | os.PathLike[str], spec: str) -> dict[str, Any]:
+    """The whole sources of the cells ``spec`` names in ``path``.
+
+    An ``.ipynb``'s sources are given as stored; a ``.py``'s as its cells
+    read (with their line spans).
+
+    Returns:
+        ``{schema_version, status, path, kind, cell_count, cells}``.
+
+    Raises:
+        FileNotFound, NotebookReadFailed, UsageError, CellNotFound (any
+        part of ``spec`` outside the file: never clamped).
+
+    Example:
+        >>> doc = show_cells("examples/demo.ipynb", "4")
+        >>> doc["cells"][0]["cell_type"]
+        'markdown'
+    """
+    view = open_view(path, with_pair=False)
+    chosen = select_cells(view, spec)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "path": view.path,
+        "kind": view.kind,
+        "cell_count": view.cell_count,
+        "cells": [_show_row(view, index) for index in chosen],
+    }

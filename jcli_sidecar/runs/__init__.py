@@ -1,0 +1,37 @@
+"""Inline runs on disk: staging and publishing a run, reading runs back, and retention.
+
+This face re-exports the public names of the modules below; each module is imported on first use.
+"""
+
+from ..base.face import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {
+        "retention": (
+            "clean",
+            "clean_in",
+            "clean_workspace",
+            "owner_alive",
+        ),
+        "retention_policy": (
+            "DEFAULT_MAX_AGE_DAYS",
+            "DEFAULT_MAX_RUNS",
+            "Policy",
+            "resolve_policy",
+        ),
+        "runs": (
+            "join_within",
+            "list_runs",
+            "read_run",
+            "resolve_run",
+        ),
+        "store": (
+            "INLINE_TEXT_LIMIT",
+            "StagedRun",
+            "new_run_id",
+            "publish_run",
+            "stage_run",
+        ),
+    },
+)

@@ -1,0 +1,81 @@
+"""The retention policy of inline runs: how long and how many completed runs to keep.
+
+A flag wins over the environment (``JCLI_OUTPUT_MAX_AGE_DAYS``,
+``JCLI_OUTPUT_MAX_RUNS``), which wins over the defaults 7 and 50. Resolved by
+the client before any code runs, and sent with every store or clean request
+(:mod:`jcli_sidecar.runs.retention` applies it). Kept apart from the cleaner so
+that resolving it imports nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..base.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+__all__ = ["DEFAULT_MAX_AGE_DAYS", "DEFAULT_MAX_RUNS", "Policy", "resolve_policy"]
+
+DEFAULT_MAX_AGE_DAYS = 7
+DEFAULT_MAX_RUNS = 50
+
+
+class Policy:
+    """How long and how many completed runs to keep (both positive integers)."""
+
+    __slots__ = ("max_age_days", "max_runs")
+
+    def __init__(self, max_age_days: int = DEFAULT_MAX_AGE_DAYS, max_runs: int = DEFAULT_MAX_RUNS) -> None:
+        self.max_age_days = _positive("max_age_days", max_age_days)
+        self.max_runs = _positive("max_runs", max_runs)
+
+    def to_wire(self) -> dict[str, int]:
+        return {"max_age_days": self.max_age_days, "max_runs": self.max_runs}
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Policy:
+        """Rebuild from a request's ``policy`` map (validated again).
+
+        Raises:
+            UsageError: missing or bad values.
+        """
+        if not isinstance(value, dict):
+            raise UsageError("a retention policy {max_age_days, max_runs} is required")
+        return cls(value.get("max_age_days"), value.get("max_runs"))
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a positive integer, got {value!r} (0 and negatives never mean 'delete all')")
+    return value
+
+
+def _from_env(name: str, env_name: str, env: Mapping[str, str]) -> int | None:
+    raw = env.get(env_name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise UsageError(f"{env_name}={raw!r}: {name} must be a positive integer") from None
+    return _positive(f"{env_name} ({name})", value)
+
+
+def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: Mapping[str, str] | None = None) -> Policy:
+    """The policy: a flag wins over the environment, which wins over the default.
+
+    Raises:
+        UsageError: a zero, negative or non-integer value anywhere.
+
+    Example:
+        >>> resolve_policy(max_runs=3, env={"JCLI_OUTPUT_MAX_RUNS": "9", "JCLI_OUTPUT_MAX_AGE_DAYS": "2"}).to_wire()
+        {'max_age_days': 2, 'max_runs': 3}
+    """
+    env = os.environ if env is None else env
+    age = max_age_days if max_age_days is not None else _from_env("max_age_days", "JCLI_OUTPUT_MAX_AGE_DAYS", env)
+    runs = max_runs if max_runs is not None else _from_env("max_runs", "JCLI_OUTPUT_MAX_RUNS", env)
+    return Policy(DEFAULT_MAX_AGE_DAYS if age is None else age, DEFAULT_MAX_RUNS if runs is None else runs)

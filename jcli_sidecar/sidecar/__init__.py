@@ -1,0 +1,76 @@
+"""The workspace sidecar: the asyncio server and its ops, the notebook cache, held kernel connections,
+spawning, control, and the clients that talk to it.
+
+This face re-exports the public names of the modules below; each module is imported on first use.
+"""
+
+from ..base.face import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {
+        "cache": (
+            "CacheWatcher",
+            "DEFAULT_BUDGET_MB",
+            "FINE_RACY_NS",
+            "FLIGHT_SIZE_ENV",
+            "NotebookCache",
+            "RACY_NS",
+            "budget_from_env",
+            "flight_size_from_env",
+            "racy_from_env",
+            "racy_window",
+        ),
+        "client": (
+            "CONNECT_TIMEOUT",
+            "FALLBACK_CODES",
+            "REQUEST_TIMEOUT",
+            "call",
+            "greeted",
+            "request_shutdown",
+        ),
+        "control": (
+            "start",
+            "status",
+            "stop",
+        ),
+        "daemon": (
+            "DEFAULT_IDLE_SECONDS",
+            "serve",
+        ),
+        "exec_client": (
+            "MAX_RUN_FRAME",
+            "STOP_GRACE",
+            "exec_through",
+        ),
+        "held_kernels": (
+            "HeldKernels",
+            "IDLE_SECONDS",
+            "MAX_IDLE",
+            "run_streamed",
+        ),
+        "ops": (
+            "OPS",
+            "STREAMING_OPS",
+            "op",
+            "streaming_op",
+        ),
+        "pidfile": (
+            "read_pid_record",
+            "recorded_process",
+            "unlink_pid_file_if_ours",
+            "write_pid_file",
+        ),
+        "server": (
+            "DEFAULT_REQUEST_SECONDS",
+            "STOP_GRACE_SECONDS",
+            "Sidecar",
+            "request_seconds_from_env",
+        ),
+        "spawn": (
+            "is_listening",
+            "launch_detached",
+            "spawn_detached",
+        ),
+    },
+)

@@ -1,0 +1,163 @@
+"""A blocking client for the workspace sidecar (the warm path).
+
+It imports only what a lean client needs (socket, msgpack, json via the
+protocol module). Anything wrong with the transport — no sidecar, a dead
+or stalled one, another version, a bad frame — is raised as
+:class:`SidecarUnavailable`, so callers fall back to reading in-process.
+Coded errors about the request itself (a missing cell, ...) are raised as
+the matching :class:`JcliError`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+from .. import __version__
+from ..base.errors import JcliError, SidecarError, SidecarUnavailable, error_from_code
+from ..base.framing import pack_frame, read_frame
+from ..base.protocol import PROTOCOL_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..base.runtime import SidecarPaths
+
+__all__ = ["CONNECT_TIMEOUT", "FALLBACK_CODES", "REQUEST_TIMEOUT", "call", "greeted", "request_shutdown"]
+
+CONNECT_TIMEOUT = 2.0
+#: A sidecar that answers nothing for this long is treated as dead.
+REQUEST_TIMEOUT = 120.0
+#: Codes that say "the transport failed", not "your request is wrong".
+FALLBACK_CODES = frozenset({"PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"})
+_PEERCRED = struct.Struct("3i")
+
+
+def _connect(paths: SidecarPaths) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT)
+    try:
+        sock.connect(paths.socket)
+        uid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[1]
+    except OSError as exc:
+        sock.close()
+        raise SidecarUnavailable(f"no sidecar at {paths.socket} ({exc.strerror or type(exc).__name__})") from None
+    if uid != os.geteuid():
+        sock.close()
+        raise SidecarUnavailable(f"{paths.socket} is served by uid {uid}, not by this user")
+    return sock
+
+
+def _result(reply: dict[str, Any]) -> Any:
+    if reply.get("ok") is True:
+        return reply.get("result")
+    error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+    code = error.get("code") if isinstance(error.get("code"), str) else "PROTOCOL_ERROR"
+    message = error.get("message") if isinstance(error.get("message"), str) else "no message"
+    details = {k: v for k, v in error.items() if k not in ("code", "message") and isinstance(k, str)}
+    if code in FALLBACK_CODES:
+        raise SidecarUnavailable(f"sidecar: {code}: {message}")
+    raise error_from_code(code, message, **details)
+
+
+def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> Any:
+    """Ask the workspace's sidecar to run ``op`` and return its result.
+
+    The handshake and the request go out together; the hello answer is
+    checked before the result is trusted. A sidecar of another version is
+    asked to exit, and the call raises :class:`SidecarUnavailable`.
+
+    Raises:
+        SidecarUnavailable: any transport problem (fall back in-process).
+        JcliError: the request itself failed with that code.
+    """
+    sock = _connect(paths)
+    try:
+        sock.settimeout(timeout)
+        hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
+        sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}) + pack_frame({"id": 1, "op": op, "args": args}))
+        greeting = _result(read_frame(sock))
+        if not isinstance(greeting, dict) or (greeting.get("protocol"), greeting.get("version")) != (
+            PROTOCOL_VERSION,
+            __version__,
+        ):
+            _ask_to_exit(sock)
+            sock.close()
+            _wait_until_gone(paths)
+            raise SidecarUnavailable("the running sidecar is another version; it was asked to exit")
+        reply = read_frame(sock)
+        if reply.get("id") != 1:
+            raise SidecarUnavailable("the sidecar answered out of turn")
+        return _result(reply)
+    except SidecarUnavailable:
+        raise
+    except SidecarError as exc:
+        raise SidecarUnavailable(f"sidecar call failed ({exc.message})") from None
+    except JcliError:  # first: TIMEOUT, FILE_NOT_FOUND, PATH_NOT_ALLOWED are OSErrors too, but answers
+        raise
+    except OSError as exc:
+        raise SidecarUnavailable(f"sidecar call failed ({exc})") from None
+    finally:
+        sock.close()
+
+
+def greeted(paths: SidecarPaths, timeout: float = REQUEST_TIMEOUT) -> socket.socket:
+    """A connection on which the hello was answered by a sidecar of this very version.
+
+    Unlike :func:`call`, nothing else goes out before the answer is
+    checked: for a request that must never run twice (``kernel.exec``), a
+    sidecar of another version must not see it at all.
+
+    Raises:
+        SidecarUnavailable: no usable sidecar (another version is asked to exit).
+    """
+    sock = _connect(paths)
+    try:
+        sock.settimeout(timeout)
+        hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
+        sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}))
+        greeting = _result(read_frame(sock))
+        if not isinstance(greeting, dict) or (greeting.get("protocol"), greeting.get("version")) != (PROTOCOL_VERSION, __version__):
+            _ask_to_exit(sock)
+            sock.close()
+            _wait_until_gone(paths)
+            raise SidecarUnavailable("the running sidecar is another version; it was asked to exit")
+        return sock
+    except SidecarUnavailable:
+        sock.close()
+        raise
+    except (JcliError, OSError) as exc:
+        sock.close()
+        raise SidecarUnavailable(f"sidecar handshake failed ({getattr(exc, 'message', None) or exc})") from None
+
+
+def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
+    """Wait (bounded) for an old sidecar to release its lifetime lock, so a new one can start."""
+    from ..base.locks import wait_for_lock
+
+    wait_for_lock(paths.lock, timeout)
+
+
+def _ask_to_exit(sock: socket.socket) -> None:
+    """Send ``shutdown`` and read up to its answer (bounded by the socket's timeout).
+
+    The answers to earlier requests are read and dropped on the way: a
+    socket closed with unread data resets the connection, and the reset can
+    reach the sidecar before it has read the shutdown, which is then lost.
+    """
+    try:
+        sock.sendall(pack_frame({"id": 2, "op": "shutdown", "args": {}}))
+        while read_frame(sock).get("id") != 2:
+            pass
+    except (JcliError, OSError):
+        pass
+
+
+def request_shutdown(paths: SidecarPaths, timeout: float = CONNECT_TIMEOUT) -> bool:
+    """Ask the sidecar to stop; True when it acknowledged."""
+    try:
+        return bool(call(paths, "shutdown", {}, timeout=timeout))
+    except JcliError:
+        return False

@@ -1,0 +1,251 @@
+"""``kernel.exec`` in the sidecar: kernel connections held between runs, and one run streamed back.
+
+:class:`HeldKernels` keeps the websockets of the kernels a workspace uses,
+keyed by server URL, token and kernel id, so a run pays neither the
+websocket handshake nor the server wiring up the kernel's channels. A held
+connection is used by one run at a time: two runs on the same kernel at
+once each get a connection of their own (and route the kernel's messages
+by their own ``msg_id``), and at most :data:`MAX_IDLE` connections are kept
+between runs. One is dropped when its kernel died or restarted (seen in
+what arrived while it was idle), when its run did not end cleanly, or after
+:data:`IDLE_SECONDS` unused.
+
+:func:`run_streamed` is the run: the same calls the in-process path makes
+(:func:`~jcli_sidecar.kernel.session_lookup.find_session`,
+:func:`~jcli_sidecar.kernel.display_mode.display_mode`,
+:meth:`~jcli_sidecar.kernel.kernel_client.KernelConnection.execute`), with every
+output change and the moment before the code goes out sent to the client
+as events. A client's signal reaches the run's
+:class:`~jcli_sidecar.kernel.kernel_client.StopSwitch` through ``kernel.stop``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..base.errors import JcliError, ProtocolError, internal_error
+from ..kernel.kernel_client import ExecutionResult, KernelConnection, StopSwitch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..kernel.jupyter_api import JupyterServer
+
+__all__ = ["HeldKernels", "IDLE_SECONDS", "MAX_IDLE", "run_streamed"]
+
+#: A held connection unused for this long is closed.
+IDLE_SECONDS = 300.0
+#: At most this many connections are held between runs (all kernels together).
+MAX_IDLE = 8
+
+_Key = tuple[str, str, str]
+
+
+class HeldKernels:
+    """The sidecar's kernel connections, and the stop switches of the runs in flight (thread-safe)."""
+
+    def __init__(self, idle_seconds: float = IDLE_SECONDS, max_idle: int = MAX_IDLE) -> None:
+        self.idle_seconds = idle_seconds
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: dict[_Key, list[tuple[KernelConnection, float]]] = {}
+        self._servers: dict[tuple[str, str], JupyterServer] = {}
+        self._runs: dict[str, StopSwitch] = {}
+        self.opened = 0
+        self.reused = 0
+
+    def server(self, url: str, token: str) -> JupyterServer:
+        """One :class:`JupyterServer` per URL and token (its probe is asked once)."""
+        from ..kernel.jupyter_api import JupyterServer
+
+        with self._lock:
+            found = self._servers.get((url, token))
+        if found is None:
+            found = JupyterServer(url, token)  # raises UsageError on a malformed URL or token
+            with self._lock:
+                found = self._servers.setdefault((url, token), found)
+        return found
+
+    def take(self, server: JupyterServer, kernel_id: str) -> KernelConnection:
+        """A connection to ``kernel_id`` for one run: a held one that is still good, else a new one."""
+        key = (server.url, server.token, kernel_id)
+        while True:
+            with self._lock:
+                held = self._idle.get(key)
+                kernel = held.pop()[0] if held else None
+                if held == []:
+                    del self._idle[key]
+            if kernel is None:
+                break
+            if kernel.drain_idle():
+                self.reused += 1
+                return kernel
+            kernel.close()
+        self.opened += 1
+        return KernelConnection(server, kernel_id)
+
+    def give_back(self, kernel: KernelConnection) -> None:
+        """Keep a connection whose run ended cleanly, for the next run (or close it when enough are kept)."""
+        key = (kernel.server.url, kernel.server.token, kernel.kernel_id)
+        with self._lock:
+            if sum(len(v) for v in self._idle.values()) < self.max_idle:
+                self._idle.setdefault(key, []).append((kernel, time.monotonic()))
+                return
+        kernel.close()
+
+    def prune(self) -> int:
+        """Close connections idle longer than :attr:`idle_seconds`, or whose kernel died, restarted or went away.
+
+        The others are drained of what arrived meanwhile (other clients'
+        broadcasts), so neither side buffers it for long, and kept. Returns
+        how many were closed. Blocking (a partly arrived message gets a
+        second): call it off the event loop.
+        """
+        cutoff = time.monotonic() - self.idle_seconds
+        with self._lock:
+            taken = [(key, kernel, used) for key, held in self._idle.items() for kernel, used in held]
+            self._idle.clear()
+        closed = 0
+        for key, kernel, used in taken:
+            if used < cutoff or not kernel.drain_idle():
+                kernel.close()
+                closed += 1
+                continue
+            with self._lock:
+                self._idle.setdefault(key, []).append((kernel, used))
+        return closed
+
+    def held(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
+
+    def register(self, run_id: str, stop: StopSwitch) -> None:
+        with self._lock:
+            if run_id in self._runs:
+                raise ProtocolError("kernel.exec: this run id is in use")
+            self._runs[run_id] = stop
+
+    def unregister(self, run_id: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+
+    def stop_run(self, run_id: str, signum: int) -> bool:
+        """Pass a client's signal to its run (as if it arrived in-process); False when no such run."""
+        with self._lock:  # held while signalling, so the run cannot close its switch meanwhile
+            stop = self._runs.get(run_id)
+            if stop is None:
+                return False
+            stop.handle(signum)
+            return True
+
+    def close(self, signum: int) -> None:
+        """The sidecar is stopping: every run in flight is stopped by ``signum``, every held connection closed."""
+        with self._lock:
+            for stop in self._runs.values():
+                stop.handle(signum)
+            idle = [k for held in self._idle.values() for k, _ in held]
+            self._idle.clear()
+        for kernel in idle:
+            kernel.close()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            running = len(self._runs)
+        return {"held": self.held(), "opened": self.opened, "reused": self.reused, "running": running}
+
+
+def _text(args: dict[str, Any], name: str, *, optional: bool = False) -> Any:
+    value = args.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise ProtocolError(f"kernel.exec needs {name} as a string")
+    return value
+
+
+def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Run one ``kernel.exec`` request; ``send`` delivers each event to the client before this goes on.
+
+    Args:
+        args: ``{run_id, server: {url, token}, session, code, timeout,
+            display_mode}`` (see docs/sidecar.md).
+        send: delivers one event map (``sending``, ``output``) to the client.
+
+    Returns:
+        ``{session, status, execution_count, error, notes, dropped,
+        failure}`` once the code was sent: ``failure`` is the coded error that
+        cut the run short (``executed: true``), else None.
+
+    Raises:
+        JcliError: anything before the code was sent (nothing ran); ``executed: false``.
+    """
+    from ..kernel.display_mode import in_display_mode
+    from ..kernel.kernel_client import check_timeout
+    from ..kernel.session_lookup import find_session
+
+    run_id, code, key = _text(args, "run_id"), _text(args, "code"), _text(args, "session")
+    mode = _text(args, "display_mode", optional=True)
+    server_args = args.get("server")
+    if not isinstance(server_args, dict):
+        raise ProtocolError("kernel.exec needs server: {url, token}")
+    timeout = args.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+        raise ProtocolError("kernel.exec: timeout must be a number or nil")
+    timeout = check_timeout(timeout)
+    server = kernels.server(_text(server_args, "url"), _text(server_args, "token"))
+    row = find_session(server, key)
+    stop = StopSwitch()
+    stop.defer()  # a client's signal is recorded from the start; execute() checks it before sending
+    kernels.register(run_id, stop)
+    result = ExecutionResult()
+    failure: JcliError | None = None
+    kernel: KernelConnection | None = None
+    clean = False
+
+    def forward(*, event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None = None) -> None:
+        if event == "append":
+            send({"event": "output", "kind": "append", "index": index, "output": output})
+        elif event == "stream":
+            send({"event": "output", "kind": "stream", "index": index, "chunk": chunk})
+        elif event == "update":
+            send({"event": "output", "kind": "update", "index": index, "output": output})
+        else:
+            send({"event": "output", "kind": "clear"})
+
+    try:
+        kernel = kernels.take(server, row["kernel_id"])
+        with in_display_mode(kernel, mode, notes=result.notes, stop=stop, timeout=timeout):
+            kernel.execute(
+                code,
+                timeout=timeout,
+                on_output=forward,
+                stop=stop,
+                result=result,
+                on_send=lambda: send({"event": "sending", "session": row}),
+            )
+        clean = True
+    except Exception as exc:
+        if not result.sent:
+            raise
+        failure = exc if isinstance(exc, JcliError) else internal_error(exc)
+        failure.details["executed"] = True
+    finally:
+        kernels.unregister(run_id)
+        stop.close()
+        if kernel is not None:
+            if clean:
+                kernels.give_back(kernel)
+            else:
+                kernel.close()
+    return {
+        "session": row,
+        "status": result.status,
+        "execution_count": result.execution_count,
+        "error": result.error,
+        "notes": result.notes,
+        "dropped": result.dropped,
+        "failure": None if failure is None else failure.to_dict(),
+    }
