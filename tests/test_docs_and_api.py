@@ -15,8 +15,12 @@ import jcli
 import jcli_sidecar
 from jcli_sidecar.base import errors
 
+#: Every module and subpackage of both packages, at any depth.
 MODULES = sorted(
-    f"{pkg.__name__}.{info.name}" for pkg in (jcli_sidecar, jcli) for info in pkgutil.iter_modules(pkg.__path__) if info.name != "__main__"
+    info.name
+    for pkg in (jcli_sidecar, jcli)
+    for info in pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}.")
+    if not info.name.endswith(".__main__")
 )
 
 

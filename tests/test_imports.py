@@ -215,12 +215,12 @@ def test_a_face_imports_no_module_until_a_name_is_asked_for():
     script = (
         "import sys, jcli_sidecar.kernel as k\n"
         "before = sorted(m for m in sys.modules if m.startswith('jcli_sidecar.kernel.'))\n"
-        "k.parse_timeout\n"
+        "k.redact_url\n"
         "after = sorted(m for m in sys.modules if m.startswith('jcli_sidecar.kernel.'))\n"
         "print(before, after)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[] ['jcli_sidecar.kernel.exec_timeout']"
+    assert out.strip() == "[] ['jcli_sidecar.kernel.urls']"
 
 
 def client_imports() -> list[tuple[str, str, tuple[str, ...]]]:

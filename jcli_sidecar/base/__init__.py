@@ -55,6 +55,7 @@ __all__, __getattr__ = lazy_face(
             "error_from_code",
             "internal_error",
         ),
+        "face": ("lazy_face",),
         "fileio": (
             "read_text_or_none",
             "write_pieces_atomic",

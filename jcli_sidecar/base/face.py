@@ -7,7 +7,6 @@ subpackage: the warm read path stays as lean as a direct module import.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 TYPE_CHECKING = False
@@ -32,7 +31,9 @@ def lazy_face(package: str, modules: dict[str, tuple[str, ...]]) -> tuple[list[s
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        dotted = f"{package}.{module}"
+        __import__(dotted)  # the import statement's own path, so -X importtime sees it (import_module's does not)
+        value = getattr(sys.modules[dotted], name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -19,7 +19,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "hook_decision": (
             "Decision",
-            "render",
+            "render_decision",
         ),
         "hook_payload": (
             "KINDS",

@@ -41,13 +41,13 @@ if TYPE_CHECKING:
     from .jupyter_api import JupyterServer
 
 __all__ = [
-    "VARS_TIMEOUT",
     "MAX_ROWS",
     "NAMED_VALUE_CHARS",
     "PREVIEW_NAMES",
     "PREVIEW_TIMEOUT",
     "RICH_CHARS",
     "VALUE_CHARS",
+    "VARS_TIMEOUT",
     "preview_variables",
     "read_variables",
 ]

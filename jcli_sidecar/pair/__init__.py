@@ -30,7 +30,7 @@ __all__, __getattr__ = lazy_face(
             "STAGE_SYNCED",
             "check_commit",
             "main",
-            "render",
+            "render_commit_check",
             "stage_synced",
         ),
         "pair_update": (

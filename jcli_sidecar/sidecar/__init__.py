@@ -30,9 +30,9 @@ __all__, __getattr__ = lazy_face(
             "request_shutdown",
         ),
         "control": (
-            "start",
-            "status",
-            "stop",
+            "sidecar_status",
+            "start_sidecar",
+            "stop_sidecar",
         ),
         "daemon": (
             "DEFAULT_IDLE_SECONDS",

@@ -29,7 +29,7 @@ import re
 
 from .files import dirs_mark, dirs_recorded
 
-__all__ = ["END", "Block", "find_block", "has_block", "put_block", "remove_block"]
+__all__ = ["Block", "END", "find_block", "has_block", "put_block", "remove_block"]
 
 END = "# <<< j-cli"
 _BEGIN = re.compile(r"^# >>> j-cli: .*$", re.M)

@@ -43,7 +43,7 @@ from jcli_sidecar.base import (
     write_text_atomic,
 )
 
-__all__ = ["MAX_CONFIG_BYTES", "Current", "Plan", "dirs_mark", "dirs_recorded", "read"]
+__all__ = ["Current", "MAX_CONFIG_BYTES", "Plan", "dirs_mark", "dirs_recorded", "read"]
 
 #: The largest config ``setup`` reads (Claude Code's ``~/.claude.json`` grows with history).
 MAX_CONFIG_BYTES = 64 * 1024 * 1024

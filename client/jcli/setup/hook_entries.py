@@ -33,13 +33,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "plan_hooks",
     "MARK",
     "UPSTREAM_MARK",
     "groups",
     "has_ours",
     "has_upstream",
     "load",
+    "plan_hooks",
     "with_ours",
     "without_ours",
     "without_upstream",
