@@ -30,7 +30,7 @@ import json
 import os
 import sys
 
-from jcli_sidecar.base import RUNTIME_FILES, JcliError, ServerUnavailable, ensure_runtime_dir, workspace_hash, workspace_of
+from jcli_sidecar.base import RUNTIME_FILES, JcliError, ServerUnavailable, ensure_runtime_dir, setting, workspace_hash, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -274,8 +274,8 @@ def server_address(url: str | None = None, token: str | None = None) -> tuple[st
     when it is made), so a caller that only passes them on imports nothing more.
     """
     if url is None:
-        url = os.environ.get("JCLI_JUPYTER_SERVER_URL") or None  # set but empty: not set
-    token = token if token is not None else os.environ.get("JCLI_JUPYTER_SERVER_TOKEN", "")
+        url = setting("JCLI_JUPYTER_SERVER_URL") or None  # set but empty: not set
+    token = token if token is not None else setting("JCLI_JUPYTER_SERVER_TOKEN")
     return None if url is None else (url, token or "")
 
 

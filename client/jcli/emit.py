@@ -33,11 +33,10 @@ def unexpected(exc: BaseException, json_mode: bool) -> int:
 
 def _debug_traceback(err: JcliError) -> None:
     """With JCLI_DEBUG=1, the traceback of the bug behind an ``INTERNAL_ERROR``."""
-    import os
 
-    from jcli_sidecar.base import InternalError
+    from jcli_sidecar.base import InternalError, setting
 
-    if isinstance(err, InternalError) and err.__cause__ is not None and os.environ.get("JCLI_DEBUG"):
+    if isinstance(err, InternalError) and err.__cause__ is not None and setting("JCLI_DEBUG"):
         import traceback
 
         traceback.print_exception(err.__cause__)

@@ -10,7 +10,7 @@ import os
 
 import click
 
-from jcli_sidecar.base import JcliError, UsageError
+from jcli_sidecar.base import JcliError, UsageError, setting
 from jcli_sidecar.kernel import session_summary
 
 from .outcome import fail, finish
@@ -253,7 +253,7 @@ def _placed(ctx: click.Context, srv, row: dict[str, Any]) -> dict[str, Any]:
 
 def _explicit_server(ctx: click.Context) -> bool:
     obj = ctx.find_root().obj
-    return bool(obj.get("server_url") or os.environ.get("JCLI_JUPYTER_SERVER_URL"))
+    return bool(obj.get("server_url") or setting("JCLI_JUPYTER_SERVER_URL"))
 
 
 def _session_path(ctx: click.Context, name: str) -> str:

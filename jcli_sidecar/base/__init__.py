@@ -148,6 +148,12 @@ __all__, __getattr__ = lazy_face(
             "workspace_hash",
             "workspace_of",
         ),
+        "settings": (
+            "OFF_VALUES",
+            "SETTINGS",
+            "Setting",
+            "setting",
+        ),
         "workspace_dir": (
             "CACHEDIR_FILES",
             "ensure_outputs_dir",

@@ -13,6 +13,8 @@ import errno
 import os
 import stat
 
+from .settings import SETTINGS, setting
+
 __all__ = [
     "DEFAULT_READ_LIMIT_MB",
     "FileTooLarge",
@@ -26,7 +28,7 @@ __all__ = [
 ]
 
 #: The largest file j-cli reads, in MiB, unless ``JCLI_MAX_FILE_MB`` says otherwise.
-DEFAULT_READ_LIMIT_MB = 512
+DEFAULT_READ_LIMIT_MB = SETTINGS["JCLI_MAX_FILE_MB"].default
 _CHUNK = 1 << 20
 
 
@@ -39,20 +41,13 @@ class FileTooLarge(OSError):
 
 
 def read_limit() -> int:
-    """``JCLI_MAX_FILE_MB`` in bytes (default 512 MiB; a bad value means the default).
+    """``JCLI_MAX_FILE_MB`` in bytes (default 512 MiB; a bad value means the default, with a warning).
 
     Example:
         >>> read_limit() == 512 * 1024 * 1024 or "JCLI_MAX_FILE_MB" in __import__("os").environ
         True
     """
-    raw = os.environ.get("JCLI_MAX_FILE_MB", "")
-    try:
-        mb = float(raw) if raw else DEFAULT_READ_LIMIT_MB
-    except ValueError:
-        mb = DEFAULT_READ_LIMIT_MB
-    if not mb > 0 or mb != mb or mb == float("inf"):
-        mb = DEFAULT_READ_LIMIT_MB
-    return max(1, int(mb * 1024 * 1024))
+    return max(1, int(setting("JCLI_MAX_FILE_MB") * 1024 * 1024))
 
 
 _KINDS = (

@@ -60,13 +60,12 @@ RUNTIME_FILES = {
 #: number); the sidecar releases it once it listens.
 SPAWN_LOCK_FD_ENV = "JCLI_SIDECAR_SPAWN_LOCK_FD"
 
-#: ``JCLI_SIDECAR`` values that turn the sidecar off.
-OFF_VALUES = frozenset({"off", "0", "false", "no", "disabled"})
-
 
 def disabled() -> bool:
     """True when ``JCLI_SIDECAR=off`` (or 0/false/no)."""
-    return os.environ.get("JCLI_SIDECAR", "").strip().lower() in OFF_VALUES
+    from .settings import setting
+
+    return not setting("JCLI_SIDECAR")
 
 
 def workspace_of(cwd: str | None = None) -> str:

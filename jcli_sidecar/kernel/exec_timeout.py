@@ -8,9 +8,7 @@ error before any code runs; from the environment, it names the variable.
 
 from __future__ import annotations
 
-import os
-
-from ..base.errors import UsageError
+from ..base.settings import SETTINGS, setting
 from .kernel_client import check_timeout
 
 TYPE_CHECKING = False
@@ -22,7 +20,7 @@ __all__ = ["DEFAULT_TIMEOUT", "TIMEOUT_ENV", "parse_timeout", "resolve_timeout"]
 #: The environment variable holding the default per-cell timeout.
 TIMEOUT_ENV = "JCLI_EXEC_TIMEOUT"
 #: Seconds a cell may run when neither ``--timeout`` nor :data:`TIMEOUT_ENV` says otherwise.
-DEFAULT_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = SETTINGS[TIMEOUT_ENV].default
 
 
 def parse_timeout(text: str) -> float:
@@ -55,15 +53,4 @@ def resolve_timeout(flag: float | None, env: Mapping[str, str] | None = None) ->
     """
     if flag is not None:
         return None if flag == 0 else check_timeout(flag)
-    raw = (os.environ if env is None else env).get(TIMEOUT_ENV, "")
-    if raw == "":
-        return DEFAULT_TIMEOUT
-    try:
-        value = parse_timeout(raw)
-        return None if value == 0 else check_timeout(value)
-    except (ValueError, UsageError):
-        shown = raw if len(raw) <= 40 else raw[:40] + "..."
-        raise UsageError(
-            f"{TIMEOUT_ENV}={shown!r} is not a timeout: give seconds > 0 (at most 30 days), or 0 or none for no limit",
-            variable=TIMEOUT_ENV,
-        ) from None
+    return setting(TIMEOUT_ENV, env)

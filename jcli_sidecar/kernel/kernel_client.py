@@ -36,6 +36,7 @@ import os
 import time
 
 from ..base.errors import Interrupted, JcliError, KernelDied, Timeout, UsageError
+from ..base.settings import SETTINGS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data
 ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
 
 #: The longest ``timeout`` a run takes, in seconds (30 days); no timeout waits forever.
-MAX_TIMEOUT = 30 * 24 * 3600.0
+MAX_TIMEOUT = SETTINGS["JCLI_EXEC_TIMEOUT"].maximum
 
 #: What the Jupyter Server sends (a stderr stream) when it starts dropping a run's output.
 _RATE_LIMIT_NOTICES = ("IOPub data rate exceeded.", "IOPub message rate exceeded.")

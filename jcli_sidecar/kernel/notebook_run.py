@@ -42,6 +42,7 @@ from ..base.errors import (
 from ..base.locks import notebook_lock
 from ..base.protocol import SCHEMA_VERSION
 from ..base.runtime import ensure_runtime_dir
+from ..base.settings import SETTINGS, setting
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbindex import stat_key
@@ -76,8 +77,8 @@ __all__ = [
     "writeback_pace_from_env",
 ]
 
-DEFAULT_CHECKPOINT_SECONDS = 10.0
-DEFAULT_WRITEBACK_PACE = 4.0
+DEFAULT_CHECKPOINT_SECONDS = SETTINGS["JCLI_CHECKPOINT_SECONDS"].default
+DEFAULT_WRITEBACK_PACE = SETTINGS["JCLI_WRITEBACK_PACE"].default
 
 
 def is_notebook_file(path: str) -> bool:
@@ -104,12 +105,7 @@ def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
         >>> writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "0"}), writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "x"})
         (0.0, 4.0)
     """
-    raw = (os.environ if env is None else env).get("JCLI_WRITEBACK_PACE", str(DEFAULT_WRITEBACK_PACE))
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_WRITEBACK_PACE
-    return value if value >= 0 and value == value and value != float("inf") else DEFAULT_WRITEBACK_PACE
+    return setting("JCLI_WRITEBACK_PACE", env)
 
 
 def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
@@ -121,12 +117,7 @@ def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
         >>> checkpoint_seconds_from_env({"JCLI_CHECKPOINT_SECONDS": "0"}), checkpoint_seconds_from_env({})
         (0.0, 10.0)
     """
-    raw = (os.environ if env is None else env).get("JCLI_CHECKPOINT_SECONDS", "10")
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_CHECKPOINT_SECONDS
-    return value if value >= 0 else DEFAULT_CHECKPOINT_SECONDS
+    return setting("JCLI_CHECKPOINT_SECONDS", env)
 
 
 class RunOptions:

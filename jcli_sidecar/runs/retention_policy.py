@@ -9,9 +9,8 @@ that resolving it imports nothing else.
 
 from __future__ import annotations
 
-import os
-
 from ..base.errors import UsageError
+from ..base.settings import SETTINGS, setting
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_AGE_DAYS", "DEFAULT_MAX_RUNS", "Policy", "resolve_policy"]
 
-DEFAULT_MAX_AGE_DAYS = 7
-DEFAULT_MAX_RUNS = 50
+DEFAULT_MAX_AGE_DAYS = SETTINGS["JCLI_OUTPUT_MAX_AGE_DAYS"].default
+DEFAULT_MAX_RUNS = SETTINGS["JCLI_OUTPUT_MAX_RUNS"].default
 
 
 class Policy:
@@ -54,17 +53,6 @@ def _positive(name: str, value: Any) -> int:
     return value
 
 
-def _from_env(name: str, env_name: str, env: Mapping[str, str]) -> int | None:
-    raw = env.get(env_name)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise UsageError(f"{env_name}={raw!r}: {name} must be a positive integer") from None
-    return _positive(f"{env_name} ({name})", value)
-
-
 def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: Mapping[str, str] | None = None) -> Policy:
     """The policy: a flag wins over the environment, which wins over the default.
 
@@ -75,7 +63,6 @@ def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None,
         >>> resolve_policy(max_runs=3, env={"JCLI_OUTPUT_MAX_RUNS": "9", "JCLI_OUTPUT_MAX_AGE_DAYS": "2"}).to_wire()
         {'max_age_days': 2, 'max_runs': 3}
     """
-    env = os.environ if env is None else env
-    age = max_age_days if max_age_days is not None else _from_env("max_age_days", "JCLI_OUTPUT_MAX_AGE_DAYS", env)
-    runs = max_runs if max_runs is not None else _from_env("max_runs", "JCLI_OUTPUT_MAX_RUNS", env)
-    return Policy(DEFAULT_MAX_AGE_DAYS if age is None else age, DEFAULT_MAX_RUNS if runs is None else runs)
+    age = max_age_days if max_age_days is not None else setting("JCLI_OUTPUT_MAX_AGE_DAYS", env)
+    runs = max_runs if max_runs is not None else setting("JCLI_OUTPUT_MAX_RUNS", env)
+    return Policy(age, runs)

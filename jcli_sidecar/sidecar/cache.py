@@ -30,6 +30,7 @@ import time
 from collections import OrderedDict
 
 from ..base.readfile import stat_regular
+from ..base.settings import SETTINGS
 from ..ipynb.nbindex import stat_key
 from ..ipynb.notebook import NotebookFile
 
@@ -52,10 +53,10 @@ __all__ = [
     "racy_window",
 ]
 
-DEFAULT_BUDGET_MB = 256
+DEFAULT_BUDGET_MB = SETTINGS["JCLI_SIDECAR_CACHE_MB"].default
 #: Timestamps closer than this to the read are not trusted (1 s, generous
 #: next to a 4-10 ms kernel tick; ``JCLI_SIDECAR_RACY_MS`` changes it).
-RACY_NS = 1_000_000_000
+RACY_NS = int(SETTINGS["JCLI_SIDECAR_RACY_MS"].default * 1_000_000)
 #: The window for timestamps with a sub-second part: file systems that keep
 #: them stamp from the kernel's coarse clock (one tick, 1-10 ms), so 20 ms
 #: is two ticks or more.
@@ -63,13 +64,10 @@ FINE_RACY_NS = 20_000_000
 
 
 def budget_from_env() -> int:
-    """``JCLI_SIDECAR_CACHE_MB`` in bytes (default 256 MiB; 0 disables caching)."""
-    raw = os.environ.get("JCLI_SIDECAR_CACHE_MB", "")
-    try:
-        mb = float(raw) if raw else DEFAULT_BUDGET_MB
-    except ValueError:
-        mb = DEFAULT_BUDGET_MB
-    return int(max(mb, 0) * 1024 * 1024)
+    """``JCLI_SIDECAR_CACHE_MB`` in bytes (default 256 MiB; 0 disables caching; a bad value means the default)."""
+    from ..base.settings import setting
+
+    return int(setting("JCLI_SIDECAR_CACHE_MB") * 1024 * 1024)
 
 
 def racy_from_env() -> int:
@@ -78,14 +76,9 @@ def racy_from_env() -> int:
     Raise it on a file system with coarser timestamps (FAT keeps 2 s); 0
     trusts every entry at once, which only a test should want.
     """
-    raw = os.environ.get("JCLI_SIDECAR_RACY_MS", "")
-    try:
-        ms = float(raw) if raw else RACY_NS / 1e6
-    except ValueError:
-        ms = RACY_NS / 1e6
-    if not ms >= 0 or ms == float("inf"):
-        ms = RACY_NS / 1e6
-    return int(ms * 1_000_000)
+    from ..base.settings import setting
+
+    return int(setting("JCLI_SIDECAR_RACY_MS") * 1_000_000)
 
 
 _key = stat_key

@@ -20,6 +20,7 @@ import socket
 
 from ..base.errors import JcliError
 from ..base.runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir
+from ..base.settings import SETTINGS
 from ..kernel.kernel_client import STALL_AT_ENV as EXEC_STALL_AT_ENV
 from ..kernel.kernel_client import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
 from .pidfile import unlink_pid_file_if_ours, write_pid_file
@@ -29,7 +30,7 @@ __all__ = ["DEFAULT_IDLE_SECONDS", "serve"]
 
 log = logging.getLogger("jcli_sidecar")
 
-DEFAULT_IDLE_SECONDS = 600.0
+DEFAULT_IDLE_SECONDS = SETTINGS["JCLI_SIDECAR_IDLE_SECONDS"].default
 
 
 def _systemd_listener() -> socket.socket | None:
@@ -46,17 +47,9 @@ def _systemd_listener() -> socket.socket | None:
 
 
 def _idle_seconds() -> float:
-    raw = os.environ.get("JCLI_SIDECAR_IDLE_SECONDS")
-    if not raw:
-        return DEFAULT_IDLE_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        log.warning("ignoring JCLI_SIDECAR_IDLE_SECONDS=%r (must be a positive number)", raw)
-        return DEFAULT_IDLE_SECONDS
-    return value
+    from ..base.settings import setting
+
+    return setting("JCLI_SIDECAR_IDLE_SECONDS")
 
 
 def _release_spawn_lock() -> None:

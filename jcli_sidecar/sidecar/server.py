@@ -35,6 +35,7 @@ from ..base.errors import InternalError, JcliError, PeerRefused, ProtocolError, 
 from ..base.framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
 from ..base.protocol import PROTOCOL_VERSION
 from ..base.runtime import workspace_hash
+from ..base.settings import SETTINGS
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .held_kernels import HeldKernels
 from .ops import OPS, STREAMING_OPS
@@ -52,7 +53,7 @@ log = logging.getLogger("jcli_sidecar")
 
 #: How long one blocking request may run (``JCLI_SIDECAR_REQUEST_SECONDS``).
 #: Less than the client's own wait, so the client gets the coded answer.
-DEFAULT_REQUEST_SECONDS = 60.0
+DEFAULT_REQUEST_SECONDS = SETTINGS["JCLI_SIDECAR_REQUEST_SECONDS"].default
 #: How long a stopping sidecar waits for requests still running on workers.
 STOP_GRACE_SECONDS = 2.0
 #: How often held kernel connections are drained and the stale ones closed.
@@ -67,16 +68,10 @@ _PEERCRED = struct.Struct("3i")
 
 
 def request_seconds_from_env() -> float:
-    """``JCLI_SIDECAR_REQUEST_SECONDS`` (default 60; a bad value means the default)."""
-    raw = os.environ.get("JCLI_SIDECAR_REQUEST_SECONDS", "")
-    try:
-        value = float(raw) if raw else DEFAULT_REQUEST_SECONDS
-    except ValueError:
-        value = DEFAULT_REQUEST_SECONDS
-    if not 0 < value < float("inf"):
-        log.warning("ignoring JCLI_SIDECAR_REQUEST_SECONDS=%r (must be a positive number)", raw)
-        value = DEFAULT_REQUEST_SECONDS
-    return value
+    """``JCLI_SIDECAR_REQUEST_SECONDS`` (default 60; a bad value means the default, with a warning in the log)."""
+    from ..base.settings import setting
+
+    return setting("JCLI_SIDECAR_REQUEST_SECONDS")
 
 
 def peer_uid(sock: socket.socket) -> int:
