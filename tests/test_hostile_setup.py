@@ -209,6 +209,7 @@ def _states(host: str) -> list[str]:
     [(h, s, state) for h, s in TARGETS for state in _states(h)],
     ids=[f"{h}{s or ''}-{state}" for h, s in TARGETS for state in _states(h)],
 )
+@pytest.mark.slow  # a matrix of hosts, scopes and config shapes, two j-cli runs each
 def test_setup_then_remove_leaves_every_file_byte_identical(world, host, scope, state):
     config = world.config(host, scope)
     if state != "absent":
