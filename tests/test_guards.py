@@ -485,3 +485,53 @@ def test_upstreams_second_entry_point_j_cli_hook_is_j_cli_hooks(tmp_path):
     for name in ("pair-drift-guard-pre", "pair-drift-guard-post", "nosuch"):
         quiet = subprocess.run([str(BIN / "j-cli-hook"), name, "--platform", "codex"], input=b"{}", capture_output=True)
         assert quiet.returncode == 0 and quiet.stdout == b"", (name, quiet.stderr)
+
+
+# -- one registry: the entry point, setup's hook entries and both plugins follow it ------------
+
+
+def _plugin_table(source: str) -> dict[str, dict[str, list[str]]]:
+    """The guard lists a plugin keeps, read from its hooksBefore/hooksAfter."""
+    import re
+
+    def names(text: str) -> list[str]:
+        return re.findall(r"""['"]([a-z-]+-guard[a-z-]*)['"]""", text)
+
+    before = source[source.index("function hooksBefore") :]
+    before = before[: before.index("\n}\n")]
+    after = source[source.index("function hooksAfter") :]
+    after = after[: after.index("\n}\n")]
+    shell = re.search(r"SHELL_TOOLS\.has\(\w+\)\) return (\[.*?\])", before)
+    edit = re.search(r"EDIT_TOOLS\.has\(\w+\)\) return (\[.*?\])", before)
+    assert shell and edit and "SHELL_TOOLS" not in after, "the plugin's guard lists changed shape"
+    return {"before": {"shell": names(shell.group(1)), "edit": names(edit.group(1))}, "after": {"shell": [], "edit": names(after)}}
+
+
+@pytest.mark.parametrize("host", ["opencode", "dsh"])
+def test_each_plugin_runs_the_guards_the_registry_lists(host):
+    from jcli.plugins import plugin_path
+    from jcli_sidecar.guards.registry import guard_table
+
+    with open(plugin_path(host), encoding="utf-8") as fh:
+        assert _plugin_table(fh.read()) == guard_table()
+
+
+def test_setup_installs_the_registrys_guards_for_each_event():
+    from jcli.setup.hook_entries import groups
+    from jcli_sidecar.guards.registry import GUARDS
+
+    for host in ("claude", "codex"):
+        installed = groups(host, "--project")
+        names = [h["_jcli_guard"].split(" ")[0] for event in installed.values() for g in event for h in g["hooks"]]
+        assert names == [name for name, g in GUARDS.items() if g.event is not None]
+        assert {h["_jcli_guard"].split(" ")[0] for g in installed["PostToolUse"] for h in g["hooks"]} == {
+            name for name, g in GUARDS.items() if g.event == "after"
+        }
+
+
+def test_every_registered_name_answers_and_its_help_is_its_doc():
+    from jcli_sidecar.guards.registry import GUARDS
+
+    for name, entry in GUARDS.items():
+        result = run_cli("_hooks", name, "--help")
+        assert result.returncode == 0 and entry.doc in result.stdout.decode()

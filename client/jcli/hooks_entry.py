@@ -19,17 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from jcli_sidecar.guards import Decision
 
-__all__ = ["GUARDS", "PASS_THROUGH", "run_hook"]
+__all__ = ["PASS_THROUGH", "run_hook"]
 
-#: Hook names answered here (upstream's), each with what it does.
-GUARDS = {
-    "notebook-exec-guard": "deny running a notebook outside j-cli (PreToolUse, shell)",
-    "python-run-guard": "deny running a paired py:percent .py as a plain script (PreToolUse, shell)",
-    "notebook-edit-guard": "deny hand edits of a paired .ipynb (PreToolUse, file edits)",
-    "pair-drift-guard-pre": "deny an edit of a pair whose notebook changed and cannot be merged (PreToolUse, file edits)",
-    "pair-drift-guard-post": "sync a paired notebook from its .py after an edit (PostToolUse, file edits)",
-    "gc-pair-sync-refs": "nothing to do: j-cli keeps no git refs",
-}
 #: Names the click app runs (a git hook, not an agent guard).
 PASS_THROUGH = frozenset({"pre-commit-pair-sync"})
 #: The most of stdin a guard reads (an apply_patch body can be large).
@@ -44,8 +35,13 @@ def run_hook(argv: list[str]) -> int | None:
     if not argv or argv[0].startswith("-") or argv[0] in PASS_THROUGH:
         return None
     name, options = argv[0], argv[1:]
+    from jcli_sidecar.guards import GUARDS
+
     if "--help" in options or "-h" in options:
-        print(f"Usage: j-cli _hooks {name} [--platform claude|codex|dsh|opencode] [--debug]\n\n  {GUARDS.get(name, 'not a j-cli hook')}")
+        known = GUARDS.get(name)
+        print(
+            f"Usage: j-cli _hooks {name} [--platform claude|codex|dsh|opencode] [--debug]\n\n  {known.doc if known else 'not a j-cli hook'}"
+        )
         return 0
     debug = "--debug" in options
     from jcli_sidecar.guards import Decision, render_decision
@@ -86,9 +82,10 @@ def _stdin() -> bytes:
 
 
 def _decide(name: str, raw: bytes, debug: bool) -> Decision:
-    from jcli_sidecar.guards import Decision, PayloadError, parse_payload
+    from jcli_sidecar.guards import GUARDS, Decision, PayloadError, parse_payload
 
-    if name == "gc-pair-sync-refs":
+    guard = GUARDS[name]
+    if guard.event is None:
         return Decision.allow()
     if len(raw) > MAX_PAYLOAD:
         return Decision.allow(f"allowed: the payload is larger than {MAX_PAYLOAD >> 20} MiB")
@@ -100,26 +97,7 @@ def _decide(name: str, raw: bytes, debug: bool) -> Decision:
         return Decision.allow(f"allowed: {exc}")
     if debug:
         print(f"{name}: {call!r}", file=sys.stderr)
-    if name in ("notebook-exec-guard", "python-run-guard"):
-        from jcli_sidecar.guards import notebook_exec, python_run
-
-        rule = notebook_exec if name == "notebook-exec-guard" else python_run
-        reason = rule(call)
-        return Decision.deny(reason) if reason else Decision.allow()
-    if not any(path.endswith((".ipynb", ".py")) for path in call.paths):
-        return Decision.allow()
-    if name == "notebook-edit-guard":
-        from jcli_sidecar.guards import notebook_edit
-
-        reason = notebook_edit(call)
-        return Decision.deny(reason) if reason else Decision.allow()
-    from jcli_sidecar.guards import after_edit, before_edit
-
-    if name == "pair-drift-guard-pre":
-        reason = before_edit(call)
-        return Decision.deny(reason) if reason else Decision.allow()
-    text = after_edit(call)
-    return Decision.context(text) if text else Decision.allow()
+    return guard.decide(call)
 
 
 def _short(exc: BaseException) -> str:

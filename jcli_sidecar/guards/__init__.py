@@ -34,6 +34,15 @@ __all__, __getattr__ = lazy_face(
             "before_edit",
             "merge_cells",
         ),
+        "registry": (
+            "EVENTS",
+            "GUARDS",
+            "Guard",
+            "TOOLS",
+            "guard",
+            "guard_table",
+            "guards_for",
+        ),
         "shell_commands": (
             "Command",
             "RUNNERS",

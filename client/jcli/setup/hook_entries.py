@@ -23,6 +23,7 @@ import json
 import shlex
 
 from jcli_sidecar.base import ConfigInvalid
+from jcli_sidecar.guards import guards_for
 
 from . import files, jsontext
 from .command import jcli_command
@@ -50,9 +51,6 @@ MARK = "_jcli_guard"
 #: The field upstream j-cli 0.9.7 marked its entries with.
 UPSTREAM_MARK = "_jcli_managed"
 
-_SHELL = ("notebook-exec-guard", "python-run-guard")
-_EDIT_PRE = ("notebook-edit-guard", "pair-drift-guard-pre")
-_EDIT_POST = ("pair-drift-guard-post",)
 #: Per host: the matcher of its shell tool, its edits before, its edits after.
 _MATCHERS = {
     "claude": ("Bash", "NotebookEdit|Edit|Write|MultiEdit", "Edit|Write|MultiEdit"),
@@ -74,12 +72,12 @@ def groups(host: str, scope: str, dirs: int = 0) -> dict[str, list[dict[str, Any
     """
     shell, pre, post = _MATCHERS[host]
 
-    def group(matcher: str, names: tuple[str, ...]) -> dict[str, Any]:
+    def group(matcher: str, names: list[str]) -> dict[str, Any]:
         return {"matcher": matcher, "hooks": [_hook(name, host, scope) for name in names]}
 
     found = {
-        "PreToolUse": [group(shell, _SHELL), group(pre, _EDIT_PRE)],
-        "PostToolUse": [group(post, _EDIT_POST)],
+        "PreToolUse": [group(shell, guards_for("before", "shell")), group(pre, guards_for("before", "edit"))],
+        "PostToolUse": [group(post, guards_for("after", "edit"))],
     }
     first = found["PreToolUse"][0]["hooks"][0]
     first[MARK] += files.dirs_mark(dirs)

@@ -417,10 +417,16 @@ export const HOOK_TIMEOUT_MS = 30_000
 const SHELL_TOOLS: ReadonlySet<string> = new Set(['bash'])
 const EDIT_TOOLS: ReadonlySet<string> = new Set(['edit', 'write', 'apply_patch'])
 
+// Which guards run before and after which DSH tools: j-cli's guard registry
+// (jcli_sidecar/guards/registry.py) decides the names; a test holds these to it.
 function hooksBefore(tool: string): string[] {
   if (SHELL_TOOLS.has(tool)) return ['notebook-exec-guard', 'python-run-guard']
   if (EDIT_TOOLS.has(tool)) return ['notebook-edit-guard', 'pair-drift-guard-pre']
   return []
+}
+
+function hooksAfter(tool: string): string[] {
+  return EDIT_TOOLS.has(tool) ? ['pair-drift-guard-post'] : []
 }
 
 /** Run `j-cli _hooks NAME --platform dsh` with the call on stdin; null when it could not run or answer. */
@@ -490,12 +496,16 @@ export function preExecuteGuard<Spec>(shell: Shell<Spec>, config: Config = {}): 
 export function postExecuteGuard<Spec, B = Block>(shell: Shell<Spec>, config: Config = {}): PostListener<B> {
   return async (exec, result, next) => {
     const decision = await next()
-    if (!EDIT_TOOLS.has(exec.name) || result.isError || decision.kind !== 'accept' || 'value' in decision) return decision
-    const context = postContext(await runHook(shell, 'pair-drift-guard-post', exec, commandOf(config)))
-    if (context === null) return decision
+    const names = hooksAfter(exec.name)
+    if (names.length === 0 || result.isError || decision.kind !== 'accept' || 'value' in decision) return decision
+    const notes: B[] = []
+    for (const name of names) {
+      const context = postContext(await runHook(shell, name, exec, commandOf(config)))
+      if (context !== null) notes.push({ type: 'text', text: `[j-cli] ${context}` } as B) // a text block: every host block type has it
+    }
+    if (notes.length === 0) return decision
     const content = decision.content ?? [...result.content]
-    const note = { type: 'text', text: `[j-cli] ${context}` } as B // a text block: every host block type has it
-    return { ...decision, content: [...content, note] }
+    return { ...decision, content: [...content, ...notes] }
   }
 }
 

@@ -180,7 +180,7 @@ function toToolResult(doc) {
 /** How long one guard may take before the call goes through unguarded. */
 const HOOK_TIMEOUT_MS = 30_000;
 
-/** Which guards run before and after which OpenCode tools. */
+/** Which guards run before and after which OpenCode tools (names from j-cli's guard registry, jcli_sidecar/guards/registry.py; a test holds these to it). */
 const SHELL_TOOLS = new Set(["bash"]);
 const EDIT_TOOLS = new Set(["edit", "write", "patch", "apply_patch", "multiedit"]);
 
