@@ -201,10 +201,12 @@ def notebook_edit(call: ToolCall) -> str | None:
     """The reason to deny a hand edit of a paired ``.ipynb``, or None."""
     if call.kind not in ("edit", "write", "notebook_edit", "patch"):
         return None
+    from ..pair.pairing import paired_py_path
+
     for path in call.paths:
         if not path.endswith(".ipynb"):
             continue
-        py = os.path.splitext(path)[0] + ".py"
+        py = paired_py_path(path)
         if not _is_percent_file(py):
             continue
         nb, shown_py = _shown(path, call.cwd), _shown(py, call.cwd)
@@ -227,7 +229,7 @@ def percent_pair_of(py_path: str) -> str | None:
     pair = paired_notebook_path(real)
     if not os.path.isfile(pair) or not _is_percent_file(real):
         return None
-    return os.path.splitext(py_path)[0] + ".ipynb"
+    return paired_notebook_path(py_path)
 
 
 def _is_percent_file(path: str) -> bool:

@@ -52,11 +52,14 @@ __all__ = ["after_edit", "before_edit", "merge_cells"]
 
 def _pairs(call: ToolCall) -> list[tuple[str, str]]:
     """``(py, ipynb)`` of each pair the call touches (by its ``.py`` or its ``.ipynb``)."""
+    from ..pair.pairing import pair_paths
+
     found = []
     for path in call.paths:
-        py = path if path.endswith(".py") else os.path.splitext(path)[0] + ".py" if path.endswith(".ipynb") else None
-        if py is None:
+        pair = pair_paths(path)
+        if pair is None:
             continue
+        py = pair[0]
         nb = percent_pair_of(py)
         if nb is not None and (py, nb) not in found:
             found.append((py, nb))

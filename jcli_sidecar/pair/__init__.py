@@ -51,7 +51,9 @@ __all__, __getattr__ = lazy_face(
         "pairing": (
             "carries_id",
             "map_cell",
+            "pair_paths",
             "paired_notebook_path",
+            "paired_py_path",
         ),
         "pairsync": (
             "EDIT_SIMILARITY",

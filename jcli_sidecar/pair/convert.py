@@ -33,6 +33,7 @@ import os
 import re
 
 from ..base.errors import NotebookReadFailed, OutputSaveFailed, UsageError
+from .pairing import paired_notebook_path, paired_py_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> di
     from .percent import write_percent
 
     nb_path = os.path.abspath(nb_path)
-    out = os.path.abspath(out or os.path.splitext(nb_path)[0] + ".py")
+    out = os.path.abspath(out or paired_py_path(nb_path))
     _check_output(nb_path, out)
     nb = _read_notebook(nb_path)
     replaced = os.path.lexists(out)
@@ -183,7 +184,7 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
     if outputs not in OUTPUT_POLICIES:
         raise UsageError(f"--outputs must be one of {', '.join(OUTPUT_POLICIES)}, got {outputs!r}")
     py_path = os.path.abspath(py_path)
-    out = os.path.abspath(out or os.path.splitext(py_path)[0] + ".ipynb")
+    out = os.path.abspath(out or paired_notebook_path(py_path))
     _check_output(py_path, out)
     doc, _ = _read_py(py_path)
     lock = _take_write_lock(out)

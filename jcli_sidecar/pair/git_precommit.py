@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import posixpath
 import sys
 
 from ..base.errors import JcliError, NotebookOutOfSync, NotebookReadFailed, UsageError, internal_error
+from .pairing import pair_paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,16 +68,11 @@ STAGE_SYNCED = "j-cli _hooks pre-commit-pair-sync --stage-synced"
 
 def _pairs(changed: list[str], include: tuple[str, ...]) -> list[tuple[str, str, bool]]:
     """``(py, notebook, included)`` for each pair a changed path names, in the order first named."""
-    stems: dict[str, None] = {}
+    pairs: dict[tuple[str, str], None] = {}
     for path in changed:
-        stem, ext = posixpath.splitext(path)
-        if ext in (".py", ".ipynb"):
-            stems.setdefault(stem)
-    out = []
-    for stem in stems:
-        py = stem + ".py"
-        out.append((py, stem + ".ipynb", not include or any(fnmatch.fnmatchcase(py, glob) for glob in include)))
-    return out
+        if (pair := pair_paths(path, posix=True)) is not None:
+            pairs.setdefault(pair)
+    return [(py, nb, not include or any(fnmatch.fnmatchcase(py, glob) for glob in include)) for py, nb in pairs]
 
 
 def _cells_text(indexes: list[int]) -> str:

@@ -14,6 +14,7 @@ is refused (:class:`CellMappingUnreliable`). Nothing here guesses.
 from __future__ import annotations
 
 import os
+import posixpath
 
 from ..base.errors import CellMappingUnreliable, CellNotFound, OutputDataInvalid, UsageError
 from ..ipynb.multiline import join_text
@@ -29,15 +30,35 @@ __all__ = [
     "is_percent",
     "map_cell",
     "normalize_source",
+    "pair_paths",
     "paired_notebook_path",
+    "paired_py_path",
     "parse_percent",
     "write_percent",
 ]
 
 
 def paired_notebook_path(py_path: str) -> str:
-    """The ``.ipynb`` beside a ``.py`` with the same stem."""
+    """The ``.ipynb`` with the same stem as ``py_path``: the one rule for a pair's notebook."""
     return os.path.splitext(py_path)[0] + ".ipynb"
+
+
+def paired_py_path(notebook_path: str) -> str:
+    """The ``.py`` with the same stem as ``notebook_path``: the one rule for a pair's script."""
+    return os.path.splitext(notebook_path)[0] + ".py"
+
+
+def pair_paths(path: str, *, posix: bool = False) -> tuple[str, str] | None:
+    """``(py, ipynb)`` of the pair a ``.py`` or an ``.ipynb`` path names (same stem), else None.
+
+    ``posix``: the path is git's (``/`` always), not the platform's.
+
+    Example:
+        >>> pair_paths("a/b.ipynb"), pair_paths("a/b.py"), pair_paths("a/b.txt")
+        (('a/b.py', 'a/b.ipynb'), ('a/b.py', 'a/b.ipynb'), None)
+    """
+    stem, ext = (posixpath if posix else os.path).splitext(path)
+    return (stem + ".py", stem + ".ipynb") if ext in (".py", ".ipynb") else None
 
 
 def carries_id(cell: Any, cell_id: str) -> bool:

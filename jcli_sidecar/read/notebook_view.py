@@ -16,7 +16,7 @@ from ..base.errors import CellNotFound, FileNotFound, NotebookReadFailed, Output
 from ..base.protocol import check_file_name
 from ..ipynb.multiline import join_text
 from ..ipynb.notebook import load_notebook, read_text_file
-from ..pair.pairing import is_percent, normalize_source, paired_notebook_path, parse_percent
+from ..pair.pairing import is_percent, normalize_source, paired_notebook_path, paired_py_path, parse_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookV
         view.nb = load_notebook(real)
         if not with_pair:
             return view
-        py_path = os.path.splitext(real)[0] + ".py"
+        py_path = paired_py_path(real)
         try:
             view.py_cells = _read_percent(py_path)
             view.py_path = py_path if view.py_cells is not None else None
