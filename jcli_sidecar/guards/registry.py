@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from .hook_payload import ToolCall
 
-__all__ = ["EVENTS", "GUARDS", "TOOLS", "Guard", "guard", "guard_table", "guards_for"]
+__all__ = ["EVENTS", "GUARDS", "Guard", "TOOLS", "guard", "guard_table", "guards_for"]
 
 #: When a guard runs: before the host's tool call, or after it.
 EVENTS = ("before", "after")
