@@ -13,7 +13,7 @@ import click
 from jcli_sidecar.base import JcliError, UsageError, setting
 from jcli_sidecar.kernel import session_summary
 
-from .outcome import fail, finish
+from .outcome import fail, failing, finish
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,12 +50,10 @@ def _embedded():
 @click.pass_context
 def server_start(ctx: click.Context) -> None:
     """Start the embedded server for this directory (or reuse an ancestor's live one)."""
-    try:
+    with failing(ctx):
         directory, workspace, EmbeddedServer, nearest = _embedded()
         embedded, live = nearest(directory, workspace)
         state = live or embedded.start()
-    except JcliError as err:
-        fail(ctx, err)
     doc = {"running": True, **_public(state)}
     finish(ctx, doc, f"Jupyter Server running at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}")
 
@@ -64,11 +62,9 @@ def server_start(ctx: click.Context) -> None:
 @click.pass_context
 def server_stop(ctx: click.Context) -> None:
     """Stop the embedded server started for this directory."""
-    try:
+    with failing(ctx):
         directory, workspace, EmbeddedServer, _ = _embedded()
         stopped = EmbeddedServer(workspace, directory).stop()
-    except JcliError as err:
-        fail(ctx, err)
     finish(ctx, {"stopped": stopped, "workspace": workspace}, "server stopped" if stopped else "no server was running here")
 
 
@@ -76,11 +72,9 @@ def server_stop(ctx: click.Context) -> None:
 @click.pass_context
 def server_status(ctx: click.Context) -> None:
     """Show the server this directory uses: url, token, pid and workspace (-j for JSON)."""
-    try:
+    with failing(ctx):
         directory, workspace, _, nearest = _embedded()
         _, live = nearest(directory, workspace)
-    except JcliError as err:
-        fail(ctx, err)
     if live is None:
         finish(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
     doc = {"running": True, **_public(live)}
@@ -103,13 +97,11 @@ def healthcheck(ctx: click.Context) -> None:
     """Check that the Jupyter Server answers (starting the embedded one if needed), and what it offers."""
     from jcli_sidecar.kernel import LISTING_SETTINGS
 
-    try:
+    with failing(ctx):
         srv = _server(ctx)
         info = srv.info
         specs = srv.kernelspecs()
         listing = _listing_allowed(srv)
-    except JcliError as err:
-        fail(ctx, err)
     kernels = (info.status or {}).get("kernels") if info.status else (len(listing) if listing is not None else None)
     notes = []
     if listing is None:
@@ -150,10 +142,8 @@ def kernelspec() -> None:
 @click.pass_context
 def kernelspec_list(ctx: click.Context) -> None:
     """List kernel specs."""
-    try:
+    with failing(ctx):
         specs = _server(ctx).kernelspecs()
-    except JcliError as err:
-        fail(ctx, err)
     rows = [
         {"name": name, "display_name": (spec.get("spec") or {}).get("display_name"), "language": (spec.get("spec") or {}).get("language")}
         for name, spec in sorted((specs.get("kernelspecs") or {}).items())
@@ -212,7 +202,7 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
     from jcli_sidecar.kernel import listed_sessions
 
     notes: list[str] = []
-    try:
+    with failing(ctx):
         srv = _server(ctx)
         name = name or f"jcli-{os.urandom(3).hex()}"
         try:
@@ -229,8 +219,6 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
 
             raise refused_kernel_user(srv, err) from None
         row.update(_placed(ctx, srv, row))
-    except JcliError as err:
-        fail(ctx, err)
     if notes:
         notes[-1] = notes[-1].replace("the kernel id", f"the kernel id {row['kernel_id']}")
         row["notes"] = notes
@@ -277,11 +265,9 @@ def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""
     from jcli_sidecar.kernel import listed_sessions
 
-    try:
+    with failing(ctx):
         srv = _server(ctx)
         rows = listed_sessions(srv, "list its sessions")
-    except JcliError as err:
-        fail(ctx, err)
     if with_vars:
         for row in rows:
             row["vars"] = _preview(srv, row)
@@ -320,11 +306,9 @@ def _select(ctx: click.Context, key: str):
 
 def _on_session(ctx: click.Context, key: str, action, report) -> None:
     """Select a session, run ``action(server, row)``, print ``report(row) -> (doc, human)``."""
-    try:
+    with failing(ctx):
         srv, row = _select(ctx, key)
         action(srv, row)
-    except JcliError as err:
-        fail(ctx, err)
     finish(ctx, *report(row))
 
 

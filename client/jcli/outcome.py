@@ -1,13 +1,16 @@
 """How every click command ends: the CLI's one error boundary.
 
-A command runs its core call through :func:`attempt`, which passes a coded
-error through and translates an ``OSError`` by the one table
-:data:`OS_ERRORS`; it ends with :func:`finish` (the document in ``-j``
-mode, else a human text) or :func:`fail`. Exit codes and printing are
+A command runs its core call through :func:`attempt` (or a block of calls
+under :func:`failing`), which passes a coded error through and translates
+an ``OSError`` by the one table :data:`OS_ERRORS`; it ends with
+:func:`finish` (the document in ``-j`` mode, else a human text) or
+:func:`fail`. Exit codes and printing are
 :mod:`jcli.emit`'s, which the lean fast path uses too.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import click
 
@@ -17,10 +20,10 @@ from . import emit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
-__all__ = ["OS_ERRORS", "attempt", "fail", "finish", "json_mode", "translate"]
+__all__ = ["OS_ERRORS", "attempt", "fail", "failing", "finish", "json_mode", "translate"]
 
 #: What an ``OSError`` means, by where the command met it: (error class, message template).
 OS_ERRORS: dict[str, tuple[type[JcliError], str]] = {
@@ -47,14 +50,24 @@ def fail(ctx: click.Context, err: JcliError) -> NoReturn:
     ctx.exit(emit.error(err, json_mode(ctx)))
 
 
-def attempt(ctx: click.Context, action: Callable[[], Any], where: str) -> Any:
-    """``action()``, or :func:`fail` with its coded error (an ``OSError`` translated for ``where``)."""
+@contextlib.contextmanager
+def failing(ctx: click.Context, where: str | None = None) -> Iterator[None]:
+    """Run the block; a coded error it raises ends the command (:func:`fail`), as does an
+    ``OSError`` when ``where`` says how to translate it (else the ``OSError`` goes on up)."""
     try:
-        return action()
+        yield
     except JcliError as err:
         fail(ctx, err)
     except OSError as exc:
+        if where is None:
+            raise
         fail(ctx, translate(exc, where))
+
+
+def attempt(ctx: click.Context, action: Callable[[], Any], where: str) -> Any:
+    """``action()``, or :func:`fail` with its coded error (an ``OSError`` translated for ``where``)."""
+    with failing(ctx, where):
+        return action()
 
 
 def finish(ctx: click.Context, doc: dict[str, Any], human: str | None = None, code: int = emit.EXIT_OK) -> NoReturn:
