@@ -21,8 +21,8 @@ import subprocess
 import pytest
 from helpers import FIXTURES, JCLI, run_cli
 
+from jcli_sidecar.base.boundedjson import MAX_DEPTH
 from jcli_sidecar.base.errors import JcliError, OutputDataInvalid, UsageError
-from jcli_sidecar.base.lazyjson import MAX_DEPTH
 
 BOUND = 30
 REPLACEMENT = "\N{REPLACEMENT CHARACTER}"

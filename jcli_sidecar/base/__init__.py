@@ -9,6 +9,13 @@ from .face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "boundedjson": (
+            "Bail",
+            "MAX_DEPTH",
+            "TooDeep",
+            "check_depth",
+            "loads",
+        ),
         "errors": (
             "CellMappingUnreliable",
             "CellNotFound",
@@ -82,17 +89,6 @@ __all__, __getattr__ = lazy_face(
             "encode_manifest",
             "manifest_path",
             "parse_manifest",
-        ),
-        "lazyjson": (
-            "Bail",
-            "MAX_DEPTH",
-            "TooDeep",
-            "check_depth",
-            "elements",
-            "loads",
-            "members",
-            "skip_value",
-            "skip_ws",
         ),
         "locks": (
             "notebook_lock",

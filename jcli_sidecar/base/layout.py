@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from .lazyjson import loads
+from .boundedjson import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,11 +8,11 @@ the bytes it needs and decodes them with :func:`json.loads`, so memory
 follows what is read, never the size of the file (an ``mmap`` would not do:
 a full scan through one touches, and keeps resident, every page).
 
-The walk is as strict as :mod:`jcli_sidecar.base.lazyjson`'s: strings are
+This is j-cli's one walk over JSON without building it. Strings are
 skipped by their quotes (an even run of backslashes before a quote ends a
 string), containers by balanced brackets, nesting deeper than
-:data:`~jcli_sidecar.base.lazyjson.MAX_DEPTH` is :class:`TooDeep`, and anything
-unexpected is :class:`~jcli_sidecar.base.lazyjson.Bail` (the caller then parses
+:data:`~jcli_sidecar.base.boundedjson.MAX_DEPTH` is :class:`TooDeep`, and anything
+unexpected is :class:`~jcli_sidecar.base.boundedjson.Bail` (the caller then parses
 the whole file, which reports errors precisely). The ``fstat`` of the file
 is taken again after the pass; a file that changed meanwhile is
 :class:`Changed`, never a mixed index.
@@ -24,7 +24,7 @@ import json
 import os
 import re
 
-from ..base.lazyjson import MAX_DEPTH, Bail, TooDeep
+from ..base.boundedjson import MAX_DEPTH, Bail, TooDeep
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class _Window:
             carried = 0
 
     def skip_value(self, pos: int, limit: int) -> int:
-        """The position just after the JSON value at ``pos`` (see :func:`jcli_sidecar.base.lazyjson.skip_value`).
+        """The position just after the JSON value at ``pos``.
 
         A value that fits :data:`FAST_MAX` is passed over by the C decoder
         (:meth:`_decoded_end`); anything else, or anything it refuses, is
@@ -397,7 +397,7 @@ def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
 
     Raises:
         Bail: not a plain nbformat-4 notebook as the walk expects it.
-        TooDeep: nested deeper than :data:`~jcli_sidecar.base.lazyjson.MAX_DEPTH`.
+        TooDeep: nested deeper than :data:`~jcli_sidecar.base.boundedjson.MAX_DEPTH`.
         Changed: the file changed during the pass.
     """
     window = _Window(fd, info.st_size)

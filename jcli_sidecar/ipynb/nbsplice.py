@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import os
 
+from ..base.boundedjson import Bail, TooDeep, loads
 from ..base.errors import JcliError, NotebookReadFailed
 from ..base.fileio import write_pieces_atomic, write_text_atomic
-from ..base.lazyjson import Bail, TooDeep, loads
 from ..base.readfile import check_size, open_regular, read_open
 from .nbindex import Changed, build_index, pread_span, stat_key
 from .nbwrite import dumps_cell_parts, dumps_notebook

@@ -12,8 +12,8 @@ import json
 import math
 import os
 
+from ..base.boundedjson import Bail, TooDeep, loads
 from ..base.errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, UsageError
-from ..base.lazyjson import Bail, TooDeep, loads
 from ..base.protocol import display_name
 from ..base.readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
 from .nbindex import Changed, NotebookIndex, build_index, pread_span, stat_key

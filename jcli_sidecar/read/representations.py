@@ -17,8 +17,8 @@ Reader, store, runs and the renderers dispatch through :func:`of`,
 
 from __future__ import annotations
 
+from ..base.boundedjson import loads
 from ..base.errors import OutputDataInvalid
-from ..base.lazyjson import loads
 from ..base.protocol import dump_json, json_text, utf8_size
 from ..ipynb.multiline import join_text
 from . import mime as mimes
