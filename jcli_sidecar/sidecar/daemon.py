@@ -105,8 +105,9 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         if workspace:
             os.chdir(workspace)
         write_pid_file(paths, workspace)
-        _release_spawn_lock()
+        # logged before the lock goes: whoever wakes on it may read the log at once
         log.info("serving %s on %s (pid %d)", workspace or f"instance {instance}", paths.socket, os.getpid())
+        _release_spawn_lock()
         sidecar = Sidecar(paths, workspace, _idle_seconds())
         asyncio.run(sidecar.run(listener))
         return 0
