@@ -70,16 +70,25 @@ def test_a_trusted_entry_is_reused(notebook):
     assert cache.stats()["hits"] == 1 and cache.stats()["misses"] == 1
 
 
-def test_a_just_written_file_is_not_trusted_until_its_mtime_is_safely_old(notebook):
-    cache = NotebookCache(64 << 20)
+def wide_racy_window(monkeypatch) -> NotebookCache:
+    """A cache whose racy window (an hour, fine timestamps too) no load on the machine can outlast between two loads."""
+    from jcli_sidecar.sidecar import cache
+
+    hour = 3600 * 1_000_000_000
+    monkeypatch.setattr(cache, "FINE_RACY_NS", hour)
+    return NotebookCache(64 << 20, racy_ns=hour)
+
+
+def test_a_just_written_file_is_not_trusted_until_its_mtime_is_safely_old(notebook, monkeypatch):
+    cache = wide_racy_window(monkeypatch)
     os.utime(notebook)  # "now": inside the racy window
     cache.load(notebook)
     cache.load(notebook)
     assert cache.stats()["hits"] == 0 and cache.stats()["misses"] == 2
 
 
-def test_an_old_mtime_with_a_fresh_ctime_is_not_trusted_either(notebook):
-    cache = NotebookCache(64 << 20)
+def test_an_old_mtime_with_a_fresh_ctime_is_not_trusted_either(notebook, monkeypatch):
+    cache = wide_racy_window(monkeypatch)
     assert os.stat(notebook).st_mtime == OLD  # settled: an old mtime ...
     cache.load(notebook)  # ... but the utime itself set the ctime to "now"
     cache.load(notebook)
@@ -94,8 +103,8 @@ def test_a_rewritten_notebook_is_never_served_stale(notebook, atomic):
     assert stream_text(cache, notebook) == "CHANGED"
 
 
-def test_an_in_place_rewrite_with_the_same_size_and_mtime_is_caught_by_the_racy_rule(notebook):
-    cache = NotebookCache(64 << 20)
+def test_an_in_place_rewrite_with_the_same_size_and_mtime_is_caught_by_the_racy_rule(notebook, monkeypatch):
+    cache = wide_racy_window(monkeypatch)
     os.utime(notebook)  # read while the timestamp is fresh ...
     assert stream_text(cache, notebook) == "warned\n"
     before = os.stat(notebook)
