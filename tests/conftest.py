@@ -137,13 +137,26 @@ def sidecar_on(monkeypatch, isolated_runtime):
         assert wait_for_exit(proc, 10), f"the sidecar {proc.pid} ignored SIGTERM"
 
 
-@pytest.fixture(params=["in-process", "sidecar"])
+def pytest_generate_tests(metafunc):
+    """``exec_path``: both ways for a test marked ``transport``, in-process for every other.
+
+    The in-process path and the sidecar compose an inline exec the same way
+    (``jcli_sidecar.kernel.inline_run``); only what crosses the socket (events,
+    signals, failures, arguments) needs the run through a sidecar too.
+    """
+    if "exec_path" in metafunc.fixturenames:
+        paths = ["in-process", "sidecar"] if metafunc.definition.get_closest_marker("transport") else ["in-process"]
+        metafunc.parametrize("exec_path", paths, indirect=True)
+
+
+@pytest.fixture
 def exec_path(request):
     """How a test's execs run: in-process, or through a sidecar that already serves the workspace.
 
     Call the value with the workspace the test runs ``j-cli`` in; in the
     sidecar case that starts the workspace's sidecar there (so the very first
-    exec goes through it), and the sidecar is stopped after the test.
+    exec goes through it), and the sidecar is stopped after the test. Which
+    tests get which: :func:`pytest_generate_tests`.
     """
     if request.param == "in-process":
         return lambda workspace: None

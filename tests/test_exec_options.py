@@ -26,7 +26,7 @@ MODE_CODE = "a = 5\n10\nfor i in range(2):\n    i\n20"
 def ws(tmp_path, use_jupyter, exec_path):
     work = tmp_path / "ws"
     work.mkdir()
-    exec_path(work)  # each test runs in-process and through a sidecar
+    exec_path(work)  # in-process; a test marked transport runs through a sidecar too
     return work
 
 
@@ -76,6 +76,7 @@ def test_each_display_mode_shows_what_ipython_shows_and_leaves_no_trace(kernel_s
     assert int(later["text"]) == int(history["text"]) + 3  # only the three execs of ours entered the history
 
 
+@pytest.mark.transport
 def test_display_mode_in_human_mode(kernel_session, ws, own_mode):
     shown = run_cli("exec", kernel_session, "--display-mode", "all", "-c", "1\n2", cwd=ws)
     assert shown.returncode == 0 and shown.stdout == b"1\n2\n"
@@ -93,6 +94,7 @@ def test_the_mode_is_restored_after_an_error_and_a_timeout(kernel_session, ws, o
     assert kernel_mode(kernel_session, ws)[0] == own_mode
 
 
+@pytest.mark.transport
 def test_the_mode_is_restored_after_an_interrupt(kernel_session, ws, own_mode):
     code = "print('progress', flush=True)\nimport time\ntime.sleep(3600)"
     run = Exec(["-j", "exec", kernel_session, "--display-mode", "all", "-c", code, "--timeout", "300"], ws, step="output")
@@ -162,6 +164,7 @@ def nothing_to_read(stream) -> bool:
     return not select.select([stream], [], [], 0)[0]
 
 
+@pytest.mark.transport
 def test_no_stream_prints_inline_outputs_only_at_the_end(kernel_session, ws):
     code = "print('early', flush=True)\nprint('late')"
     live = Exec(["exec", kernel_session, "-c", code], ws, step="output")
@@ -220,6 +223,7 @@ def test_the_timeout_setting_order():
     assert resolve_timeout(7, {TIMEOUT_ENV: "2.5"}) == 7 and resolve_timeout(0, {TIMEOUT_ENV: "2.5"}) is None
 
 
+@pytest.mark.transport
 def test_the_environment_sets_the_default_timeout(kernel_session, ws):
     env = {**os.environ, TIMEOUT_ENV: "1"}
     result, error = exec_json(kernel_session, ws, "-c", "print('p', flush=True)\nimport time\ntime.sleep(600)", env=env)

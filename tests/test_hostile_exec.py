@@ -48,7 +48,7 @@ OLD = {"output_type": "stream", "name": "stdout", "text": "OLD\n"}
 def ws(tmp_path, use_jupyter, exec_path):
     work = tmp_path / "ws"
     work.mkdir()
-    exec_path(work)  # each test runs in-process and through a sidecar
+    exec_path(work)  # in-process; a test marked transport runs through a sidecar too
     return work
 
 
@@ -165,6 +165,7 @@ def pid_then_block(ws: Path) -> str:
 # -- item 5: a run cut short keeps what it printed ---------------------------------
 
 
+@pytest.mark.transport
 def test_a_timeout_returns_the_bounded_partial_result(ws, kernel_session):
     result = run_cli("-j", "exec", kernel_session, "--timeout", "2", "-c", BLOCKS, cwd=ws)
     assert result.returncode == 1 and result.stdout == b""
@@ -177,6 +178,7 @@ def test_a_timeout_returns_the_bounded_partial_result(ws, kernel_session):
     assert_next_exec_runs_at_once(kernel_session, ws)
 
 
+@pytest.mark.transport
 def test_a_timed_out_rich_or_long_run_is_kept_and_bounded_like_a_normal_one(ws, kernel_session):
     code = (
         "from IPython.display import HTML, display\n"
@@ -234,6 +236,7 @@ def test_a_bad_timeout_is_refused_before_anything_runs(ws, kernel_session, mode,
     assert not marker.exists() and {p.name: p.read_bytes() for p in ws.iterdir()} == before
 
 
+@pytest.mark.transport
 def test_the_longest_allowed_timeout_runs(ws, kernel_session):
     result = run_cli("-j", "exec", kernel_session, "--timeout", "2592000", "-c", "6 * 7", cwd=ws)
     assert result.returncode == 0 and result.json()["text"] == "42\n"
@@ -405,16 +408,16 @@ def _inline_save_failed(session, ws):
 def _inline_internal(session, ws, monkeypatch, capfdbinary):
     """A bug of our own while the code runs (a fault we cannot cause for real, so injected)."""
     from jcli.__main__ import main
-    from jcli_sidecar.kernel import kernel_client
+    from jcli_sidecar.kernel import output_collector
 
-    handle = kernel_client._Collector.handle
+    handle = output_collector.OutputCollector.handle
 
     def failing(self, msg_type, content):
         handle(self, msg_type, content)
         if self.result.outputs:
             raise RuntimeError("injected")
 
-    monkeypatch.setattr(kernel_client._Collector, "handle", failing)  # in this process only
+    monkeypatch.setattr(output_collector.OutputCollector, "handle", failing)  # in this process only
     monkeypatch.setenv("JCLI_SIDECAR", "off")  # so the run is this process's own, where the fault is
     monkeypatch.chdir(ws)
     assert main(["-j", "exec", session, "-c", BLOCKS]) == 1
@@ -512,8 +515,18 @@ AFTER_SEND = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(AFTER_SEND))
-def test_every_failure_after_the_send_says_executed_and_carries_what_was_captured(case, ws, use_jupyter, monkeypatch, capfdbinary):
+@pytest.mark.transport
+@pytest.mark.parametrize("case", sorted(case for case in AFTER_SEND if case.startswith("inline")))
+def test_every_inline_failure_after_the_send_says_executed_and_carries_what_was_captured(case, ws, use_jupyter, monkeypatch, capfdbinary):
+    _after_the_send(case, ws, monkeypatch, capfdbinary)
+
+
+@pytest.mark.parametrize("case", sorted(case for case in AFTER_SEND if case.startswith("notebook")))
+def test_every_notebook_failure_after_the_send_says_executed_and_carries_what_was_captured(case, ws, use_jupyter, monkeypatch, capfdbinary):
+    _after_the_send(case, ws, monkeypatch, capfdbinary)
+
+
+def _after_the_send(case, ws, monkeypatch, capfdbinary):
     code, cut_short, action = AFTER_SEND[case]
     name = f"walk-{os.urandom(3).hex()}"  # its own kernel: some cases kill it
     assert run_cli("session", "create", "-n", name).returncode == 0
@@ -542,6 +555,7 @@ def test_every_failure_after_the_send_says_executed_and_carries_what_was_capture
 # -- item 7: signals --------------------------------------------------------------
 
 
+@pytest.mark.transport
 def test_ctrl_c_in_human_mode_interrupts_the_kernel_without_a_traceback(ws, kernel_session):
     run = Exec(["exec", kernel_session, "-c", BLOCKS, *BOUND], ws)
     assert run.proc.stdout.readline() == b"progress\n"  # shown live: the code is running
@@ -552,6 +566,7 @@ def test_ctrl_c_in_human_mode_interrupts_the_kernel_without_a_traceback(ws, kern
     assert_next_exec_runs_at_once(kernel_session, ws)
 
 
+@pytest.mark.transport
 def test_a_second_signal_stops_waiting_for_a_kernel_that_ignores_the_interrupt(ws, use_jupyter):
     name = f"stubborn-{os.urandom(3).hex()}"  # its kernel stays busy: it gets killed afterwards
     assert run_cli("session", "create", "-n", name).returncode == 0
@@ -571,6 +586,7 @@ def test_a_second_signal_stops_waiting_for_a_kernel_that_ignores_the_interrupt(w
         run_cli("session", "kill", name)
 
 
+@pytest.mark.transport
 def test_a_signal_after_the_code_finished_still_reports_the_whole_result(ws, kernel_session):
     run = Exec(["-j", "exec", kernel_session, "-c", "print('progress')"], ws, step="inline:finished")
     run.stalled()
@@ -581,6 +597,7 @@ def test_a_signal_after_the_code_finished_still_reports_the_whole_result(ws, ker
     assert doc["result"]["status"] == "ok" and doc["result"]["text"] == "progress\n" and "partial" not in doc["result"]
 
 
+@pytest.mark.transport
 def test_a_signal_before_any_code_was_sent_runs_nothing(ws, kernel_session):
     marker = ws / "ran"
     write_notebook(ws / "nb.ipynb", [f"open({str(marker)!r}, 'w').close()"])
@@ -652,6 +669,7 @@ def test_a_signal_during_a_checkpoint_interrupts_the_cell_and_clears_the_mark(ws
 # -- item 14: the server's IOPub rate limit -----------------------------------------
 
 
+@pytest.mark.transport
 def test_the_embedded_server_does_not_drop_a_large_output(ws, kernel_session):
     """The shared test server is started by j-cli's embedded-server code."""
     size = 10_000_000  # far over the default limit of 1 MB/s across a 3 s window, in one message

@@ -14,7 +14,7 @@ WORKDIR = {}
 
 @pytest.fixture(autouse=True)
 def private_cwd(tmp_path, exec_path):
-    """Every command runs in the test's own directory (rich runs are kept there); in-process and through a sidecar."""
+    """Every command runs in the test's own directory (rich runs are kept there); in-process, and for a test marked transport through a sidecar too."""
     WORKDIR["cwd"] = tmp_path
     exec_path(tmp_path)
     yield tmp_path
@@ -59,6 +59,7 @@ def test_sessions_are_selected_by_id_prefix_or_name(use_jupyter):
     assert all(r["id"] != row["id"] for r in jcli("-j", "session", "list").json()["sessions"])
 
 
+@pytest.mark.transport
 def test_streams_results_and_errors(use_jupyter, kernel_session):
     # stdout is flushed first: ipykernel flushes its two streams independently otherwise
     result, doc = run(kernel_session, "print('hello', flush=True); import sys; print('warn', file=sys.stderr); 6 * 7")
@@ -72,12 +73,14 @@ def test_streams_results_and_errors(use_jupyter, kernel_session):
     assert failed.stderr == b""
 
 
+@pytest.mark.transport
 def test_stream_chunks_are_coalesced(use_jupyter, kernel_session):
     _, doc = run(kernel_session, "import sys\nfor i in range(50):\n    print(i, flush=True)")
     assert len(doc["outputs"]) == 1
     assert doc["outputs"][0]["text"] == "".join(f"{i}\n" for i in range(50))
 
 
+@pytest.mark.transport
 def test_rich_outputs_are_listed_with_their_mime_types(use_jupyter, kernel_session):
     code = (
         "import matplotlib.pyplot as plt\n"
@@ -91,6 +94,7 @@ def test_rich_outputs_are_listed_with_their_mime_types(use_jupyter, kernel_sessi
     assert "iVBOR" not in json.dumps(doc)  # no base64 in an exec result
 
 
+@pytest.mark.transport
 def test_update_display_and_clear_output(use_jupyter, kernel_session):
     code = (
         "from IPython.display import display, clear_output\n"
@@ -104,6 +108,7 @@ def test_update_display_and_clear_output(use_jupyter, kernel_session):
     assert [o.get("text") for o in doc["outputs"]] == ["'b'", "x\n"]
 
 
+@pytest.mark.transport
 def test_input_is_refused_clearly(use_jupyter, kernel_session):
     result, doc = run(kernel_session, "input('name? ')")
     assert result.returncode == 1 and doc["status"] == "error"
@@ -111,6 +116,7 @@ def test_input_is_refused_clearly(use_jupyter, kernel_session):
     assert any("no stdin" in note for note in doc["notes"])
 
 
+@pytest.mark.transport
 def test_a_timeout_interrupts_the_kernel_which_stays_usable(use_jupyter, kernel_session):
     result = jcli("-j", "exec", kernel_session, "-c", "import time; time.sleep(60)", "--timeout", "1")
     assert result.returncode == 1 and result.error()["code"] == "TIMEOUT"
@@ -147,6 +153,7 @@ def test_a_restart_mid_session_clears_state(use_jupyter, kernel_session):
     assert doc["status"] == "error" and doc["error"]["ename"] == "NameError"
 
 
+@pytest.mark.transport
 def test_a_dying_kernel_is_a_coded_error(use_jupyter):
     name = f"die-{os.urandom(3).hex()}"
     assert jcli("session", "create", "-n", name).returncode == 0

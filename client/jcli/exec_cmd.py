@@ -12,12 +12,11 @@ save that failed, a bug) is an error envelope with ``executed: true`` and
 ``result``: the bounded document of what was captured, ``partial: true``
 when the run was cut short, and its stored run when the outputs were rich
 or long, as for a normal run. SIGINT and SIGTERM interrupt the kernel and
-exit 130 and 143 (:class:`~jcli_sidecar.kernel.kernel_client.StopSwitch`).
+exit 130 and 143 (:class:`~jcli_sidecar.kernel.stop_switch.StopSwitch`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -106,35 +105,17 @@ def run_exec(
     no_stream: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
-    from jcli_sidecar.kernel import StopRequested, StopSwitch
+    from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     stop = StopSwitch()
     settings = _Settings(display_mode, no_stream)
     try:
-        with _signals(stop):
+        with signals_to(stop):
             return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, settings, stop)
     except StopRequested:  # a signal before any code was sent: nothing ran
         return emit.error(stop.interrupted("stopped before any code ran", executed=False), json_mode)
     finally:
         stop.close()
-
-
-@contextlib.contextmanager
-def _signals(stop):
-    """SIGINT and SIGTERM go to ``stop`` for the duration (main thread only; elsewhere nothing changes)."""
-    import signal
-
-    saved = {}
-    try:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            saved[signum] = signal.signal(signum, stop.handle)
-    except ValueError:  # not the main thread: signals are not ours to take
-        pass
-    try:
-        yield
-    finally:
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
 
 
 class _Settings:
@@ -176,13 +157,14 @@ def _run_exec(
 
 
 def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str, timeout, settings: _Settings, stop) -> int:
+    """The core's inline run (:mod:`jcli_sidecar.kernel.inline_run`), through the sidecar when one is used; then print."""
     import time
 
-    from jcli_sidecar.kernel import ExecutionResult, build_result, stall_point
+    from jcli_sidecar.kernel import ExecutionResult, finish_inline
     from jcli_sidecar.runs import resolve_policy
 
     from .embedded import resolve_server, server_address
-    from .transport import exec_inline
+    from .transport import exec_inline, publish
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
     address = server_address(server_url, token)  # an explicit server is passed on as given: checked where it is used
@@ -202,54 +184,9 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
         result=result,
         on_output=live,
         stop=stop,
-        direct=lambda: _run_here(srv or resolve_server(server_url, token), session_key, code, timeout, settings, result, live, stop),
+        direct=lambda: _run_here(srv or resolve_server(server_url, token), request, result, live, stop),
     )
-    try:
-        stall_point("inline:finished")
-        return _answer_inline(json_mode, result, failure, row, code, started_ns, policy, settings, stop)
-    except Exception as exc:  # a bug after the code ran: still say that it ran, and what it printed
-        err = internal_error(exc)
-        err.details.update(executed=True, result=build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=True))
-        return emit.error(err, json_mode)
-
-
-def _run_here(
-    srv, session_key: str, code: str, timeout, settings: _Settings, result, live, stop
-) -> tuple[dict[str, Any], JcliError | None]:
-    """The in-process run: ``(session, failure)``; raises when nothing was sent."""
-    from jcli_sidecar.kernel import KernelConnection, find_session, in_display_mode
-
-    row = find_session(srv, session_key)
-    try:
-        with (
-            KernelConnection(srv, row["kernel_id"]) as kernel,
-            in_display_mode(kernel, settings.display_mode, notes=result.notes, stop=stop, timeout=timeout),
-        ):
-            kernel.execute(code, timeout=timeout, on_output=live, stop=stop, result=result)
-    except Exception as exc:
-        if not result.sent:
-            raise
-        return row, exc if isinstance(exc, JcliError) else internal_error(exc)
-    return row, None
-
-
-def _answer_inline(
-    json_mode: bool, result, failure: JcliError | None, row: dict[str, Any], code: str, started_ns: int, policy, settings: _Settings, stop
-) -> int:
-    """After the send: keep the outputs if needed, then the document, or the error carrying it."""
-    from jcli_sidecar.kernel import build_result
-
-    doc = build_result(result, session_id=row["id"], kernel_id=row["kernel_id"], partial=failure is not None)
-    try:
-        doc = _store_if_needed(result, doc, row, code, started_ns, policy)
-    except Exception as exc:  # the code ran; only keeping its outputs failed: say both
-        save_error = exc if isinstance(exc, JcliError) else internal_error(exc)
-        if failure is None:
-            failure = save_error
-        else:
-            failure.details["save_error"] = {"code": save_error.code, "message": save_error.message}
-    if failure is None and stop.count:  # a signal while the result was being kept: it is complete
-        failure = stop.interrupted("arrived after the code finished; its result is complete", executed=True)
+    doc, failure = finish_inline(result, failure, row, code, started_ns=started_ns, policy=policy, publish=publish, stop=stop)
     if not json_mode:
         if settings.no_stream:
             emit.show_outputs(result.outputs)
@@ -258,46 +195,26 @@ def _answer_inline(
         if "run" in doc:
             sys.stderr.write(f"[outputs kept in {os.path.dirname(doc['run']['manifest'])}]\n")
     if failure is not None:
-        failure.details.update(executed=True, result=doc)
         return emit.error(failure, json_mode)
     if json_mode:
         emit.document(doc, True)
     return emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
 
 
-def _store_if_needed(result, doc: dict[str, Any], row: dict[str, Any], code: str, started_ns: int, policy) -> dict[str, Any]:
-    """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
+def _run_here(srv, request: dict[str, Any], result, live, stop) -> tuple[dict[str, Any], JcliError | None]:
+    """The in-process run: ``(session, failure)``; raises when nothing was sent."""
+    from jcli_sidecar.kernel import run_inline
 
-    The client stages the files itself; the sidecar (or this process)
-    publishes. A run cut short is kept the same way (its manifest says
-    ``status: "error"``).
-    """
-    from jcli_sidecar.kernel import build_result, needs_store
-
-    if not needs_store(result.outputs):
-        return doc
-    from jcli_sidecar.base import workspace_of
-    from jcli_sidecar.runs import stage_run
-
-    from .transport import publish
-
-    cwd = workspace_of()
-    source = {
-        "kind": "inline",
-        "session_id": row["id"],
-        "kernel_id": row["kernel_id"],
-        "execution_count": result.execution_count,
-        "code": code,
-    }
-    staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
-    published = publish(cwd, staged.run_id, policy)
-    run = {"run_id": staged.run_id, "manifest": published["manifest"]}
-    doc = build_result(
-        result, session_id=row["id"], kernel_id=row["kernel_id"], stored=staged.items, run=run, partial=bool(doc.get("partial"))
+    return run_inline(
+        srv,
+        request["session"],
+        request["code"],
+        timeout=request["timeout"],
+        display_mode=request["display_mode"],
+        result=result,
+        stop=stop,
+        on_output=live,
     )
-    if published.get("warnings"):
-        doc["warnings"] = list(published["warnings"])[:5]
-    return doc
 
 
 def _code_to_run(code: str | None, file_path: str | None) -> str:

@@ -16,6 +16,7 @@ __all__, __getattr__ = lazy_face(
             "in_display_mode",
         ),
         "exec_result": (
+            "ExecutionResult",
             "ITEM_BUDGET",
             "TEXT_BUDGET",
             "build_result",
@@ -24,9 +25,15 @@ __all__, __getattr__ = lazy_face(
         ),
         "exec_timeout": (
             "DEFAULT_TIMEOUT",
+            "MAX_TIMEOUT",
             "TIMEOUT_ENV",
+            "check_timeout",
             "parse_timeout",
             "resolve_timeout",
+        ),
+        "inline_run": (
+            "finish_inline",
+            "run_inline",
         ),
         "jsonl_compat": (
             "SOURCE_PREVIEW_CHARS",
@@ -41,19 +48,8 @@ __all__, __getattr__ = lazy_face(
             "session_summary",
         ),
         "kernel_client": (
-            "ExecutionResult",
-            "IDLE_AFTER_INTERRUPT",
             "KernelConnection",
-            "MAX_TIMEOUT",
-            "OUTPUT_EVENTS",
-            "RATE_LIMIT_NOTE",
-            "STALL_AT_ENV",
-            "STALL_FIFO_ENV",
-            "StopRequested",
-            "StopSwitch",
-            "check_timeout",
             "execute",
-            "stall_point",
         ),
         "kernel_cwd": (
             "PLACE_TIMEOUT",
@@ -83,6 +79,11 @@ __all__, __getattr__ = lazy_face(
             "is_notebook_file",
             "writeback_pace_from_env",
         ),
+        "output_collector": (
+            "OUTPUT_EVENTS",
+            "OutputCollector",
+            "RATE_LIMIT_NOTE",
+        ),
         "server_probe": (
             "EG_USER_SETTING",
             "LISTING_SETTINGS",
@@ -102,6 +103,17 @@ __all__, __getattr__ = lazy_face(
             "find_sessions",
             "is_full_id",
             "listed_sessions",
+        ),
+        "stall_hooks": (
+            "STALL_AT_ENV",
+            "STALL_FIFO_ENV",
+            "stall_point",
+        ),
+        "stop_switch": (
+            "IDLE_AFTER_INTERRUPT",
+            "StopRequested",
+            "StopSwitch",
+            "signals_to",
         ),
         "urls": (
             "check_server_url",

@@ -28,7 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from .kernel_client import KernelConnection, StopSwitch
+    from .kernel_client import KernelConnection
+    from .stop_switch import StopSwitch
 
 __all__ = ["DISPLAY_MODES", "RESTORE_TIMEOUT", "check_display_mode", "in_display_mode"]
 

@@ -14,12 +14,36 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .kernel_client import ExecutionResult
-
-__all__ = ["ITEM_BUDGET", "TEXT_BUDGET", "build_result", "needs_store", "output_text"]
+__all__ = ["ExecutionResult", "ITEM_BUDGET", "TEXT_BUDGET", "build_result", "needs_store", "output_text"]
 
 TEXT_BUDGET = 4000
 ITEM_BUDGET = 20
+
+
+class ExecutionResult:
+    """What one execution produced.
+
+    ``partial`` marks a snapshot taken while the code still runs (a
+    checkpoint): the outputs so far, no execution count yet. ``sent`` is
+    true once the request went to the kernel: from then on the code may have
+    run, and these are the outputs captured so far. ``dropped`` is the first
+    line of the notice the server sent when it dropped output (its IOPub
+    rate limit: ``"IOPub data rate exceeded."``), else None. ``user_expressions``
+    is the reply's evaluation of the request's ``user_expressions``.
+    """
+
+    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions")
+
+    def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
+        self.status = "ok"
+        self.execution_count: int | None = None
+        self.outputs: list[dict[str, Any]] = [] if outputs is None else outputs
+        self.error: dict[str, Any] | None = None
+        self.notes: list[str] = []
+        self.partial = partial
+        self.sent = False
+        self.dropped: str | None = None
+        self.user_expressions: dict[str, Any] | None = None
 
 
 def _join(value: Any) -> str:
@@ -82,7 +106,7 @@ def build_result(
     note, and ``dropped`` holds the first line of the server's notice.
 
     Example:
-        >>> from jcli_sidecar.kernel.kernel_client import ExecutionResult
+        >>> from jcli_sidecar.kernel.exec_result import ExecutionResult
         >>> r = ExecutionResult(); r.outputs = [{"output_type": "stream", "name": "stdout", "text": "hi\\n"}]
         >>> build_result(r, session_id="s", kernel_id="k")["text"]
         'hi\\n'

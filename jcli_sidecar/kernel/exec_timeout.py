@@ -8,19 +8,42 @@ error before any code runs; from the environment, it names the variable.
 
 from __future__ import annotations
 
+import math
+
+from ..base.errors import UsageError
 from ..base.settings import SETTINGS, setting
-from .kernel_client import check_timeout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["DEFAULT_TIMEOUT", "TIMEOUT_ENV", "parse_timeout", "resolve_timeout"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "TIMEOUT_ENV", "check_timeout", "parse_timeout", "resolve_timeout"]
 
 #: The environment variable holding the default per-cell timeout.
 TIMEOUT_ENV = "JCLI_EXEC_TIMEOUT"
 #: Seconds a cell may run when neither ``--timeout`` nor :data:`TIMEOUT_ENV` says otherwise.
 DEFAULT_TIMEOUT = SETTINGS[TIMEOUT_ENV].default
+#: The longest ``timeout`` a run takes, in seconds (30 days); no timeout waits forever.
+MAX_TIMEOUT = SETTINGS[TIMEOUT_ENV].maximum
+
+
+def check_timeout(value: float | None) -> float | None:
+    """``value`` if it is a usable timeout (finite, > 0, at most :data:`MAX_TIMEOUT`); None is no timeout.
+
+    Raises:
+        UsageError: anything else (zero, negative, NaN, infinity, too large).
+
+    Example:
+        >>> check_timeout(30), check_timeout(None)
+        (30, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
+        raise UsageError(
+            f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), or 0 or none for no limit; got {value!r}"
+        )
+    return value
 
 
 def parse_timeout(text: str) -> float:
@@ -45,7 +68,7 @@ def resolve_timeout(flag: float | None, env: Mapping[str, str] | None = None) ->
 
     Raises:
         UsageError: the flag or the variable is not a usable timeout (see
-            ``kernel_client.check_timeout``).
+            check_timeout).
 
     Example:
         >>> resolve_timeout(None, {}), resolve_timeout(5, {"JCLI_EXEC_TIMEOUT": "none"}), resolve_timeout(None, {"JCLI_EXEC_TIMEOUT": "0"})

@@ -1,26 +1,20 @@
 """Run code in a kernel over the Jupyter Server websocket, speaking the real protocol.
 
-One focused client: :func:`execute` sends an ``execute_request`` and folds
-the kernel's messages into nbformat-style outputs until the kernel is idle
-and the reply has arrived:
+One focused client: :meth:`KernelConnection.execute` sends an
+``execute_request`` and folds the kernel's messages into nbformat-style
+outputs (:mod:`~jcli_sidecar.kernel.output_collector`) until the kernel is
+idle and the reply has arrived. Beyond the outputs it handles:
 
-- ``stream`` (consecutive chunks of one stream are coalesced);
-- ``display_data`` and ``execute_result``;
-- ``update_display_data`` (replaces every earlier output with that
-  ``display_id``);
-- ``clear_output`` (``wait=True`` clears only when the next output comes);
-- ``error``;
 - ``input_request``: j-cli has no stdin; the request is refused clearly;
 - the kernel dying, or the connection dropping;
 - a timeout: interrupt the kernel, wait for idle, then ``TIMEOUT``;
-- a stop request (:class:`StopSwitch`, tripped by SIGINT or SIGTERM):
-  interrupt the kernel, wait for idle, then ``INTERRUPTED``;
-- the server's IOPub rate-limit notice: not an output, but a note, and the
-  result says output was dropped.
+- a stop request (:class:`~jcli_sidecar.kernel.stop_switch.StopSwitch`,
+  tripped by SIGINT or SIGTERM): interrupt the kernel, wait for idle, then
+  ``INTERRUPTED``.
 
 ``on_output`` (a named hook, called with keyword arguments) lets callers
 stream outputs live or checkpoint them; its ``event`` is one of
-:data:`OUTPUT_EVENTS`.
+:data:`~jcli_sidecar.kernel.output_collector.OUTPUT_EVENTS`.
 
 Once the request went out (``ExecutionResult.sent``), the caller's
 ``result`` holds everything captured so far, whatever is raised: a
@@ -31,294 +25,28 @@ code printed before it stopped.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 
-from ..base.errors import Interrupted, JcliError, KernelDied, Timeout, UsageError
-from ..base.settings import SETTINGS
+from ..base.errors import Interrupted, JcliError, KernelDied, Timeout
+from .exec_result import ExecutionResult
+from .exec_timeout import check_timeout
+from .output_collector import OutputCollector
+from .stall_hooks import stall_point
+from .stop_switch import IDLE_AFTER_INTERRUPT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Literal
+    from typing import Any
 
     from .jupyter_api import JupyterServer
+    from .stop_switch import StopSwitch
 
-    OutputEvent = Literal["append", "stream", "update", "clear"]
+__all__ = ["KernelConnection", "execute"]
 
-__all__ = [
-    "ExecutionResult",
-    "IDLE_AFTER_INTERRUPT",
-    "KernelConnection",
-    "MAX_TIMEOUT",
-    "OUTPUT_EVENTS",
-    "RATE_LIMIT_NOTE",
-    "STALL_AT_ENV",
-    "STALL_FIFO_ENV",
-    "StopRequested",
-    "StopSwitch",
-    "check_timeout",
-    "execute",
-    "stall_point",
-]
-
-#: What ``on_output`` is told: an output was appended, text was added to the
-#: last stream output, a display was updated in place, or the outputs were cleared.
-OUTPUT_EVENTS = ("append", "stream", "update", "clear")
-
-#: After a timeout's interrupt, how long to wait for the kernel to go idle.
-IDLE_AFTER_INTERRUPT = 15.0
 STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data in the code instead"
 ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
-
-#: The longest ``timeout`` a run takes, in seconds (30 days); no timeout waits forever.
-MAX_TIMEOUT = SETTINGS["JCLI_EXEC_TIMEOUT"].maximum
-
-#: What the Jupyter Server sends (a stderr stream) when it starts dropping a run's output.
-_RATE_LIMIT_NOTICES = ("IOPub data rate exceeded.", "IOPub message rate exceeded.")
-RATE_LIMIT_NOTE = (
-    "the Jupyter Server dropped some of this run's output (its IOPub rate limit); "
-    "print less, or raise ZMQChannelsWebsocketConnection.iopub_data_rate_limit / iopub_msg_rate_limit on that server"
-)
-
-
-#: Test hook: a FIFO path. At the step named by :data:`STALL_AT_ENV` an exec
-#: writes ``stalled <step>`` to it, then reads it until the test closes it,
-#: so a test can land a signal at a known step. Steps: ``prepared`` (a
-#: notebook run, nothing sent yet), ``output`` (the first output of the
-#: process has arrived), ``write-back:checkpoint`` and
-#: ``write-back:final`` (a cell's write-back, under the lock),
-#: ``inline:finished`` (inline code finished, its outputs not yet kept).
-STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
-STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
-_STALLED: set[str] = set()
-
-
-def stall_point(step: str) -> None:
-    """The env-gated stall of :data:`STALL_FIFO_ENV` (once per step and process); inert when unset."""
-    fifo = os.environ.get(STALL_FIFO_ENV)
-    if not fifo or os.environ.get(STALL_AT_ENV) != step or step in _STALLED:
-        return
-    _STALLED.add(step)
-    with open(fifo, "w", encoding="utf-8") as out:
-        out.write(f"stalled {step}\n")
-    with open(fifo, encoding="utf-8") as back:
-        back.read()
-
-
-def check_timeout(value: float | None) -> float | None:
-    """``value`` if it is a usable timeout (finite, > 0, at most :data:`MAX_TIMEOUT`); None is no timeout.
-
-    Raises:
-        UsageError: anything else (zero, negative, NaN, infinity, too large).
-
-    Example:
-        >>> check_timeout(30), check_timeout(None)
-        (30, None)
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
-        raise UsageError(
-            f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), or 0 or none for no limit; got {value!r}"
-        )
-    return value
-
-
-class ExecutionResult:
-    """What one execution produced.
-
-    ``partial`` marks a snapshot taken while the code still runs (a
-    checkpoint): the outputs so far, no execution count yet. ``sent`` is
-    true once the request went to the kernel: from then on the code may have
-    run, and these are the outputs captured so far. ``dropped`` is the first
-    line of the notice the server sent when it dropped output (its IOPub
-    rate limit: ``"IOPub data rate exceeded."``), else None. ``user_expressions``
-    is the reply's evaluation of the request's ``user_expressions``.
-    """
-
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions")
-
-    def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
-        self.status = "ok"
-        self.execution_count: int | None = None
-        self.outputs: list[dict[str, Any]] = [] if outputs is None else outputs
-        self.error: dict[str, Any] | None = None
-        self.notes: list[str] = []
-        self.partial = partial
-        self.sent = False
-        self.dropped: str | None = None
-        self.user_expressions: dict[str, Any] | None = None
-
-
-class StopRequested(BaseException):
-    """A signal arrived before any code was sent: nothing ran, nothing to save.
-
-    A ``BaseException``, so no ``except Exception`` on the way swallows it.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class StopSwitch:
-    """Stops a run from a signal handler without losing what it captured.
-
-    Install :meth:`handle` as the SIGINT and SIGTERM handler. Until code is
-    about to be sent (:meth:`defer`, which :meth:`KernelConnection.execute`
-    calls), a signal raises :class:`StopRequested` at once. After that it only
-    records the signal and wakes the run (a pipe the run waits on beside the
-    websocket): the run interrupts the kernel, collects what the code printed
-    until the kernel is idle, and raises ``INTERRUPTED``. A second signal
-    stops that wait. Writes in progress (a notebook write-back, a stored run)
-    are never cut in half.
-
-    Example:
-        >>> stop = StopSwitch(); stop.defer(); stop.handle(2)
-        >>> stop.count, stop.signal_name
-        (1, 'SIGINT')
-        >>> stop.close()
-    """
-
-    __slots__ = ("deferring", "count", "signum", "_read", "_write")
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
-        self.deferring = False
-        self.count = 0
-        self.signum: int | None = None
-
-    def handle(self, signum: int, frame: Any = None) -> None:
-        """The signal handler."""
-        if self.signum is None:
-            self.signum = signum
-        if not self.deferring:
-            raise StopRequested(signum)
-        self.count += 1
-        try:
-            os.write(self._write, b"\0")
-        except OSError:  # the pipe is full: the run is awake already
-            pass
-
-    def defer(self) -> None:
-        """From now on a signal is recorded, not raised: code is about to run."""
-        self.deferring = True
-
-    @property
-    def signal_name(self) -> str:
-        import signal
-
-        return signal.Signals(self.signum).name if self.signum is not None else "SIGINT"
-
-    def fileno(self) -> int:
-        """Readable once a signal was recorded (for ``select``)."""
-        return self._read
-
-    def drain(self) -> None:
-        """Empty the wake pipe (the count keeps what happened)."""
-        try:
-            while os.read(self._read, 4096):
-                pass
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        for fd in (self._read, self._write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def interrupted(self, message: str, *, executed: bool) -> Interrupted:
-        """The ``INTERRUPTED`` error for the recorded signal."""
-        return Interrupted(f"stopped by {self.signal_name}: {message}", signal=self.signal_name, executed=executed)
-
-
-class _Collector:
-    """Folds iopub messages into nbformat outputs."""
-
-    def __init__(self, on_output: Callable[..., None] | None, result: ExecutionResult | None = None) -> None:
-        self.result = ExecutionResult() if result is None else result
-        self.by_display: dict[str, list[int]] = {}
-        self.clear_pending = False
-        self.on_output = on_output
-
-    def _clear(self) -> None:
-        self.result.outputs.clear()
-        self.by_display.clear()
-        self.clear_pending = False
-
-    def _append(self, output: dict[str, Any], display_id: str | None = None) -> None:
-        if self.clear_pending:
-            self._clear()
-        outputs = self.result.outputs
-        if output["output_type"] == "stream" and outputs:
-            last = outputs[-1]
-            if last["output_type"] == "stream" and last["name"] == output["name"]:
-                last["text"] += output["text"]
-                self._emit("stream", last, len(outputs) - 1, output["text"])
-                return
-        outputs.append(output)
-        if display_id:
-            self.by_display.setdefault(display_id, []).append(len(outputs) - 1)
-        self._emit("append", output, len(outputs) - 1, output.get("text") if output["output_type"] == "stream" else None)
-
-    def _emit(self, event: OutputEvent, output: dict[str, Any], index: int, chunk: str | None = None) -> None:
-        if self.on_output is not None:
-            self.on_output(event=event, output=output, index=index, outputs=self.result.outputs, chunk=chunk)
-
-    def _server_dropped(self, notice: str) -> None:
-        first_line = notice.split("\n", 1)[0].strip()
-        dropped = self.result.dropped
-        if dropped is None:
-            self.result.dropped = first_line
-        elif first_line not in dropped.split("; "):
-            self.result.dropped = f"{dropped}; {first_line}"  # the data and the message limit both
-        if RATE_LIMIT_NOTE not in self.result.notes:
-            self.result.notes.append(RATE_LIMIT_NOTE)
-
-    def handle(self, msg_type: str, content: dict[str, Any]) -> None:
-        transient = content.get("transient") or {}
-        display_id = transient.get("display_id") if isinstance(transient, dict) else None
-        if msg_type == "stream":
-            text = content.get("text", "")
-            if content.get("name") == "stderr" and isinstance(text, str) and text.startswith(_RATE_LIMIT_NOTICES):
-                self._server_dropped(text)  # the server's notice, not the code's output
-                return
-            self._append({"output_type": "stream", "name": content.get("name", "stdout"), "text": text})
-        elif msg_type in ("display_data", "execute_result"):
-            output = {"output_type": msg_type, "data": content.get("data", {}), "metadata": content.get("metadata", {})}
-            if msg_type == "execute_result":
-                output["execution_count"] = content.get("execution_count")
-            self._append(output, display_id)
-        elif msg_type == "update_display_data":
-            for index in self.by_display.get(display_id or "", []):
-                if index < len(self.result.outputs):
-                    target = self.result.outputs[index]
-                    target["data"] = content.get("data", {})
-                    target["metadata"] = content.get("metadata", {})
-                    self._emit("update", target, index)
-        elif msg_type == "clear_output":
-            if content.get("wait"):
-                self.clear_pending = True
-            else:
-                self._clear()
-                self._emit("clear", {}, -1)
-        elif msg_type == "error":
-            error = {
-                "output_type": "error",
-                "ename": content.get("ename", ""),
-                "evalue": content.get("evalue", ""),
-                "traceback": content.get("traceback", []),
-            }
-            self._append(error)
-            self.result.error = {k: error[k] for k in ("ename", "evalue", "traceback")}
-        elif msg_type == "execute_input":
-            self.result.execution_count = content.get("execution_count")
 
 
 def _message(msg_type: str, content: dict[str, Any], session: str, channel: str) -> tuple[str, str]:
@@ -441,7 +169,7 @@ class KernelConnection:
         that from now on the code may run); if it raises, nothing is sent.
         """
         timeout = check_timeout(timeout)
-        collector = _Collector(on_output, result)
+        collector = OutputCollector(on_output, result)
         msg_id, text = _message(
             "execute_request",
             {
@@ -541,7 +269,7 @@ class _Pump:
 
     __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle")
 
-    def __init__(self, kernel: KernelConnection, msg_id: str, collector: _Collector, stop: StopSwitch | None) -> None:
+    def __init__(self, kernel: KernelConnection, msg_id: str, collector: OutputCollector, stop: StopSwitch | None) -> None:
         self.ws = kernel.ws
         self.msg_id = msg_id
         self.collector = collector

@@ -32,7 +32,8 @@ import json
 
 from ..base.errors import KernelBusy, Timeout, UsageError, VariableNotFound
 from . import vars_rules
-from .kernel_client import KernelConnection, check_timeout
+from .exec_timeout import check_timeout
+from .kernel_client import KernelConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

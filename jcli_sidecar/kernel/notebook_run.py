@@ -52,17 +52,21 @@ from ..ipynb.notebook import NotebookFile
 from ..pair.pairing import paired_notebook_path
 from ..pair.percent import is_percent, normalize_source, parse_percent
 from .display_mode import check_display_mode, in_display_mode
-from .exec_result import build_result
+from .exec_result import ExecutionResult, build_result
+from .exec_timeout import check_timeout
 from .jsonl_compat import cell_fields, summary_fields
-from .kernel_client import ExecutionResult, KernelConnection, check_timeout, stall_point
+from .kernel_client import KernelConnection
+from .stall_hooks import stall_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
-    from .kernel_client import OutputEvent, StopSwitch
+    from .output_collector import OutputEvent
+    from .stop_switch import StopSwitch
 
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
     Hook = Callable[..., None]
@@ -128,7 +132,7 @@ class RunOptions:
             ``:B`` (:func:`parse_cell_spec`); None runs every cell.
         timeout: seconds per cell before the kernel is interrupted
             (``TIMEOUT``); None waits forever. Checked at once
-            (``kernel_client.check_timeout``).
+            (``exec_timeout.check_timeout``).
         checkpoint_seconds: how often a running cell's partial outputs are
             saved into the notebook; 0 saves on every output, None never
             (``--no-stream``: only each cell's final write-back).
@@ -184,7 +188,7 @@ class NotebookRun:
       ``cell`` is the notebook's cell.
     - ``on_output(event, output, index, outputs, chunk)``: the running cell's
       outputs changed, as :meth:`KernelConnection.execute` reports it
-      (``event`` is one of ``kernel_client.OUTPUT_EVENTS``).
+      (``event`` is one of ``output_collector.OUTPUT_EVENTS``).
     - ``on_cell_complete(cell_index, line)``: the cell ran and its outputs are
       in the notebook; ``line`` is its JSON document. Code that raised is a
       result too (``line["status"] == "error"``); the run stops after it.
@@ -255,11 +259,20 @@ class NotebookRun:
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
 
-    def execute(self, server: JupyterServer, session: dict[str, Any], *, stop: StopSwitch | None = None) -> dict[str, Any]:
+    def execute(
+        self,
+        server: JupyterServer,
+        session: dict[str, Any],
+        *,
+        stop: StopSwitch | None = None,
+        open_kernel: OpenKernel = KernelConnection,
+    ) -> dict[str, Any]:
         """Prepare, then run the chosen cells over one connection to the session's kernel.
 
         ``session`` is a session summary (``id``, ``kernel_id``); ``stop``
-        (a ``kernel_client.StopSwitch``) lets a signal interrupt the run.
+        (a ``stop_switch.StopSwitch``) lets a signal interrupt the run;
+        ``open_kernel`` opens the connection, as for an inline run
+        (:func:`~jcli_sidecar.kernel.inline_run.run_inline`).
 
         Returns:
             The summary document.
@@ -271,7 +284,7 @@ class NotebookRun:
         """
         self.prepare()
         stall_point("prepared")
-        with KernelConnection(server, session["kernel_id"]) as kernel:  # one connection for every cell
+        with open_kernel(server, session["kernel_id"]) as kernel:  # one connection for every cell
             return self.run_cells(kernel, session["id"], stop=stop)
 
     def prepare(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 The sidecar holds the kernel connection (:mod:`jcli_sidecar.sidecar.held_kernels`);
 this process mirrors the run's outputs from its events, so the caller gets
-the same :class:`~jcli_sidecar.kernel.kernel_client.ExecutionResult` (and the same
+the same :class:`~jcli_sidecar.kernel.exec_result.ExecutionResult` (and the same
 live ``on_output`` calls) as from an in-process run, and keeps doing what it
 does with it (storing runs, the result document, exit codes).
 
@@ -11,7 +11,7 @@ kernel. Until then any failure of the sidecar path is
 :class:`~jcli_sidecar.base.errors.SidecarUnavailable` (run it in-process); from
 then on a failure is reported with ``executed: true``, never retried.
 
-Signals: the caller's :class:`~jcli_sidecar.kernel.kernel_client.StopSwitch`
+Signals: the caller's :class:`~jcli_sidecar.kernel.stop_switch.StopSwitch`
 records SIGINT and SIGTERM from the moment the request may leave; each one
 is passed on (``kernel.stop``) to the run's own switch in the sidecar, which
 then does exactly what an in-process run does (interrupt, collect until
@@ -27,7 +27,8 @@ import time
 
 from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable, error_from_code
 from ..base.framing import pack_frame, read_frame
-from ..kernel.kernel_client import IDLE_AFTER_INTERRUPT, stall_point
+from ..kernel.stall_hooks import stall_point
+from ..kernel.stop_switch import IDLE_AFTER_INTERRUPT
 from .client import FALLBACK_CODES, greeted
 
 TYPE_CHECKING = False
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..base.runtime import SidecarPaths
-    from ..kernel.kernel_client import ExecutionResult, StopSwitch
+    from ..kernel.exec_result import ExecutionResult
+    from ..kernel.stop_switch import StopSwitch
 
 __all__ = ["MAX_RUN_FRAME", "STOP_GRACE", "exec_through"]
 
@@ -195,7 +197,7 @@ class _Follow:
 
 
 def _apply(outputs: list[dict[str, Any]], frame: dict[str, Any], on_output: Callable[..., None] | None) -> None:
-    """Mirror one output change (as :class:`~jcli_sidecar.kernel.kernel_client.ExecutionResult` holds it in the sidecar)."""
+    """Mirror one output change (as :class:`~jcli_sidecar.kernel.exec_result.ExecutionResult` holds it in the sidecar)."""
     kind, index = frame.get("kind"), frame.get("index")
     if kind == "clear":
         outputs.clear()

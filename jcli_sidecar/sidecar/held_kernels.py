@@ -10,26 +10,27 @@ between runs. One is dropped when its kernel died or restarted (seen in
 what arrived while it was idle), when its run did not end cleanly, or after
 :data:`IDLE_SECONDS` unused.
 
-:func:`run_streamed` is the run: the same calls the in-process path makes
-(:func:`~jcli_sidecar.kernel.session_lookup.find_session`,
-:func:`~jcli_sidecar.kernel.display_mode.display_mode`,
-:meth:`~jcli_sidecar.kernel.kernel_client.KernelConnection.execute`), with every
-output change and the moment before the code goes out sent to the client
-as events. A client's signal reaches the run's
-:class:`~jcli_sidecar.kernel.kernel_client.StopSwitch` through ``kernel.stop``.
+:func:`run_streamed` is the run: the core's
+:func:`~jcli_sidecar.kernel.inline_run.run_inline`, the one the in-process
+path calls, over a held connection, with every output change and the
+moment before the code goes out sent to the client as events. A client's signal reaches the run's
+:class:`~jcli_sidecar.kernel.stop_switch.StopSwitch` through ``kernel.stop``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
-from ..base.errors import JcliError, ProtocolError, internal_error
-from ..kernel.kernel_client import ExecutionResult, KernelConnection, StopSwitch
+from ..base.errors import ProtocolError
+from ..kernel.exec_result import ExecutionResult
+from ..kernel.kernel_client import KernelConnection
+from ..kernel.stop_switch import StopSwitch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from ..kernel.jupyter_api import JupyterServer
@@ -86,6 +87,17 @@ class HeldKernels:
             kernel.close()
         self.opened += 1
         return KernelConnection(server, kernel_id)
+
+    @contextlib.contextmanager
+    def holding(self, server: JupyterServer, kernel_id: str) -> Iterator[KernelConnection]:
+        """A connection for one run (:meth:`take`): kept afterwards when the run ended cleanly, else closed."""
+        kernel = self.take(server, kernel_id)
+        try:
+            yield kernel
+        except BaseException:
+            kernel.close()
+            raise
+        self.give_back(kernel)
 
     def give_back(self, kernel: KernelConnection) -> None:
         """Keep a connection whose run ended cleanly, for the next run (or close it when enough are kept)."""
@@ -169,6 +181,10 @@ def _text(args: dict[str, Any], name: str, *, optional: bool = False) -> Any:
 def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run one ``kernel.exec`` request; ``send`` delivers each event to the client before this goes on.
 
+    The run is the core's :func:`~jcli_sidecar.kernel.inline_run.run_inline`
+    over a held connection; here the request is checked and the run's
+    output changes become events.
+
     Args:
         args: ``{run_id, server: {url, token}, session, code, timeout,
             display_mode}`` (see docs/sidecar.md).
@@ -182,9 +198,8 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     Raises:
         JcliError: anything before the code was sent (nothing ran); ``executed: false``.
     """
-    from ..kernel.display_mode import in_display_mode
-    from ..kernel.kernel_client import check_timeout
-    from ..kernel.session_lookup import find_session
+    from ..kernel.exec_timeout import check_timeout
+    from ..kernel.inline_run import run_inline
 
     run_id, code, key = _text(args, "run_id"), _text(args, "code"), _text(args, "session")
     mode = _text(args, "display_mode", optional=True)
@@ -196,14 +211,39 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         raise ProtocolError("kernel.exec: timeout must be a number or nil")
     timeout = check_timeout(timeout)
     server = kernels.server(_text(server_args, "url"), _text(server_args, "token"))
-    row = find_session(server, key)
     stop = StopSwitch()
     stop.defer()  # a client's signal is recorded from the start; execute() checks it before sending
     kernels.register(run_id, stop)
     result = ExecutionResult()
-    failure: JcliError | None = None
-    kernel: KernelConnection | None = None
-    clean = False
+    try:
+        session, failure = run_inline(
+            server,
+            key,
+            code,
+            timeout=timeout,
+            display_mode=mode,
+            result=result,
+            stop=stop,
+            on_output=_events_to(send),
+            on_send=lambda session: send({"event": "sending", "session": session}),
+            open_kernel=kernels.holding,
+        )
+    finally:
+        kernels.unregister(run_id)
+        stop.close()
+    return {
+        "session": session,
+        "status": result.status,
+        "execution_count": result.execution_count,
+        "error": result.error,
+        "notes": result.notes,
+        "dropped": result.dropped,
+        "failure": None if failure is None else failure.to_dict(),
+    }
+
+
+def _events_to(send: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    """The output hook of a streamed run: each change of the outputs becomes one ``output`` event."""
 
     def forward(*, event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None = None) -> None:
         if event == "append":
@@ -215,37 +255,4 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         else:
             send({"event": "output", "kind": "clear"})
 
-    try:
-        kernel = kernels.take(server, row["kernel_id"])
-        with in_display_mode(kernel, mode, notes=result.notes, stop=stop, timeout=timeout):
-            kernel.execute(
-                code,
-                timeout=timeout,
-                on_output=forward,
-                stop=stop,
-                result=result,
-                on_send=lambda: send({"event": "sending", "session": row}),
-            )
-        clean = True
-    except Exception as exc:
-        if not result.sent:
-            raise
-        failure = exc if isinstance(exc, JcliError) else internal_error(exc)
-        failure.details["executed"] = True
-    finally:
-        kernels.unregister(run_id)
-        stop.close()
-        if kernel is not None:
-            if clean:
-                kernels.give_back(kernel)
-            else:
-                kernel.close()
-    return {
-        "session": row,
-        "status": result.status,
-        "execution_count": result.execution_count,
-        "error": result.error,
-        "notes": result.notes,
-        "dropped": result.dropped,
-        "failure": None if failure is None else failure.to_dict(),
-    }
+    return forward

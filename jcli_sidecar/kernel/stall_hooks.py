@@ -1,0 +1,35 @@
+"""A test hook: an exec stalls at a named step until the test lets it go (inert unless set).
+
+Tests land a signal, a kill or a concurrent writer at a known moment of a
+run without sleeping: the run writes ``stalled <step>`` to a FIFO and waits
+until the test closes it.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["STALL_AT_ENV", "STALL_FIFO_ENV", "stall_point"]
+
+#: Test hook: a FIFO path. At the step named by :data:`STALL_AT_ENV` an exec
+#: writes ``stalled <step>`` to it, then reads it until the test closes it,
+#: so a test can land a signal at a known step. Steps: ``prepared`` (a
+#: notebook run, nothing sent yet), ``output`` (the first output of the
+#: process has arrived), ``write-back:checkpoint`` and
+#: ``write-back:final`` (a cell's write-back, under the lock),
+#: ``inline:finished`` (inline code finished, its outputs not yet kept).
+STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
+STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
+_STALLED: set[str] = set()
+
+
+def stall_point(step: str) -> None:
+    """The env-gated stall of :data:`STALL_FIFO_ENV` (once per step and process); inert when unset."""
+    fifo = os.environ.get(STALL_FIFO_ENV)
+    if not fifo or os.environ.get(STALL_AT_ENV) != step or step in _STALLED:
+        return
+    _STALLED.add(step)
+    with open(fifo, "w", encoding="utf-8") as out:
+        out.write(f"stalled {step}\n")
+    with open(fifo, encoding="utf-8") as back:
+        back.read()
