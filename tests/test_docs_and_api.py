@@ -13,7 +13,10 @@ from helpers import REPO
 
 import jcli
 import jcli_sidecar
-from jcli_sidecar.base import errors
+from jcli_sidecar.base import PLACES, errors, os_error
+
+CORE = REPO / "jcli_sidecar"
+CLIENT = REPO / "client" / "jcli"
 
 #: Every module and subpackage of both packages, at any depth.
 MODULES = sorted(
@@ -121,15 +124,48 @@ def test_the_readme_lists_every_error_code_and_no_other():
     assert set(listed) == errors.ERROR_CODES | errors.HOST_PLUGIN_CODES
 
 
-@pytest.mark.parametrize("where", ["setup", "sidecar", "output"])
-def test_an_os_error_becomes_one_coded_error_per_place_and_keeps_its_reason(where):
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_an_os_error_becomes_one_coded_error_per_place_and_keeps_its_reason(place):
     import errno
 
-    from jcli.outcome import OS_ERRORS, translate
+    err = os_error(OSError(errno.EIO, "Input/output error", "/x/config.toml"), place)
+    assert type(err) is PLACES[place][0] and err.code in errors.ERROR_CODES
+    assert "Input/output error" in err.message
+    assert "{" not in err.message  # every field of the sentence was filled
 
-    err = translate(PermissionError(errno.EACCES, "Permission denied", "/x/config.toml"), where)
-    assert type(err) is OS_ERRORS[where][0] and err.code in errors.ERROR_CODES
-    assert "Permission denied" in err.message
+
+@pytest.mark.parametrize(
+    ("exc", "code", "message"),
+    [
+        (FileNotFoundError(2, "No such file or directory"), "FILE_NOT_FOUND", "nb.ipynb: no such file"),
+        (NotADirectoryError(20, "Not a directory"), "FILE_NOT_FOUND", "nb.ipynb: no such file"),
+        (IsADirectoryError(21, "Is a directory"), "NOTEBOOK_READ_FAILED", "nb.ipynb: is a directory, not a notebook"),
+        (PermissionError(13, "Permission denied"), "NOTEBOOK_READ_FAILED", "nb.ipynb: permission denied"),
+    ],
+)
+def test_a_few_errnos_mean_the_same_wherever_a_file_is_read(exc, code, message):
+    err = os_error(exc, "read", "nb.ipynb", path="nb.ipynb")
+    assert (err.code, err.message, err.details) == (code, message, {"path": "nb.ipynb"})
+    written = os_error(exc, "write", "nb.ipynb")  # writing, the place's own code stands
+    assert written.code == "OUTPUT_SAVE_FAILED" and exc.strerror in written.message
+
+
+def test_the_reason_is_the_system_text_never_what_the_exception_carries():
+    secret = OSError("token=abc123 in /home/someone/.jupyter")  # no errno: its text is not a system reason
+    err = os_error(secret, "write", "nb.ipynb")
+    assert err.message == "cannot write nb.ipynb: OSError" and "abc123" not in err.message
+
+
+def test_no_module_formats_an_os_error_itself():
+    """Every ``strerror`` is read through the one table (os_errors), so no error text is written twice."""
+    offenders = []
+    for path in [*CORE.rglob("*.py"), *CLIENT.rglob("*.py")]:
+        if path.name == "os_errors.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "strerror" in line and "OSError(" not in line:  # building a new OSError names its strerror
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, offenders
 
 
 def test_every_host_row_has_its_setup_module_command_and_profile():

@@ -88,7 +88,7 @@ def _run_setup(action) -> None:
     from . import outcome
 
     ctx = click.get_current_context()
-    result = outcome.attempt(ctx, action, "setup")
+    result = outcome.attempt(ctx, action, "write")
     if not outcome.json_mode(ctx):
         for warning in result.get("warnings", ()):
             click.echo(f"warning: {warning}", err=True)
@@ -165,7 +165,7 @@ def pre_commit_pair_sync(include: tuple[str, ...], stage_synced: bool) -> None:
 
     ctx = click.get_current_context()
     action = stage_synced_pairs if stage_synced else check_commit
-    result = outcome.attempt(ctx, lambda: action(os.getcwd(), include), "setup")
+    result = outcome.attempt(ctx, lambda: action(os.getcwd(), include), "write")
     text = render_commit_check(result)
     if not text and not outcome.json_mode(ctx):
         ctx.exit(0)  # nothing to say: git shows a hook's output on every commit

@@ -23,7 +23,7 @@ def ipynb_to_py_cmd(ctx: click.Context, notebook: str, out: str | None, force: b
     """Write a notebook's cells as a py:percent .py (ids on the markers, magics commented as jupytext does)."""
     from jcli_sidecar.pair import ipynb_to_py
 
-    doc = attempt(ctx, lambda: ipynb_to_py(notebook, out, force), "setup")
+    doc = attempt(ctx, lambda: ipynb_to_py(notebook, out, force), "write")
     verb = "Replaced" if doc["replaced"] else "Wrote"
     finish(ctx, doc, f"{verb} {doc['output']} ({doc['cells']} cells)")
 
@@ -43,7 +43,7 @@ def py_to_ipynb_cmd(ctx: click.Context, py: str, out: str | None, outputs: str) 
     """Write a py:percent .py as a notebook; an existing notebook is updated, the .py winning for cells."""
     from jcli_sidecar.pair import py_to_ipynb
 
-    doc = attempt(ctx, lambda: py_to_ipynb(py, out, outputs), "setup")
+    doc = attempt(ctx, lambda: py_to_ipynb(py, out, outputs), "write")
     sync = doc["sync"]
     what = "Created" if doc["created"] else "Updated"
     human = (
@@ -61,7 +61,7 @@ def assign_ids_cmd(ctx: click.Context, notebook: str) -> None:
     """Give every cell of NB a valid, unique id (nbformat 4.5); rewrites NB atomically, only if needed."""
     from jcli_sidecar.pair import assign_ids
 
-    doc = attempt(ctx, lambda: assign_ids(notebook), "setup")
+    doc = attempt(ctx, lambda: assign_ids(notebook), "write")
     minor = doc["nbformat_minor"]
     if not doc["written"]:
         human = f"{doc['path']}: all {doc['cells']} cells already have valid, unique ids; nothing written"

@@ -161,7 +161,7 @@ def kernelspec_inspect_file(ctx: click.Context, file_path: str) -> None:
 
     from .outcome import attempt
 
-    doc = attempt(ctx, lambda: inspect_kernel_request(file_path), "notebook")
+    doc = attempt(ctx, lambda: inspect_kernel_request(file_path), "read")
     finish(ctx, doc, _kernel_request_text(doc))
 
 

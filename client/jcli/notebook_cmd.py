@@ -190,7 +190,7 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
     """
     from jcli_sidecar.read import summarise
 
-    doc = attempt(ctx, lambda: summarise(file_path, cell_spec), "notebook")
+    doc = attempt(ctx, lambda: summarise(file_path, cell_spec), "read")
     finish(ctx, doc, _summary_text(doc))
 
 
@@ -202,7 +202,7 @@ def show(ctx: click.Context, file_path: str, cell_spec: str) -> None:
     """Print the whole source of the chosen cells (a spec outside the file is an error)."""
     from jcli_sidecar.read import show_cells
 
-    doc = attempt(ctx, lambda: show_cells(file_path, cell_spec), "notebook")
+    doc = attempt(ctx, lambda: show_cells(file_path, cell_spec), "read")
     finish(ctx, doc, _show_text(doc))
 
 
@@ -213,7 +213,7 @@ def map_command(ctx: click.Context, file_path: str) -> None:
     """Which .py cell is which notebook cell, what differs, and what exec -f would do."""
     from jcli_sidecar.read import map_pair
 
-    doc = attempt(ctx, lambda: map_pair(file_path), "notebook")
+    doc = attempt(ctx, lambda: map_pair(file_path), "read")
     finish(ctx, doc, _map_text(doc))
 
 

@@ -2,7 +2,8 @@
 
 A command runs its core call through :func:`attempt` (or a block of calls
 under :func:`failing`), which passes a coded error through and translates
-an ``OSError`` by the one table :data:`OS_ERRORS`; it ends with
+an ``OSError`` by the core's one table (:mod:`jcli_sidecar.base.os_errors`,
+named by the place the command met it); it ends with
 :func:`finish` (the document in ``-j`` mode, else a human text) or
 :func:`fail`. Exit codes and printing are
 :mod:`jcli.emit`'s, which the lean fast path uses too.
@@ -14,7 +15,7 @@ import contextlib
 
 import click
 
-from jcli_sidecar.base import JcliError, NotebookReadFailed, OutputSaveFailed, RunNotFound, SidecarUnavailable
+from jcli_sidecar.base import JcliError, os_error
 
 from . import emit
 
@@ -23,26 +24,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
-__all__ = ["OS_ERRORS", "attempt", "fail", "failing", "finish", "json_mode", "translate"]
-
-#: What an ``OSError`` means, by where the command met it: (error class, message template).
-OS_ERRORS: dict[str, tuple[type[JcliError], str]] = {
-    "setup": (OutputSaveFailed, "cannot write {path}: {reason}"),
-    "sidecar": (SidecarUnavailable, "sidecar files unusable: {reason}"),
-    "output": (RunNotFound, "the outputs directory cannot be read: {reason}"),
-    "notebook": (NotebookReadFailed, "{path} cannot be read: {reason}"),
-}
+__all__ = ["attempt", "fail", "failing", "finish", "json_mode"]
 
 
 def json_mode(ctx: click.Context) -> bool:
     """Whether ``-j`` was given."""
     return bool(ctx.find_root().obj["json"])
-
-
-def translate(exc: OSError, where: str) -> JcliError:
-    """The coded error an ``OSError`` met in ``where`` (a key of :data:`OS_ERRORS`) stands for."""
-    cls, template = OS_ERRORS[where]
-    return cls(template.format(path=getattr(exc, "filename", None) or "the config", reason=exc.strerror or str(exc)))
 
 
 def fail(ctx: click.Context, err: JcliError) -> NoReturn:
@@ -53,7 +40,8 @@ def fail(ctx: click.Context, err: JcliError) -> NoReturn:
 @contextlib.contextmanager
 def failing(ctx: click.Context, where: str | None = None) -> Iterator[None]:
     """Run the block; a coded error it raises ends the command (:func:`fail`), as does an
-    ``OSError`` when ``where`` says how to translate it (else the ``OSError`` goes on up)."""
+    ``OSError`` when ``where`` names its place (a key of ``jcli_sidecar.base.PLACES``;
+    else the ``OSError`` goes on up)."""
     try:
         yield
     except JcliError as err:
@@ -61,11 +49,11 @@ def failing(ctx: click.Context, where: str | None = None) -> Iterator[None]:
     except OSError as exc:
         if where is None:
             raise
-        fail(ctx, translate(exc, where))
+        fail(ctx, os_error(exc, where))
 
 
 def attempt(ctx: click.Context, action: Callable[[], Any], where: str) -> Any:
-    """``action()``, or :func:`fail` with its coded error (an ``OSError`` translated for ``where``)."""
+    """``action()``, or :func:`fail` with its coded error (an ``OSError`` as met at the place ``where``)."""
     with failing(ctx, where):
         return action()
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import click
 
-from jcli_sidecar.base import JcliError
+from jcli_sidecar.base import JcliError, os_error
 
 from . import emit
 from .click_options import table_options
-from .outcome import attempt, fail, finish, translate
+from .outcome import attempt, fail, finish
 from .read_options import RUN_SHOW_OPTIONS
 
 __all__ = ["output"]
@@ -30,7 +30,7 @@ def output_list(ctx: click.Context) -> None:
     from jcli_sidecar.base import workspace_of
     from jcli_sidecar.runs import list_runs
 
-    doc = attempt(ctx, lambda: list_runs(workspace_of()), "output")
+    doc = attempt(ctx, lambda: list_runs(workspace_of()), "outputs")
     lines = [
         f"{r['run_id']}  {r.get('status', '?')}  {r.get('outputs', '?')} output(s), {r.get('files', '?')} file(s)" for r in doc["runs"]
     ]
@@ -50,7 +50,7 @@ def output_show(ctx: click.Context, ref: str, **fields) -> None:
         args = check_request({"run": ref, **fields}, RUN_SPEC)
         return read_run(workspace_of(), ref, args.get("output_index"), query_of(args))
 
-    finish(ctx, attempt(ctx, show, "output"))
+    finish(ctx, attempt(ctx, show, "outputs"))
 
 
 output_show.params.extend(table_options(RUN_SHOW_OPTIONS))  # the run request's fields, as flags
@@ -72,14 +72,11 @@ def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> N
     try:
         report = clean_workspace(cwd, resolve_policy(max_age_days, max_runs), dry_run=dry_run)
     except PermissionError as exc:
-        from jcli_sidecar.base import PathNotAllowed
-
-        where = Outputs.of_workspace(cwd).root
-        fail(ctx, PathNotAllowed(f"cannot take the outputs lock in {where} ({exc.strerror}); nothing was deleted"))
+        fail(ctx, os_error(exc, "outputs-lock", Outputs.of_workspace(cwd).root))
     except JcliError as err:
         fail(ctx, err)
     except OSError as exc:
-        fail(ctx, translate(exc, "output"))
+        fail(ctx, os_error(exc, "outputs"))
     verb = "would delete" if dry_run else "deleted"
     lines = [f"{verb} {d['run_id']} ({d['reason']})" for d in report["deleted"]]
     lines += [f"kept {k['run_id']} ({k['reason']})" for k in report["kept"]]

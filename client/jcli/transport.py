@@ -15,7 +15,7 @@ Both paths give the same document; the sidecar's carries image bytes as
 
 from __future__ import annotations
 
-from jcli_sidecar.base import JcliError, SidecarPaths, SidecarUnavailable, disabled, ensure_runtime_dir, workspace_of
+from jcli_sidecar.base import JcliError, SidecarPaths, SidecarUnavailable, disabled, ensure_runtime_dir, os_error, workspace_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,4 +135,4 @@ def publish(cwd: str, run_id: str, policy) -> dict:
     try:
         return publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
     except OSError as exc:
-        raise OutputSaveFailed(f"cannot publish run {run_id}: {exc.strerror or exc}", run_id=run_id) from None
+        raise os_error(exc, "publish", run_id, run_id=run_id) from None

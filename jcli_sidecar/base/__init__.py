@@ -100,6 +100,12 @@ __all__, __getattr__ = lazy_face(
             "Dir",
             "LinkRefused",
         ),
+        "os_errors": (
+            "ERRNO_RULES",
+            "PLACES",
+            "os_error",
+            "os_reason",
+        ),
         "process_record": (
             "ALIVE",
             "GONE",

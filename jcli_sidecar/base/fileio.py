@@ -7,6 +7,7 @@ import os
 import stat
 import tempfile
 
+from .os_errors import os_reason
 from .readfile import FileTooLarge, NotARegularFile, read_regular
 
 TYPE_CHECKING = False
@@ -82,7 +83,7 @@ def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], so
     try:
         _rewrite_in_place(target, tmp)
     except OSError as exc:  # the file may be half rewritten: the full text stays in tmp
-        raise OSError(exc.errno, f"{exc.strerror}; the full new text is kept in {tmp}", target) from None
+        raise OSError(exc.errno, f"{os_reason(exc)}; the full new text is kept in {tmp}", target) from None
     os.unlink(tmp)
     return os.stat(target)
 

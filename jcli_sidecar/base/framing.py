@@ -14,6 +14,7 @@ import struct
 import msgpack
 
 from .errors import ProtocolError, SidecarUnavailable
+from .os_errors import os_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def read_frame(sock: socket.socket, cap: int = MAX_RESPONSE_FRAME) -> dict[str, 
             raise ProtocolError(f"frame of {size} bytes is over the {cap}-byte cap")
         return unpack_payload(_recv_exact(sock, size))
     except OSError as exc:
-        raise SidecarUnavailable(f"sidecar connection failed ({exc.strerror or type(exc).__name__})") from None
+        raise os_error(exc, "sidecar-connect") from None
 
 
 async def read_frame_async(reader: asyncio.StreamReader, cap: int = MAX_REQUEST_FRAME) -> bytes | None:

@@ -14,6 +14,7 @@ import os
 from .errors import OutputSaveFailed
 from .layout import JCLI_DIR, OUTPUTS_DIR, STAGING_DIR, Outputs
 from .nofollow import Dir, LinkRefused
+from .os_errors import os_error
 
 __all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_outputs", "open_outputs_root", "opened_for_writing"]
 
@@ -114,4 +115,4 @@ def opened_for_writing(cwd: str) -> Dir:
             f"{exc.filename} is not a plain directory (a symlink or a file); refusing to use it", path=exc.filename
         ) from None
     except OSError as exc:
-        raise OutputSaveFailed(f"cannot create {Outputs.of_workspace(cwd).root}: {exc.strerror or exc}", path=cwd) from None
+        raise os_error(exc, "create", Outputs.of_workspace(cwd).root, path=cwd) from None

@@ -13,7 +13,8 @@ import math
 import os
 
 from ..base.boundedjson import Bail, TooDeep, loads
-from ..base.errors import CellNotFound, FileNotFound, JcliError, NotebookReadFailed, UsageError
+from ..base.errors import CellNotFound, JcliError, NotebookReadFailed, UsageError
+from ..base.os_errors import os_error, os_reason
 from ..base.protocol import display_name
 from ..base.readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
 from .nbindex import Changed, NotebookIndex, build_index, pread_span, stat_key
@@ -79,15 +80,9 @@ def read_file_with_stat(path: str) -> tuple[bytes, os.stat_result]:
 
 def coded_read_error(exc: OSError, path: str) -> JcliError:
     """The coded error of an ``OSError`` met reading ``path`` (see :func:`read_file_bytes`)."""
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-        return FileNotFound(f"{path}: no such file", path=path)
-    if isinstance(exc, IsADirectoryError):
-        return NotebookReadFailed(f"{path}: is a directory, not a notebook", path=path)
-    if isinstance(exc, (NotARegularFile, FileTooLarge)):
-        return NotebookReadFailed(f"{path}: {exc.strerror}", path=path)
-    if isinstance(exc, PermissionError):
-        return NotebookReadFailed(f"{path}: permission denied", path=path)
-    return NotebookReadFailed(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})", path=path)
+    if isinstance(exc, (NotARegularFile, FileTooLarge)):  # j-cli's own refusals: their text says why
+        return NotebookReadFailed(f"{path}: {os_reason(exc)}", path=path)
+    return os_error(exc, "read", path, path=path)
 
 
 class NotebookFile:

@@ -21,6 +21,8 @@ import socket
 import struct
 from urllib.parse import urlsplit
 
+from ..base.os_errors import os_reason
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -73,7 +75,7 @@ def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except OSError as exc:
-        raise WireError(f"cannot connect to {host}:{port} ({exc.strerror or exc})") from None
+        raise WireError(f"cannot connect to {host}:{port} ({os_reason(exc)})") from None
     except ValueError:  # UnicodeError included: a host name with an empty or overlong label
         raise WireError(f"cannot connect to {host}:{port} (the host name is invalid)") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -126,7 +128,7 @@ class _Reader:
         except TimeoutError:
             raise
         except OSError as exc:
-            raise WireError(f"connection failed ({exc.strerror or exc})") from None
+            raise WireError(f"connection failed ({os_reason(exc)})") from None
         if not got:
             raise WireError("the server closed the connection")
         return got
@@ -293,7 +295,7 @@ class WebSocket:
         try:
             self.sock.sendall(head + mask + _mask(payload, mask))
         except OSError as exc:
-            raise WireError(f"websocket send failed ({exc.strerror or exc})") from None
+            raise WireError(f"websocket send failed ({os_reason(exc)})") from None
 
     def recv(self, timeout: float | None) -> str | bytes:
         """The next whole message (text as str, binary as bytes).

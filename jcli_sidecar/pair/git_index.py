@@ -14,6 +14,7 @@ import os
 import subprocess
 
 from ..base.errors import GitFailed, UsageError
+from ..base.os_errors import os_error
 
 __all__ = ["IndexEntry", "Repository", "changed_in_worktree", "read_blobs", "repository", "stage_blob", "staged_changes", "staged_entries"]
 
@@ -27,7 +28,7 @@ def _git(cwd: str, *args: str, input_bytes: bytes | None = None, ok: tuple[int, 
     except FileNotFoundError:
         raise GitFailed("git is not installed (or not on PATH)") from None
     except OSError as exc:
-        raise GitFailed(f"git cannot be run: {exc.strerror or exc}") from None
+        raise os_error(exc, "git") from None
     if proc.returncode not in ok:
         said = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise GitFailed(f"git {args[0]} failed (exit {proc.returncode}): {said[0] if said else 'no message'}")

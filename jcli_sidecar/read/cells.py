@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from ..base.errors import FileNotFound, NotebookReadFailed, UsageError
+from ..base.os_errors import os_error
 from ..base.protocol import check_file_name
 from ..ipynb.notebook import NotebookFile, cell_at, read_text_file
 from ..pair.pairing import map_cell, paired_notebook_path
@@ -110,7 +111,7 @@ def _real(path: str) -> str:
     try:
         return os.path.realpath(path)
     except OSError as exc:  # e.g. a relative path while the cwd has been deleted
-        raise FileNotFound(f"{path}: cannot be resolved ({exc.strerror}); is the current directory gone?", path=path) from None
+        raise os_error(exc, "resolve", path, path=path) from None
 
 
 def _resolve_percent(requested: str, cell_index: int, load: Loader) -> ResolvedCell:

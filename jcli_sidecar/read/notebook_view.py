@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ..base.errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid
+from ..base.os_errors import os_error
 from ..base.protocol import check_file_name
 from ..ipynb.multiline import join_text
 from ..ipynb.notebook import load_notebook, read_text_file
@@ -94,7 +95,7 @@ def _real(path: str) -> str:
     try:
         return os.path.realpath(path)
     except OSError as exc:  # a relative path while the cwd has been deleted
-        raise FileNotFound(f"{path}: cannot be resolved ({exc.strerror}); is the current directory gone?", path=path) from None
+        raise os_error(exc, "resolve", path, path=path) from None
 
 
 def _read_percent(py_path: str) -> list[PercentCell] | None:

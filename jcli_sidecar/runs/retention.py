@@ -25,6 +25,7 @@ from ..base.errors import UsageError
 from ..base.layout import LOCK_FILE, MANIFEST, STAGING_DIR, Outputs, parse_manifest
 from ..base.locks import outputs_lock
 from ..base.nofollow import Dir, LinkRefused
+from ..base.os_errors import os_reason
 from ..base.protocol import SCHEMA_VERSION
 from ..base.workspace_dir import open_outputs_root
 from .retention_policy import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_RUNS, Policy, resolve_policy
@@ -207,7 +208,7 @@ def _staging(outputs: Dir, policy: Policy, now_ns: int, dry_run: bool, alive: Ca
                         staging.rmdir(name)
                     deleted.append({"run_id": name, "reason": "expired", "bytes": size, "staging": True})
                 except OSError as exc:
-                    errors.append({"run_id": name, "error": exc.strerror or str(exc)})
+                    errors.append({"run_id": name, "error": os_reason(exc)})
     return kept, deleted, errors
 
 
@@ -345,7 +346,7 @@ def clean_in(
             report["deleted"].append({"run_id": run.run_id, "reason": reason, "bytes": run.bytes})
             freed += run.bytes
         except OSError as exc:
-            report["errors"].append({"run_id": run.run_id, "error": getattr(exc, "strerror", None) or str(exc)})
+            report["errors"].append({"run_id": run.run_id, "error": os_reason(exc)})
     kept, deleted, errors = _staging(outputs, policy, now_ns, dry_run, alive)
     report["kept"].extend(kept)
     report["deleted"].extend(deleted)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import JcliError, OutputDataInvalid, OutputTooLarge, PathNotAllowed, RunNotFound, UsageError
+from ..base.errors import JcliError, OutputDataInvalid, PathNotAllowed, RunNotFound, UsageError
 from ..base.layout import Outputs, manifest_path, parse_manifest
+from ..base.os_errors import os_error
 from ..base.protocol import SCHEMA_VERSION, check_file_name
 from ..base.readfile import FileTooLarge, read_regular
 from ..read import representations
@@ -51,7 +52,7 @@ def _load_manifest(path: str) -> dict[str, Any]:
     except (FileNotFoundError, NotADirectoryError):
         raise RunNotFound(f"{path}: no such run; it may have been cleaned", path=path) from None
     except OSError as exc:  # a directory, a FIFO or device, too large, no permission
-        raise RunNotFound(f"{path}: not a readable run manifest ({exc.strerror or type(exc).__name__})", path=path) from None
+        raise os_error(exc, "run", path, path=path) from None
     try:
         manifest = parse_manifest(raw)
     except ValueError as exc:
@@ -123,9 +124,9 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
     except (FileNotFoundError, NotADirectoryError):
         raise RunNotFound(f"{path}: payload missing; the run may have been cleaned", path=path) from None
     except FileTooLarge as exc:
-        raise OutputTooLarge(f"{path}: the payload is {exc.strerror}", output_index=index) from None
+        raise os_error(exc, "payload-size", path, output_index=index) from None
     except OSError as exc:  # a directory, a FIFO or device, no permission
-        raise OutputDataInvalid(f"{path}: the payload cannot be read ({exc.strerror or type(exc).__name__})", output_index=index) from None
+        raise os_error(exc, "payload", path, output_index=index) from None
     try:
         return representations.of_manifest_ref(ref, path).load(raw)
     except ValueError as exc:  # not UTF-8, not JSON, nested too deeply

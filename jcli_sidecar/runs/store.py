@@ -23,6 +23,7 @@ from ..base.errors import OutputDataInvalid, OutputSaveFailed
 from ..base.layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, STAGING_DIR, Outputs, encode_manifest, manifest_path
 from ..base.locks import outputs_lock
 from ..base.nofollow import Dir, LinkRefused
+from ..base.os_errors import os_error
 from ..base.protocol import SCHEMA_VERSION
 from ..base.workspace_dir import open_outputs_root, opened_for_writing
 from ..ipynb.multiline import join_text
@@ -130,7 +131,7 @@ def stage_run(
                     run_dir.write_new(MANIFEST_TMP, encode_manifest(staged.manifest))
                     run_dir.rename(MANIFEST_TMP, run_dir, MANIFEST)
         except OSError as exc:
-            raise OutputSaveFailed(f"cannot write the run under {outputs_path}: {exc.strerror or exc}", path=outputs_path) from None
+            raise os_error(exc, "write", f"the run under {outputs_path}", path=outputs_path) from None
         finally:
             staged.dir = None
     return staged

@@ -17,6 +17,7 @@ import struct
 from .. import __version__
 from ..base.errors import JcliError, SidecarError, SidecarUnavailable, error_from_code
 from ..base.framing import pack_frame, read_frame
+from ..base.os_errors import os_error
 from ..base.protocol import PROTOCOL_VERSION
 
 TYPE_CHECKING = False
@@ -43,7 +44,7 @@ def _connect(paths: SidecarPaths) -> socket.socket:
         uid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[1]
     except OSError as exc:
         sock.close()
-        raise SidecarUnavailable(f"no sidecar at {paths.socket} ({exc.strerror or type(exc).__name__})") from None
+        raise os_error(exc, "sidecar-socket", paths.socket) from None
     if uid != os.geteuid():
         sock.close()
         raise SidecarUnavailable(f"{paths.socket} is served by uid {uid}, not by this user")

@@ -27,6 +27,7 @@ import time
 
 from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable, error_from_code
 from ..base.framing import pack_frame, read_frame
+from ..base.os_errors import os_error
 from ..kernel.stall_hooks import stall_point
 from ..kernel.stop_switch import IDLE_AFTER_INTERRUPT
 from .client import FALLBACK_CODES, greeted
@@ -77,7 +78,7 @@ def exec_through(
             sock.settimeout(None)
             sock.sendall(pack_frame({"id": _RUN, "op": "kernel.exec", "args": {**request, "run_id": run_id}}))
         except OSError as exc:
-            raise SidecarUnavailable(f"sidecar connection failed ({exc.strerror or exc})") from None
+            raise os_error(exc, "sidecar-connect") from None
         return _Follow(sock, run_id, result, on_output, stop).run()
     finally:
         sock.close()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 import signal
 
-from ..base.errors import OutputSaveFailed, ProtocolError
+from ..base.errors import ProtocolError
+from ..base.os_errors import os_error
 from ..read.requests import handle_list, handle_read
 
 TYPE_CHECKING = False
@@ -119,7 +120,7 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     try:
         result = publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
     except PermissionError as exc:
-        raise OutputSaveFailed(f"the sidecar may not publish here: {exc.strerror}", permission=True) from None
+        raise os_error(exc, "sidecar-publish", permission=True) from None
     sidecar.stall("run.publish:after-rename")
     return result
 

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import __version__
 from ..base.errors import InternalError, JcliError, PeerRefused, ProtocolError, Timeout
 from ..base.framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
+from ..base.os_errors import os_error, os_reason
 from ..base.protocol import PROTOCOL_VERSION
 from ..base.runtime import workspace_hash
 from ..base.settings import SETTINGS
@@ -322,6 +323,9 @@ class Sidecar:
             frame = pack_frame({"id": rid, "ok": True, "result": result})
         except JcliError as exc:
             frame = _error_frame(rid, exc)
+        except OSError as exc:  # the system refused something (no fd left, a disk error): coded by the one table
+            log.warning("op %r failed: %s", name, os_reason(exc))
+            frame = _error_frame(rid, os_error(exc, "sidecar-op", repr(name)))
         except Exception:  # a bug: report it coded, keep serving
             log.exception("op %r failed", name)
             frame = _error_frame(rid, InternalError(f"the sidecar failed on {name!r}; see its log"))

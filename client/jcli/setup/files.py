@@ -39,6 +39,7 @@ from jcli_sidecar.base import (
     FileTooLarge,
     NotARegularFile,
     OutputSaveFailed,
+    os_error,
     read_text_or_none,
     write_text_atomic,
 )
@@ -104,7 +105,7 @@ def read(path: str) -> Current:
     except UnicodeDecodeError:
         raise ConfigInvalid(f"{path} is not UTF-8 text; it was left untouched", path=path) from None
     except OSError as exc:
-        raise ConfigInvalid(f"{path} cannot be read ({exc.strerror or exc}); it was left untouched", path=path) from None
+        raise os_error(exc, "config", path, path=path) from None
     return Current(path, target, text)
 
 
