@@ -90,7 +90,7 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
     from jcli.read_options import READ_COMMANDS
     from jcli_sidecar.read.request_spec import READ_SPEC, RUN_SPEC, tool_schema
 
-    kinds = {"int": "integer", "str": "string"}
+    kinds = {"int": "integer", "str": "string", "flag": "boolean"}
     spec = {f.name: f for f in READ_SPEC}
     options = {opt.field: opt for _help, opts in READ_COMMANDS.values() for opt in opts if opt.field != "request"}
     for field, option in options.items():
