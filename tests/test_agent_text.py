@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import load_cases, relative_source, run_cli
+from helpers import REPO, load_cases, relative_source, run_cli
 
 from jcli.mcp_tools import tool_result_parts
 from jcli.render import render_human
@@ -166,3 +166,12 @@ def test_click_builds_the_same_request_as_the_fast_path_with_the_flag_left_off(f
     assert plain.exit_code == asked.exit_code == flagged.exit_code == 0, plain.output + asked.output + flagged.output
     assert json.loads(plain.stdout) == handle_read(request)
     assert json.loads(asked.stdout) == json.loads(flagged.stdout) == handle_read({**request, "agent_text": True})
+
+
+@pytest.mark.parametrize("plugin", ["opencode/jcli.js", "dsh/jcli.ts"])
+def test_the_plugins_word_no_caption_of_their_own(plugin):
+    source = (REPO / "client" / "plugins" / plugin).read_text(encoding="utf-8")
+    assert "agent_text: true" in source or "agent_text = true" in source  # they ask j-cli for it
+    assert "agent_text" in source and ".caption" in source
+    for wording in ("continue", "characters ${", " from ${", "bytes${", " px"):
+        assert wording not in source, f"{plugin} words {wording!r} itself"
