@@ -33,11 +33,9 @@ __all__, __getattr__ = lazy_face(
             "output_envelope",
             "source_label",
         ),
-        "hosts": (
-            "HOSTS",
+        "host_profiles": (
             "HOST_NAMES",
             "HOST_PROFILES",
-            "Host",
             "HostProfile",
             "MiB",
         ),
