@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,7 +27,8 @@ def test_human_catalog_lists_outputs_with_sizes():
 def test_human_image_read_describes_the_image_without_base64():
     result = run_cli("notebook", "output", DEMO, "--cell", "2", "--output", "0")
     assert result.returncode == 0
-    assert result.stdout.decode() == "image/png image, 3630 bytes, 150x100 px\n"
+    assert result.stdout.decode() == f"[image/png from {os.path.realpath(DEMO)} cell 2 output 0; 3630 bytes, 150x100 px]\n"
+    assert result.stderr.decode() == "[use -j to get the image data]\n"
     assert not BASE64_RUN.search(result.stdout + result.stderr)
 
 
@@ -42,7 +44,7 @@ def test_human_text_is_printed_verbatim_with_provenance_on_stderr():
 def test_human_window_says_how_to_continue():
     result = run_cli("notebook", "output", DEMO, "--cell", "14", "--output", "0", "--limit", "10")
     assert result.stdout == b"x" * 10 + b"\n"
-    assert b"continue with --offset 10" in result.stderr
+    assert re.search(rb"; characters 0-10 of \d+; continue at offset 10\]$", result.stderr.strip())
 
 
 def test_human_errors_are_one_coded_line():

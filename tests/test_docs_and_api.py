@@ -93,7 +93,7 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
     from jcli.read_options import READ_COMMANDS
     from jcli_sidecar.read.request_spec import READ_SPEC, RUN_SPEC, tool_schema
 
-    kinds = {"int": "integer", "str": "string"}
+    kinds = {"int": "integer", "str": "string", "flag": "boolean"}
     spec = {f.name: f for f in READ_SPEC}
     options = {opt.field: opt for _help, opts in READ_COMMANDS.values() for opt in opts if opt.field != "request"}
     for field, option in options.items():
@@ -172,11 +172,12 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     import importlib
 
     from jcli.cli import setup
-    from jcli_sidecar.read.hosts import HOST_NAMES, HOSTS
+    from jcli.setup.host_commands import HOST_SETUPS
+    from jcli_sidecar.read.host_profiles import HOST_NAMES
     from jcli_sidecar.read.imageview import HOST_PROFILES
 
-    assert set(HOSTS) == set(HOST_PROFILES) and all(name in HOST_NAMES for name in HOSTS)
-    for name, host in HOSTS.items():
+    assert list(HOST_SETUPS) == list(HOST_PROFILES) and all(name in HOST_NAMES for name in HOST_SETUPS)
+    for name, host in HOST_SETUPS.items():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
         command = setup.commands[name]
         flags = {opt for param in command.params for opt in param.opts}

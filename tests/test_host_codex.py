@@ -210,7 +210,8 @@ def test_a_tool_call_through_codex_returns_the_png_bytes_and_the_html_verbatim(h
         expected = _notebook_png(notebook)
         assert base64.b64decode(image["data"], validate=True) == expected
         assert len(expected) == png["expect"]["envelope"]["selected"]["bytes"]
-        assert note["type"] == "text" and note["text"].startswith(f"[image/png, {len(expected)} bytes"), note
+        assert note["type"] == "text", note
+        assert note["text"].startswith(f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes"), note
         assert image["data"] not in note["text"]
 
         html = _case("html")

@@ -10,7 +10,7 @@ import click
 
 from jcli_sidecar import __version__
 from jcli_sidecar.base import UsageError
-from jcli_sidecar.read import HOST_NAMES, HOSTS, Host
+from jcli_sidecar.read import HOST_NAMES
 
 from . import emit
 from .click_options import table_options
@@ -22,6 +22,7 @@ from .notebook_cmd import NOTEBOOK_COMMANDS
 from .output_cmd import output
 from .read_command import run_read
 from .read_options import READ_COMMANDS
+from .setup.host_commands import HOST_SETUPS, HostSetup
 from .sidecar_cmd import sidecar
 from .vars_cmd import vars_command
 
@@ -106,7 +107,7 @@ def _run_setup(action) -> None:
     outcome.finish(ctx, result, "\n".join(lines))
 
 
-def _make_host_setup_command(host: Host) -> click.Command:
+def _make_host_setup_command(host: HostSetup) -> click.Command:
     """``j-cli setup NAME`` from the host's row: one flag per scope (the first is the default) and ``--remove``.
 
     ``jcli.setup.<name>.setup_<name>(scope, project, remove)`` does the work.
@@ -127,7 +128,7 @@ def _make_host_setup_command(host: Host) -> click.Command:
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
 
 
-for _host in HOSTS.values():
+for _host in HOST_SETUPS.values():
     setup.add_command(_make_host_setup_command(_host))
 
 

@@ -4,10 +4,11 @@ is, how its arguments reach the core, and how an envelope becomes content.
 - ``read_notebook_output``: a notebook cell's catalog, or one output;
 - ``read_run_output``: the same for an inline run (run id or manifest path).
 
-Images become MCP image content plus one short provenance line (the
-envelope's ``source.label``); text and HTML come verbatim as text content,
-with the MIME stated in a separate line; JSON as its reversible
-serialisation. Base64 appears nowhere but in image content.
+Images become MCP image content, text and HTML come verbatim as text
+content, JSON as its reversible serialisation; each is followed by the
+envelope's caption as a separate text line (what it is, where it came from,
+a cut window's offset to continue at: :mod:`jcli_sidecar.read.agent_text`,
+the line every client shows). Base64 appears nowhere but in image content.
 
 Paths: a relative path needs exactly one root (else ``PATH_AMBIGUOUS``); a
 path (or symlink) leading outside every root is ``PATH_NOT_ALLOWED``.
@@ -18,7 +19,7 @@ from __future__ import annotations
 import os
 
 from jcli_sidecar.base import PathAmbiguous, PathNotAllowed, UsageError, check_file_name, json_text
-from jcli_sidecar.read import of_selected
+from jcli_sidecar.read import caption, of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,16 +78,6 @@ def resolve_path(path: Any, roots: list[str], field: str = "file_path") -> str:
     raise PathNotAllowed(f"{path} is outside the allowed roots", roots=roots)
 
 
-def _window(block: dict[str, Any]) -> str:
-    if not block.get("truncated"):
-        return ""
-    start = block["offset"]
-    text = f"; characters {start}-{start + block['returned_characters']} of {block['total_characters']}"
-    if block.get("next_offset") is not None:
-        text += f", continue with offset={block['next_offset']}"
-    return text
-
-
 def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """Translate a read envelope into MCP content parts: ``("text", str)`` or ``("image", (b64, mime))``.
 
@@ -95,18 +86,15 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         ...     "stream": {"name": "stdout", "data": "hi", "truncated": False}})
         [('text', 'hi'), ('text', '[stdout stream from run r output 0]')]
     """
-    where = doc["source"]["label"]
     if "outputs" in doc:
         return [("text", json_text(doc))]
+    note = ("text", caption(doc))
     if "stream" in doc:
-        block = doc["stream"]
-        return [("text", block["data"]), ("text", f"[{block['name']} stream from {where}{_window(block)}]")]
+        return [("text", doc["stream"]["data"]), note]
     if "error" in doc:
         block = doc["error"]
-        text = block["data"] if "data" in block else json_text(block)
-        return [("text", text), ("text", f"[error output (ename {block.get('ename')}) from {where}{_window(block)}]")]
+        return [("text", block["data"] if "data" in block else json_text(block)), note]
     selected = doc["selected"]
-    mime = selected["mime_type"]
     text = of_selected(selected).as_text(selected["data"])
     if text is None:  # an image
         data = selected["data"]
@@ -114,10 +102,8 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
             import base64
 
             data = base64.b64encode(data).decode("ascii")
-        dims = f", {selected['width']}x{selected['height']} px" if "width" in selected else ""
-        note = f"; {selected['note']}" if selected.get("note") else ""
-        return [("image", (data, mime)), ("text", f"[{mime}, {selected['bytes']} bytes{dims}, from {where}{note}]")]
-    return [("text", text), ("text", f"[{mime} from {where}{_window(selected)}]")]
+        return [("image", (data, selected["mime_type"])), note]
+    return [("text", text), note]
 
 
 def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | None = None) -> dict[str, Any]:

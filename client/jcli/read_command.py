@@ -43,7 +43,8 @@ def build_request(command: str, file_path: str | None, values: dict[str, Any]) -
         UsageError: a missing FILE or --cell, ``--request`` other than ``-``,
             or ``--request`` mixed with FILE or flags.
     """
-    given = {k: v for k, v in values.items() if v is not None and k != "request"}
+    # A flag left off is absent (click says False), as on the fast path.
+    given = {k: v for k, v in values.items() if v is not None and v is not False and k != "request"}
     if values.get("request") is not None:
         if values["request"] != "-":
             raise UsageError("--request takes '-' (the JSON request is read from stdin)")

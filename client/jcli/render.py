@@ -1,8 +1,13 @@
-"""Human-mode rendering of read envelopes. Base64 never reaches a terminal."""
+"""Human-mode rendering of read envelopes. Base64 never reaches a terminal.
+
+The line beside the data (what it is, where from, a cut window's offset to
+continue at) is the envelope's caption, built once in
+:mod:`jcli_sidecar.read.agent_text` for every client.
+"""
 
 from __future__ import annotations
 
-from jcli_sidecar.read import of_selected
+from jcli_sidecar.read import caption, of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,17 +24,6 @@ def _size(n: int | None) -> str:
     if n < 1024 * 1024:
         return f"{n / 1024:.1f} KiB"
     return f"{n / (1024 * 1024):.1f} MiB"
-
-
-def _window_note(block: dict[str, Any]) -> str | None:
-    if not block.get("truncated"):
-        return None
-    start = block["offset"]
-    end = start + block["returned_characters"]
-    note = f"[characters {start}-{end} of {block['total_characters']}"
-    if block.get("next_offset") is not None:
-        note += f"; continue with --offset {block['next_offset']}"
-    return note + "]"
 
 
 def _catalog(doc: dict[str, Any]) -> str:
@@ -70,30 +64,23 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
     """Readable text for a catalog or a single output.
 
     Returns:
-        ``(body, note)``: the body goes to stdout, the note (provenance and
-        window hints) to stderr so that piping the body stays clean.
+        ``(body, note)``: the body goes to stdout, the note (the caption:
+        provenance and window hints) to stderr so that piping the body stays
+        clean. An image has no printable body: its caption is the body, and
+        the note says how to get the data.
     """
     if "outputs" in doc:
         return _catalog(doc), None
-    where = doc["source"]["label"]
+    note = caption(doc)
     if "stream" in doc:
-        block = doc["stream"]
-        note = _window_note(block)
-        return _text(block["data"]), f"[{block['name']} from {where}]" + (f" {note}" if note else "")
+        return _text(doc["stream"]["data"]), note
     if "error" in doc:
         block = doc["error"]
         if "traceback" in block:
-            body = f"{block['ename']}: {block['evalue']}\n" + "\n".join(block["traceback"])
-            return _text(body), f"[error from {where}]"
-        return _text(block["data"]), f"[error from {where}] {_window_note(block)}"
+            return _text(f"{block['ename']}: {block['evalue']}\n" + "\n".join(block["traceback"])), note
+        return _text(block["data"]), note
     sel = doc["selected"]
-    mime = sel["mime_type"]
     text = of_selected(sel).as_text(sel["data"])
     if text is None:  # an image
-        dims = f", {sel['width']}x{sel['height']} px" if "width" in sel else ""
-        dims += "".join(f"; {fact}" for fact in ("animated",) if sel.get(fact))
-        dims += f" ({sel['note']})" if sel.get("note") else ""
-        body = f"{mime} image, {sel['bytes']} bytes{dims}\n"
-        return body, f"[from {where}; use -j to get the image data]"
-    note = _window_note(sel)
-    return _text(text), f"[{mime} from {where}]" + (f" {note}" if note else "")
+        return note + "\n", "[use -j to get the image data]"
+    return _text(text), note

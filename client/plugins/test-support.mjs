@@ -1,5 +1,5 @@
 // Shared by the plugins' node tests (not shipped): fixtures made for real.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -74,6 +74,34 @@ export function jcliJson(cwd, args) {
   const env = { ...process.env };
   delete env.JCLI_SIDECAR;
   return JSON.parse(execFileSync(REAL_JCLI, ["-j", ...args], { cwd, env }).toString());
+}
+
+/** The MCP tools' text parts for each request (its `host` as `mcp serve --host` passes it), as JSON on stdout. */
+const MCP_TEXTS = `
+import json, os, sys
+from jcli.mcp_tools import READ_NOTEBOOK_OUTPUT, call_tool, tool_result_parts
+shown = []
+for request in json.load(sys.stdin):
+    host = request.pop("host", None)
+    doc = call_tool(READ_NOTEBOOK_OUTPUT, request, [os.path.realpath(os.getcwd())], host=host)
+    shown.append([text for kind, text in tool_result_parts(doc) if kind == "text"])
+print(json.dumps(shown))
+`;
+
+/**
+ * What the other j-cli clients show for each request, read in `cwd`: the real
+ * CLI in human mode (`cli.stdout`, `cli.stderr`, from `j-cli notebook output
+ * --request -`) and the MCP tools (`mcp`, their text parts). A plugin's
+ * caption is held to these: one wording, built once, in every client.
+ */
+export function shownByCliAndMcp(cwd, requests) {
+  const env = { ...process.env, JCLI_SIDECAR: "off" };
+  const mcp = JSON.parse(execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", MCP_TEXTS], { cwd, env, input: JSON.stringify(requests) }).toString());
+  return requests.map((request, i) => {
+    const run = spawnSync(REAL_JCLI, ["notebook", "output", "--request", "-"], { cwd, env, input: JSON.stringify(request) });
+    if (run.status !== 0) throw new Error(`j-cli notebook output failed: ${run.stderr}`);
+    return { cli: { stdout: run.stdout.toString(), stderr: run.stderr.toString() }, mcp: mcp[i] };
+  });
 }
 
 /**

@@ -9,6 +9,11 @@ from ..base.face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "agent_text": (
+            "agent_strings",
+            "caption",
+            "window_notice",
+        ),
         "cell_analysis": (
             "ANALYSE_MAX_CHARS",
             "NAME_CHARS",
@@ -28,11 +33,9 @@ __all__, __getattr__ = lazy_face(
             "output_envelope",
             "source_label",
         ),
-        "hosts": (
-            "HOSTS",
+        "host_profiles": (
             "HOST_NAMES",
             "HOST_PROFILES",
-            "Host",
             "HostProfile",
             "MiB",
         ),

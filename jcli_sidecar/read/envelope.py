@@ -41,6 +41,8 @@ class OutputQuery:
             default is canonical base64 text.
         view: convert the selected image (or render the selected SVG) for a
             host, in memory (see :func:`jcli_sidecar.read.imageview.view_spec`).
+        agent_text: also carry, as ``agent_text``, the strings every client
+            shows beside the data (:func:`jcli_sidecar.read.agent_text.agent_strings`).
 
     Raises:
         InvalidWindow: a bad ``offset``/``limit``.
@@ -48,11 +50,11 @@ class OutputQuery:
 
     Example:
         >>> OutputQuery(limit=10)
-        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None)
+        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None, agent_text=False)
     """
 
     # A plain class, not a dataclass: importing dataclasses costs every cold read milliseconds.
-    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view")
+    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view", "agent_text")
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class OutputQuery:
         max_response_bytes: int | None = None,
         binary: bool = False,
         view: ViewSpec | None = None,
+        agent_text: bool = False,
     ) -> None:
         check_window(offset, limit)
         check_max_response_bytes(max_response_bytes)
@@ -73,6 +76,7 @@ class OutputQuery:
         self.max_response_bytes = max_response_bytes
         self.binary = binary
         self.view = view
+        self.agent_text = agent_text
 
     def __repr__(self) -> str:
         return "OutputQuery(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
@@ -233,7 +237,7 @@ def output_envelope(
     Shared by notebook reads and inline-run reads; image values may be
     base64 text (notebooks) or bytes (run files). ``memo`` is
     ``(NotebookFile or None, key)`` for keeping decoded images. ``source``
-    gains its ``label``. The response cap is applied by :func:`fit_response`.
+    gains its ``label``. The response cap (and the agent text) is applied by :func:`fit_response`.
 
     Raises:
         OutputDataInvalid, MimeNotFound, InvalidWindow, and with ``view``
@@ -282,9 +286,17 @@ def catalog_envelope(outputs: list[Any], source: dict[str, Any], cell_type: str 
     }
 
 
-def fit_response(envelope: dict[str, Any], max_response_bytes: int | None) -> dict[str, Any]:
-    """Return ``envelope`` if it fits the response cap, else ``OUTPUT_TOO_LARGE``."""
-    return _fit(envelope, check_max_response_bytes(max_response_bytes))
+def fit_response(envelope: dict[str, Any], query: OutputQuery = DEFAULT_QUERY) -> dict[str, Any]:
+    """Finish ``envelope`` for ``query``: return it if it fits the response cap, else ``OUTPUT_TOO_LARGE``.
+
+    With ``query.agent_text`` it first gains ``agent_text``, so the cap
+    measures what the client prints.
+    """
+    if query.agent_text:
+        from .agent_text import agent_strings
+
+        envelope["agent_text"] = agent_strings(envelope)
+    return _fit(envelope, check_max_response_bytes(query.max_response_bytes))
 
 
 def _check_mime(mime_type: str | None, out: _Output, index: int) -> str:

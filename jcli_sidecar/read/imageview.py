@@ -19,7 +19,7 @@ import sys
 
 from ..base.errors import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
 from . import image_headers
-from .hosts import HOST_PROFILES, MiB
+from .host_profiles import HOST_PROFILES, MiB
 from .mime import RASTER_IMAGE_TYPES
 from .request_spec import AS_MIME_TYPES as _OUTPUT_TYPES
 

@@ -145,7 +145,7 @@ def _read_output(
 ) -> dict[str, Any]:
     resolved = resolve_cell(path, cell_index, load)
     if output_index is None:
-        return fit_response(_catalog(resolved), query.max_response_bytes)
+        return fit_response(_catalog(resolved), query)
     count = _output_count(resolved)
     if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
         raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
@@ -161,4 +161,4 @@ def _read_output(
     assert resolved.notebook is not None
     raw = resolved.notebook.output(resolved.cell_index, output_index)
     memo = (resolved.notebook, (resolved.cell_index, output_index))
-    return fit_response(output_envelope(raw, output_index, source, query, memo), query.max_response_bytes)
+    return fit_response(output_envelope(raw, output_index, source, query, memo), query)

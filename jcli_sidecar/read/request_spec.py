@@ -24,7 +24,7 @@ class Field:
 
     Args:
         name: the field's name, the same in every client.
-        type: ``"string"`` or ``"integer"`` (JSON types).
+        type: ``"string"``, ``"integer"`` or ``"boolean"`` (JSON types).
         description: one line for a model or a person.
         required: a request without it is a usage error.
         minimum: the smallest integer a schema admits (the reader checks the real bounds).
@@ -79,6 +79,14 @@ _ADAPTER = (
     Field("host", "string", "Fit images to this host's types and limits.", model=False),
 )
 
+#: Asked by the plugins, which show the envelope they get as JSON (``jcli_sidecar.read.agent_text``).
+_AGENT_TEXT = Field(
+    "agent_text",
+    "boolean",
+    "Add agent_text: the caption (and cut window) every client shows beside the data.",
+    model=False,
+)
+
 #: ``read_notebook_output`` / ``j-cli notebook output``.
 READ_SPEC: tuple[Field, ...] = (
     Field("file_path", "string", "An .ipynb, or a py:percent .py paired with one.", required=True, path=True),
@@ -87,6 +95,7 @@ READ_SPEC: tuple[Field, ...] = (
     _MIME,
     *_WINDOW,
     *_ADAPTER,
+    _AGENT_TEXT,
     *_VIEW,
 )
 

@@ -1,10 +1,10 @@
 """Read requests as plain maps, checked against the one spec (``request_spec``).
 
 A notebook read is ``{file_path, cell_index, output_index?, mime_type?,
-offset?, limit?, max_response_bytes?}`` plus the view fields ``{host?,
-as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same names as
-the MCP tool arguments and the plugins' parameters; a run read has ``run``
-in place of ``file_path`` and ``cell_index``. Every read becomes one
+offset?, limit?, max_response_bytes?, agent_text?}`` plus the view fields
+``{host?, as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same
+names as the MCP tool arguments and the plugins' parameters; a run read has
+``run`` in place of ``file_path`` and ``cell_index`` (and no ``agent_text``). Every read becomes one
 :class:`~jcli_sidecar.read.envelope.OutputQuery` through :func:`query_of`.
 """
 
@@ -36,6 +36,8 @@ __all__ = [
 def _type_ok(kind: str, value: Any) -> bool:
     if kind == "string":
         return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -90,6 +92,7 @@ def query_of(args: dict[str, Any], *, binary: bool = False) -> OutputQuery:
         max_response_bytes=args.get("max_response_bytes"),
         binary=binary,
         view=view_of(args),
+        agent_text=args.get("agent_text", False),
     )
 
 

@@ -166,7 +166,7 @@ def read_run(
     source = _source(run_dir, manifest)
     if output_index is None:
         outputs = [_materialise(run_dir, entry, i) for i, entry in enumerate(entries)]
-        return fit_response(catalog_envelope(outputs, source), query.max_response_bytes)
+        return fit_response(catalog_envelope(outputs, source), query)
     if not isinstance(output_index, int) or isinstance(output_index, bool) or output_index < 0:
         raise UsageError(f"output index must be an integer >= 0, got {output_index!r}")
     if output_index >= len(entries):
@@ -175,7 +175,7 @@ def read_run(
         )
     source["output_index"] = output_index
     raw = _materialise(run_dir, entries[output_index], output_index)
-    return fit_response(output_envelope(raw, output_index, source, query), query.max_response_bytes)
+    return fit_response(output_envelope(raw, output_index, source, query), query)
 
 
 def list_runs(cwd: str) -> dict[str, Any]:

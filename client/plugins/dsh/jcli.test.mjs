@@ -11,7 +11,7 @@ import path from "node:path";
 import test from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { assertMatchesSpec, blockedExecutable, countingJcli, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, blockedExecutable, countingJcli, shownByCliAndMcp, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as plugin from "./jcli.ts";
 
@@ -292,7 +292,41 @@ test("without output_index the tool lists the cell's outputs", async (t) => {
   assert.equal(value.kind, "outputs");
   const listing = JSON.parse(content[0].text);
   assert.ok(Array.isArray(listing.outputs) && listing.outputs.length >= 1);
+  assert.equal("agent_text" in listing, false, "the listing is the envelope as j-cli printed it");
   assert.ok(!BASE64_RUN.test(content[0].text));
+});
+
+test("the caption is the one the CLI and the MCP tools show, for every fixture output: one wording, j-cli's", async (t) => {
+  const dir = fs.realpathSync(workspace(t)); // the MCP tools read real paths: the same request, so the same envelope
+  const h = host(dir);
+  const singles = cases.filter((c) => c.expect.envelope && !c.expect.envelope.outputs);
+  const request = (c) => ({ ...c.request, file_path: path.join(dir, c.request.file_path) });
+  const others = shownByCliAndMcp(dir, singles.map((c) => ({ ...request(c), host: "dsh" })));
+  let windows = 0;
+  let images = 0;
+  for (const [i, c] of singles.entries()) {
+    const { value, content } = await h.call(request(c));
+    const { cli, mcp } = others[i];
+    assert.match(value.caption, /^\[.+ from .+\]$/, c.name);
+    assert.equal(value.caption, mcp.at(-1), `${c.name}: the MCP tools' caption`);
+    const texts = content.filter((b) => b.type === "text").map((b) => b.text);
+    if (value.kind === "image") {
+      assert.equal(cli.stdout, `${value.caption}\n`, `${c.name}: the CLI's caption (an image's body)`);
+      assert.deepEqual(texts, [value.caption], c.name);
+      assert.equal(content.find((b) => b.type === "image").alt, value.caption, c.name);
+      images++;
+    } else {
+      assert.equal(cli.stderr, `${value.caption}\n`, `${c.name}: the CLI's caption`);
+      if (value.window === undefined) {
+        assert.deepEqual(texts, [value.text], `${c.name}: whole text stands alone`);
+      } else {
+        assert.deepEqual(texts, [value.text, value.caption], c.name);
+        assert.ok(value.caption.endsWith(`; ${value.window}]`), c.name);
+        windows++;
+      }
+    }
+  }
+  assert.ok(windows >= 3 && images >= 3, `only ${windows} cut windows and ${images} images`);
 });
 
 test("hostile file names are passed as data on stdin, never through the shell", async (t) => {

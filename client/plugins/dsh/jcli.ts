@@ -11,7 +11,10 @@
 // j-cli executable, never an argument. Cancellation, timeout, exit status and
 // stdout completeness are checked before the answer is parsed.
 //
-// Text and HTML come back verbatim. An image is saved with
+// Text and HTML come back verbatim, and the line beside them (always for an
+// image, for text when its window is cut) is the caption j-cli builds when
+// asked with `agent_text: true`, the line every j-cli client shows; nothing
+// here words it. An image is saved with
 // `ctx.attachments.saveImage` and the tool's value carries only its
 // attachment reference, so programmatic (code-mode) callers never see base64;
 // `output.render` turns that reference into an image block for the model.
@@ -164,11 +167,15 @@ const REQUEST_KEYS = ['file_path', 'cell_index', 'output_index', 'mime_type', 'o
 const IMAGE_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp', 'image/gif']
 const BASE64_RUN = /[A-Za-z0-9+/]{40,}={0,2}/g
 
-/** The canonical value of one call (what code-mode programs receive). */
+/**
+ * The canonical value of one call (what code-mode programs receive).
+ * `caption` and `window` are j-cli's own strings (its `agent_text`): the line
+ * every j-cli client shows beside the data, and a cut window's part of it.
+ */
 export type ReadValue =
   | { kind: 'outputs'; source: string; text: string }
-  | { kind: 'text'; source: string; mime_type: string; text: string; window?: string }
-  | { kind: 'image'; source: string; mime_type: string; image: ImageRef; note?: string }
+  | { kind: 'text'; source: string; mime_type: string; text: string; caption: string; window?: string }
+  | { kind: 'image'; source: string; mime_type: string; image: ImageRef; caption: string; note?: string }
 
 const STRING: Schema = { type: 'string' }
 const VALUE_SCHEMA: Schema = {
@@ -182,17 +189,18 @@ const VALUE_SCHEMA: Schema = {
     {
       type: 'object',
       additionalProperties: false,
-      required: ['kind', 'source', 'mime_type', 'text'],
-      properties: { kind: { type: 'string', enum: ['text'] }, source: STRING, mime_type: STRING, text: STRING, window: STRING },
+      required: ['kind', 'source', 'mime_type', 'text', 'caption'],
+      properties: { kind: { type: 'string', enum: ['text'] }, source: STRING, mime_type: STRING, text: STRING, caption: STRING, window: STRING },
     },
     {
       type: 'object',
       additionalProperties: false,
-      required: ['kind', 'source', 'mime_type', 'image'],
+      required: ['kind', 'source', 'mime_type', 'image', 'caption'],
       properties: {
         kind: { type: 'string', enum: ['image'] },
         source: STRING,
         mime_type: STRING,
+        caption: STRING,
         note: STRING,
         image: {
           type: 'object',
@@ -258,6 +266,7 @@ function requestFrom(args: unknown): Record<string, unknown> {
   for (const key of REQUEST_KEYS) if (given[key] !== undefined) request[key] = given[key]
   request.host = 'dsh' // j-cli fits images to DSH's types and limits
   request.max_response_bytes = RESPONSE_BUDGET
+  request.agent_text = true // j-cli builds the caption this tool shows
   return request
 }
 
@@ -317,23 +326,27 @@ function sourceOf(doc: any): string {
   return String((doc.source ?? {}).label)
 }
 
-function windowOf(block: any): string | undefined {
-  if (!block || !block.truncated) return undefined
-  const end = block.offset + block.returned_characters
-  const more = block.next_offset != null ? `; continue with offset=${block.next_offset}` : ''
-  return `characters ${block.offset}-${end} of ${block.total_characters}${more}`
+/**
+ * Split what j-cli answered into the envelope and the strings j-cli built for
+ * it (asked with `agent_text: true`): nothing here words anything itself.
+ */
+function captioned(doc: any): { envelope: any; caption: string; window: string | undefined } {
+  const { agent_text: shown, ...envelope } = doc
+  if (typeof shown?.caption !== 'string') throw new JcliToolError('PROTOCOL_ERROR', "j-cli's answer carries no agent_text caption")
+  return { envelope, caption: shown.caption, window: typeof shown.window === 'string' ? shown.window : undefined }
 }
 
 /** Translate a j-cli read envelope into the tool's value, saving an image first. */
 export async function toValue(doc: any, attachments: Attachments, signal: AbortSignal): Promise<ReadValue> {
-  const source = sourceOf(doc)
-  if (Array.isArray(doc.outputs)) return { kind: 'outputs', source, text: JSON.stringify(doc, null, 2) }
-  if (doc.stream) return textValue(source, `stream/${doc.stream.name}`, doc.stream.data, windowOf(doc.stream))
-  if (doc.error) {
-    const b = doc.error
-    return textValue(source, 'error', 'data' in b ? b.data : JSON.stringify(b, null, 2), windowOf(b))
+  const { envelope, caption, window } = captioned(doc)
+  const source = sourceOf(envelope)
+  if (Array.isArray(envelope.outputs)) return { kind: 'outputs', source, text: JSON.stringify(envelope, null, 2) }
+  if (envelope.stream) return textValue(source, `stream/${envelope.stream.name}`, envelope.stream.data, caption, window)
+  if (envelope.error) {
+    const b = envelope.error
+    return textValue(source, 'error', 'data' in b ? b.data : JSON.stringify(b, null, 2), caption, window)
   }
-  const sel = doc.selected
+  const sel = envelope.selected
   if (sel.encoding === 'base64') {
     const data = Buffer.from(sel.data, 'base64')
     const ref = await attachments.saveImage({ data: new Uint8Array(data.buffer, data.byteOffset, data.length), mediaType: sel.mime_type })
@@ -341,29 +354,24 @@ export async function toValue(doc: any, attachments: Attachments, signal: AbortS
     const image: ImageRef = { attachmentId: String(ref.attachmentId), mediaType: ref.mediaType, bytes: ref.bytes, width: ref.width, height: ref.height }
     if (ref.name !== undefined) image.name = ref.name
     const note: string | undefined = sel.note
-    return note === undefined ? { kind: 'image', source, mime_type: sel.mime_type, image } : { kind: 'image', source, mime_type: sel.mime_type, image, note }
+    return note === undefined
+      ? { kind: 'image', source, mime_type: sel.mime_type, image, caption }
+      : { kind: 'image', source, mime_type: sel.mime_type, image, caption, note }
   }
   const text = sel.encoding === 'json' ? JSON.stringify(sel.data, null, 2) : sel.data
-  return textValue(source, sel.mime_type, text, windowOf(sel))
+  return textValue(source, sel.mime_type, text, caption, window)
 }
 
-function textValue(source: string, mime: string, text: string, window: string | undefined): ReadValue {
-  return window === undefined ? { kind: 'text', source, mime_type: mime, text } : { kind: 'text', source, mime_type: mime, text, window }
+function textValue(source: string, mime: string, text: string, caption: string, window: string | undefined): ReadValue {
+  return window === undefined ? { kind: 'text', source, mime_type: mime, text, caption } : { kind: 'text', source, mime_type: mime, text, caption, window }
 }
 
 /** Pure: the model-facing blocks for one value. */
 export function render(_args: unknown, value: Json): Block[] {
   const v = value as unknown as ReadValue
-  if (v.kind === 'image') {
-    const i = v.image
-    return [
-      { type: 'text', text: `${v.mime_type} from ${v.source} (${i.width}x${i.height} px, ${i.bytes} bytes${v.note ? `; ${v.note}` : ''})` },
-      { type: 'image', attachment: { ...i }, alt: `${v.mime_type} from ${v.source}` },
-    ]
-  }
-  if (v.kind === 'text' && v.window !== undefined) {
-    return [{ type: 'text', text: v.text }, { type: 'text', text: `[${v.mime_type} from ${v.source}: ${v.window}]` }]
-  }
+  if (v.kind === 'image') return [{ type: 'text', text: v.caption }, { type: 'image', attachment: { ...v.image }, alt: v.caption }]
+  // Whole text stands alone; a cut window is followed by its caption (j-cli's, with the offset to go on at).
+  if (v.kind === 'text' && v.window !== undefined) return [{ type: 'text', text: v.text }, { type: 'text', text: v.caption }]
   return [{ type: 'text', text: v.text }]
 }
 

@@ -8,8 +8,10 @@
 // to `j-cli -j notebook output --request -` as JSON on stdin (never spliced into a shell string), and the
 // envelope comes back as an OpenCode tool result. Text and HTML go in
 // `output` verbatim; an image goes in `attachments` as a data URL, and its
-// base64 never appears in `output`, `title` or `metadata`. A coded j-cli
-// error becomes a thrown Error carrying the code and message.
+// base64 never appears in `output`, `title` or `metadata`. The title (and an
+// image's output) is the caption j-cli builds for the envelope when asked
+// with `agent_text: true`, the line every j-cli client shows; nothing here
+// words it. A coded j-cli error becomes a thrown Error carrying the code and message.
 //
 // The guards (docs/guards.md) hold no logic here: `tool.execute.before` and
 // `tool.execute.after` pass the call to `j-cli _hooks NAME --platform
@@ -136,45 +138,43 @@ function versionText(command, cwd) {
 /** Reads through the sidecar; the j-cli version it must match is learned once per command. */
 const viaSidecar = sidecarReader((key) => versionText(key.split("\0"), process.cwd()));
 
-/** Where the data came from: the one label j-cli puts in every envelope. */
-function where(doc) {
-  return String((doc.source || {}).label);
-}
-
-function windowNote(block) {
-  if (!block || !block.truncated) return "";
-  const end = block.offset + block.returned_characters;
-  const more = block.next_offset != null ? `, continue with offset=${block.next_offset}` : "";
-  return ` (characters ${block.offset}-${end} of ${block.total_characters}${more})`;
+/**
+ * Split what j-cli answered into the envelope and the caption j-cli built for
+ * it (asked with `agent_text: true`): the one line every j-cli client shows
+ * beside the data. Nothing here words anything itself.
+ */
+function captioned(doc) {
+  const { agent_text: shown, ...envelope } = doc;
+  if (typeof shown?.caption !== "string") throw new Error("PROTOCOL_ERROR: j-cli's answer carries no agent_text caption");
+  return { envelope, caption: shown.caption };
 }
 
 /** Translate a j-cli read envelope into an OpenCode ToolResult. */
 function toToolResult(doc) {
-  const from = where(doc);
-  if (Array.isArray(doc.outputs)) {
-    return { title: `outputs of ${from}`, output: JSON.stringify(doc, null, 2), metadata: { outputs: doc.output_count } };
+  const { envelope, caption } = captioned(doc);
+  if (Array.isArray(envelope.outputs)) {
+    return { title: caption, output: JSON.stringify(envelope, null, 2), metadata: { outputs: envelope.output_count } };
   }
-  if (doc.stream) {
-    const b = doc.stream;
-    return { title: `${b.name} from ${from}${windowNote(b)}`, output: b.data, metadata: { output_type: "stream", name: b.name } };
+  if (envelope.stream) {
+    const b = envelope.stream;
+    return { title: caption, output: b.data, metadata: { output_type: "stream", name: b.name } };
   }
-  if (doc.error) {
-    const b = doc.error;
+  if (envelope.error) {
+    const b = envelope.error;
     const output = "data" in b ? b.data : JSON.stringify(b, null, 2);
-    return { title: `error ${b.ename} from ${from}${windowNote(b)}`, output, metadata: { output_type: "error", ename: b.ename } };
+    return { title: caption, output, metadata: { output_type: "error", ename: b.ename } };
   }
-  const sel = doc.selected;
+  const sel = envelope.selected;
   if (sel.encoding === "base64") {
-    const dims = (sel.width ? `, ${sel.width}x${sel.height} px` : "") + (sel.note ? `; ${sel.note}` : "");
     return {
-      title: `${sel.mime_type} from ${from}`,
-      output: `[${sel.mime_type}, ${sel.bytes} bytes${dims}, attached]`,
+      title: caption,
+      output: caption,
       metadata: { mime_type: sel.mime_type, bytes: sel.bytes },
       attachments: [{ type: "file", mime: sel.mime_type, url: `data:${sel.mime_type};base64,${sel.data}` }],
     };
   }
   const output = sel.encoding === "json" ? JSON.stringify(sel.data, null, 2) : sel.data;
-  return { title: `${sel.mime_type} from ${from}${windowNote(sel)}`, output, metadata: { mime_type: sel.mime_type } };
+  return { title: caption, output, metadata: { mime_type: sel.mime_type } };
 }
 
 /** How long one guard may take before the call goes through unguarded. */
@@ -317,6 +317,7 @@ const JcliPlugin = async (input) => {
             file_path: path.resolve(context.directory, args.file_path),
             host: "opencode",
             max_response_bytes: RESPONSE_BUDGET,
+            agent_text: true, // j-cli builds the caption this tool shows
           };
           for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
           const pending = viaSidecar({ key: jcliCommand().join("\0"), cwd: context.directory, request, signal: context.abort });

@@ -9,7 +9,7 @@ import test from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as sidecarClient from "../sidecar-client.mjs";
-import { assertMatchesSpec, countingJcli, otherVersionSidecar, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, countingJcli, otherVersionSidecar, shownByCliAndMcp, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as pluginModule from "./jcli.js";
 
@@ -106,6 +106,43 @@ test("every text case of the shared fixtures is verbatim", async () => {
     assert.equal(result.output, env.selected.data, c.name);
     assert.equal(result.attachments, undefined, c.name);
   }
+});
+
+test("the title is the caption the CLI and the MCP tools show, for every fixture output: one wording, j-cli's", async () => {
+  const dir = fs.realpathSync(workspace()); // the MCP tools read real paths: the same request, so the same envelope
+  const tool = await readTool();
+  const singles = cases.filter((c) => c.expect.envelope && !c.expect.envelope.outputs);
+  const asSent = (c) => ({ ...c.request, file_path: path.join(dir, c.request.file_path), host: "opencode" }); // as execute() resolves it
+  const others = shownByCliAndMcp(dir, singles.map(asSent));
+  let windows = 0;
+  let images = 0;
+  for (const [i, c] of singles.entries()) {
+    const result = await tool.execute(c.request, context(dir));
+    const { cli, mcp } = others[i];
+    assert.match(result.title, /^\[.+ from .+\]$/, c.name);
+    assert.equal(result.title, mcp.at(-1), `${c.name}: the MCP tools' caption`);
+    if (result.attachments) {
+      assert.equal(result.output, result.title, c.name);
+      assert.equal(cli.stdout, `${result.title}\n`, `${c.name}: the CLI's caption (an image's body)`);
+      images++;
+    } else {
+      assert.equal(cli.stderr, `${result.title}\n`, `${c.name}: the CLI's caption`);
+    }
+    if (result.title.includes("; continue at offset ")) windows++;
+  }
+  assert.ok(windows >= 3 && images >= 3, `only ${windows} cut windows and ${images} images`);
+});
+
+test("a catalog is titled by its caption and lists the envelope as j-cli printed it", async () => {
+  const dir = workspace();
+  const tool = await readTool();
+  const c = cases.find((k) => k.name === "catalog_bundle");
+  const result = await tool.execute(c.request, context(dir));
+  assert.match(result.title, /^\[2 output\(s\) of .*kernel_v4\.5\.ipynb cell 9\]$/);
+  const listing = JSON.parse(result.output);
+  assert.equal("agent_text" in listing, false);
+  assert.deepEqual(listing.outputs, c.expect.envelope.outputs);
+  assert.equal(result.metadata.outputs, 2);
 });
 
 test("hostile file names are passed as data, never through a shell", async () => {
