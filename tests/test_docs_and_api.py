@@ -176,7 +176,10 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     from jcli_sidecar.read.host_profiles import HOST_NAMES
     from jcli_sidecar.read.imageview import HOST_PROFILES
 
+    from jcli_sidecar.guards.hook_payload import PLATFORMS
+
     assert list(HOST_SETUPS) == list(HOST_PROFILES) and all(name in HOST_NAMES for name in HOST_SETUPS)
+    assert PLATFORMS == tuple(sorted(HOST_PROFILES))  # the hooks' --platform names are the host table's
     for name, host in HOST_SETUPS.items():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
         command = setup.commands[name]

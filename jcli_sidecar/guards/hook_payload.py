@@ -33,7 +33,8 @@ __all__ = ["KINDS", "PLATFORMS", "PayloadError", "ToolCall", "parse_payload", "p
 
 #: What a tool call does, as the guards see it.
 KINDS = ("shell", "edit", "write", "notebook_edit", "patch", "other")
-#: The hosts ``--platform`` names (upstream's three, and OpenCode by its own name).
+#: The hosts ``--platform`` names (upstream's three, and OpenCode by its own name): the
+#: host table's names (``read.host_profiles``; a test holds them equal, so a hook stays lean).
 PLATFORMS = ("claude", "codex", "dsh", "opencode")
 
 _TOOL_KINDS = {
