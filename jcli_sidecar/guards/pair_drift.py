@@ -44,25 +44,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..pair.pairing import Pair
     from ..pair.percent import PercentCell
     from .hook_payload import ToolCall
 
 __all__ = ["after_edit", "before_edit", "merge_cells"]
 
 
-def _pairs(call: ToolCall) -> list[tuple[str, str]]:
-    """``(py, ipynb)`` of each pair the call touches (by its ``.py`` or its ``.ipynb``)."""
-    from ..pair.pairing import pair_paths
-
-    found = []
+def _pairs(call: ToolCall) -> list[Pair]:
+    """Each pair the call touches (by its ``.py`` or its ``.ipynb``)."""
+    found: list[Pair] = []
     for path in call.paths:
-        pair = pair_paths(path)
-        if pair is None:
-            continue
-        py = pair[0]
-        nb = percent_pair_of(py)
-        if nb is not None and (py, nb) not in found:
-            found.append((py, nb))
+        pair = percent_pair_of(path)
+        if pair is not None and pair not in found:
+            found.append(pair)
     return found
 
 

@@ -49,8 +49,8 @@ from ..ipynb.nbindex import stat_key
 from ..ipynb.nbsplice import CellWriter, notebook_heads
 from ..ipynb.nbwrite import dumps_cell, read_for_update, write_notebook
 from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import paired_notebook_path
-from ..pair.percent import is_percent, normalize_source, parse_percent
+from ..pair.pairing import is_percent_file, paired_notebook_path
+from ..pair.percent import normalize_source, parse_percent
 from .display_mode import check_display_mode, in_display_mode
 from .exec_result import build_result
 from .jsonl_compat import cell_fields, summary_fields
@@ -82,18 +82,8 @@ DEFAULT_WRITEBACK_PACE = SETTINGS["JCLI_WRITEBACK_PACE"].default
 
 
 def is_notebook_file(path: str) -> bool:
-    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair)."""
-    if path.endswith(".ipynb"):
-        return True
-    if not path.endswith(".py"):
-        return False
-    from ..base.readfile import read_regular
-
-    try:
-        raw, _ = read_regular(path)  # never blocks on a FIFO, never reads a device
-    except (OSError, ValueError):
-        return False
-    return is_percent(raw.decode("utf-8", "replace"))
+    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair; the file is never read blocking)."""
+    return path.endswith(".ipynb") or (path.endswith(".py") and is_percent_file(path))
 
 
 def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:

@@ -49,11 +49,15 @@ __all__, __getattr__ = lazy_face(
             "record_agreement",
         ),
         "pairing": (
+            "Pair",
             "carries_id",
+            "is_percent",
+            "is_percent_file",
             "map_cell",
             "pair_paths",
             "paired_notebook_path",
             "paired_py_path",
+            "percent_cells",
         ),
         "pairsync": (
             "EDIT_SIMILARITY",
@@ -67,7 +71,6 @@ __all__, __getattr__ = lazy_face(
             "PercentNotebook",
             "comment_magics",
             "is_magic",
-            "is_percent",
             "normalize_source",
             "parse_percent",
             "read_percent",

@@ -74,7 +74,8 @@ def _read_notebook(path: str) -> dict[str, Any]:
 
 def _read_py(path: str) -> tuple[Any, str]:
     from ..ipynb.notebook import read_text_file
-    from .percent import is_percent, read_percent
+    from .pairing import is_percent
+    from .percent import read_percent
 
     text = read_text_file(path)
     if not is_percent(text):

@@ -1,9 +1,11 @@
-"""py:percent files and their paired notebooks.
+"""A py:percent pair: its two files, and whether a path or a text is one.
 
-A ``.py`` with at least one ``# %%`` marker is a py:percent file; its pair is
-the ``.ipynb`` with the same stem. The file is read and written by the one
-codec, :mod:`jcli_sidecar.pair.percent` (jupytext's rules; its names are
-re-exported here).
+A ``.py`` with at least one ``# %%`` marker is a py:percent file
+(:func:`is_percent`: the one rule, for a text; :func:`is_percent_file`, for a
+file); its pair is the ``.ipynb`` with the same stem (:class:`Pair`,
+:func:`pair_paths`, :func:`paired_notebook_path`, :func:`paired_py_path`).
+The file is read and written by the one codec, :mod:`jcli_sidecar.pair.percent`
+(jupytext's rules; its names are re-exported here).
 
 A ``.py`` cell index maps to a notebook cell by the ``id="..."`` on its
 marker (matching the cell's id, or the ``metadata.id`` jupytext keeps it
@@ -15,27 +17,70 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+from collections import namedtuple
 
 from ..base.errors import CellMappingUnreliable, CellNotFound, OutputDataInvalid, UsageError
 from ..ipynb.multiline import join_text
-from .percent import PercentCell, is_percent, normalize_source, parse_percent, write_percent
+from .percent import PercentCell, normalize_source, parse_percent, write_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "Pair",
     "PercentCell",
     "carries_id",
     "is_percent",
+    "is_percent_file",
     "map_cell",
     "normalize_source",
     "pair_paths",
     "paired_notebook_path",
     "paired_py_path",
     "parse_percent",
+    "percent_cells",
     "write_percent",
 ]
+
+_DOUBLE_PERCENT = re.compile(r"^\s*#\s*%%(?:\s|$)")
+
+
+def is_percent(text: str) -> bool:
+    """True when ``text`` holds at least one ``# %%`` cell marker: the one rule for "is this ``.py`` py:percent".
+
+    Example:
+        >>> is_percent("x = 1\\n# %% [markdown]\\n"), is_percent("# In[1]:\\nx = 1\\n")
+        (True, False)
+    """
+    return any(_DOUBLE_PERCENT.match(line) for line in text.splitlines())
+
+
+def is_percent_file(path: str, limit: int | None = None) -> bool:
+    """Is the file ``path`` py:percent (:func:`is_percent`, whatever its name)? False when it cannot be read.
+
+    The file is read without ever blocking (a FIFO or a device is no) and
+    only when it holds at most ``limit`` bytes (default: the read limit); a
+    larger one is no as well.
+    """
+    from ..base.readfile import read_regular
+
+    try:
+        raw, _ = read_regular(path, limit)
+    except (OSError, ValueError):
+        return False
+    return is_percent(raw.decode("utf-8", "replace"))
+
+
+def percent_cells(text: str) -> list[PercentCell] | None:
+    """The cells of py:percent ``text``; None for a plain script (no ``# %%`` marker).
+
+    Example:
+        >>> [c.source for c in percent_cells("# %%\\nx = 1\\n")], percent_cells("x = 1\\n")
+        (['x = 1'], None)
+    """
+    return parse_percent(text) if is_percent(text) else None
 
 
 def paired_notebook_path(py_path: str) -> str:
@@ -59,6 +104,48 @@ def pair_paths(path: str, *, posix: bool = False) -> tuple[str, str] | None:
     """
     stem, ext = (posixpath if posix else os.path).splitext(path)
     return (stem + ".py", stem + ".ipynb") if ext in (".py", ".ipynb") else None
+
+
+class Pair(namedtuple("Pair", "py notebook")):
+    """A py:percent ``.py`` and the notebook it syncs into: ``(py, notebook)``.
+
+    :meth:`of` and :meth:`of_py` give the pair a name implies (the same
+    stem), :meth:`on_disk` the pair a path is part of on disk; ``convert``
+    pairs a ``.py`` with whichever notebook it is told to write.
+
+    Example:
+        >>> Pair.of("a/b.ipynb"), Pair.of("a/b.txt")
+        (Pair(py='a/b.py', notebook='a/b.ipynb'), None)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, path: str, *, posix: bool = False) -> Pair | None:
+        """The pair a ``.py`` or an ``.ipynb`` path names (:func:`pair_paths`), else None. No file is read."""
+        found = pair_paths(path, posix=posix)
+        return None if found is None else cls(*found)
+
+    @classmethod
+    def of_py(cls, py_path: str) -> Pair:
+        """``py_path`` and the notebook beside it (:func:`paired_notebook_path`)."""
+        return cls(py_path, paired_notebook_path(py_path))
+
+    @classmethod
+    def on_disk(cls, path: str, limit: int | None = None) -> Pair | None:
+        """The pair ``path`` (a ``.py`` or an ``.ipynb``) is part of, when it is one on disk; else None.
+
+        On disk: the ``.py`` is py:percent (:func:`is_percent_file`, read up to
+        ``limit``) and its notebook is a file beside the real ``.py``. The
+        pair's paths are spelt as ``path`` is.
+        """
+        found = cls.of(path)
+        if found is None:
+            return None
+        real = os.path.realpath(found.py)
+        if not os.path.isfile(paired_notebook_path(real)) or not is_percent_file(real, limit):
+            return None
+        return found
 
 
 def carries_id(cell: Any, cell_id: str) -> bool:
