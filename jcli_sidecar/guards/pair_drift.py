@@ -196,11 +196,10 @@ def after_edit(call: ToolCall) -> str | None:
 
 def _sync(py: str, nb_path: str) -> str | None:
     from ..base.errors import JcliError, PairConflict
-    from ..base.locks import notebook_lock
-    from ..base.runtime import ensure_runtime_dir
+    from ..pair.pairing import notebook_write_lock
 
     try:
-        with notebook_lock(ensure_runtime_dir(create=True), nb_path):
+        with notebook_write_lock(nb_path):
             return _sync_locked(py, nb_path)
     except PairConflict as err:
         return f"j-cli did not sync {nb_path} from {py}: {err.message}. Nothing was written.\n" + _settle(py, nb_path)

@@ -27,7 +27,6 @@ live output; a sidecar could hold the kernel connection and stream).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -39,9 +38,7 @@ from ..base.errors import (
     OutputSaveFailed,
     internal_error,
 )
-from ..base.locks import notebook_lock
 from ..base.protocol import SCHEMA_VERSION
-from ..base.runtime import ensure_runtime_dir
 from ..base.settings import SETTINGS, setting
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
@@ -49,7 +46,7 @@ from ..ipynb.nbindex import stat_key
 from ..ipynb.nbsplice import CellWriter, notebook_heads
 from ..ipynb.nbwrite import dumps_cell, read_for_update, write_notebook
 from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import is_percent_file, paired_notebook_path
+from ..pair.pairing import is_percent_file, notebook_write_lock, paired_notebook_path
 from ..pair.percent import normalize_source, parse_percent
 from .display_mode import check_display_mode, in_display_mode
 from .exec_result import build_result
@@ -468,7 +465,7 @@ def _check_writable(nb_path: str, cells: list[Any]) -> None:
         raise OutputSaveFailed(
             f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
         ) from None
-    with _write_lock(nb_path, executed=False):
+    with notebook_write_lock(nb_path, executed=False):
         try:
             fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
             os.close(fd)
@@ -476,29 +473,6 @@ def _check_writable(nb_path: str, cells: list[Any]) -> None:
         except OSError as exc:
             folder = os.path.dirname(nb_path)
             raise OutputSaveFailed(f"cannot write into {folder}: {exc.strerror or exc}; nothing was run", executed=False) from None
-
-
-@contextlib.contextmanager
-def _write_lock(nb_path: str, *, executed: bool):
-    """Hold the notebook's write-back lock; a runtime dir or lock that cannot be used is a coded error.
-
-    Raises:
-        RuntimeDirUnsafe: the runtime dir is unsafe.
-        OutputSaveFailed: the lock cannot be created or taken.
-        (Both with ``executed`` as given.)
-    """
-    try:
-        held = notebook_lock(ensure_runtime_dir(create=True), nb_path)
-        held.__enter__()
-    except JcliError as err:
-        err.details.setdefault("executed", executed)
-        raise
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {nb_path}: {exc.strerror or exc}", executed=executed) from None
-    try:
-        yield
-    finally:
-        held.__exit__(None, None, None)
 
 
 def _open_notebook(
@@ -525,7 +499,7 @@ def _open_notebook(
     real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
     nb_path = paired_notebook_path(real)
-    with _write_lock(nb_path, executed=False):
+    with notebook_write_lock(nb_path, executed=False):
         heads = notebook_heads(nb_path) if os.path.exists(nb_path) else None
         if heads is not None:  # a sync that changes nothing needs no outputs: the whole notebook is never read
             plan = plan_sync(py_cells, heads, kernel_name)
@@ -633,7 +607,7 @@ def _write_back_all(writer: CellWriter, cells: list[tuple[_CellTarget, Execution
     """
     nb_path = writer.path
     try:
-        with _write_lock(nb_path, executed=True):
+        with notebook_write_lock(nb_path, executed=True):
             try:
                 return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
             except OSError as exc:

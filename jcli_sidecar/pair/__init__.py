@@ -54,6 +54,7 @@ __all__, __getattr__ = lazy_face(
             "is_percent",
             "is_percent_file",
             "map_cell",
+            "notebook_write_lock",
             "pair_paths",
             "paired_notebook_path",
             "paired_py_path",

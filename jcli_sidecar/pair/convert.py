@@ -33,7 +33,7 @@ import os
 import re
 
 from ..base.errors import NotebookReadFailed, OutputSaveFailed, UsageError
-from .pairing import paired_notebook_path, paired_py_path
+from .pairing import notebook_write_lock, paired_notebook_path, paired_py_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,23 +81,6 @@ def _read_py(path: str) -> tuple[Any, str]:
     if not is_percent(text):
         raise NotebookReadFailed(f"{path}: a plain script (no '# %%' cell markers), not a py:percent notebook", path=path)
     return read_percent(text, path), text
-
-
-def _take_write_lock(path: str) -> Any:
-    """Hold ``path``'s write-back lock (the one exec write-backs take); release it with ``__exit__``.
-
-    Raises:
-        OutputSaveFailed: the lock cannot be taken.
-    """
-    from ..base.locks import notebook_lock
-    from ..base.runtime import ensure_runtime_dir
-
-    try:
-        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(path))
-        lock.__enter__()
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {path}: {exc.strerror or exc}") from None
-    return lock
 
 
 def _write(path: str, text: str) -> None:
@@ -188,8 +171,7 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
     out = os.path.abspath(out or paired_notebook_path(py_path))
     _check_output(py_path, out)
     doc, _ = _read_py(py_path)
-    lock = _take_write_lock(out)
-    try:
+    with notebook_write_lock(out):
         existed = os.path.lexists(out)
         current = _read_notebook(out) if existed else None
         if current is not None and (current.get("nbformat") != 4 or current.get("nbformat_minor", 0) < 5):
@@ -229,8 +211,6 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
                 raise OutputSaveFailed(f"cannot write {out}: {exc.strerror or exc}") from None
             except (ValueError, RecursionError) as exc:
                 raise OutputSaveFailed(f"cannot write {out} ({type(exc).__name__})") from None
-    finally:
-        lock.__exit__(None, None, None)
     return {
         "status": "ok",
         "input": py_path,
@@ -263,8 +243,7 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
         raise UsageError(
             f"{nb_path}: assign-ids gives ids to a notebook's cells; a .py gets its ids from its notebook (convert py-to-ipynb)"
         )
-    lock = _take_write_lock(nb_path)
-    try:
+    with notebook_write_lock(nb_path):
         nb = _read_notebook(nb_path)
         cells = [c for c in nb["cells"] if isinstance(c, dict)]
         before = nb.get("nbformat_minor", 0)
@@ -278,8 +257,6 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
                 write_notebook(nb_path, nb)
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}") from None
-    finally:
-        lock.__exit__(None, None, None)
     return {
         "status": "ok",
         "path": nb_path,

@@ -1,11 +1,13 @@
-"""A py:percent pair: its two files, and whether a path or a text is one.
+"""A py:percent pair: its two files, whether a path or a text is one, and its notebook's write lock.
 
 A ``.py`` with at least one ``# %%`` marker is a py:percent file
 (:func:`is_percent`: the one rule, for a text; :func:`is_percent_file`, for a
 file); its pair is the ``.ipynb`` with the same stem (:class:`Pair`,
 :func:`pair_paths`, :func:`paired_notebook_path`, :func:`paired_py_path`).
 The file is read and written by the one codec, :mod:`jcli_sidecar.pair.percent`
-(jupytext's rules; its names are re-exported here).
+(jupytext's rules; its names are re-exported here). Every write of a
+notebook's file, a pair's sync, a run's write-backs and ``convert`` alike,
+holds the notebook's write-back lock, :func:`notebook_write_lock`.
 
 A ``.py`` cell index maps to a notebook cell by the ``id="..."`` on its
 marker (matching the cell's id, or the ``metadata.id`` jupytext keeps it
@@ -15,17 +17,19 @@ is refused (:class:`CellMappingUnreliable`). Nothing here guesses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
 from collections import namedtuple
 
-from ..base.errors import CellMappingUnreliable, CellNotFound, OutputDataInvalid, UsageError
+from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, OutputDataInvalid, OutputSaveFailed, UsageError
 from ..ipynb.multiline import join_text
 from .percent import PercentCell, normalize_source, parse_percent, write_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "is_percent_file",
     "map_cell",
     "normalize_source",
+    "notebook_write_lock",
     "pair_paths",
     "paired_notebook_path",
     "paired_py_path",
@@ -104,6 +109,43 @@ def pair_paths(path: str, *, posix: bool = False) -> tuple[str, str] | None:
     """
     stem, ext = (posixpath if posix else os.path).splitext(path)
     return (stem + ".py", stem + ".ipynb") if ext in (".py", ".ipynb") else None
+
+
+@contextlib.contextmanager
+def notebook_write_lock(notebook: str, *, executed: bool | None = None) -> Iterator[None]:
+    """Hold the write-back lock of ``notebook`` (blocking: a second taker waits until it is released).
+
+    The one lock every write of a notebook's file takes: a pair's sync, a
+    run's write-backs, ``convert``. It lives in the runtime dir, named by the
+    notebook's real path (:func:`jcli_sidecar.base.locks.notebook_lock`), so
+    every name of the file takes the same lock and nothing is created beside it.
+
+    ``executed``: when given, the coded errors say so (whether a run's code ran).
+
+    Raises:
+        RuntimeDirUnsafe: the runtime dir is unsafe.
+        OutputSaveFailed: the lock cannot be created or taken.
+    """
+    from ..base.locks import notebook_lock
+    from ..base.runtime import ensure_runtime_dir
+
+    try:
+        held = notebook_lock(ensure_runtime_dir(create=True), notebook)
+        held.__enter__()
+    except JcliError as err:
+        if executed is not None:
+            err.details.setdefault("executed", executed)
+        raise
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {notebook}: {exc.strerror or exc}", **_said(executed)) from None
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _said(executed: bool | None) -> dict[str, bool]:
+    return {} if executed is None else {"executed": executed}
 
 
 class Pair(namedtuple("Pair", "py notebook")):
