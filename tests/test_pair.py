@@ -1,18 +1,20 @@
 """A pair's one owner (``jcli_sidecar.pair.pairing``): its two paths, whether a path or a text is one, its notebook's
-write lock, on real files and real locks."""
+write lock and its one sync, on real files and real locks."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from jcli_sidecar.base.errors import OutputSaveFailed, RuntimeDirUnsafe
+from jcli_sidecar.base.errors import OutputSaveFailed, PairConflict, RuntimeDirUnsafe
 from jcli_sidecar.base.locks import notebook_lock_path
 from jcli_sidecar.base.runtime import runtime_dir
-from jcli_sidecar.pair.pairing import Pair, is_percent, is_percent_file, notebook_write_lock, percent_cells
+from jcli_sidecar.ipynb.nbwrite import dumps_notebook
+from jcli_sidecar.pair.pairing import Pair, is_percent, is_percent_file, notebook_write_lock, parse_percent, percent_cells, sync_cells
 
 PERCENT = "# %%\nx = 1\n\n# %% [markdown]\n# Hi\n"
 
@@ -105,3 +107,131 @@ def test_a_write_lock_that_cannot_be_taken_is_a_coded_error():
     finally:
         runtime.chmod(0o700)
     assert unsafe.value.details["executed"] is True
+
+
+def _pair(tmp_path: Path, text: str = PERCENT) -> Pair:
+    (tmp_path / "a.py").write_text(text)
+    return Pair.of_py(str(tmp_path / "a.py"))
+
+
+def _cells(pair: Pair) -> list[dict]:
+    return json.loads(Path(pair.notebook).read_text())["cells"]
+
+
+def _give_outputs(pair: Pair) -> None:
+    """The notebook's first cell gets an output, as a run would leave it."""
+    nb = json.loads(Path(pair.notebook).read_text())
+    nb["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    nb["cells"][0]["execution_count"] = 1
+    Path(pair.notebook).write_text(json.dumps(nb))
+
+
+def test_a_sync_writes_the_notebook_once_and_then_only_when_it_changes(tmp_path):
+    pair = _pair(tmp_path)
+    cells = parse_percent(PERCENT)
+    first = pair.sync(cells, kernel_name="python3")
+    assert first.written and first.report == {"kept": 0, "edited": 0, "added": 2, "removed": 0} and first.py_to_nb == [0, 1]
+    nb = json.loads(Path(pair.notebook).read_text())
+    assert (
+        Path(pair.notebook).read_text() == dumps_notebook(first.notebook)
+        and nb["metadata"]["kernelspec"]["name"] == "python3"
+        and "pair" in nb["metadata"]["jcli"]
+    )
+    before = os.stat(pair.notebook).st_mtime_ns
+    again = pair.sync(cells)
+    assert not again.written and again.report["kept"] == 2 and os.stat(pair.notebook).st_mtime_ns == before
+    _give_outputs(pair)
+    edited = parse_percent("# %%\nx = 2\n\n# %% [markdown]\n# Hi\n")
+    done = pair.sync(edited)
+    assert done.written and done.report["edited"] == 1 and _cells(pair)[0]["outputs"] == []  # stale outputs never kept
+
+
+def test_a_sync_that_changes_nothing_may_read_the_cells_without_their_outputs(tmp_path):
+    pair = _pair(tmp_path)
+    cells = parse_percent(PERCENT)
+    pair.sync(cells)
+    _give_outputs(pair)
+    heads = pair.sync(cells, heads_only=True)
+    assert not heads.written and heads.notebook["cells"][0]["outputs"] == []  # read through the offset index
+    whole = pair.sync(cells)
+    assert not whole.written and whole.notebook["cells"][0]["outputs"][0]["text"] == "1\n"
+
+
+def test_a_sync_the_notebook_never_agreed_to_is_refused_unless_the_py_wins(tmp_path):
+    pair = _pair(tmp_path)
+    pair.sync(parse_percent(PERCENT))
+    nb = json.loads(Path(pair.notebook).read_text())
+    nb["cells"][0]["source"] = "x = 'edited in JupyterLab'"
+    Path(pair.notebook).write_text(json.dumps(nb))
+    on_disk = Path(pair.notebook).read_bytes()
+    edited = parse_percent("# %%\nx = 3\n\n# %% [markdown]\n# Hi\n")
+    with pytest.raises(PairConflict) as refused:
+        pair.sync(edited)
+    assert refused.value.details["reason"] == "notebook_edited" and Path(pair.notebook).read_bytes() == on_disk
+    assert pair.sync(edited, check=False).written and _cells(pair)[0]["source"] == ["x = 3"]
+
+
+def test_a_sync_reads_and_adjusts_as_its_caller_says_before_the_agreement_is_recorded(tmp_path):
+    pair = _pair(tmp_path)
+    seen = []
+
+    def read(path: str) -> None:
+        seen.append(path)
+        return None  # as if there were no notebook yet
+
+    def adjust(plan, nb) -> None:
+        seen.append(len(plan.match))
+        nb["metadata"]["note"] = "adjusted"
+
+    done = pair.sync(parse_percent(PERCENT), read=read, adjust=adjust)
+    assert seen == [pair.notebook, 2] and done.written
+    assert json.loads(Path(pair.notebook).read_text())["metadata"]["note"] == "adjusted"
+
+
+def test_a_sync_waits_for_the_write_lock(tmp_path):
+    pair = _pair(tmp_path)
+    finished = threading.Event()
+
+    def sync() -> None:
+        pair.sync(parse_percent(PERCENT))
+        finished.set()
+
+    with pair.write_lock() as held:
+        assert held.pair == pair
+        thread = threading.Thread(target=sync, daemon=True)
+        thread.start()
+        assert not finished.wait(0.3) and not os.path.exists(pair.notebook)  # nothing written while another holds it
+    assert finished.wait(10)
+    thread.join(10)
+    assert len(_cells(pair)) == 2
+
+
+def test_a_held_lock_syncs_what_its_holder_read_and_writes_with_coded_errors(tmp_path):
+    pair = _pair(tmp_path)
+    cells = parse_percent(PERCENT)
+    with pair.write_lock(executed=False) as held:
+        assert held.read() is None
+        done = held.sync(cells, None)
+        assert done.written and Path(pair.notebook).read_text() == dumps_notebook(done.notebook)
+        assert not held.sync(cells, held.read()).written
+        loop: dict = {}
+        loop["self"] = loop
+        broken = dict(done.notebook, metadata=loop)  # nothing JSON can hold
+        with pytest.raises(OutputSaveFailed, match=r"\(ValueError\); nothing was run") as failed:
+            held.write(broken)
+    assert failed.value.details["executed"] is False
+    with pair.write_lock() as held, pytest.raises(OutputSaveFailed) as plain:
+        held.write(broken)
+    assert "nothing was run" not in plain.value.message and "executed" not in plain.value.details
+    assert Path(pair.notebook).read_text() == dumps_notebook(done.notebook)  # a failed write leaves the file as it was
+
+
+def test_the_sync_in_memory_reads_and_writes_nothing(tmp_path):
+    pair = _pair(tmp_path)
+    pair.sync(parse_percent(PERCENT))
+    on_disk = Path(pair.notebook).read_text()
+    current = json.loads(on_disk)
+    plans = []
+    done = sync_cells(parse_percent("# %%\nx = 1\n"), current, check=plans.append)
+    assert plans == [done.plan] and done.report["removed"] == 1 and not done.written
+    assert current == json.loads(on_disk) and Path(pair.notebook).read_text() == on_disk

@@ -43,10 +43,10 @@ from ..base.settings import SETTINGS, setting
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbindex import stat_key
-from ..ipynb.nbsplice import CellWriter, notebook_heads
-from ..ipynb.nbwrite import dumps_cell, read_for_update, write_notebook
+from ..ipynb.nbsplice import CellWriter
+from ..ipynb.nbwrite import dumps_cell
 from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import is_percent_file, notebook_write_lock, paired_notebook_path
+from ..pair.pairing import Pair, is_percent_file, notebook_write_lock, paired_notebook_path
 from ..pair.percent import normalize_source, parse_percent
 from .display_mode import check_display_mode, in_display_mode
 from .exec_result import build_result
@@ -493,34 +493,12 @@ def _open_notebook(
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
         return path, _cell_heads(path), None, None
-    from ..pair.pairguard import check_sync, record_agreement
-    from ..pair.pairsync import apply_plan, plan_sync
-
     real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
-    nb_path = paired_notebook_path(real)
-    with notebook_write_lock(nb_path, executed=False):
-        heads = notebook_heads(nb_path) if os.path.exists(nb_path) else None
-        if heads is not None:  # a sync that changes nothing needs no outputs: the whole notebook is never read
-            plan = plan_sync(py_cells, heads, kernel_name)
-            if not plan.changes_anything():
-                synced, py_to_nb, report = apply_plan(plan)
-                if record_agreement(synced, py_cells) == heads:
-                    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
-        current = read_for_update(nb_path) if os.path.exists(nb_path) else None
-        plan = plan_sync(py_cells, current, kernel_name)
-        if not py_wins:
-            check_sync(plan, real, nb_path)
-        synced, py_to_nb, report = apply_plan(plan)
-        synced = record_agreement(synced, py_cells)
-        if current is None or synced != current:
-            try:
-                write_notebook(nb_path, synced)
-            except OSError as exc:
-                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
-            except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
-                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__}); nothing was run", executed=False) from None
-    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
+    pair = Pair.of_py(real)
+    # A sync that changes nothing needs no outputs (heads_only): the whole notebook is never read.
+    done = pair.sync(py_cells, kernel_name=kernel_name, check=not py_wins, executed=False, heads_only=True)
+    return pair.notebook, [_head(cell) for cell in done.notebook["cells"]], done.py_to_nb, done.report
 
 
 def _head(cell: Any) -> Any:

@@ -49,7 +49,9 @@ __all__, __getattr__ = lazy_face(
             "record_agreement",
         ),
         "pairing": (
+            "LockedPair",
             "Pair",
+            "PairSync",
             "carries_id",
             "is_percent",
             "is_percent_file",
@@ -59,6 +61,7 @@ __all__, __getattr__ = lazy_face(
             "paired_notebook_path",
             "paired_py_path",
             "percent_cells",
+            "sync_cells",
         ),
         "pairsync": (
             "EDIT_SIMILARITY",
