@@ -28,6 +28,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..pair.pairing import Pair
     from .hook_payload import ToolCall
     from .shell_commands import Command
 
@@ -177,7 +178,7 @@ def python_run(call: ToolCall) -> str | None:
             continue
         shown = _shown(path, call.cwd)
         return (
-            f"{shown} is a py:percent notebook paired with {_shown(pair, call.cwd)}; running it as a plain script loses "
+            f"{shown} is a py:percent notebook paired with {_shown(pair.notebook, call.cwd)}; running it as a plain script loses "
             "its outputs and the kernel state, and leaves the notebook behind.\n" + EXEC_HINT.format(file=_quote(shown))
         )
     return None
@@ -201,13 +202,13 @@ def notebook_edit(call: ToolCall) -> str | None:
     """The reason to deny a hand edit of a paired ``.ipynb``, or None."""
     if call.kind not in ("edit", "write", "notebook_edit", "patch"):
         return None
-    from ..pair.pairing import paired_py_path
+    from ..pair.pairing import is_percent_file, paired_py_path
 
     for path in call.paths:
         if not path.endswith(".ipynb"):
             continue
         py = paired_py_path(path)
-        if not _is_percent_file(py):
+        if not is_percent_file(py, _PEEK_BYTES):
             continue
         nb, shown_py = _shown(path, call.cwd), _shown(py, call.cwd)
         return (
@@ -219,28 +220,14 @@ def notebook_edit(call: ToolCall) -> str | None:
     return None
 
 
-def percent_pair_of(py_path: str) -> str | None:
-    """The paired ``.ipynb`` of ``py_path`` when it is a py:percent file with one, else None."""
-    if not py_path.endswith(".py"):
-        return None
-    from ..pair.pairing import paired_notebook_path
+def percent_pair_of(path: str) -> Pair | None:
+    """The pair ``path`` (a ``.py`` or its ``.ipynb``) is part of on disk (:meth:`Pair.on_disk`), as a guard sees it, else None.
 
-    real = os.path.realpath(py_path)
-    pair = paired_notebook_path(real)
-    if not os.path.isfile(pair) or not _is_percent_file(real):
-        return None
-    return paired_notebook_path(py_path)
+    A guard peeks: a ``.py`` over :data:`_PEEK_BYTES` counts as no py:percent file.
+    """
+    from ..pair.pairing import Pair
 
-
-def _is_percent_file(path: str) -> bool:
-    from ..base.readfile import read_regular
-    from ..pair.percent import is_percent
-
-    try:
-        raw, _ = read_regular(path, _PEEK_BYTES)
-    except (OSError, ValueError):
-        return False
-    return is_percent(raw.decode("utf-8", "replace"))
+    return Pair.on_disk(path, _PEEK_BYTES)
 
 
 def _quote(word: str) -> str:

@@ -17,11 +17,12 @@ or ``.ipynb``:
   denied, naming the cells changed on both sides and the two ways to settle.
 
 **After an edit** of a paired ``.py`` (:func:`after_edit`), under the
-notebook's write-back lock:
+notebook's write-back lock (:meth:`jcli_sidecar.pair.pairing.Pair.write_lock`):
 
 - only the ``.py`` changed (or no record): the notebook is synced from the
-  ``.py`` exactly as ``exec -f`` does (``pairsync`` plan and apply,
-  ``pairguard.check_sync``, ``nbwrite``): outputs of unchanged cells kept;
+  ``.py`` by the one pair sync ``exec -f`` runs too
+  (:meth:`jcli_sidecar.pair.pairing.LockedPair.sync`: plan, check, apply,
+  record, write): outputs of unchanged cells kept;
 - both changed, in different cells: a three-way merge at cell level (the
   base is the recorded per-cell digests): each side's changed cells win,
   cells neither side touched keep their outputs. The ``.py`` is rewritten by
@@ -44,25 +45,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..pair.pairing import LockedPair, Pair
     from ..pair.percent import PercentCell
     from .hook_payload import ToolCall
 
 __all__ = ["after_edit", "before_edit", "merge_cells"]
 
 
-def _pairs(call: ToolCall) -> list[tuple[str, str]]:
-    """``(py, ipynb)`` of each pair the call touches (by its ``.py`` or its ``.ipynb``)."""
-    from ..pair.pairing import pair_paths
-
-    found = []
+def _pairs(call: ToolCall) -> list[Pair]:
+    """Each pair the call touches (by its ``.py`` or its ``.ipynb``)."""
+    found: list[Pair] = []
     for path in call.paths:
-        pair = pair_paths(path)
-        if pair is None:
-            continue
-        py = pair[0]
-        nb = percent_pair_of(py)
-        if nb is not None and (py, nb) not in found:
-            found.append((py, nb))
+        pair = percent_pair_of(path)
+        if pair is not None and pair not in found:
+            found.append(pair)
     return found
 
 
@@ -201,12 +197,11 @@ def after_edit(call: ToolCall) -> str | None:
 
 def _sync(py: str, nb_path: str) -> str | None:
     from ..base.errors import JcliError, PairConflict
-    from ..base.locks import notebook_lock
-    from ..base.runtime import ensure_runtime_dir
+    from ..pair.pairing import Pair
 
     try:
-        with notebook_lock(ensure_runtime_dir(create=True), nb_path):
-            return _sync_locked(py, nb_path)
+        with Pair(py, nb_path).write_lock() as held:
+            return _sync_locked(held)
     except PairConflict as err:
         return f"j-cli did not sync {nb_path} from {py}: {err.message}. Nothing was written.\n" + _settle(py, nb_path)
     except (JcliError, OSError, ValueError) as err:
@@ -214,11 +209,8 @@ def _sync(py: str, nb_path: str) -> str | None:
         return f"j-cli could not sync {nb_path} from {py} ({why}); nothing was written. `j-cli exec SESSION -f {py}` syncs it before a run."
 
 
-def _sync_locked(py: str, nb_path: str) -> str | None:
-    from ..ipynb.nbwrite import write_notebook
-    from ..pair.pairguard import check_sync, record_agreement
-    from ..pair.pairsync import apply_plan, plan_sync
-
+def _sync_locked(held: LockedPair) -> str | None:
+    py, nb_path = held.pair
     py_cells, nb, text = _read(py, nb_path)
     verdict = _compare(py_cells, nb)
     if verdict is not None and verdict[0] != "merge":
@@ -233,30 +225,25 @@ def _sync_locked(py: str, nb_path: str) -> str | None:
             "nothing was written. Settle it:\n" + _settle(py, nb_path)
         )
     if verdict is not None:
-        return _merge(py, nb_path, py_cells, nb, text)
-    plan = plan_sync(py_cells, nb)
-    check_sync(plan, os.path.realpath(py), nb_path)
-    synced, _, report = apply_plan(plan)
-    synced = record_agreement(synced, py_cells)
-    if synced == nb:
+        return _merge(held, py_cells, nb, text)
+    done = held.sync(py_cells, nb)  # checked, and written only when the notebook changes
+    if not done.written or not done.plan.changes_anything():
         return None
-    write_notebook(nb_path, synced)
-    if not plan.changes_anything():
-        return None
+    report = done.report
     return (
         f"j-cli synced {nb_path} from {py}: {report['kept']} cells kept (with their outputs), {report['edited']} edited "
         f"(outputs cleared), {report['added']} added, {report['removed']} removed."
     )
 
 
-def _merge(py: str, nb_path: str, py_cells: list[PercentCell], nb: dict[str, Any], text: str) -> str:
+def _merge(held: LockedPair, py_cells: list[PercentCell], nb: dict[str, Any], text: str) -> str:
     from ..base.fileio import write_text_atomic
     from ..ipynb.multiline import join_text
-    from ..ipynb.nbwrite import write_notebook
-    from ..pair.pairguard import agreed_cells, cell_digests, notebook_cells, record_agreement
-    from ..pair.pairsync import apply_plan, plan_sync
+    from ..pair.pairguard import agreed_cells, cell_digests, notebook_cells
+    from ..pair.pairing import sync_cells
     from ..pair.percent import PercentCell, normalize_source, parse_percent, read_percent, write_percent
 
+    py, nb_path = held.pair
     nb_cells = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]
     base = agreed_cells(nb) or []
     nb_digests = cell_digests(notebook_cells(nb))
@@ -272,13 +259,13 @@ def _merge(py: str, nb_path: str, py_cells: list[PercentCell], nb: dict[str, Any
         cell = nb_cells[index]
         cell_id = cell.get("id") if isinstance(cell.get("id"), str) else None
         merged.append(PercentCell(str(cell.get("cell_type")), normalize_source(join_text(cell.get("source", ""), "source")), cell_id))
-    synced, _, report = apply_plan(plan_sync(merged, nb))
-    new_text = write_percent(synced["cells"], read_percent(text, py).metadata or None)
+    done = sync_cells(merged, nb)  # the agreement recorded with the merged cells
+    report = done.report
+    new_text = write_percent(done.notebook["cells"], read_percent(text, py).metadata or None)
     if [(c.cell_type, c.source) for c in parse_percent(new_text)] != [(c.cell_type, c.source) for c in merged]:
         raise ValueError("the merged cells do not read back the same from the rewritten .py")
-    synced = record_agreement(synced, merged)
     write_text_atomic(os.path.realpath(py), new_text)  # the .py first: a crash before the notebook write leaves a pair that merges again
-    write_notebook(nb_path, synced)
+    held.write(done.notebook)
     return (
         f"j-cli merged {py} and {nb_path}: the notebook had been edited since the last sync (cells {_cells(nb_edits)} of "
         f"the merged pair), in other cells than your edit. Both edits are kept: {py} now holds the notebook's edits too "

@@ -27,7 +27,6 @@ live output; a sidecar could hold the kernel connection and stream).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -39,18 +38,16 @@ from ..base.errors import (
     OutputSaveFailed,
     internal_error,
 )
-from ..base.locks import notebook_lock
 from ..base.protocol import SCHEMA_VERSION
-from ..base.runtime import ensure_runtime_dir
 from ..base.settings import SETTINGS, setting
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbindex import stat_key
-from ..ipynb.nbsplice import CellWriter, notebook_heads
-from ..ipynb.nbwrite import dumps_cell, read_for_update, write_notebook
+from ..ipynb.nbsplice import CellWriter
+from ..ipynb.nbwrite import dumps_cell
 from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import paired_notebook_path
-from ..pair.percent import is_percent, normalize_source, parse_percent
+from ..pair.pairing import Pair, is_percent_file, notebook_write_lock, paired_notebook_path
+from ..pair.percent import normalize_source, parse_percent
 from .display_mode import check_display_mode, in_display_mode
 from .exec_result import ExecutionResult, build_result
 from .exec_timeout import check_timeout
@@ -86,18 +83,8 @@ DEFAULT_WRITEBACK_PACE = SETTINGS["JCLI_WRITEBACK_PACE"].default
 
 
 def is_notebook_file(path: str) -> bool:
-    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair)."""
-    if path.endswith(".ipynb"):
-        return True
-    if not path.endswith(".py"):
-        return False
-    from ..base.readfile import read_regular
-
-    try:
-        raw, _ = read_regular(path)  # never blocks on a FIFO, never reads a device
-    except (OSError, ValueError):
-        return False
-    return is_percent(raw.decode("utf-8", "replace"))
+    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair; the file is never read blocking)."""
+    return path.endswith(".ipynb") or (path.endswith(".py") and is_percent_file(path))
 
 
 def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
@@ -491,7 +478,7 @@ def _check_writable(nb_path: str, cells: list[Any]) -> None:
         raise OutputSaveFailed(
             f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
         ) from None
-    with _write_lock(nb_path, executed=False):
+    with notebook_write_lock(nb_path, executed=False):
         try:
             fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
             os.close(fd)
@@ -499,29 +486,6 @@ def _check_writable(nb_path: str, cells: list[Any]) -> None:
         except OSError as exc:
             folder = os.path.dirname(nb_path)
             raise OutputSaveFailed(f"cannot write into {folder}: {exc.strerror or exc}; nothing was run", executed=False) from None
-
-
-@contextlib.contextmanager
-def _write_lock(nb_path: str, *, executed: bool):
-    """Hold the notebook's write-back lock; a runtime dir or lock that cannot be used is a coded error.
-
-    Raises:
-        RuntimeDirUnsafe: the runtime dir is unsafe.
-        OutputSaveFailed: the lock cannot be created or taken.
-        (Both with ``executed`` as given.)
-    """
-    try:
-        held = notebook_lock(ensure_runtime_dir(create=True), nb_path)
-        held.__enter__()
-    except JcliError as err:
-        err.details.setdefault("executed", executed)
-        raise
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {nb_path}: {exc.strerror or exc}", executed=executed) from None
-    try:
-        yield
-    finally:
-        held.__exit__(None, None, None)
 
 
 def _open_notebook(
@@ -542,34 +506,12 @@ def _open_notebook(
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
         return path, _cell_heads(path), None, None
-    from ..pair.pairguard import check_sync, record_agreement
-    from ..pair.pairsync import apply_plan, plan_sync
-
     real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
-    nb_path = paired_notebook_path(real)
-    with _write_lock(nb_path, executed=False):
-        heads = notebook_heads(nb_path) if os.path.exists(nb_path) else None
-        if heads is not None:  # a sync that changes nothing needs no outputs: the whole notebook is never read
-            plan = plan_sync(py_cells, heads, kernel_name)
-            if not plan.changes_anything():
-                synced, py_to_nb, report = apply_plan(plan)
-                if record_agreement(synced, py_cells) == heads:
-                    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
-        current = read_for_update(nb_path) if os.path.exists(nb_path) else None
-        plan = plan_sync(py_cells, current, kernel_name)
-        if not py_wins:
-            check_sync(plan, real, nb_path)
-        synced, py_to_nb, report = apply_plan(plan)
-        synced = record_agreement(synced, py_cells)
-        if current is None or synced != current:
-            try:
-                write_notebook(nb_path, synced)
-            except OSError as exc:
-                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=False) from None
-            except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
-                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__}); nothing was run", executed=False) from None
-    return nb_path, [_head(cell) for cell in synced["cells"]], py_to_nb, report
+    pair = Pair.of_py(real)
+    # A sync that changes nothing needs no outputs (heads_only): the whole notebook is never read.
+    done = pair.sync(py_cells, kernel_name=kernel_name, check=not py_wins, executed=False, heads_only=True)
+    return pair.notebook, [_head(cell) for cell in done.notebook["cells"]], done.py_to_nb, done.report
 
 
 def _head(cell: Any) -> Any:
@@ -656,7 +598,7 @@ def _write_back_all(writer: CellWriter, cells: list[tuple[_CellTarget, Execution
     """
     nb_path = writer.path
     try:
-        with _write_lock(nb_path, executed=True):
+        with notebook_write_lock(nb_path, executed=True):
             try:
                 return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
             except OSError as exc:

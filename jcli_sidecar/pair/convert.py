@@ -19,7 +19,9 @@ Files:
   outputs follow ``outputs``: ``clear-edited`` (default) keeps the outputs
   of unchanged cells only, ``preserve`` also keeps those of edited cells
   (which may no longer match their code), ``clear-all`` keeps none.
-- Every write is atomic; a notebook is written under its write-back lock.
+- Every write is atomic; a notebook is written under its write-back lock
+  (:func:`jcli_sidecar.pair.pairing.notebook_write_lock`), ``py-to-ipynb``
+  by the one pair sync (:meth:`jcli_sidecar.pair.pairing.Pair.sync`).
 
 Cell ids (nbformat 4.5): a notebook written here always has one valid,
 unique id per cell. A marker's ``id`` is used when it is a valid nbformat
@@ -33,11 +35,13 @@ import os
 import re
 
 from ..base.errors import NotebookReadFailed, OutputSaveFailed, UsageError
-from .pairing import paired_notebook_path, paired_py_path
+from .pairing import Pair, notebook_write_lock, paired_notebook_path, paired_py_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from .pairsync import SyncPlan
 
 __all__ = ["OUTPUT_POLICIES", "assign_ids", "ipynb_to_py", "py_to_ipynb"]
 
@@ -74,29 +78,13 @@ def _read_notebook(path: str) -> dict[str, Any]:
 
 def _read_py(path: str) -> tuple[Any, str]:
     from ..ipynb.notebook import read_text_file
-    from .percent import is_percent, read_percent
+    from .pairing import is_percent
+    from .percent import read_percent
 
     text = read_text_file(path)
     if not is_percent(text):
         raise NotebookReadFailed(f"{path}: a plain script (no '# %%' cell markers), not a py:percent notebook", path=path)
     return read_percent(text, path), text
-
-
-def _take_write_lock(path: str) -> Any:
-    """Hold ``path``'s write-back lock (the one exec write-backs take); release it with ``__exit__``.
-
-    Raises:
-        OutputSaveFailed: the lock cannot be taken.
-    """
-    from ..base.locks import notebook_lock
-    from ..base.runtime import ensure_runtime_dir
-
-    try:
-        lock = notebook_lock(ensure_runtime_dir(create=True), os.path.realpath(path))
-        lock.__enter__()
-    except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {path}: {exc.strerror or exc}") from None
-    return lock
 
 
 def _write(path: str, text: str) -> None:
@@ -168,34 +156,32 @@ def _settle_ids(cells: list[dict[str, Any]]) -> dict[str, int]:
     return counts
 
 
-def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edited") -> dict[str, Any]:
-    """Write the ``.py``'s cells as a notebook; an existing notebook keeps what the policy keeps.
+class _Update:
+    """What ``py-to-ipynb`` does under the notebook's lock besides the sync: how it reads the notebook, and the policy's outputs.
 
-    Raises:
-        FileNotFound, NotebookReadFailed: an input cannot be read (or the
-            ``.py`` has no markers).
-        UsageError: ``out`` is the input, or ``outputs`` is not a policy.
-        OutputSaveFailed: ``out`` cannot be written.
+    After :meth:`adjust`, ``kept`` and ``cleared`` count the code cells whose
+    outputs the policy kept or cleared, ``assigned`` the ids given.
     """
-    from ..ipynb.nbwrite import write_notebook
-    from .pairguard import record_agreement
-    from .pairsync import apply_plan, plan_sync
 
-    if outputs not in OUTPUT_POLICIES:
-        raise UsageError(f"--outputs must be one of {', '.join(OUTPUT_POLICIES)}, got {outputs!r}")
-    py_path = os.path.abspath(py_path)
-    out = os.path.abspath(out or paired_notebook_path(py_path))
-    _check_output(py_path, out)
-    doc, _ = _read_py(py_path)
-    lock = _take_write_lock(out)
-    try:
-        existed = os.path.lexists(out)
-        current = _read_notebook(out) if existed else None
+    __slots__ = ("doc", "outputs", "existed", "kept", "cleared", "assigned")
+
+    def __init__(self, doc: Any, outputs: str) -> None:
+        self.doc = doc
+        self.outputs = outputs
+        self.existed = False
+        self.kept = self.cleared = self.assigned = 0
+
+    def read(self, path: str) -> dict[str, Any] | None:
+        """The notebook as it is (None when there is none), marked nbformat 4.5 at least."""
+        self.existed = os.path.lexists(path)
+        current = _read_notebook(path) if self.existed else None
         if current is not None and (current.get("nbformat") != 4 or current.get("nbformat_minor", 0) < 5):
             current = dict(current, nbformat=4, nbformat_minor=5)
-        plan = plan_sync(doc.cells, current)
-        nb, _, report = apply_plan(plan)
-        kept = cleared = 0
+        return current
+
+    def adjust(self, plan: SyncPlan, nb: dict[str, Any]) -> None:
+        """The synced notebook's outputs as the policy says, the ``.py``'s metadata, and one valid id per cell."""
+        doc, outputs = self.doc, self.outputs
         for k, cell in enumerate(nb["cells"]):
             if cell.get("cell_type") != "code":
                 continue
@@ -206,9 +192,9 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
             elif outputs == "clear-all" and (cell.get("outputs") or cell.get("execution_count") is not None):
                 cell["outputs"], cell["execution_count"] = [], None
             if cell.get("outputs"):
-                kept += 1
+                self.kept += 1
             elif old is not None and plan.old[old].get("outputs"):
-                cleared += 1
+                self.cleared += 1
         for k, cell in enumerate(nb["cells"]):  # the .py wins for the metadata its markers carry
             if doc.cells[k].metadata:
                 cell["metadata"] = {**(cell.get("metadata") or {}), **doc.cells[k].metadata}
@@ -219,28 +205,41 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
                 metadata[key] = value
         nb["metadata"] = metadata
         _settle_ids(nb["cells"])
-        assigned = sum(1 for cell, came in zip(nb["cells"], given, strict=True) if cell["id"] != came)
-        nb = record_agreement(nb, doc.cells)
-        if current is None or nb != current:
-            try:
-                write_notebook(out, nb)
-            except OSError as exc:
-                raise OutputSaveFailed(f"cannot write {out}: {exc.strerror or exc}") from None
-            except (ValueError, RecursionError) as exc:
-                raise OutputSaveFailed(f"cannot write {out} ({type(exc).__name__})") from None
-    finally:
-        lock.__exit__(None, None, None)
+        self.assigned = sum(1 for cell, came in zip(nb["cells"], given, strict=True) if cell["id"] != came)
+
+
+def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edited") -> dict[str, Any]:
+    """Write the ``.py``'s cells as a notebook; an existing notebook keeps what the policy keeps.
+
+    The one pair sync (:meth:`jcli_sidecar.pair.pairing.Pair.sync`), the ``.py``
+    winning (no conflict check), with the policy's outputs applied before the
+    agreement is recorded.
+
+    Raises:
+        FileNotFound, NotebookReadFailed: an input cannot be read (or the
+            ``.py`` has no markers).
+        UsageError: ``out`` is the input, or ``outputs`` is not a policy.
+        OutputSaveFailed: ``out`` cannot be written.
+    """
+    if outputs not in OUTPUT_POLICIES:
+        raise UsageError(f"--outputs must be one of {', '.join(OUTPUT_POLICIES)}, got {outputs!r}")
+    py_path = os.path.abspath(py_path)
+    out = os.path.abspath(out or paired_notebook_path(py_path))
+    _check_output(py_path, out)
+    doc, _ = _read_py(py_path)
+    update = _Update(doc, outputs)
+    done = Pair(py_path, out).sync(doc.cells, check=False, read=update.read, adjust=update.adjust)
     return {
         "status": "ok",
         "input": py_path,
         "output": out,
-        "created": not existed,
-        "cells": len(nb["cells"]),
-        "sync": report,
+        "created": not update.existed,
+        "cells": len(done.notebook["cells"]),
+        "sync": done.report,
         "outputs_policy": outputs,
-        "cells_with_outputs_kept": kept,
-        "cells_with_outputs_cleared": cleared,
-        "ids_assigned": assigned,
+        "cells_with_outputs_kept": update.kept,
+        "cells_with_outputs_cleared": update.cleared,
+        "ids_assigned": update.assigned,
     }
 
 
@@ -262,8 +261,7 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
         raise UsageError(
             f"{nb_path}: assign-ids gives ids to a notebook's cells; a .py gets its ids from its notebook (convert py-to-ipynb)"
         )
-    lock = _take_write_lock(nb_path)
-    try:
+    with notebook_write_lock(nb_path):
         nb = _read_notebook(nb_path)
         cells = [c for c in nb["cells"] if isinstance(c, dict)]
         before = nb.get("nbformat_minor", 0)
@@ -277,8 +275,6 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
                 write_notebook(nb_path, nb)
             except OSError as exc:
                 raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}") from None
-    finally:
-        lock.__exit__(None, None, None)
     return {
         "status": "ok",
         "path": nb_path,

@@ -47,7 +47,7 @@ import os
 import sys
 
 from ..base.errors import JcliError, NotebookOutOfSync, NotebookReadFailed, UsageError, internal_error
-from .pairing import pair_paths
+from .pairing import pair_paths, percent_cells
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,13 +97,11 @@ def _drift_text(drift: dict[str, Any]) -> str:
 
 
 def _percent_cells(raw: bytes) -> list[PercentCell] | None:
-    from .percent import is_percent, parse_percent
-
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return parse_percent(text) if is_percent(text) else None
+    return percent_cells(text)
 
 
 def _worktree_in_line(repo: Repository, nb: str, py_cells: list[PercentCell]) -> bool:

@@ -3,9 +3,9 @@
 Callers that hold a ``.py``'s cells and a notebook from somewhere other
 than the files on disk (the git index, say) ask here whether the two are in
 line and, if not, which cells differ, and get the notebook brought in line
-by the one pair sync (:mod:`jcli_sidecar.pair.pairsync`: matched cells keep
-their outputs, edited or new ones have none) with the agreement recorded
-(:mod:`jcli_sidecar.pair.pairguard`), exactly as a run's sync would write it.
+by the one pair sync in memory (:func:`jcli_sidecar.pair.pairing.sync_cells`:
+matched cells keep their outputs, edited or new ones have none, the
+agreement recorded), exactly as a run's sync would write it.
 
 "In line" means the same cells: the same types and the same sources
 (normalised as the codec does), in the same order. Outputs, ids and
@@ -14,8 +14,9 @@ metadata do not count.
 
 from __future__ import annotations
 
-from .pairguard import fingerprint, notebook_fingerprint, record_agreement
-from .pairsync import apply_plan, plan_sync
+from .pairguard import fingerprint, notebook_fingerprint
+from .pairing import sync_cells
+from .pairsync import plan_sync
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,5 +67,5 @@ def synced_notebook(py_cells: list[PercentCell], nb: dict[str, Any] | None) -> t
         ``(notebook, report)``: the notebook with the agreement recorded, and
         the counts of kept, edited, added and removed cells.
     """
-    synced, _, report = apply_plan(plan_sync(py_cells, nb))
-    return record_agreement(synced, py_cells), report
+    done = sync_cells(py_cells, nb)
+    return done.notebook, done.report

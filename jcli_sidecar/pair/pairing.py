@@ -1,9 +1,23 @@
-"""py:percent files and their paired notebooks.
+"""A py:percent pair: its two files, whether a path or a text is one, its notebook's write lock, and its sync.
 
-A ``.py`` with at least one ``# %%`` marker is a py:percent file; its pair is
-the ``.ipynb`` with the same stem. The file is read and written by the one
-codec, :mod:`jcli_sidecar.pair.percent` (jupytext's rules; its names are
-re-exported here).
+A ``.py`` with at least one ``# %%`` marker is a py:percent file
+(:func:`is_percent`: the one rule, for a text; :func:`is_percent_file`, for a
+file); its pair is the ``.ipynb`` with the same stem (:func:`pair_paths`,
+:func:`paired_notebook_path`, :func:`paired_py_path`). The file is read and
+written by the one codec, :mod:`jcli_sidecar.pair.percent` (jupytext's rules;
+its names are re-exported here).
+
+:class:`Pair` holds the two paths and is the one way to write the notebook
+from the ``.py``. :meth:`Pair.sync` is the whole sequence: take the
+notebook's write-back lock (:func:`notebook_write_lock`, the lock every
+write of a notebook takes, a run's write-backs and ``convert`` included),
+read the notebook, plan the sync (:mod:`jcli_sidecar.pair.pairsync`), check
+that it is meant (:mod:`jcli_sidecar.pair.pairguard`), apply it, record the
+agreement, and write the notebook when it changed. A caller that must look
+at the notebook under that same lock first (the pair-drift guard, which may
+merge instead) holds :meth:`Pair.write_lock` and syncs through the
+:class:`LockedPair` it yields; :func:`sync_cells` is the same sequence in
+memory, for a notebook that is not the file on disk.
 
 A ``.py`` cell index maps to a notebook cell by the ``id="..."`` on its
 marker (matching the cell's id, or the ``metadata.id`` jupytext keeps it
@@ -13,29 +27,83 @@ is refused (:class:`CellMappingUnreliable`). Nothing here guesses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import re
+from collections import namedtuple
 
-from ..base.errors import CellMappingUnreliable, CellNotFound, OutputDataInvalid, UsageError
+from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, OutputDataInvalid, OutputSaveFailed, UsageError
 from ..ipynb.multiline import join_text
-from .percent import PercentCell, is_percent, normalize_source, parse_percent, write_percent
+from .percent import PercentCell, normalize_source, parse_percent, write_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from typing import Any
 
+    from .pairsync import SyncPlan
+
+    #: A step between apply and record: changes the synced notebook in place (``convert``'s output policy).
+    Adjust = Callable[[SyncPlan, dict[str, Any]], None]
+
 __all__ = [
+    "LockedPair",
+    "Pair",
+    "PairSync",
     "PercentCell",
     "carries_id",
     "is_percent",
+    "is_percent_file",
     "map_cell",
     "normalize_source",
+    "notebook_write_lock",
     "pair_paths",
     "paired_notebook_path",
     "paired_py_path",
     "parse_percent",
+    "percent_cells",
+    "sync_cells",
     "write_percent",
 ]
+
+_DOUBLE_PERCENT = re.compile(r"^\s*#\s*%%(?:\s|$)")
+
+
+def is_percent(text: str) -> bool:
+    """True when ``text`` holds at least one ``# %%`` cell marker: the one rule for "is this ``.py`` py:percent".
+
+    Example:
+        >>> is_percent("x = 1\\n# %% [markdown]\\n"), is_percent("# In[1]:\\nx = 1\\n")
+        (True, False)
+    """
+    return any(_DOUBLE_PERCENT.match(line) for line in text.splitlines())
+
+
+def is_percent_file(path: str, limit: int | None = None) -> bool:
+    """Is the file ``path`` py:percent (:func:`is_percent`, whatever its name)? False when it cannot be read.
+
+    The file is read without ever blocking (a FIFO or a device is no) and
+    only when it holds at most ``limit`` bytes (default: the read limit); a
+    larger one is no as well.
+    """
+    from ..base.readfile import read_regular
+
+    try:
+        raw, _ = read_regular(path, limit)
+    except (OSError, ValueError):
+        return False
+    return is_percent(raw.decode("utf-8", "replace"))
+
+
+def percent_cells(text: str) -> list[PercentCell] | None:
+    """The cells of py:percent ``text``; None for a plain script (no ``# %%`` marker).
+
+    Example:
+        >>> [c.source for c in percent_cells("# %%\\nx = 1\\n")], percent_cells("x = 1\\n")
+        (['x = 1'], None)
+    """
+    return parse_percent(text) if is_percent(text) else None
 
 
 def paired_notebook_path(py_path: str) -> str:
@@ -59,6 +127,254 @@ def pair_paths(path: str, *, posix: bool = False) -> tuple[str, str] | None:
     """
     stem, ext = (posixpath if posix else os.path).splitext(path)
     return (stem + ".py", stem + ".ipynb") if ext in (".py", ".ipynb") else None
+
+
+@contextlib.contextmanager
+def notebook_write_lock(notebook: str, *, executed: bool | None = None) -> Iterator[None]:
+    """Hold the write-back lock of ``notebook`` (blocking: a second taker waits until it is released).
+
+    The one lock every write of a notebook's file takes: a pair's sync, a
+    run's write-backs, ``convert``. It lives in the runtime dir, named by the
+    notebook's real path (:func:`jcli_sidecar.base.locks.notebook_lock`), so
+    every name of the file takes the same lock and nothing is created beside it.
+
+    ``executed``: when given, the coded errors say so (whether a run's code ran).
+
+    Raises:
+        RuntimeDirUnsafe: the runtime dir is unsafe.
+        OutputSaveFailed: the lock cannot be created or taken.
+    """
+    from ..base.locks import notebook_lock
+    from ..base.runtime import ensure_runtime_dir
+
+    try:
+        held = notebook_lock(ensure_runtime_dir(create=True), notebook)
+        held.__enter__()
+    except JcliError as err:
+        if executed is not None:
+            err.details.setdefault("executed", executed)
+        raise
+    except OSError as exc:
+        raise OutputSaveFailed(f"cannot take the write-back lock of {notebook}: {exc.strerror or exc}", **_said(executed)) from None
+    try:
+        yield
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _said(executed: bool | None) -> dict[str, bool]:
+    return {} if executed is None else {"executed": executed}
+
+
+class PairSync:
+    """What a sync made of the notebook.
+
+    Attributes:
+        plan: how the ``.py``'s cells mapped onto the notebook's (:class:`jcli_sidecar.pair.pairsync.SyncPlan`).
+        notebook: the notebook in line with the ``.py``, the agreement recorded.
+        py_to_nb: per ``.py`` cell, its index in ``notebook``.
+        report: the counts of kept, edited, added and removed cells.
+        written: whether ``notebook`` was written (only a locked sync writes, and only a change).
+    """
+
+    __slots__ = ("plan", "notebook", "py_to_nb", "report", "written")
+
+    def __init__(self, plan: SyncPlan, notebook: dict[str, Any], py_to_nb: list[int], report: dict[str, int]) -> None:
+        self.plan = plan
+        self.notebook = notebook
+        self.py_to_nb = py_to_nb
+        self.report = report
+        self.written = False
+
+
+def sync_cells(
+    py_cells: list[PercentCell],
+    current: dict[str, Any] | None,
+    *,
+    kernel_name: str | None = None,
+    check: Callable[[SyncPlan], None] | None = None,
+    adjust: Adjust | None = None,
+) -> PairSync:
+    """The sync in memory: plan, ``check`` the plan, apply it, ``adjust`` the result, record the agreement.
+
+    Nothing is read or written; ``current`` (None: no notebook yet) is not
+    changed. A new notebook gets ``kernel_name``'s kernelspec.
+
+    Example:
+        >>> done = sync_cells([PercentCell("code", "x = 1")], None)
+        >>> done.py_to_nb, done.report["added"], "pair" in done.notebook["metadata"]["jcli"]
+        ([0], 1, True)
+    """
+    from .pairguard import record_agreement
+    from .pairsync import apply_plan, plan_sync
+
+    plan = plan_sync(py_cells, current, kernel_name)
+    if check is not None:
+        check(plan)
+    synced, py_to_nb, report = apply_plan(plan)
+    if adjust is not None:
+        adjust(plan, synced)
+    return PairSync(plan, record_agreement(synced, py_cells), py_to_nb, report)
+
+
+class Pair(namedtuple("Pair", "py notebook")):
+    """A py:percent ``.py`` and the notebook it syncs into: ``(py, notebook)``.
+
+    :meth:`of` and :meth:`of_py` give the pair a name implies (the same
+    stem), :meth:`on_disk` the pair a path is part of on disk; ``convert``
+    pairs a ``.py`` with whichever notebook it is told to write.
+
+    Example:
+        >>> Pair.of("a/b.ipynb"), Pair.of("a/b.txt")
+        (Pair(py='a/b.py', notebook='a/b.ipynb'), None)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, path: str, *, posix: bool = False) -> Pair | None:
+        """The pair a ``.py`` or an ``.ipynb`` path names (:func:`pair_paths`), else None. No file is read."""
+        found = pair_paths(path, posix=posix)
+        return None if found is None else cls(*found)
+
+    @classmethod
+    def of_py(cls, py_path: str) -> Pair:
+        """``py_path`` and the notebook beside it (:func:`paired_notebook_path`)."""
+        return cls(py_path, paired_notebook_path(py_path))
+
+    @classmethod
+    def on_disk(cls, path: str, limit: int | None = None) -> Pair | None:
+        """The pair ``path`` (a ``.py`` or an ``.ipynb``) is part of, when it is one on disk; else None.
+
+        On disk: the ``.py`` is py:percent (:func:`is_percent_file`, read up to
+        ``limit``) and its notebook is a file beside the real ``.py``. The
+        pair's paths are spelt as ``path`` is.
+        """
+        found = cls.of(path)
+        if found is None:
+            return None
+        real = os.path.realpath(found.py)
+        if not os.path.isfile(paired_notebook_path(real)) or not is_percent_file(real, limit):
+            return None
+        return found
+
+    @contextlib.contextmanager
+    def write_lock(self, *, executed: bool | None = None) -> Iterator[LockedPair]:
+        """Hold the notebook's write-back lock (:func:`notebook_write_lock`); the :class:`LockedPair` may write it."""
+        with notebook_write_lock(self.notebook, executed=executed):
+            yield LockedPair(self, executed)
+
+    def sync(
+        self,
+        py_cells: list[PercentCell],
+        *,
+        kernel_name: str | None = None,
+        check: bool = True,
+        executed: bool | None = None,
+        read: Callable[[str], dict[str, Any] | None] | None = None,
+        adjust: Adjust | None = None,
+        heads_only: bool = False,
+    ) -> PairSync:
+        """Bring the notebook in line with ``py_cells`` under its lock: read, plan, check, apply, record, write.
+
+        Args:
+            py_cells: the ``.py``'s cells (the ``.py`` wins for inputs).
+            kernel_name: the kernelspec of a notebook that does not exist yet.
+            check: refuse a sync that is not clearly meant (``PAIR_CONFLICT``,
+                :func:`jcli_sidecar.pair.pairguard.check_sync`); False lets the ``.py`` win.
+            executed: carried by the coded errors (see :func:`notebook_write_lock`).
+            read: how the notebook is read under the lock (None when there is
+                none); default :meth:`LockedPair.read`.
+            adjust: a change to the synced notebook before the agreement is recorded.
+            heads_only: the caller needs the cells without their outputs: when the
+                sync changes nothing, the notebook is read through its offset
+                index only (outputs read as ``[]``) and never whole.
+
+        Raises:
+            PairConflict: the sync is not clearly meant; nothing is written.
+            OutputSaveFailed, RuntimeDirUnsafe: the lock cannot be taken or the notebook written.
+            FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
+        """
+        with self.write_lock(executed=executed) as held:
+            if heads_only and read is None and adjust is None:
+                unchanged = held.unchanged(py_cells, kernel_name)
+                if unchanged is not None:
+                    return unchanged
+            current = held.read() if read is None else read(self.notebook)
+            return held.sync(py_cells, current, kernel_name=kernel_name, check=check, adjust=adjust)
+
+
+class LockedPair:
+    """A pair whose notebook's write-back lock is held (:meth:`Pair.write_lock`): the only way its notebook is synced or written."""
+
+    __slots__ = ("pair", "executed")
+
+    def __init__(self, pair: Pair, executed: bool | None) -> None:
+        self.pair = pair
+        self.executed = executed
+
+    def read(self) -> dict[str, Any] | None:
+        """The notebook, read whole (numbers exact, as a rewrite needs them); None when there is none.
+
+        Raises:
+            FileNotFound, NotebookReadFailed, UsageError: it cannot be read.
+        """
+        from ..ipynb.nbwrite import read_for_update
+
+        return read_for_update(self.pair.notebook) if os.path.exists(self.pair.notebook) else None
+
+    def unchanged(self, py_cells: list[PercentCell], kernel_name: str | None = None) -> PairSync | None:
+        """The sync when it would change nothing, seen through the notebook's offset index (outputs read as ``[]``); else None."""
+        from ..ipynb.nbsplice import notebook_heads
+
+        heads = notebook_heads(self.pair.notebook) if os.path.exists(self.pair.notebook) else None
+        if heads is None:
+            return None
+        done = sync_cells(py_cells, heads, kernel_name=kernel_name)
+        return done if not done.plan.changes_anything() and done.notebook == heads else None
+
+    def sync(
+        self,
+        py_cells: list[PercentCell],
+        current: dict[str, Any] | None,
+        *,
+        kernel_name: str | None = None,
+        check: bool = True,
+        adjust: Adjust | None = None,
+    ) -> PairSync:
+        """Sync ``current`` (the notebook as read under this lock) with ``py_cells`` and write it when it changed.
+
+        Raises:
+            PairConflict: ``check`` and the sync is not clearly meant; nothing is written.
+            OutputSaveFailed: the notebook cannot be written.
+        """
+        done = sync_cells(py_cells, current, kernel_name=kernel_name, check=self._check if check else None, adjust=adjust)
+        if current is None or done.notebook != current:
+            self.write(done.notebook)
+            done.written = True
+        return done
+
+    def _check(self, plan: SyncPlan) -> None:
+        from .pairguard import check_sync
+
+        check_sync(plan, os.path.realpath(self.pair.py), self.pair.notebook)
+
+    def write(self, nb: dict[str, Any]) -> None:
+        """Replace the notebook with ``nb``, atomically.
+
+        Raises:
+            OutputSaveFailed: it cannot be written (with ``executed``, when the lock was taken with it).
+        """
+        from ..ipynb.nbwrite import write_notebook
+
+        path = self.pair.notebook
+        try:
+            write_notebook(path, nb)
+        except OSError as exc:
+            raise OutputSaveFailed(f"cannot write {path}: {exc.strerror or exc}", **_said(self.executed)) from None
+        except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
+            after = "; nothing was run" if self.executed is False else ""
+            raise OutputSaveFailed(f"cannot write {path} ({type(exc).__name__}){after}", **_said(self.executed)) from None
 
 
 def carries_id(cell: Any, cell_id: str) -> bool:

@@ -56,7 +56,6 @@ __all__ = [
     "PercentNotebook",
     "comment_magics",
     "is_magic",
-    "is_percent",
     "normalize_source",
     "parse_percent",
     "read_percent",
@@ -94,7 +93,6 @@ class PercentNotebook:
 
 _MARKER = re.compile(r"^\s*#\s*%%(%*)\s(.*)$")  # with options (or sub-cell depth)
 _BARE_MARKER = re.compile(r"^\s*#\s*(?:%%|<codecell>|In\[[0-9 ]*\]:?)\s*$")
-_DOUBLE_PERCENT = re.compile(r"^\s*#\s*%%(?:\s|$)")
 _BLANK = re.compile(r"^\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _CONTINUED = re.compile(r".*\\\s*$")
@@ -102,16 +100,6 @@ _CONTINUED = re.compile(r".*\\\s*$")
 
 def _is_marker(line: str) -> bool:
     return bool(_MARKER.match(line) or _BARE_MARKER.match(line))
-
-
-def is_percent(text: str) -> bool:
-    """True when ``text`` holds at least one ``# %%`` cell marker.
-
-    Example:
-        >>> is_percent("x = 1\\n# %% [markdown]\\n"), is_percent("# In[1]:\\nx = 1\\n")
-        (True, False)
-    """
-    return any(_DOUBLE_PERCENT.match(line) for line in text.splitlines())
 
 
 def normalize_source(source: str) -> str:

@@ -13,8 +13,8 @@ from ..base.errors import FileNotFound, NotebookReadFailed, UsageError
 from ..base.os_errors import os_error
 from ..base.protocol import check_file_name
 from ..ipynb.notebook import NotebookFile, cell_at, read_text_file
-from ..pair.pairing import map_cell, paired_notebook_path
-from ..pair.percent import is_percent, parse_percent
+from ..pair.pairing import is_percent, map_cell, paired_notebook_path
+from ..pair.percent import parse_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from ..base.os_errors import os_error
 from ..base.protocol import check_file_name
 from ..ipynb.multiline import join_text
 from ..ipynb.notebook import load_notebook, read_text_file
-from ..pair.pairing import is_percent, normalize_source, paired_notebook_path, paired_py_path, parse_percent
+from ..pair.pairing import normalize_source, paired_notebook_path, paired_py_path, percent_cells
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,8 +100,7 @@ def _real(path: str) -> str:
 
 def _read_percent(py_path: str) -> list[PercentCell] | None:
     """The cells of a py:percent file; None for a plain script (no ``# %%`` marker)."""
-    text = read_text_file(py_path)
-    return parse_percent(text) if is_percent(text) else None
+    return percent_cells(read_text_file(py_path))
 
 
 def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookView:
