@@ -173,10 +173,9 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
 
     from jcli.cli import setup
     from jcli.setup.host_commands import HOST_SETUPS
+    from jcli_sidecar.guards.hook_payload import PLATFORMS
     from jcli_sidecar.read.host_profiles import HOST_NAMES
     from jcli_sidecar.read.imageview import HOST_PROFILES
-
-    from jcli_sidecar.guards.hook_payload import PLATFORMS
 
     assert list(HOST_SETUPS) == list(HOST_PROFILES) and all(name in HOST_NAMES for name in HOST_SETUPS)
     assert PLATFORMS == tuple(sorted(HOST_PROFILES))  # the hooks' --platform names are the host table's

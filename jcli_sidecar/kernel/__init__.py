@@ -9,6 +9,13 @@ from ..base.face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "cell_writeback": (
+            "CellTarget",
+            "Checkpoint",
+            "WritebackPacer",
+            "check_writable",
+            "write_back_all",
+        ),
         "display_mode": (
             "DISPLAY_MODES",
             "RESTORE_TIMEOUT",
@@ -70,19 +77,19 @@ __all__, __getattr__ = lazy_face(
             "preview_variables",
             "read_variables",
         ),
-        "notebook_run": (
-            "DEFAULT_CHECKPOINT_SECONDS",
-            "DEFAULT_WRITEBACK_PACE",
-            "NotebookRun",
-            "RunOptions",
-            "checkpoint_seconds_from_env",
-            "is_notebook_file",
-            "writeback_pace_from_env",
-        ),
+        "notebook_run": ("NotebookRun",),
         "output_collector": (
             "OUTPUT_EVENTS",
             "OutputCollector",
             "RATE_LIMIT_NOTE",
+        ),
+        "run_options": (
+            "DEFAULT_CHECKPOINT_SECONDS",
+            "DEFAULT_WRITEBACK_PACE",
+            "RunOptions",
+            "checkpoint_seconds_from_env",
+            "is_notebook_file",
+            "writeback_pace_from_env",
         ),
         "server_probe": (
             "EG_USER_SETTING",

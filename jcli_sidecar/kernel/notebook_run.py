@@ -7,7 +7,7 @@ raw outputs and ``execution_count`` are written back as the cell finishes
 bytes are new, see :mod:`jcli_sidecar.ipynb.nbsplice`), so a crash keeps the
 finished cells. In a notebook big enough that writing it takes a real share
 of the run, finished cells wait a little and are written together
-(:class:`_Pacer`); a cell's ``on_cell_complete`` always comes once it is in
+(:class:`WritebackPacer`); a cell's ``on_cell_complete`` always comes once it is in
 the file, so its line is never ahead of the notebook. Before each write the target cell must still hold
 the source that ran, else ``NOTEBOOK_OUT_OF_SYNC`` and nothing is
 overwritten. A long cell's partial outputs are saved every
@@ -30,137 +30,35 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import (
-    Interrupted,
-    JcliError,
-    NotebookOutOfSync,
-    NotebookReadFailed,
-    OutputSaveFailed,
-    internal_error,
-)
+from ..base.errors import Interrupted, JcliError, NotebookReadFailed, internal_error
 from ..base.protocol import SCHEMA_VERSION
-from ..base.settings import SETTINGS, setting
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
-from ..ipynb.nbindex import stat_key
 from ..ipynb.nbsplice import CellWriter
-from ..ipynb.nbwrite import dumps_cell
 from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import Pair, is_percent_file, notebook_write_lock, paired_notebook_path
-from ..pair.percent import normalize_source, parse_percent
-from .display_mode import check_display_mode, in_display_mode
+from ..pair.pairing import Pair, paired_notebook_path
+from ..pair.percent import parse_percent
+from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
+from .display_mode import in_display_mode
 from .exec_result import ExecutionResult, build_result
-from .exec_timeout import check_timeout
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
+from .run_options import RunOptions
 from .stall_hooks import stall_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable
     from typing import Any
 
     from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
-    from .output_collector import OutputEvent
     from .stop_switch import StopSwitch
 
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
     Hook = Callable[..., None]
 
-__all__ = [
-    "DEFAULT_CHECKPOINT_SECONDS",
-    "DEFAULT_WRITEBACK_PACE",
-    "NotebookRun",
-    "RunOptions",
-    "checkpoint_seconds_from_env",
-    "is_notebook_file",
-    "writeback_pace_from_env",
-]
-
-DEFAULT_CHECKPOINT_SECONDS = SETTINGS["JCLI_CHECKPOINT_SECONDS"].default
-DEFAULT_WRITEBACK_PACE = SETTINGS["JCLI_WRITEBACK_PACE"].default
-
-
-def is_notebook_file(path: str) -> bool:
-    """An ``.ipynb``, or a ``.py`` with ``# %%`` markers (a pair; the file is never read blocking)."""
-    return path.endswith(".ipynb") or (path.endswith(".py") and is_percent_file(path))
-
-
-def writeback_pace_from_env(env: Mapping[str, str] | None = None) -> float:
-    """``JCLI_WRITEBACK_PACE`` (default 4): how long finished cells may wait to be written, in last write-backs.
-
-    A bad or negative value is the default; 0 writes every cell as it finishes.
-
-    Example:
-        >>> writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "0"}), writeback_pace_from_env({"JCLI_WRITEBACK_PACE": "x"})
-        (0.0, 4.0)
-    """
-    return setting("JCLI_WRITEBACK_PACE", env)
-
-
-def checkpoint_seconds_from_env(env: Mapping[str, str] | None = None) -> float:
-    """``JCLI_CHECKPOINT_SECONDS`` (default 10): how often a long cell's partial outputs are saved.
-
-    The caller's environment decides; a bad or negative value is the default.
-
-    Example:
-        >>> checkpoint_seconds_from_env({"JCLI_CHECKPOINT_SECONDS": "0"}), checkpoint_seconds_from_env({})
-        (0.0, 10.0)
-    """
-    return setting("JCLI_CHECKPOINT_SECONDS", env)
-
-
-class RunOptions:
-    """How a notebook run goes, resolved by the caller (its arguments and environment).
-
-    Attributes:
-        cells: the cells to run, as ``N``, ``A:B`` (B excluded), ``A:`` or
-            ``:B`` (:func:`parse_cell_spec`); None runs every cell.
-        timeout: seconds per cell before the kernel is interrupted
-            (``TIMEOUT``); None waits forever. Checked at once
-            (``exec_timeout.check_timeout``).
-        checkpoint_seconds: how often a running cell's partial outputs are
-            saved into the notebook; 0 saves on every output, None never
-            (``--no-stream``: only each cell's final write-back).
-        kernel_name: the kernelspec a notebook created for a pair records.
-        py_wins: sync a pair's notebook from the ``.py`` even when that is
-            not clearly meant (see :mod:`jcli_sidecar.pair.pairguard`).
-        display_mode: IPython's display mode for the run's cells (one of
-            ``display_mode.DISPLAY_MODES``), the kernel's own restored
-            afterwards; None leaves the kernel's setting alone.
-        writeback_pace: finished cells are queued while less than this
-            many times the last write-back's duration has passed since it
-            (:class:`_Pacer`); 0 writes every cell at once.
-
-    Example:
-        >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0)
-    """
-
-    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode", "writeback_pace")
-
-    def __init__(
-        self,
-        *,
-        cells: str | None = None,
-        timeout: float | None = None,
-        checkpoint_seconds: float | None = DEFAULT_CHECKPOINT_SECONDS,
-        kernel_name: str | None = None,
-        py_wins: bool = False,
-        display_mode: str | None = None,
-        writeback_pace: float = DEFAULT_WRITEBACK_PACE,
-    ) -> None:
-        self.cells = cells
-        self.timeout = check_timeout(timeout)
-        self.checkpoint_seconds = checkpoint_seconds
-        self.kernel_name = kernel_name
-        self.py_wins = py_wins
-        self.display_mode = check_display_mode(display_mode)
-        self.writeback_pace = writeback_pace
-
-    def __repr__(self) -> str:
-        return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+__all__ = ["NotebookRun"]
 
 
 class NotebookRun:
@@ -239,9 +137,9 @@ class NotebookRun:
         self._stop: StopSwitch | None = None
         self._created: str | None = None  # the notebook this run created (for notebook_created), as the caller named it
         self._updated = False  # whether any cell was written back
-        #: Cells run but not yet written back: ``(target, result, line)`` (see :class:`_Pacer`).
-        self._pending: list[tuple[_CellTarget, ExecutionResult, dict[str, Any]]] = []
-        self._pacer = _Pacer(self.options.writeback_pace)
+        #: Cells run but not yet written back: ``(target, result, line)`` (see :class:`WritebackPacer`).
+        self._pending: list[tuple[CellTarget, ExecutionResult, dict[str, Any]]] = []
+        self._pacer = WritebackPacer(self.options.writeback_pace)
         self._halted = False  # a checkpoint's write of the queued cells failed: stop after this cell
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
@@ -292,7 +190,7 @@ class NotebookRun:
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
         self._chosen = parse_cell_spec(self.options.cells, len(self.cells))
-        _check_writable(self.nb_path, self.cells)
+        check_writable(self.nb_path, self.cells)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
             "status": "ok",
@@ -356,14 +254,14 @@ class NotebookRun:
         """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
         cell = self.cells[nb_index]
         assert self.writer is not None
-        target = _CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        target = CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
         result = ExecutionResult()
         written = False
         try:
-            checkpoint = _Checkpoint(
+            checkpoint = Checkpoint(
                 target, self.options.checkpoint_seconds, self.on_output, self._flush_before_checkpoint(session_id, kernel)
             )
             kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
@@ -403,7 +301,7 @@ class NotebookRun:
         assert self.writer is not None
         started = time.monotonic()
         try:
-            answers = _write_back_all(self.writer, [(target, result) for target, result, _line in pending])
+            answers = write_back_all(self.writer, [(target, result) for target, result, _line in pending])
         except Exception as exc:  # a bug of ours: each cell says so
             answers = [internal_error(exc) for _ in pending]
         self._pacer.wrote(started)
@@ -413,7 +311,7 @@ class NotebookRun:
         return going
 
     def _finish(
-        self, target: _CellTarget, result: ExecutionResult, line: dict[str, Any], refused: JcliError | None, session_id: str, kernel_id: str
+        self, target: CellTarget, result: ExecutionResult, line: dict[str, Any], refused: JcliError | None, session_id: str, kernel_id: str
     ) -> bool:
         """End one cell whose write-back was tried; False stops the run."""
         cell_index = line["cell_index"]
@@ -454,38 +352,6 @@ class NotebookRun:
 
 def _is_code(cell: Any) -> bool:
     return isinstance(cell, dict) and cell.get("cell_type") == "code"
-
-
-def _check_writable(nb_path: str, cells: list[Any]) -> None:
-    """Try everything a write-back needs, before any code is sent.
-
-    Every cell must encode as it stands, outputs aside (nothing in it the
-    writer cannot write), the runtime dir must be safe and the write-back lock takeable,
-    and the notebook's directory must take a new file (the temp file of the
-    atomic replace).
-
-    Raises:
-        OutputSaveFailed: any of these fails (``executed: false``).
-        RuntimeDirUnsafe: the runtime dir is unsafe (``executed: false``).
-    """
-    import tempfile
-
-    try:
-        for cell in cells:
-            if isinstance(cell, dict):
-                dumps_cell(cell).encode("utf-8")
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise OutputSaveFailed(
-            f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
-        ) from None
-    with notebook_write_lock(nb_path, executed=False):
-        try:
-            fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as exc:
-            folder = os.path.dirname(nb_path)
-            raise OutputSaveFailed(f"cannot write into {folder}: {exc.strerror or exc}; nothing was run", executed=False) from None
 
 
 def _open_notebook(
@@ -536,149 +402,3 @@ def _cell_heads(path: str) -> list[Any]:
         except Changed:
             continue
     raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)
-
-
-class _CellTarget:
-    """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
-
-    __slots__ = ("writer", "nb_path", "index", "cell_id", "source")
-
-    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
-        self.writer = writer
-        self.nb_path = writer.path
-        self.index = index
-        self.cell_id = cell_id
-        self.source = source
-
-    def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
-        """What writing ``result`` does to the cell found, if it still holds the source that ran.
-
-        A partial result also marks the cell ``metadata.jcli.running``; a
-        final one clears that mark. The edit raises :class:`NotebookOutOfSync`
-        when the cell changed (or went) while it ran.
-        """
-        nb_path = self.nb_path
-
-        def edit(cell: Any) -> None:
-            if (
-                not isinstance(cell, dict)
-                or cell.get("cell_type") != "code"
-                or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(self.source)
-            ):
-                raise NotebookOutOfSync(
-                    f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
-                    executed=True,
-                )
-            cell["outputs"] = result.outputs
-            cell["execution_count"] = result.execution_count
-            if result.partial:
-                cell.setdefault("metadata", {})["jcli"] = {"running": True}
-            elif isinstance(cell.get("metadata"), dict):
-                cell["metadata"].pop("jcli", None)
-            stall_point("write-back:checkpoint" if result.partial else "write-back:final")
-
-        return edit
-
-    def write_back(self, result: ExecutionResult) -> None:
-        """Write ``result`` into the cell (see :meth:`edit`).
-
-        Raises:
-            NotebookOutOfSync: the cell changed (or went) while it ran.
-            OutputSaveFailed: the notebook could not be written.
-        """
-        refused = _write_back_all(self.writer, [(self, result)])[0]
-        if refused is not None:
-            raise refused
-
-
-def _write_back_all(writer: CellWriter, cells: list[tuple[_CellTarget, ExecutionResult]]) -> list[JcliError | None]:
-    """Write several cells' results in one splice, under the lock; each cell's coded error, or None where it was written.
-
-    A notebook that cannot be read or written fails every cell alike.
-    """
-    nb_path = writer.path
-    try:
-        with notebook_write_lock(nb_path, executed=True):
-            try:
-                return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
-            except OSError as exc:
-                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}", executed=True) from None
-            except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
-                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
-    except JcliError as err:
-        return [err] + [_copy_error(err) for _ in cells[1:]]
-
-
-def _copy_error(err: JcliError) -> JcliError:
-    """The same coded error for another cell (each cell's line adds its own details)."""
-    import copy
-
-    twin = copy.copy(err)
-    twin.details = dict(err.details)
-    return twin
-
-
-class _Pacer:
-    """When finished cells are written back: at once, unless writing the notebook costs a real share of the run.
-
-    Each write-back copies the whole file (by the kernel, but still in its
-    size), so a re-run of many quick cells of a big notebook would spend
-    most of its time writing. The pacer queues finished cells while less
-    than ``pace`` times the last write's duration has passed since it
-    ended, so writing takes at most about ``1 / (1 + pace)`` of the run;
-    a small notebook (a write of a millisecond or two) is written after
-    every cell. Nothing is queued once the file's ``fstat`` key differs
-    from the writer's own last write (someone else wrote it): the queued
-    cells are written, and checked, at once.
-    """
-
-    __slots__ = ("pace", "cost", "done")
-
-    def __init__(self, pace: float) -> None:
-        self.pace = pace
-        self.cost = 0.0
-        self.done = time.monotonic()
-
-    def due(self, writer: CellWriter) -> bool:
-        if writer.key is None or time.monotonic() - self.done >= self.pace * self.cost:
-            return True
-        try:
-            return stat_key(os.stat(writer.path)) != writer.key
-        except (OSError, ValueError):
-            return True
-
-    def wrote(self, started: float) -> None:
-        self.done = time.monotonic()
-        self.cost = self.done - started
-
-
-class _Checkpoint:
-    """The ``on_output`` hook a cell runs with: passes each change on, and saves partial outputs every period.
-
-    A person watching the notebook in JupyterLab sees a long cell progress.
-    A checkpoint that cannot be written is skipped: the final write-back
-    reports any real problem.
-    """
-
-    __slots__ = ("target", "period", "on_output", "last", "flush")
-
-    def __init__(self, target: _CellTarget, period: float | None, on_output: Hook | None, flush: Callable[[], None]) -> None:
-        self.target = target
-        self.period = period
-        self.on_output = on_output
-        self.last = time.monotonic()
-        self.flush = flush  # the finished cells still queued are written first
-
-    def __call__(
-        self, event: OutputEvent, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None
-    ) -> None:
-        if self.on_output is not None:
-            self.on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
-        now = time.monotonic()
-        if self.period is not None and now - self.last >= self.period:
-            self.last = now
-            self.flush()
-            try:
-                self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
-            except Exception:  # the final write-back reports what is wrong
-                pass

@@ -34,7 +34,8 @@ from __future__ import annotations
 import os
 import re
 
-from ..base.errors import NotebookReadFailed, OutputSaveFailed, UsageError
+from ..base.errors import NotebookReadFailed, UsageError
+from ..base.os_errors import os_error
 from .pairing import Pair, notebook_write_lock, paired_notebook_path, paired_py_path
 
 TYPE_CHECKING = False
@@ -93,7 +94,7 @@ def _write(path: str, text: str) -> None:
     try:
         write_text_atomic(path, text)
     except OSError as exc:
-        raise OutputSaveFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise os_error(exc, "write", path) from None
 
 
 def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> dict[str, Any]:
@@ -274,7 +275,7 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
             try:
                 write_notebook(nb_path, nb)
             except OSError as exc:
-                raise OutputSaveFailed(f"cannot write {nb_path}: {exc.strerror or exc}") from None
+                raise os_error(exc, "write", nb_path) from None
     return {
         "status": "ok",
         "path": nb_path,

@@ -34,6 +34,7 @@ import re
 from collections import namedtuple
 
 from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, OutputDataInvalid, OutputSaveFailed, UsageError
+from ..base.os_errors import os_error
 from ..ipynb.multiline import join_text
 from .percent import PercentCell, normalize_source, parse_percent, write_percent
 
@@ -155,14 +156,14 @@ def notebook_write_lock(notebook: str, *, executed: bool | None = None) -> Itera
             err.details.setdefault("executed", executed)
         raise
     except OSError as exc:
-        raise OutputSaveFailed(f"cannot take the write-back lock of {notebook}: {exc.strerror or exc}", **_said(executed)) from None
+        raise os_error(exc, "write-lock", notebook, **_said(executed)) from None
     try:
         yield
     finally:
         held.__exit__(None, None, None)
 
 
-def _said(executed: bool | None) -> dict[str, bool]:
+def _said(executed: bool | None) -> dict[str, Any]:
     return {} if executed is None else {"executed": executed}
 
 
@@ -371,7 +372,7 @@ class LockedPair:
         try:
             write_notebook(path, nb)
         except OSError as exc:
-            raise OutputSaveFailed(f"cannot write {path}: {exc.strerror or exc}", **_said(self.executed)) from None
+            raise os_error(exc, "write", path, **_said(self.executed)) from None
         except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write
             after = "; nothing was run" if self.executed is False else ""
             raise OutputSaveFailed(f"cannot write {path} ({type(exc).__name__}){after}", **_said(self.executed)) from None

@@ -1,0 +1,216 @@
+"""Writing a running notebook's cells back: each cell's target, one splice for several, when to write, checkpoints.
+
+A notebook run (:class:`~jcli_sidecar.kernel.notebook_run.NotebookRun`)
+writes each finished cell's outputs into the notebook under the write-back
+lock, only where the cell still holds the source that ran
+(:class:`CellTarget`); finished cells may wait a little and go together
+(:class:`WritebackPacer`, :func:`write_back_all`); a long cell's partial
+outputs are saved every period (:class:`Checkpoint`). What a write-back
+needs is tried before any code is sent (:func:`check_writable`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..base.errors import JcliError, NotebookOutOfSync, OutputSaveFailed
+from ..base.os_errors import os_error
+from ..ipynb.multiline import join_text
+from ..ipynb.nbindex import stat_key
+from ..ipynb.nbwrite import dumps_cell
+from ..pair.pairing import notebook_write_lock
+from ..pair.percent import normalize_source
+from .exec_result import ExecutionResult
+from .stall_hooks import stall_point
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..ipynb.nbsplice import CellWriter
+    from .output_collector import OutputEvent
+
+    #: A hook: called with keyword arguments only.
+    Hook = Callable[..., None]
+
+__all__ = ["CellTarget", "Checkpoint", "WritebackPacer", "check_writable", "write_back_all"]
+
+
+def check_writable(nb_path: str, cells: list[Any]) -> None:
+    """Try everything a write-back needs, before any code is sent.
+
+    Every cell must encode as it stands, outputs aside (nothing in it the
+    writer cannot write), the runtime dir must be safe and the write-back lock takeable,
+    and the notebook's directory must take a new file (the temp file of the
+    atomic replace).
+
+    Raises:
+        OutputSaveFailed: any of these fails (``executed: false``).
+        RuntimeDirUnsafe: the runtime dir is unsafe (``executed: false``).
+    """
+    import tempfile
+
+    try:
+        for cell in cells:
+            if isinstance(cell, dict):
+                dumps_cell(cell).encode("utf-8")
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise OutputSaveFailed(
+            f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
+        ) from None
+    with notebook_write_lock(nb_path, executed=False):
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            folder = os.path.dirname(nb_path)
+            raise os_error(exc, "write-into", folder, note="; nothing was run", executed=False) from None
+
+
+class CellTarget:
+    """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
+
+    __slots__ = ("writer", "nb_path", "index", "cell_id", "source")
+
+    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
+        self.writer = writer
+        self.nb_path = writer.path
+        self.index = index
+        self.cell_id = cell_id
+        self.source = source
+
+    def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
+        """What writing ``result`` does to the cell found, if it still holds the source that ran.
+
+        A partial result also marks the cell ``metadata.jcli.running``; a
+        final one clears that mark. The edit raises :class:`NotebookOutOfSync`
+        when the cell changed (or went) while it ran.
+        """
+        nb_path = self.nb_path
+
+        def edit(cell: Any) -> None:
+            if (
+                not isinstance(cell, dict)
+                or cell.get("cell_type") != "code"
+                or normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(self.source)
+            ):
+                raise NotebookOutOfSync(
+                    f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
+                    executed=True,
+                )
+            cell["outputs"] = result.outputs
+            cell["execution_count"] = result.execution_count
+            if result.partial:
+                cell.setdefault("metadata", {})["jcli"] = {"running": True}
+            elif isinstance(cell.get("metadata"), dict):
+                cell["metadata"].pop("jcli", None)
+            stall_point("write-back:checkpoint" if result.partial else "write-back:final")
+
+        return edit
+
+    def write_back(self, result: ExecutionResult) -> None:
+        """Write ``result`` into the cell (see :meth:`edit`).
+
+        Raises:
+            NotebookOutOfSync: the cell changed (or went) while it ran.
+            OutputSaveFailed: the notebook could not be written.
+        """
+        refused = write_back_all(self.writer, [(self, result)])[0]
+        if refused is not None:
+            raise refused
+
+
+def write_back_all(writer: CellWriter, cells: list[tuple[CellTarget, ExecutionResult]]) -> list[JcliError | None]:
+    """Write several cells' results in one splice, under the lock; each cell's coded error, or None where it was written.
+
+    A notebook that cannot be read or written fails every cell alike.
+    """
+    nb_path = writer.path
+    try:
+        with notebook_write_lock(nb_path, executed=True):
+            try:
+                return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
+            except OSError as exc:
+                raise os_error(exc, "write", nb_path, executed=True) from None
+            except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
+                raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
+    except JcliError as err:
+        return [err] + [_copy_error(err) for _ in cells[1:]]
+
+
+def _copy_error(err: JcliError) -> JcliError:
+    """The same coded error for another cell (each cell's line adds its own details)."""
+    import copy
+
+    twin = copy.copy(err)
+    twin.details = dict(err.details)
+    return twin
+
+
+class WritebackPacer:
+    """When finished cells are written back: at once, unless writing the notebook costs a real share of the run.
+
+    Each write-back copies the whole file (by the kernel, but still in its
+    size), so a re-run of many quick cells of a big notebook would spend
+    most of its time writing. The pacer queues finished cells while less
+    than ``pace`` times the last write's duration has passed since it
+    ended, so writing takes at most about ``1 / (1 + pace)`` of the run;
+    a small notebook (a write of a millisecond or two) is written after
+    every cell. Nothing is queued once the file's ``fstat`` key differs
+    from the writer's own last write (someone else wrote it): the queued
+    cells are written, and checked, at once.
+    """
+
+    __slots__ = ("pace", "cost", "done")
+
+    def __init__(self, pace: float) -> None:
+        self.pace = pace
+        self.cost = 0.0
+        self.done = time.monotonic()
+
+    def due(self, writer: CellWriter) -> bool:
+        if writer.key is None or time.monotonic() - self.done >= self.pace * self.cost:
+            return True
+        try:
+            return stat_key(os.stat(writer.path)) != writer.key
+        except (OSError, ValueError):
+            return True
+
+    def wrote(self, started: float) -> None:
+        self.done = time.monotonic()
+        self.cost = self.done - started
+
+
+class Checkpoint:
+    """The ``on_output`` hook a cell runs with: passes each change on, and saves partial outputs every period.
+
+    A person watching the notebook in JupyterLab sees a long cell progress.
+    A checkpoint that cannot be written is skipped: the final write-back
+    reports any real problem.
+    """
+
+    __slots__ = ("target", "period", "on_output", "last", "flush")
+
+    def __init__(self, target: CellTarget, period: float | None, on_output: Hook | None, flush: Callable[[], None]) -> None:
+        self.target = target
+        self.period = period
+        self.on_output = on_output
+        self.last = time.monotonic()
+        self.flush = flush  # the finished cells still queued are written first
+
+    def __call__(
+        self, event: OutputEvent, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None
+    ) -> None:
+        if self.on_output is not None:
+            self.on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
+        now = time.monotonic()
+        if self.period is not None and now - self.last >= self.period:
+            self.last = now
+            self.flush()
+            try:
+                self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
+            except Exception:  # the final write-back reports what is wrong
+                pass
