@@ -491,7 +491,7 @@ def _nb_internal(session, ws, monkeypatch, capfdbinary):
         raise RuntimeError("injected")
 
     _nb(ws, ("print('progress')",))
-    monkeypatch.setattr(notebook_run, "_write_back_all", failing)  # in this process only
+    monkeypatch.setattr(notebook_run, "write_back_all", failing)  # in this process only
     monkeypatch.chdir(ws)
     assert main(["-j", "exec", session, "-f", "nb.ipynb"]) == 1
     out = capfdbinary.readouterr().out
