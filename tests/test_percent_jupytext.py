@@ -27,15 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jcli_sidecar.base.errors import UsageError
-from jcli_sidecar.pair.percent import (
-    NOTEBOOK_ONLY_METADATA,
-    PercentCell,
-    comment_magics,
-    normalize_source,
-    parse_percent,
-    read_percent,
-    write_percent,
-)
+from jcli_sidecar.pair.percent import PercentCell, normalize_source, parse_percent, read_percent
+from jcli_sidecar.pair.percent_magics import comment_magics
+from jcli_sidecar.pair.percent_write import NOTEBOOK_ONLY_METADATA, write_percent
 
 REAL = TESTS / "fixtures" / "real_notebooks"
 NOTEBOOKS = sorted(REAL.glob("*.ipynb"))

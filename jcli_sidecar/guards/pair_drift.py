@@ -241,7 +241,8 @@ def _merge(held: LockedPair, py_cells: list[PercentCell], nb: dict[str, Any], te
     from ..ipynb.multiline import join_text
     from ..pair.pairguard import agreed_cells, cell_digests, notebook_cells
     from ..pair.pairing import sync_cells
-    from ..pair.percent import PercentCell, normalize_source, parse_percent, read_percent, write_percent
+    from ..pair.percent import PercentCell, normalize_source, parse_percent, read_percent
+    from ..pair.percent_write import write_percent
 
     py, nb_path = held.pair
     nb_cells = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]

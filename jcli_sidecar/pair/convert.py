@@ -106,7 +106,7 @@ def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> di
             cell cannot be written so that it reads back the same.
         OutputSaveFailed: ``out`` cannot be written.
     """
-    from .percent import write_percent
+    from .percent_write import write_percent
 
     nb_path = os.path.abspath(nb_path)
     out = os.path.abspath(out or paired_py_path(nb_path))

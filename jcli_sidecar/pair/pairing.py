@@ -36,7 +36,8 @@ from collections import namedtuple
 from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, OutputDataInvalid, OutputSaveFailed, UsageError
 from ..base.os_errors import os_error
 from ..ipynb.multiline import join_text
-from .percent import PercentCell, normalize_source, parse_percent, write_percent
+from .percent import PercentCell, normalize_source, parse_percent
+from .percent_write import write_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -34,6 +34,9 @@ restated (see ``docs/py-percent.md``):
   empty line), or a triple-quoted string when that is the only faithful
   form.
 
+Reading is here; the magics rules are :mod:`~jcli_sidecar.pair.percent_magics`
+and writing is :mod:`~jcli_sidecar.pair.percent_write`.
+
 A cell's ``source`` here is always the notebook's form (magics uncommented),
 with blank lines at both ends dropped (:func:`normalize_source`), so pair
 sync and mapping compare a notebook's sources with the notebook's sources.
@@ -45,22 +48,23 @@ import json
 import re
 from collections import namedtuple
 
-from ..base.errors import NotebookReadFailed, UsageError
+from ..base.errors import NotebookReadFailed
+from .percent_magics import PythonStrings, uncomment_lines, uncomment_magics, unescape_code_start
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "LANGUAGE_MAGICS",
+    "METADATA_KEY",
     "PercentCell",
     "PercentNotebook",
-    "comment_magics",
-    "is_magic",
+    "is_active",
     "normalize_source",
     "parse_percent",
+    "read_header",
     "read_percent",
-    "uncomment_magics",
-    "write_percent",
 ]
 
 
@@ -95,7 +99,6 @@ _MARKER = re.compile(r"^\s*#\s*%%(%*)\s(.*)$")  # with options (or sub-cell dept
 _BARE_MARKER = re.compile(r"^\s*#\s*(?:%%|<codecell>|In\[[0-9 ]*\]:?)\s*$")
 _BLANK = re.compile(r"^\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_CONTINUED = re.compile(r".*\\\s*$")
 
 
 def _is_marker(line: str) -> bool:
@@ -117,160 +120,7 @@ def normalize_source(source: str) -> str:
     return "\n".join(lines)
 
 
-class _Strings:
-    """Whether the next line of Python starts inside a string literal.
-
-    jupytext's rule, which decides where markers and magics count: a line
-    that is a comment (outside any string) is skipped; otherwise quotes are
-    followed from left to right, a quote preceded by a backslash does not
-    count, a ``#`` outside any string ends the line, single-quoted strings
-    end with their line and triple-quoted ones carry over.
-    """
-
-    __slots__ = ("single", "triple")
-
-    def __init__(self) -> None:
-        self.single: str | None = None
-        self.triple: str | None = None
-
-    def inside(self) -> bool:
-        return self.single is not None or self.triple is not None
-
-    def feed(self, line: str) -> None:
-        if not self.inside() and line.lstrip().startswith("#"):
-            return
-        last_triple = -1  # where the last triple quote of this line ended
-        for i, char in enumerate(line):
-            if char == "#" and not self.inside():
-                break
-            if char not in "\"'" or line[i - 1 : i] == "\\":
-                continue
-            if self.single is not None:
-                if self.single == char:
-                    self.single = None
-                continue
-            if line[i - 2 : i + 1] == char * 3 and i >= last_triple + 3:
-                if self.triple is None:
-                    self.triple, last_triple = char, i
-                elif self.triple == char:
-                    self.triple, last_triple = None, i
-                continue
-            if self.triple is None:
-                self.single = char
-        self.single = None
-
-
-# --- magics --------------------------------------------------------------
-
-# A (possibly commented) line magic, cell magic or %%% metakernel magic.
-_MAGIC = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z]")
-_FORCE_ESCAPE = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z].*#\s*escape")
-_NO_ESCAPE = re.compile(r"^\s*(?:# |#)*%{1,3}[a-zA-Z].*#\s*noescape")
-# '!cmd' and '?name' / '??name'.
-_BANG_OR_HELP = re.compile(r"^\s*(?:(?:# |#)+\s*)?[?!]\s*[A-Za-z.~$\\/{}]")
-# 'x = !ls', 'y = %who_ls'.
-_MAGIC_ASSIGN = re.compile(r"^(?:# |#)*\s*[a-zA-Z_][a-zA-Z_$0-9]*\s*=\s*(?:%{1,3}|!)[a-zA-Z]")
-# 'name?' and 'name??' (only in an explicit code cell, which every percent cell is).
-_HELP_SUFFIX = re.compile(r"^\s*(?:# )*\S*\?\s*$")
-# Shell commands IPython runs without '!' (automagic), unless followed by '=', ',' or '('.
-_SHELL_WORDS = ("cat", "cd", "cp", "mv", "rm", "rmdir", "mkdir", "copy", "ddir", "echo", "ls", "ldir", "ren")
-_SHELL_COMMAND = re.compile(r"^(?:# |#)*(?:" + "|".join(_SHELL_WORDS) + r")(?:$|\s$|\s[^=,])")
-
-
-def is_magic(line: str, escape: bool = True) -> bool:
-    """Does ``line`` read as an IPython magic (commented or not) that the file comments out?
-
-    ``escape`` False is the header's ``comment_magics: false``: then only a
-    magic marked ``# escape`` counts.
-
-    Example:
-        >>> [is_magic(x) for x in ["%time f()", "# !ls", "x?", "x = 1", "ls -l", "ls = 3"]]
-        [True, True, True, False, True, False]
-    """
-    if _FORCE_ESCAPE.match(line):
-        return True
-    if not escape or _NO_ESCAPE.match(line):
-        return False
-    return bool(
-        _MAGIC.match(line)
-        or _BANG_OR_HELP.match(line)
-        or _MAGIC_ASSIGN.match(line)
-        or _HELP_SUFFIX.match(line)
-        or _SHELL_COMMAND.match(line)
-    )
-
-
-def _magic_lines(lines: list[str], escape: bool) -> list[tuple[bool, bool]]:
-    """Per line, outside strings: ``(is a magic or continues one, continues the magic before it)``."""
-    strings, out, continued = _Strings(), [], False
-    for line in lines:
-        hit = not strings.inside() and (continued or is_magic(line, escape))
-        out.append((hit, hit and continued))
-        continued = bool(hit and _CONTINUED.match(line))
-        strings.feed(line)
-    return out
-
-
-def comment_magics(lines: list[str], escape: bool = True) -> list[str]:
-    """The notebook's code lines as the file writes them: each magic commented once.
-
-    Example:
-        >>> comment_magics(["!echo hi", "# %time x", "x = 1"])
-        ['# !echo hi', '# # %time x', 'x = 1']
-    """
-    out = []
-    for line, (hit, continuation) in zip(lines, _magic_lines(lines, escape), strict=True):
-        if not hit:
-            out.append(line)
-        elif continuation:  # the next line of a magic ending in '\\': commented in front of its indentation
-            out.append("# " + line)
-        else:
-            body = line.lstrip()
-            out.append(line[: len(line) - len(body)] + "# " + body)
-    return out
-
-
-def _uncomment_once(line: str) -> str:
-    body = line.lstrip()
-    indent = line[: len(line) - len(body)]
-    if body.startswith("# "):
-        return indent + body[2:]
-    if body.startswith("#"):
-        return indent + body[1:]
-    return line
-
-
-def uncomment_magics(lines: list[str], escape: bool = True) -> list[str]:
-    """The file's code lines as the notebook holds them: each magic uncommented once.
-
-    Example:
-        >>> uncomment_magics(["# !echo hi", "# # %time x", "x = 1  # %not"])
-        ['!echo hi', '# %time x', 'x = 1  # %not']
-    """
-    return [_uncomment_once(line) if hit else line for line, (hit, _) in zip(lines, _magic_lines(lines, escape), strict=True)]
-
-
-_CODE_START = re.compile(r"^(?:# |#)*(?:#|# )\+")  # jupytext's light-format '# +', escaped in code
-
-
-def _unescape_code_start(lines: list[str]) -> list[str]:
-    strings, out = _Strings(), []
-    for line in lines:
-        if not strings.inside() and _CODE_START.match(line) and _CODE_START.match(_uncomment_once(line)):
-            out.append(_uncomment_once(line))
-        else:
-            out.append(line)
-        strings.feed(line)
-    return out
-
-
-def _uncomment(lines: list[str]) -> list[str]:
-    return [line[2:] if line.startswith("# ") else line[1:] if line.startswith("#") else line for line in lines]
-
-
-# --- marker options ------------------------------------------------------
-
-_KEY = re.compile(r"^[a-zA-Z0-9_.@/-]+$")
+METADATA_KEY = re.compile(r"^[a-zA-Z0-9_.@/-]+$")
 _IDENTIFIER = re.compile(r"^[a-zA-Z_.]+[a-zA-Z0-9_.]*$")
 
 
@@ -307,7 +157,7 @@ def _key_values(text: str) -> dict[str, Any]:
             return {"incorrectly_encoded_metadata": text}
         before = text[:equal].rstrip().rfind(" ")
         key = text[before + 1 : equal].strip()
-        if not _KEY.match(key):
+        if not METADATA_KEY.match(key):
             continue
         try:
             value = _loads(text[equal + 1 :])
@@ -357,7 +207,7 @@ def _marker_metadata(options: str) -> dict[str, Any]:
     return metadata
 
 
-def _active(metadata: dict[str, Any], ext: str) -> bool | None:
+def is_active(metadata: dict[str, Any], ext: str) -> bool | None:
     """jupytext's ``active`` rule: is the cell live in ``ext`` ('py' or 'ipynb')? None: not said."""
     run_control = metadata.get("run_control")
     if isinstance(run_control, dict) and run_control.get("frozen") is True:
@@ -418,7 +268,7 @@ def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any]
                 started = True
                 continue
             end = i + 1
-            if end < len(lines) and _BLANK.match(_uncomment([lines[end]])[0]):
+            if end < len(lines) and _BLANK.match(uncomment_lines([lines[end]])[0]):
                 end += 1
             return end, jupyter, other, extra
         if not started:
@@ -453,7 +303,7 @@ def _split(lines: list[str], start: int) -> list[tuple[int, int, int, dict[str, 
         else:
             metadata = {} if explicit else None
         kind = _cell_kind(metadata or {})
-        strings, fence, nxt = _Strings(), None, len(lines)
+        strings, fence, nxt = PythonStrings(), None, len(lines)
         for i in range(pos, len(lines)):
             line = lines[i]
             if strings.inside():
@@ -461,13 +311,13 @@ def _split(lines: list[str], start: int) -> list[tuple[int, int, int, dict[str, 
                 continue
             strings.feed(line)
             if kind != "code":
-                text = _uncomment([line])[0]
+                text = uncomment_lines([line])[0]
                 if fence is not None:
                     if _closes(text, fence):
                         fence = None
                     continue
                 opening = _opening(text)
-                if opening and any(_closes(_uncomment([later])[0], opening) for later in lines[i + 1 :]):
+                if opening and any(_closes(uncomment_lines([later])[0], opening) for later in lines[i + 1 :]):
                     fence = opening
                     continue
             if i > pos and _is_marker(line):
@@ -500,7 +350,7 @@ def _cell_kind(metadata: dict[str, Any]) -> str:
     kind = metadata.get("cell_type")
     if kind in ("markdown", "raw"):
         return kind
-    return "raw" if _active(metadata, "ipynb") is False else "code"
+    return "raw" if is_active(metadata, "ipynb") is False else "code"
 
 
 def _triple_quoted(lines: list[str]) -> list[str] | None:
@@ -526,16 +376,16 @@ def _cell(lines: list[str], span: tuple[int, int, int, dict[str, Any] | None], e
         del metadata["active"]
     body = lines[body_start:end]
     language = metadata.pop("language", None)
-    active_py = _active(metadata, "py")
+    active_py = is_active(metadata, "py")
     live_py = active_py if active_py is not None else True
     quoted = _triple_quoted(body) if (active_py if active_py is not None else kind == "code") is False else None
     if quoted is not None:
         body = quoted
     elif not live_py or ("active" not in metadata and isinstance(language, str) and language != "python"):
-        body = body if kind == "raw" and active_py else _uncomment(body)  # inactive code, or another language
+        body = body if kind == "raw" and active_py else uncomment_lines(body)  # inactive code, or another language
     else:
         body = uncomment_magics(body, escape)
-        body = _unescape_code_start(body) if kind == "code" else _uncomment(body)
+        body = unescape_code_start(body) if kind == "code" else uncomment_lines(body)
     source = "\n".join(body)
     if isinstance(language, str) and language != "python":
         if _usual_language(language) != "python" and language in LANGUAGE_MAGICS:
@@ -627,175 +477,3 @@ def read_percent(text: str, path: str = "the .py") -> PercentNotebook:
 # --- writing -------------------------------------------------------------
 
 #: Cell metadata that stays in the notebook and never goes on a marker (jupytext's list, and j-cli's own).
-NOTEBOOK_ONLY_METADATA = frozenset(
-    ["autoscroll", "collapsed", "scrolled", "trusted", "execution", "ExecuteTime", "jcli"]
-    + ["skipline", "noskipline", "cell_marker", "lines_to_next_cell", "lines_to_end_of_cell_marker"]
-)
-
-
-def _language_magic(lines: list[str]) -> tuple[str, str | None] | None:
-    """``(language, magic args)`` when the cell starts with a cell magic for another language."""
-    if not lines or not lines[0].startswith("%%"):
-        return None
-    name, _, args = lines[0][2:].partition(" ")
-    if name not in LANGUAGE_MAGICS or name == "python":
-        return None  # '%%python' stays an ordinary commented magic: jupytext's language form would drop it
-    return name, (args if args else None)
-
-
-def _options(kind: str, cell_id: str | None, metadata: dict[str, Any]) -> str:
-    """What follows ``%%`` on the marker: depth, title, type, then ``key=value`` (or one JSON object)."""
-    metadata = {k: v for k, v in metadata.items() if k not in NOTEBOOK_ONLY_METADATA and k not in ("id", "cell_type")}
-    title = metadata.pop("title", None)
-    depth = metadata.pop("cell_depth", None)
-    region = metadata.pop("region_name", None)
-    words = []
-    if isinstance(depth, int) and not isinstance(depth, bool) and depth > 0:
-        words.append("%" * depth)
-    if isinstance(title, str) and title and title.strip() == title and not any(c in title for c in "{}=[]%\"'.#"):
-        words.append(title)
-    elif title is not None:
-        metadata["title"] = title
-    if kind != "code":
-        words.append("[md]" if kind == "markdown" and region == "md" else f"[{kind}]")
-    if cell_id is not None:
-        metadata = {"id": cell_id, **metadata}
-    if all(_KEY.match(k) and k != "incorrectly_encoded_metadata" for k in metadata):
-        words += [f"{k}={json.dumps(v)}" if v is not None else k for k, v in metadata.items()]
-    elif metadata:
-        words.append(json.dumps(metadata))
-    return " ".join(words)
-
-
-def _cell_lines(kind: str, source: str, cell_id: str | None, metadata: dict[str, Any], form: str) -> list[str]:
-    """The cell's lines in one form: ``plain`` (magics commented; markdown/raw commented),
-    ``language`` (an other-language cell magic on the marker, body commented) or ``quoted``
-    (markdown/raw as one triple-quoted string)."""
-    lines = source.split("\n") if source else []
-    metadata = {k: v for k, v in metadata.items() if k not in ("language", "magic_args")}
-    if form == "language":
-        magic = _language_magic(lines)
-        assert magic is not None
-        lines = lines[1:]
-        if magic[1] is not None:
-            metadata["magic_args"] = magic[1]
-        metadata["language"] = magic[0]
-    live = kind == "code" and _active(metadata, "py") is not False
-    if live and form == "plain":
-        lines = comment_magics(lines)
-    options = _options(kind, cell_id, metadata)
-    indent = ""
-    if form == "plain" and live and lines and lines[0].strip():
-        indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
-    marker = indent + "# %%" + (("" if options.startswith("%") else " ") + options if options else "")
-    if form == "quoted":
-        quotes = "'''" if '"""' in source else '"""'
-        return [marker, quotes, *lines, quotes]
-    if not live or form == "language":  # markdown, raw, another language, or code inactive in a script
-        lines = ["# " + line if line else "#" for line in lines]
-    return [marker, *lines]
-
-
-def _forms(kind: str, source: str) -> list[str]:
-    if kind != "code":
-        return ["plain", "quoted"]
-    return ["language", "plain"] if _language_magic(source.split("\n")) else ["plain"]
-
-
-def _as_cell(index: int, cell: Any) -> tuple[str, str, str | None, dict[str, Any]]:
-    from ..ipynb.multiline import join_text
-
-    if isinstance(cell, PercentCell):
-        return cell.cell_type, cell.source, cell.cell_id, dict(cell.metadata or {})
-    if not isinstance(cell, dict):
-        raise UsageError(f"cell {index} is not a cell")
-    kind = cell.get("cell_type", "code")
-    if kind not in ("code", "markdown", "raw"):
-        raise UsageError(f"cell {index} has cell_type {kind!r}, which py:percent cannot hold")
-    metadata = cell.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, dict) else {}
-    cell_id = cell.get("id")
-    if not isinstance(cell_id, str):
-        cell_id = metadata.get("id") if isinstance(metadata.get("id"), str) else None
-    return kind, join_text(cell.get("source", ""), f"cell {index} source"), cell_id, metadata
-
-
-def _header_lines(metadata: dict[str, Any]) -> list[str]:
-    """The ``# ---`` header jupytext writes: the notebook's kernelspec and jupytext settings."""
-    import io
-
-    from ruamel.yaml import YAML
-
-    jupytext = metadata.get("jupytext")
-    jupytext = {k: v for k, v in jupytext.items() if k not in ("executable", "encoding")} if isinstance(jupytext, dict) else {}
-    jupytext.setdefault("text_representation", {"extension": ".py", "format_name": "percent", "format_version": "1.3"})
-    kept: dict[str, Any] = {"jupytext": jupytext}
-    if isinstance(metadata.get("kernelspec"), dict):
-        kept["kernelspec"] = metadata["kernelspec"]
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    buffer = io.StringIO()
-    yaml.dump({"jupyter": kept}, buffer)
-    lines = ["# " + line if line else "#" for line in buffer.getvalue().rstrip("\n").split("\n")]
-    before = []
-    original = metadata.get("jupytext")
-    if isinstance(original, dict):
-        if isinstance(original.get("executable"), str):
-            before.append("#!" + original["executable"])
-        if isinstance(original.get("encoding"), str):
-            before.append(original["encoding"])
-    return [*before, "# ---", *lines, "# ---"]
-
-
-def write_percent(cells: list[dict[str, Any]] | list[PercentCell] | list[Any], metadata: dict[str, Any] | None = None) -> str:
-    """Write cells as py:percent text that :func:`parse_percent` (and jupytext) read back the same.
-
-    Each cell is a :class:`PercentCell` or a notebook cell dict (``cell_type``,
-    ``source``, ``id``, ``metadata``). Code cells get their magics
-    commented; a markdown or raw cell the commented form would change is
-    written as a triple-quoted string. With ``metadata`` (the notebook's),
-    a ``# ---`` header carries its kernelspec and jupytext settings. Every
-    cell is read back before it is accepted.
-
-    Raises:
-        UsageError: a cell that cannot be written so that it reads back the
-            same (a code line that reads as a ``# %%`` marker, say).
-
-    Example:
-        >>> print(write_percent([PercentCell("markdown", "# Title", "m1"), PercentCell("code", "!ls")]), end="")
-        # %% [markdown] id="m1"
-        # # Title
-        <BLANKLINE>
-        # %%
-        # !ls
-    """
-    chunks = []
-    for index, cell in enumerate(cells):
-        kind, source, cell_id, meta = _as_cell(index, cell)
-        source = normalize_source(source)
-        for form in _forms(kind, source):
-            lines = _cell_lines(kind, source, cell_id, meta, form)
-            back = parse_percent("\n".join(lines) + "\n")
-            if len(back) == 1 and (back[0].cell_type, back[0].source, back[0].cell_id) == (kind, source, cell_id):
-                break
-        else:
-            raise UsageError(
-                f"cell {index} cannot be written as py:percent so that it reads back the same: a line of it reads as a '# %%' marker "
-                "(or, like '# # +', as something jupytext unescapes)"
-            )
-        chunks.append("\n".join(lines) + "\n")
-    head = "\n".join(_header_lines(metadata)) + "\n\n" if metadata is not None else ""
-    text = head + "\n".join(chunks)
-    back = parse_percent(text)
-    for index, (cell, written) in enumerate(zip(cells, back, strict=False)):
-        kind, source, cell_id, _ = _as_cell(index, cell)
-        if (written.cell_type, written.source, written.cell_id) != (kind, normalize_source(source), cell_id):
-            break
-    else:
-        if len(back) == len(cells):
-            return text
-        index = min(len(back), len(cells))
-    raise UsageError(
-        f"the cells cannot be written as py:percent so that they read back the same: from cell {index} on they read differently "
-        "(a triple-quoted string left open, say)"
-    )
