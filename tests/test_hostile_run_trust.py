@@ -112,6 +112,9 @@ def test_a_planted_j_cli_is_neither_cleaned_nor_written(planted):
     assert sorted(str(p) for p in planted.rglob("*")) == before
 
 
+NOGROUP = 65534  # a group others (nobody, ...) belong to
+
+
 @pytest.mark.parametrize(
     ("where", "mode"),
     [(".j-cli", 0o775), (".j-cli", 0o1777), ("outputs", 0o775), ("outputs", 0o757), ("outputs", 0o1777), (".staging", 0o770)],
@@ -120,9 +123,10 @@ def test_a_directory_group_or_others_can_write_is_refused(tmp_path, where, mode)
     run_id = make_run(tmp_path)
     path = {".j-cli": tmp_path / ".j-cli", "outputs": tmp_path / ".j-cli" / "outputs"}.get(where)
     path = path or tmp_path / ".j-cli" / "outputs" / ".staging"
+    os.chown(path, -1, NOGROUP)
     path.chmod(mode)
     error = refused(run_cli("-j", "output", "clean", "--max-runs", "1", cwd=tmp_path), path)
-    assert error["mode"] == f"{mode:04o}" and error["fix"] == f"chmod go-w {path} (and the files in it)"
+    assert error["mode"] == f"{mode:04o}" and error["fix"] == f"chmod go-w {path} (and what is in it)"
     with pytest.raises(WorkspaceUnsafe):
         stage_run(str(tmp_path), [{"output_type": "stream", "name": "stdout", "text": "x"}], source={}, status="ok", created_ns=2)
     if where != ".staging":  # reading runs never looks at .staging
@@ -130,6 +134,19 @@ def test_a_directory_group_or_others_can_write_is_refused(tmp_path, where, mode)
         refused(run_cli("-j", "output", "list", cwd=tmp_path), path)
     path.chmod(0o755)
     assert run_cli("-j", "output", "show", run_id, cwd=tmp_path).returncode == 0
+
+
+def test_group_write_for_the_owners_private_group_is_accepted(tmp_path):
+    # root's group has root as its one member: the user-private-group scheme, where umask 002 is the default.
+    run_id = make_run(tmp_path)
+    jcli = tmp_path / ".j-cli"
+    for path in [jcli, *jcli.rglob("*")]:
+        os.chown(path, 0, 0)
+        path.chmod(0o775 if path.is_dir() else 0o664)
+    assert run_cli("-j", "output", "show", run_id, "--output", "0", cwd=tmp_path).returncode == 0
+    assert run_cli("-j", "output", "clean", cwd=tmp_path).returncode == 0
+    os.chown(jcli / "outputs" / run_id, 0, NOGROUP)  # the same mode for a group others are in
+    refused(run_cli("-j", "output", "show", run_id, cwd=tmp_path), jcli / "outputs" / run_id)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +163,8 @@ def test_a_run_another_user_could_have_written_is_refused_listed_as_such_and_kep
     if change.endswith("owner"):
         os.chown(target, NOBODY, -1)
     else:
-        target.chmod(0o666 if target.is_file() else 0o777)
+        os.chown(target, -1, NOGROUP)
+        target.chmod(0o664 if target.is_file() else 0o775)
     result = run_cli("-j", "output", "show", run_id, "--output", "0", cwd=tmp_path)
     refused(result, target)
     assert run_cli("-j", "output", "show", mine, "--output", "0", cwd=tmp_path).returncode == 0

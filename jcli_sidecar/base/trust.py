@@ -6,9 +6,12 @@ anything. As OpenSSH does with ``~/.ssh``, a path there is used only when
 
 - its owner is the current user or root (for root: root only, since a
   directory another user owns is exactly the threat), and
-- neither its group nor others may write it (mode ``& 0o022 == 0``; a
-  sticky bit does not help, because planting a new run needs no one
-  else's file).
+- others may not write it (mode ``& 0o002``; a sticky bit does not help,
+  because planting a new run needs no one else's file), and
+- its group may not write it, unless that group is its owner's private
+  group: the owner is the group's one member, as its primary group or its
+  only listed member (the user-private-group scheme, where a umask of 002
+  is the default; Debian's OpenSSH accepts the same).
 
 Anything else is refused with ``WORKSPACE_UNSAFE``, naming the path, its
 owner and mode and the fix. j-cli creates its own directories ``0755`` and
@@ -33,7 +36,6 @@ __all__ = ["DIR_MODE", "FILE_MODE", "check_dir", "check_stat", "trusted_stat", "
 #: The modes j-cli creates directories and files with under ``.j-cli`` (the umask may take more).
 DIR_MODE = 0o755
 FILE_MODE = 0o644
-_WRITE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
 def untrusted_reason(info: os.stat_result, uid: int | None = None) -> str | None:
@@ -46,19 +48,61 @@ def untrusted_reason(info: os.stat_result, uid: int | None = None) -> str | None
         >>> me = os.stat_result((0o40755, 0, 0, 1, os.geteuid(), 0, 0, 0, 0, 0))
         >>> untrusted_reason(me) is None
         True
-        >>> shared = os.stat_result((0o40775, 0, 0, 1, os.geteuid(), 0, 0, 0, 0, 0))
-        >>> untrusted_reason(shared)
-        'writable by its group (mode 0775)'
+        >>> open_to_all = os.stat_result((0o40777, 0, 0, 1, os.geteuid(), 0, 0, 0, 0, 0))
+        >>> untrusted_reason(open_to_all)
+        'writable by its group and others (mode 0777)'
     """
     uid = os.geteuid() if uid is None else uid
     mode = stat.S_IMODE(info.st_mode)
     if info.st_uid not in (uid, 0):
         who = "you (root)" if uid == 0 else f"you ({_name(uid)}, uid {uid}) or root"
         return f"owned by {_name(info.st_uid)} (uid {info.st_uid}), not by {who}"
-    if mode & _WRITE_BY_OTHERS:
-        whom = {stat.S_IWGRP: "its group", stat.S_IWOTH: "others"}.get(mode & _WRITE_BY_OTHERS, "its group and others")
+    if mode & stat.S_IWGRP and not _private_group(info.st_gid, info.st_uid):
+        whom = "its group and others" if mode & stat.S_IWOTH else f"its group {_group_name(info.st_gid)}"
         return f"writable by {whom} (mode {mode:04o})"
+    if mode & stat.S_IWOTH:
+        return f"writable by others (mode {mode:04o})"
     return None
+
+
+_PRIVATE: dict[tuple[int, int], bool] = {}
+
+
+def _private_group(gid: int, owner: int) -> bool:
+    """Is ``gid`` the private group of ``owner``: the owner its only member, primary or listed?
+
+    Asked only of group-writable paths (it reads the user database once per
+    group and owner in a process).
+    """
+    key = (gid, owner)
+    if key not in _PRIVATE:
+        _PRIVATE[key] = _only_member(gid, owner)
+    return _PRIVATE[key]
+
+
+def _only_member(gid: int, owner: int) -> bool:
+    try:
+        import grp
+        import pwd
+
+        group = grp.getgrgid(gid)
+        owner_name = pwd.getpwuid(owner).pw_name
+        primary = [user.pw_uid for user in pwd.getpwall() if user.pw_gid == gid]
+    except (KeyError, ImportError, OSError):
+        return False
+    listed = list(group.gr_mem)
+    if any(uid != owner for uid in primary) or listed not in ([], [owner_name]):
+        return False
+    return bool(primary or listed)
+
+
+def _group_name(gid: int) -> str:
+    try:
+        import grp
+
+        return grp.getgrgid(gid).gr_name
+    except (KeyError, ImportError):
+        return str(gid)
 
 
 def check_stat(info: os.stat_result, path: str, what: str) -> None:
@@ -74,7 +118,7 @@ def check_stat(info: os.stat_result, path: str, what: str) -> None:
     if info.st_uid not in (os.geteuid(), 0):
         fix = f"if you did not make it, have its owner or root remove it; if it is yours: chown -R {_name(os.geteuid())} {path}"
     else:
-        fix = f"chmod go-w {path}" + (" (and the files in it)" if stat.S_ISDIR(info.st_mode) else "")
+        fix = f"chmod go-w {path}" + (" (and what is in it)" if stat.S_ISDIR(info.st_mode) else "")
     raise WorkspaceUnsafe(
         f"{path} ({what}) is {reason}; another user could plant runs there, so j-cli does not use it. Fix: {fix}",
         path=path,
