@@ -233,3 +233,14 @@ def test_for_another_user_roots_directories_are_trusted_and_a_third_users_are_no
     error = json.loads(refusal.stderr)
     assert refusal.returncode == 1 and error["code"] == "WORKSPACE_UNSAFE" and error["path"] == str(run_dir)
     assert "or root" in error["message"] and error["owner_uid"] == 1
+
+
+def test_a_link_to_another_users_j_cli_is_judged_by_what_it_leads_to(planted, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".j-cli").symlink_to(planted / ".j-cli")  # reads follow links: the target's owner decides
+    refused(run_cli("-j", "output", "show", FORGED_ID, cwd=ws), planted / ".j-cli")
+    refused(run_cli("-j", "output", "list", cwd=ws), ws / ".j-cli")
+    linked_run = ws / "run-link"
+    linked_run.symlink_to(planted / ".j-cli" / "outputs" / FORGED_ID)
+    refused(run_cli("-j", "output", "show", str(linked_run / "manifest.json"), cwd=ws), planted / ".j-cli")
