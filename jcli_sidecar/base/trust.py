@@ -48,7 +48,7 @@ def untrusted_reason(info: os.stat_result, uid: int | None = None) -> str | None
         >>> me = os.stat_result((0o40755, 0, 0, 1, os.geteuid(), 0, 0, 0, 0, 0))
         >>> untrusted_reason(me) is None
         True
-        >>> open_to_all = os.stat_result((0o40777, 0, 0, 1, os.geteuid(), 0, 0, 0, 0, 0))
+        >>> open_to_all = os.stat_result((0o40777, 0, 0, 1, os.geteuid(), 4242424, 0, 0, 0, 0))  # no such group
         >>> untrusted_reason(open_to_all)
         'writable by its group and others (mode 0777)'
     """
