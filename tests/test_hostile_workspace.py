@@ -171,7 +171,7 @@ def test_a_workspace_package_never_shadows_the_embedded_server(ws, starts_jupyte
         run_cli("server", "stop", cwd=ws)
 
 
-def test_a_fifo_manifest_never_hangs_clean_and_is_kept(ws):
+def test_a_fifo_manifest_never_hangs_clean_and_a_stale_stage_holding_one_is_removed(ws):
     planted = make_run(ws, NOW - 30 * DAY_NS)
     root = ws / ".j-cli" / "outputs"
     (root / planted / "manifest.json").unlink()
@@ -179,9 +179,49 @@ def test_a_fifo_manifest_never_hangs_clean_and_is_kept(ws):
     staged = root / ".staging" / "stuck"
     staged.mkdir()
     os.mkfifo(staged / "manifest.json")
-    report = clean(str(root), Policy(1, 1), now_ns=NOW, alive=lambda owner: False)
+    report = clean(str(root), Policy(1, 1), alive=lambda owner: False)  # now: the stage is young
     kept = {k["run_id"]: k["reason"] for k in report["kept"]}
-    assert kept[planted] == "unreadable_manifest" and report["deleted"] == []
+    assert kept == {planted: "unreadable_manifest", "stuck": "unknown_writer"} and report["deleted"] == []
     assert (root / planted / "manifest.json").exists() and (staged / "manifest.json").exists()
     result = run_cli("-j", "output", "clean", "--max-runs", "1", cwd=ws)
     assert result.returncode == 0, result.stderr
+    # Past the grace period the stage (writer unknown) goes, its FIFO unlinked, never opened.
+    report = clean(str(root), Policy(1, 1), now_ns=NOW, alive=lambda owner: False)
+    assert [(d["run_id"], d["reason"]) for d in report["deleted"]] == [("stuck", "grace_expired")]
+    assert not staged.exists() and (root / planted / "manifest.json").exists()
+
+
+def _plant(path, kind, elsewhere):
+    """Put a ``kind`` of file where a directory of ours belongs."""
+    import socket
+
+    if kind == "a regular file":
+        path.write_text("mine")
+    elif kind == "a symlink":
+        path.symlink_to(elsewhere)
+    elif kind == "a dangling symlink":
+        path.symlink_to(elsewhere / "nowhere")
+    elif kind == "a FIFO":
+        os.mkfifo(path)
+    elif kind == "a socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        sock.close()
+
+
+@pytest.mark.parametrize("where", [".j-cli", "outputs"])
+@pytest.mark.parametrize("kind", ["a regular file", "a symlink", "a dangling symlink", "a FIFO", "a socket"])
+def test_clean_and_store_name_what_is_there_instead_of_a_directory(ws, victim, where, kind):
+    if where == "outputs":
+        (ws / ".j-cli").mkdir()
+    path = ws / ".j-cli" if where == ".j-cli" else ws / ".j-cli" / "outputs"
+    _plant(path, kind, victim)
+    said = "a symlink" if "symlink" in kind else kind
+    result = run_cli("-j", "output", "clean", cwd=ws)  # never blocks on the FIFO
+    error = result.error()
+    assert result.returncode == 2 and error["code"] == "USAGE_ERROR" and error["path"] == str(path), result.stderr
+    assert f"{path} is {said}" in error["message"] and "(a symlink?)" not in error["message"] and error["kind"] == said
+    with pytest.raises(OutputSaveFailed) as caught:
+        make_run(ws, NOW)
+    assert f"{path} is {said}" in caught.value.message
+    assert os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path))  # left as it was

@@ -89,28 +89,33 @@ def test_the_newest_run_of_a_live_owner_and_the_just_published_run_survive(tmp_p
     assert runs_in(tmp_path) == [ids[2]] and kept["totals"]["deleted"] == 0
 
 
-def test_staging_is_left_to_live_writers_and_cleared_after_the_age_limit(tmp_path):
+def test_a_live_writers_staging_is_kept_however_old_and_the_age_limit_does_not_apply(tmp_path):
     ensure_outputs_dir(str(tmp_path))
     young = stage_run(str(tmp_path), [], source={}, status="ok", created_ns=NOW)
     old = stage_run(str(tmp_path), [], source={}, status="ok", created_ns=NOW)
-    os.utime(old.staging, ns=(NOW - 9 * DAY_NS, NOW - 9 * DAY_NS))
+    os.utime(old.staging, ns=(NOW - 90 * DAY_NS, NOW - 90 * DAY_NS))
     os.utime(young.staging, ns=(NOW - DAY_NS, NOW - DAY_NS))
-    # Their owner (this process) is alive: neither is touched, whatever its age.
-    report = clean(outputs(tmp_path), Policy(7, 50), now_ns=NOW)
-    assert os.path.isdir(old.staging) and os.path.isdir(young.staging)
-    assert {(k["run_id"], k["reason"]) for k in report["kept"]} == {(old.run_id, "active_writer"), (young.run_id, "active_writer")}
-    # Once the owner is gone, only the one past the age limit is removed.
-    report = clean(outputs(tmp_path), Policy(7, 50), now_ns=NOW, alive=lambda owner: False)
-    assert not os.path.exists(old.staging) and os.path.isdir(young.staging)
-    assert [(d["run_id"], d["reason"]) for d in report["deleted"]] == [(old.run_id, "expired")]
-    assert {(k["run_id"], k["reason"]) for k in report["kept"]} == {(young.run_id, "incomplete")}
+    # Their writer (this process) is alive: neither is touched, whatever its age or the policy.
+    for alive in (None, lambda owner: False):  # ``alive`` judges published runs' owners, not writers
+        report = clean(outputs(tmp_path), Policy(1, 1, 60), now_ns=NOW, **({} if alive is None else {"alive": alive}))
+        assert os.path.isdir(old.staging) and os.path.isdir(young.staging)
+        assert {(k["run_id"], k["reason"]) for k in report["kept"]} == {(old.run_id, "active_writer"), (young.run_id, "active_writer")}
 
 
 def test_policy_resolution_and_bad_values():
-    assert resolve_policy(env={}).to_wire() == {"max_age_days": 7, "max_runs": 50}
+    assert resolve_policy(env={}).to_wire() == {"max_age_days": 7, "max_runs": 50, "staging_grace_seconds": 86400}
+    assert resolve_policy(env={"JCLI_STAGING_GRACE_SECONDS": " 3600 "}).staging_grace_seconds == 3600
     assert resolve_policy(max_age_days=1, env={"JCLI_OUTPUT_MAX_AGE_DAYS": "3"}).max_age_days == 1
     assert resolve_policy(env={"JCLI_OUTPUT_MAX_RUNS": " 4 "}).max_runs == 4
-    for env in ({"JCLI_OUTPUT_MAX_RUNS": "0"}, {"JCLI_OUTPUT_MAX_AGE_DAYS": "-1"}, {"JCLI_OUTPUT_MAX_RUNS": "2.5"}):
+    for env in (
+        {"JCLI_OUTPUT_MAX_RUNS": "0"},
+        {"JCLI_OUTPUT_MAX_AGE_DAYS": "-1"},
+        {"JCLI_OUTPUT_MAX_RUNS": "2.5"},
+        {"JCLI_STAGING_GRACE_SECONDS": "0"},
+        {"JCLI_STAGING_GRACE_SECONDS": "59"},
+        {"JCLI_STAGING_GRACE_SECONDS": "1.5e3"},
+        {"JCLI_STAGING_GRACE_SECONDS": "none"},
+    ):
         with pytest.raises(UsageError):
             resolve_policy(env=env)
     for bad in (0, -3, 1.5, True, "2"):

@@ -17,6 +17,7 @@ The tree::
     ├── PathAmbiguous                 PATH_AMBIGUOUS
     ├── RunNotFound                   RUN_NOT_FOUND
     ├── OutputSaveFailed              OUTPUT_SAVE_FAILED
+    ├── WorkspaceUnsafe               WORKSPACE_UNSAFE (.j-cli, outputs or a run another user owns or can write)
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
     ├── SessionNotFound               SESSION_NOT_FOUND
     ├── ServerUnavailable             SERVER_UNAVAILABLE
@@ -95,6 +96,7 @@ __all__ = [
     "Timeout",
     "UsageError",
     "VariableNotFound",
+    "WorkspaceUnsafe",
     "error_from_code",
     "internal_error",
 ]
@@ -187,6 +189,12 @@ class RunNotFound(JcliError):
 
 class OutputSaveFailed(JcliError):
     code = "OUTPUT_SAVE_FAILED"
+
+
+class WorkspaceUnsafe(JcliError):
+    """A ``.j-cli``, ``outputs``, staging or run path that another user owns or can write (it is not used)."""
+
+    code = "WORKSPACE_UNSAFE"
 
 
 class NotebookOutOfSync(JcliError):

@@ -6,6 +6,8 @@
       outputs/                          Outputs.root
         .lock                           Outputs.lock: held to publish and to clean
         .staging/<run-id>/              Outputs.staged_dir: a run being written
+          .writer.json                  WRITER_RECORD: who writes it (written first,
+                                        removed once the manifest is in place)
         <run-id>/                       Outputs.run_dir: a published run
           manifest.json                 MANIFEST (written last, via MANIFEST_TMP)
           output-0001-0.png ...         payload files the manifest lists
@@ -33,6 +35,7 @@ __all__ = [
     "OUTPUTS_DIR",
     "Outputs",
     "STAGING_DIR",
+    "WRITER_RECORD",
     "encode_manifest",
     "manifest_path",
     "parse_manifest",
@@ -45,6 +48,9 @@ MANIFEST = "manifest.json"
 MANIFEST_TMP = ".manifest.json.tmp"
 OUTPUTS_DIR = "outputs"
 STAGING_DIR = ".staging"
+#: In a staged run: the writer's ``ProcessRecord`` (``{"managed_by", "writer"}``),
+#: written before any payload, so a cleaner can tell a live writer from a dead one.
+WRITER_RECORD = ".writer.json"
 LOCK_FILE = ".lock"
 
 

@@ -4,7 +4,11 @@ Inside a workspace's ``.j-cli`` every name is opened relative to an open
 directory (``openat``-style ``dir_fd``) with ``O_NOFOLLOW``: a symlink
 anywhere on the way (``.j-cli``, ``outputs``, ``.staging``, a run dir, the
 ``.lock``, a manifest, a payload) is refused, never followed, and a name
-cannot be swapped for a link between a check and its use.
+cannot be swapped for a link between a check and its use. What is refused
+is named for what it is (a symlink, a regular file, a FIFO, ...), never
+guessed. Directories are made ``0755`` and files ``0644`` (less the umask),
+so nothing j-cli makes there is writable by another user
+(:mod:`jcli_sidecar.base.trust`).
 
 Example:
     >>> import tempfile
@@ -23,17 +27,54 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Dir", "LinkRefused"]
+__all__ = ["Dir", "LinkRefused", "describe_kind"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+_KINDS = (
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def describe_kind(mode: int) -> str:
+    """What a file of ``st_mode`` is, in words.
+
+    Example:
+        >>> import stat
+        >>> describe_kind(stat.S_IFIFO | 0o644), describe_kind(stat.S_IFLNK | 0o777)
+        ('a FIFO', 'a symlink')
+    """
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file or directory")
+
+
 class LinkRefused(OSError):
-    """A symlink, or something that is not a directory, where a directory of ours belongs."""
+    """A symlink, or something that is not a directory, where a directory of ours belongs.
+
+    ``kind`` says what is there (``a symlink``, ``a regular file``, ``a
+    FIFO``, ...; ``gone`` when it vanished before it could be looked at).
+    """
+
+    kind = "a symlink or not a directory"
+
+    def describe(self) -> str:
+        """``PATH is KIND, not a directory`` (a symlink: ``PATH is a symlink``)."""
+        if self.kind == "a symlink":
+            return f"{self.filename} is a symlink; j-cli never follows links here"
+        return f"{self.filename} is {self.kind}, not a directory"
 
 
-def _refused(path: str) -> LinkRefused:
-    return LinkRefused(errno.ELOOP, "a symlink or not a directory; j-cli never follows links here", path)
+def _refused(path: str, kind: str | None = None) -> LinkRefused:
+    exc = LinkRefused(errno.ELOOP, "a symlink or not a directory; j-cli never follows links here", path)
+    if kind is not None:
+        exc.kind = kind
+    return exc
 
 
 class Dir:
@@ -71,7 +112,7 @@ class Dir:
     def join(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def sub(self, name: str, *, create: bool = False, mode: int = 0o777) -> Dir:
+    def sub(self, name: str, *, create: bool = False, mode: int = 0o755) -> Dir:
         """The directory ``name`` in this one (made first when ``create``).
 
         Raises:
@@ -87,8 +128,14 @@ class Dir:
             return Dir(os.open(name, _DIR_FLAGS, dir_fd=self.fd), self.join(name))
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise _refused(self.join(name)) from None
+                raise _refused(self.join(name), self._kind(name)) from None
             raise
+
+    def _kind(self, name: str) -> str:
+        try:
+            return describe_kind(self.lstat(name).st_mode)
+        except OSError:
+            return "gone"
 
     def lstat(self, name: str) -> os.stat_result:
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
@@ -120,10 +167,10 @@ class Dir:
             return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise _refused(self.join(name)) from None
+                raise _refused(self.join(name), "a symlink") from None
             raise
 
-    def write_new(self, name: str, data: bytes, mode: int = 0o666) -> None:
+    def write_new(self, name: str, data: bytes, mode: int = 0o644) -> None:
         """Create ``name`` (it must not exist) holding ``data``."""
         fd = self.open_fd(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as fh:
@@ -153,8 +200,32 @@ class Dir:
     def rmdir(self, name: str) -> None:
         os.rmdir(name, dir_fd=self.fd)
 
-    def mkdir(self, name: str, mode: int = 0o777) -> None:
+    def mkdir(self, name: str, mode: int = 0o755) -> None:
         os.mkdir(name, mode, dir_fd=self.fd)
+
+    def remove_tree(self, name: str, *, depth: int = 8) -> int:
+        """Delete ``name`` here and everything under it, never following a link; returns the bytes freed.
+
+        Links, FIFOs and devices are unlinked as names (never opened);
+        directories are entered through :meth:`sub` (a link in place of one
+        is refused), at most ``depth`` levels down.
+
+        Raises:
+            LinkRefused: a directory became a link on the way. OSError: a
+            deletion failed, or the tree is deeper than ``depth``.
+        """
+        info = self.lstat(name)
+        if not stat.S_ISDIR(info.st_mode):
+            self.unlink(name)
+            return info.st_size if stat.S_ISREG(info.st_mode) else 0
+        if depth <= 0:
+            raise OSError(errno.ELOOP, "too deep to remove", self.join(name))
+        freed = 0
+        with self.sub(name) as inner:
+            for entry in inner.names():
+                freed += inner.remove_tree(entry, depth=depth - 1)
+        self.rmdir(name)
+        return freed
 
     def rename(self, name: str, to: Dir, new_name: str) -> None:
         """Rename ``name`` here to ``new_name`` in ``to`` (links are moved, never followed)."""

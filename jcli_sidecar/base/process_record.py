@@ -2,9 +2,10 @@
 
 j-cli records processes it may later trust or signal: the sidecar (its pid
 file), the embedded Jupyter Server (its state file) and the writer of an
-inline run (the manifest's ``owner``). A pid alone proves nothing, since pids
-are reused, so a record carries the process's start time, its uid and the
-host, and a process matches only when all of them do. A recorded server is
+inline run (a staged run's ``.writer.json``, then the manifest's
+``owner``). A pid alone proves nothing, since pids are reused, so a
+record carries the process's start time, its uid and the host, and a
+process matches only when all of them do. A recorded server is
 trusted only when, on top of that, the process itself holds the socket that
 listens on its port (:meth:`ProcessRecord.listens_on`): whoever else listens
 there now (another user, after the server died) is never spoken to.

@@ -139,6 +139,15 @@ SETTINGS: dict[str, Setting] = {
             on_bad="error",
             expect="a positive integer (0 never means 'delete all')",
         ),
+        Setting(
+            "JCLI_STAGING_GRACE_SECONDS",
+            "integer",
+            86400,
+            "seconds a half-written run whose writer cannot be checked (no record, another host) is kept before cleaning removes it",
+            minimum=60,
+            on_bad="error",
+            expect="whole seconds >= 60",
+        ),
         _number(
             "JCLI_CHECKPOINT_SECONDS",
             10.0,

@@ -5,6 +5,9 @@ in a temporary sibling and renamed into place, with a README, a
 ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``, so it never shows up in git.
 A symlink or a file where a directory belongs is refused, never followed:
 every step is opened relative to the one before (:mod:`jcli_sidecar.base.nofollow`).
+Every directory opened here is checked as it is opened (``fstat`` of the
+open directory) by the trust rule of :mod:`jcli_sidecar.base.trust`: one
+that another user owns or can write is refused with ``WORKSPACE_UNSAFE``.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from .errors import OutputSaveFailed
 from .layout import JCLI_DIR, OUTPUTS_DIR, STAGING_DIR, Outputs
 from .nofollow import Dir, LinkRefused
 from .os_errors import os_error
+from .trust import DIR_MODE, check_dir
 
-__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_outputs", "open_outputs_root", "opened_for_writing"]
+__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_outputs", "open_outputs_root", "open_staging", "opened_for_writing"]
 
 CACHEDIR_FILES: dict[str, bytes] = {
     "README.md": (
@@ -38,7 +42,7 @@ CACHEDIR_FILES: dict[str, bytes] = {
 def _make_jcli_dir(top: Dir) -> None:
     """Create ``.j-cli`` atomically with its boilerplate; tolerate a lost race."""
     tmp = f"{JCLI_DIR}-{os.urandom(6).hex()}"
-    top.mkdir(tmp)  # the umask applies, as for any directory the user makes
+    top.mkdir(tmp, DIR_MODE)  # never writable by group or others (the umask may take more)
     try:
         with top.sub(tmp) as staging:
             for name, content in CACHEDIR_FILES.items():
@@ -66,6 +70,8 @@ def open_outputs(cwd: str, *, create: bool = False) -> Dir:
 
     Raises:
         LinkRefused: ``.j-cli`` or ``outputs`` is a symlink or a file.
+        WorkspaceUnsafe: ``.j-cli``, ``outputs`` (or, with ``create``,
+            ``.staging``) is owned or writable by another user.
         FileNotFoundError: missing (without ``create``).
     """
     with Dir.open(cwd) as top:
@@ -75,24 +81,48 @@ def open_outputs(cwd: str, *, create: bool = False) -> Dir:
             except FileNotFoundError:
                 _make_jcli_dir(top)
         with top.sub(JCLI_DIR) as jcli:
-            outputs = jcli.sub(OUTPUTS_DIR, create=create)
-    if create:
-        try:
-            outputs.sub(STAGING_DIR, create=True).close()
-        except BaseException:
-            outputs.close()
-            raise
+            check_dir(jcli, ".j-cli")
+            outputs = jcli.sub(OUTPUTS_DIR, create=create, mode=DIR_MODE)
+    try:
+        check_dir(outputs, "outputs")
+        if create:
+            open_staging(outputs, create=True).close()
+    except BaseException:
+        outputs.close()
+        raise
     return outputs
+
+
+def open_staging(outputs: Dir, *, create: bool = False) -> Dir:
+    """``outputs/.staging``, opened without following a link and checked like the rest.
+
+    Raises:
+        LinkRefused, FileNotFoundError: as :func:`open_outputs`.
+        WorkspaceUnsafe: another user owns or can write it.
+    """
+    staging = outputs.sub(STAGING_DIR, create=create, mode=DIR_MODE)
+    try:
+        return check_dir(staging, "outputs/.staging")
+    except BaseException:
+        staging.close()
+        raise
 
 
 def open_outputs_root(root: str) -> Dir:
     """An outputs directory given by path (``<workspace>/.j-cli/outputs``), its last two steps not followed.
 
     Raises:
-        LinkRefused, FileNotFoundError: as :func:`open_outputs`.
+        LinkRefused, FileNotFoundError, WorkspaceUnsafe: as :func:`open_outputs`.
     """
     parent = os.path.dirname(root)
-    return Dir.walk(os.path.dirname(parent), os.path.basename(parent), os.path.basename(root))
+    with Dir.walk(os.path.dirname(parent), os.path.basename(parent)) as jcli:
+        check_dir(jcli, ".j-cli")
+        outputs = jcli.sub(os.path.basename(root))
+    try:
+        return check_dir(outputs, "outputs")
+    except BaseException:
+        outputs.close()
+        raise
 
 
 def ensure_outputs_dir(cwd: str) -> str:
@@ -101,6 +131,7 @@ def ensure_outputs_dir(cwd: str) -> str:
     Raises:
         OutputSaveFailed: the workspace cannot be written, or a directory on
             the way is a symlink or a file.
+        WorkspaceUnsafe: a directory on the way is owned or writable by another user.
     """
     with opened_for_writing(cwd):
         return Outputs.of_workspace(cwd).root
@@ -111,8 +142,6 @@ def opened_for_writing(cwd: str) -> Dir:
     try:
         return open_outputs(cwd, create=True)
     except LinkRefused as exc:
-        raise OutputSaveFailed(
-            f"{exc.filename} is not a plain directory (a symlink or a file); refusing to use it", path=exc.filename
-        ) from None
+        raise OutputSaveFailed(f"{exc.describe()}; refusing to use it", path=exc.filename) from None
     except OSError as exc:
         raise os_error(exc, "create", Outputs.of_workspace(cwd).root, path=cwd) from None

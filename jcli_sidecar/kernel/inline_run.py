@@ -139,8 +139,8 @@ def _keep_outputs(
 ) -> dict[str, Any]:
     """Keep rich (or long) outputs in ``<cwd>/.j-cli/outputs/<run-id>/``; short text keeps nothing.
 
-    This process stages the files; ``publish`` renames them into place and
-    applies ``policy``. A run cut short is kept the same way (its manifest
+    This process stages the files (a failed stage removes what it wrote);
+    ``publish`` renames them into place and applies ``policy``. A run cut short is kept the same way (its manifest
     says ``status: "error"``).
     """
     if not needs_store(result.outputs):
@@ -156,7 +156,7 @@ def _keep_outputs(
         "execution_count": result.execution_count,
         "code": code,
     }
-    staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns)
+    staged = stage_run(cwd, result.outputs, source=source, status=doc["status"], created_ns=started_ns, stall=stall_point)
     published = publish(cwd, staged.run_id, policy)
     run = {"run_id": staged.run_id, "manifest": published["manifest"]}
     kept = build_result(

@@ -17,7 +17,8 @@ __all__ = ["STALL_AT_ENV", "STALL_FIFO_ENV", "stall_point"]
 #: notebook run, nothing sent yet), ``output`` (the first output of the
 #: process has arrived), ``write-back:checkpoint`` and
 #: ``write-back:final`` (a cell's write-back, under the lock),
-#: ``inline:finished`` (inline code finished, its outputs not yet kept).
+#: ``inline:finished`` (inline code finished, its outputs not yet kept),
+#: ``inline:staging`` (its run's writer record and first payload staged).
 STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
 _STALLED: set[str] = set()

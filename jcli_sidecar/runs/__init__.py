@@ -1,4 +1,4 @@
-"""Inline runs on disk: staging and publishing a run, reading runs back, and retention.
+"""Inline runs on disk: staging and publishing a run, reading runs back, retention and staged runs left behind.
 
 This face re-exports the public names of the modules below; each module is imported on first use.
 """
@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(
         "retention_policy": (
             "DEFAULT_MAX_AGE_DAYS",
             "DEFAULT_MAX_RUNS",
+            "DEFAULT_STAGING_GRACE_SECONDS",
             "Policy",
             "resolve_policy",
         ),
@@ -25,6 +26,10 @@ __all__, __getattr__ = lazy_face(
             "list_runs",
             "read_run",
             "resolve_run",
+        ),
+        "staged_runs": (
+            "judge_staging",
+            "writer_of",
         ),
         "store": (
             "INLINE_TEXT_LIMIT",

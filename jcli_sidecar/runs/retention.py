@@ -9,26 +9,42 @@ lock, after each publish and for ``j-cli output clean``.
 Only whole runs are deleted, and only a run whose directory holds exactly its
 manifest and the files the manifest lists (no symlinks, nothing extra).
 Never deleted: the run just published; the newest run of a live owner
-process; a run still being staged by a live owner; anything that cannot be
+process; a run still being staged by a live writer; anything that cannot be
 vouched for (it is kept and reported); anything outside ``.j-cli/outputs``.
+
+A staged run (``.staging/<run-id>``) is judged by its writer, recorded
+before anything else was written (``.writer.json``, else the manifest's
+``owner``): a writer that is provably gone (same host, and its pid is dead
+or now another process) leaves a directory nobody will finish, removed at
+once (``writer_gone``); a live writer's is kept (``active_writer``); one
+whose writer cannot be checked (no record, an unreadable record, another
+host, a directory another user could write) is kept for the policy's
+``staging_grace_seconds`` after its last change (``unknown_writer``), then
+removed (``grace_expired``).
+
 Every name is reached through an open directory without following links
 (:mod:`jcli_sidecar.base.nofollow`), so a symlinked ``.j-cli``, ``outputs`` or run
-directory can never lead a deletion elsewhere.
+directory can never lead a deletion elsewhere; ``.j-cli``, ``outputs`` and
+``.staging`` must pass the trust rule (:mod:`jcli_sidecar.base.trust`), and a
+run directory or manifest another user owns or can write is kept (``unsafe``).
 """
 
 from __future__ import annotations
 
+import os
 import stat
 import time
 
 from ..base.errors import UsageError
-from ..base.layout import LOCK_FILE, MANIFEST, STAGING_DIR, Outputs, parse_manifest
+from ..base.layout import LOCK_FILE, MANIFEST, WRITER_RECORD, Outputs, parse_manifest
 from ..base.locks import outputs_lock
 from ..base.nofollow import Dir, LinkRefused
 from ..base.os_errors import os_reason
 from ..base.protocol import SCHEMA_VERSION
-from ..base.workspace_dir import open_outputs_root
+from ..base.trust import untrusted_reason
+from ..base.workspace_dir import open_outputs_root, open_staging
 from .retention_policy import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_RUNS, Policy, resolve_policy
+from .staged_runs import judge_staging
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +64,8 @@ __all__ = [
 
 DAY_NS = 86_400 * 1_000_000_000
 #: Reasons a run is deleted, and reasons one is kept without being vouched for.
-DELETE_REASONS = ("expired", "over_count")
-KEEP_REASONS = ("unlisted_files", "symlink", "incomplete", "active_writer", "live_owner", "unreadable_manifest")
+DELETE_REASONS = ("expired", "over_count", "writer_gone", "grace_expired")
+KEEP_REASONS = ("unlisted_files", "symlink", "incomplete", "active_writer", "unknown_writer", "live_owner", "unreadable_manifest", "unsafe")
 
 
 def owner_alive(owner: Any) -> bool:
@@ -111,7 +127,12 @@ def _inspect(run_id: str, outputs: Dir) -> _Run:
         run.reason = "incomplete"
         return run
     with run_dir:
+        if untrusted_reason(os.fstat(run_dir.fd)) is not None:
+            run.reason = "unsafe"
+            return run
         try:
+            if not run_dir.is_file(MANIFEST) or untrusted_reason(run_dir.lstat(MANIFEST)) is not None:
+                raise _Unsafe
             manifest = _read_manifest(run_dir)
             listed = manifest.get("files")
             if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
@@ -119,6 +140,9 @@ def _inspect(run_id: str, outputs: Dir) -> _Run:
             completed = manifest.get("completed_ns")
             if not isinstance(completed, int):
                 raise ValueError
+        except _Unsafe:
+            run.reason = _manifest_problem(run_dir)
+            return run
         except FileNotFoundError:
             run.reason = "incomplete"
             return run
@@ -135,15 +159,34 @@ def _inspect(run_id: str, outputs: Dir) -> _Run:
         except OSError:
             run.reason = "incomplete"
             return run
-    expected = set(listed) | {MANIFEST}
+    expected = set(listed) | {MANIFEST, WRITER_RECORD}  # a writer record left behind is the run's
     if reason is not None:
         run.reason = reason
     elif set(present) - expected:
         run.reason = "unlisted_files"
-    elif expected - set(present):
+    elif expected - set(present) - {WRITER_RECORD}:
         run.reason = "incomplete"
     run.files = present
     return run
+
+
+class _Unsafe(Exception):
+    """The manifest is not a regular file this user (or root) alone can write."""
+
+
+def _manifest_problem(run_dir: Dir) -> str:
+    """Why a manifest that is not plainly ours was not read: absent, a link, another kind of file, or unsafe."""
+    try:
+        info = run_dir.lstat(MANIFEST)
+    except FileNotFoundError:
+        return "incomplete"
+    except OSError:
+        return "unreadable_manifest"
+    if stat.S_ISLNK(info.st_mode):
+        return "symlink"
+    if not stat.S_ISREG(info.st_mode):
+        return "unreadable_manifest"
+    return "unsafe"
 
 
 def _is_link(parent: Dir, name: str) -> bool:
@@ -164,66 +207,31 @@ def _delete(run: _Run, outputs: Dir) -> None:
     outputs.rmdir(run.run_id)
 
 
-def _staging(outputs: Dir, policy: Policy, now_ns: int, dry_run: bool, alive: Callable[[Any], bool]):
-    """Staged runs: a live owner's are never touched; a dead owner's only after the age limit."""
-    kept: list[dict[str, Any]] = []
-    deleted: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
+def _open_staging(outputs: Dir) -> Dir | None:
+    """``.staging`` when it is a real directory; None when absent or a link (nothing of ours to clean).
+
+    Raises:
+        WorkspaceUnsafe: another user owns or can write it.
+    """
     try:
-        staging = outputs.sub(STAGING_DIR)
-    except OSError:  # absent, or a link: nothing of ours to clean
-        return kept, deleted, errors
-    with staging:
-        for name in sorted(staging.names()):
-            try:
-                info = staging.lstat(name)
-            except OSError:
-                continue
-            if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-                kept.append({"run_id": name, "reason": "symlink" if stat.S_ISLNK(info.st_mode) else "unlisted_files", "staging": True})
-                continue
-            try:
-                run_dir = staging.sub(name)
-            except OSError:
-                continue
-            with run_dir:
-                try:
-                    owner = _read_manifest(run_dir).get("owner")
-                except (OSError, ValueError, AttributeError):
-                    owner = None
-                if owner is None or alive(owner):
-                    kept.append({"run_id": name, "reason": "active_writer", "staging": True})
-                    continue
-                if now_ns - info.st_mtime_ns <= policy.max_age_days * DAY_NS:
-                    kept.append({"run_id": name, "reason": "incomplete", "staging": True})
-                    continue
-                try:
-                    reason, present, size = _listing(run_dir)
-                    if reason is not None:
-                        kept.append({"run_id": name, "reason": "symlink", "staging": True})
-                        continue
-                    if not dry_run:
-                        for entry in present:
-                            run_dir.unlink(entry)
-                        staging.rmdir(name)
-                    deleted.append({"run_id": name, "reason": "expired", "bytes": size, "staging": True})
-                except OSError as exc:
-                    errors.append({"run_id": name, "error": os_reason(exc)})
-    return kept, deleted, errors
+        return open_staging(outputs)
+    except OSError:
+        return None
 
 
 def _open(outputs_dir: str) -> Dir | None:
     """The outputs directory opened without following links; None when there is none.
 
     Raises:
-        UsageError: it, or the ``.j-cli`` above it, is a symlink or a file.
+        UsageError: it, or the ``.j-cli`` above it, is a symlink, a file, a FIFO, ... (named).
+        WorkspaceUnsafe: it, or the ``.j-cli`` above it, is owned or writable by another user.
     """
     try:
         return open_outputs_root(outputs_dir)
     except FileNotFoundError:
         return None
     except LinkRefused as exc:
-        raise UsageError(f"{exc.filename} is not a plain directory (a symlink?); refusing to clean {outputs_dir}") from None
+        raise UsageError(f"{exc.describe()}; refusing to clean {outputs_dir}", path=exc.filename, kind=exc.kind) from None
 
 
 def clean_workspace(cwd: str, policy: Policy, *, dry_run: bool = False) -> dict[str, Any]:
@@ -311,6 +319,24 @@ def clean_in(
     """
     now_ns = time.time_ns() if now_ns is None else now_ns
     report = _report(outputs.path, policy, dry_run)
+    staging = _open_staging(outputs)  # refused (WorkspaceUnsafe) before anything is deleted
+    try:
+        return _clean_open(outputs, staging, policy, dry_run, keep, now_ns, alive, report)
+    finally:
+        if staging is not None:
+            staging.close()
+
+
+def _clean_open(
+    outputs: Dir,
+    staging: Dir | None,
+    policy: Policy,
+    dry_run: bool,
+    keep: frozenset[str] | set[str],
+    now_ns: int,
+    alive: Callable[[Any], bool],
+    report: dict[str, Any],
+) -> dict[str, Any]:
     runs = [_inspect(name, outputs) for name in sorted(outputs.names()) if Outputs.is_run_name(name)]
     vouched = [r for r in runs if r.reason is None]
     for run in runs:
@@ -347,7 +373,7 @@ def clean_in(
             freed += run.bytes
         except OSError as exc:
             report["errors"].append({"run_id": run.run_id, "error": os_reason(exc)})
-    kept, deleted, errors = _staging(outputs, policy, now_ns, dry_run, alive)
+    kept, deleted, errors = ([], [], []) if staging is None else judge_staging(staging, policy, now_ns, dry_run)
     report["kept"].extend(kept)
     report["deleted"].extend(deleted)
     report["errors"].extend(errors)

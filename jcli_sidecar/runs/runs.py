@@ -6,6 +6,11 @@ onto the run directory by a helper that refuses any escape, so a manifest
 can never make a read leave its run. Manifests and payloads are read like
 notebooks: regular files only, never blocking, capped
 (:func:`jcli_sidecar.base.readfile.read_regular`). Reads write nothing.
+
+A run is served only when nobody but this user (or root) could have written
+it (:mod:`jcli_sidecar.base.trust`): ``.j-cli`` and ``outputs`` above it,
+the run directory, its manifest and every payload are checked, top down,
+before they are used; otherwise ``WORKSPACE_UNSAFE``.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 import os
 
 from ..base.errors import JcliError, OutputDataInvalid, PathNotAllowed, RunNotFound, UsageError
-from ..base.layout import Outputs, manifest_path, parse_manifest
+from ..base.layout import JCLI_DIR, OUTPUTS_DIR, Outputs, manifest_path, parse_manifest
 from ..base.os_errors import os_error
 from ..base.protocol import SCHEMA_VERSION, check_file_name
 from ..base.readfile import FileTooLarge, read_regular
+from ..base.trust import check_stat, trusted_stat
 from ..read import representations
 from ..read.envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 
@@ -46,13 +52,37 @@ def join_within(base: str, name: str) -> str:
     return joined
 
 
+def _trusted_parents(run_dir: str) -> None:
+    """Refuse a run whose ``outputs`` or ``.j-cli`` (the real ones above ``run_dir``) another user owns or can write.
+
+    Raises:
+        WorkspaceUnsafe: see :func:`jcli_sidecar.base.trust.check_stat`.
+    """
+    outputs = os.path.dirname(run_dir)
+    jcli = os.path.dirname(outputs)
+    if os.path.basename(outputs) != OUTPUTS_DIR or os.path.basename(jcli) != JCLI_DIR:
+        return  # a run copied elsewhere: only its own directory and files are judged
+    for path, what in ((jcli, ".j-cli"), (outputs, "outputs")):
+        try:
+            trusted_stat(path, what)
+        except OSError:
+            continue  # gone meanwhile: the reads below say so
+
+
 def _load_manifest(path: str) -> dict[str, Any]:
+    """The manifest at ``path``; it and its directory must pass the trust rule.
+
+    Raises:
+        RunNotFound, OutputDataInvalid, WorkspaceUnsafe.
+    """
     try:
-        raw, _ = read_regular(path)
+        trusted_stat(os.path.dirname(path), "run directory")
+        raw, info = read_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         raise RunNotFound(f"{path}: no such run; it may have been cleaned", path=path) from None
     except OSError as exc:  # a directory, a FIFO or device, too large, no permission
         raise os_error(exc, "run", path, path=path) from None
+    check_stat(info, path, "run manifest")
     try:
         manifest = parse_manifest(raw)
     except ValueError as exc:
@@ -88,7 +118,9 @@ def resolve_run(cwd: str, ref: str) -> tuple[str, dict[str, Any]]:
         raise RunNotFound(f"run {ref} not found; it may have been cleaned (see j-cli output list)", run=ref)
     if os.path.islink(path):  # j-cli never writes one: a manifest may not lead elsewhere
         raise RunNotFound(f"{path} is a symlink, not a run manifest j-cli wrote", path=path)
-    return os.path.realpath(os.path.dirname(path)), _load_manifest(path)
+    run_dir = os.path.realpath(os.path.dirname(path))
+    _trusted_parents(run_dir)
+    return run_dir, _load_manifest(path)
 
 
 def _materialise(run_dir: str, entry: Any, index: int) -> dict[str, Any]:
@@ -120,13 +152,14 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         return ref["inline"]
     path = join_within(run_dir, ref.get("file"))
     try:
-        raw, _ = read_regular(path)
+        raw, info = read_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         raise RunNotFound(f"{path}: payload missing; the run may have been cleaned", path=path) from None
     except FileTooLarge as exc:
         raise os_error(exc, "payload-size", path, output_index=index) from None
     except OSError as exc:  # a directory, a FIFO or device, no permission
         raise os_error(exc, "payload", path, output_index=index) from None
+    check_stat(info, path, "run payload")
     try:
         return representations.of_manifest_ref(ref, path).load(raw)
     except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
@@ -179,10 +212,18 @@ def read_run(
 
 
 def list_runs(cwd: str) -> dict[str, Any]:
-    """Every published run in ``<cwd>/.j-cli/outputs``, newest first. Writes nothing."""
+    """Every published run in ``<cwd>/.j-cli/outputs``, newest first. Writes nothing.
+
+    A run that fails (an unsafe one among them) is listed with its ``error``.
+
+    Raises:
+        WorkspaceUnsafe: ``.j-cli`` or ``outputs`` is owned or writable by another user.
+    """
     root = Outputs.of_workspace(cwd).root
     runs: list[dict[str, Any]] = []
     try:
+        trusted_stat(os.path.dirname(root), ".j-cli")
+        trusted_stat(root, "outputs")
         names = sorted(os.listdir(root), reverse=True)
     except (FileNotFoundError, NotADirectoryError):
         names = []

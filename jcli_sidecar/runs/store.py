@@ -4,8 +4,13 @@ Writing a run has two halves, so that the sidecar never writes where the
 calling agent could not:
 
 1. :func:`stage_run` (always the client): create
-   ``.j-cli/outputs/.staging/<run-id>/``, write every payload file, then the
-   manifest last (temp file plus rename).
+   ``.j-cli/outputs/.staging/<run-id>/``, record its writer (this process's
+   ``ProcessRecord``, in ``.writer.json``) before anything else, write every
+   payload file, then the manifest last (temp file plus rename), then drop
+   the writer record (the manifest's ``owner`` says the same). A stage that
+   fails removes its own directory (best effort; the error says when it
+   could not); one whose writer was killed is removed by the next clean
+   (:mod:`jcli_sidecar.runs.retention`).
 2. :func:`publish_run` (the sidecar, or the client in-process): under the
    outputs lock, rename the staged directory into place. An existing
    ``<run-id>/manifest.json`` means it is already published.
@@ -20,17 +25,19 @@ import os
 import time
 
 from ..base.errors import OutputDataInvalid, OutputSaveFailed
-from ..base.layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, STAGING_DIR, Outputs, encode_manifest, manifest_path
+from ..base.layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, WRITER_RECORD, Outputs, encode_manifest, manifest_path
 from ..base.locks import outputs_lock
 from ..base.nofollow import Dir, LinkRefused
-from ..base.os_errors import os_error
+from ..base.os_errors import os_error, os_reason
 from ..base.protocol import SCHEMA_VERSION
-from ..base.workspace_dir import open_outputs_root, opened_for_writing
+from ..base.trust import check_dir
+from ..base.workspace_dir import open_outputs_root, open_staging, opened_for_writing
 from ..ipynb.multiline import join_text
 from ..read import representations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = [
@@ -95,26 +102,45 @@ def stage_run(
     created_ns: int,
     run_id: str | None = None,
     completed_ns: int | None = None,
+    stall: Callable[[str], None] | None = None,
 ) -> StagedRun:
-    """Write every payload, then the manifest, into ``.staging/<run-id>/``.
+    """Record the writer, write every payload, then the manifest, into ``.staging/<run-id>/``.
 
     Binary data lives only in real files, never also as base64 in the manifest.
     Returns the staged run with one item per stored payload (paths point at
-    where the files will be once published).
+    where the files will be once published). ``stall`` (tests) is called
+    with ``"inline:staging"`` once the writer record and the first payload
+    are on disk.
 
     Raises:
-        OutputSaveFailed: anything could not be written.
+        OutputSaveFailed: anything could not be written; the staged directory
+            was removed, or ``staging_left`` names it when even that failed.
+        WorkspaceUnsafe: ``.j-cli``, ``outputs`` or ``.staging`` is owned or
+            writable by another user (nothing was written).
     """
     outputs_path = Outputs.of_workspace(cwd).root
     run_id = run_id or new_run_id(created_ns)
     staged = StagedRun(run_id, outputs_path, {}, [])
     with opened_for_writing(cwd) as outputs_dir:
         try:
-            with outputs_dir.sub(STAGING_DIR) as staging:
+            staging = open_staging(outputs_dir)
+        except LinkRefused as exc:
+            raise OutputSaveFailed(f"{exc.describe()}; refusing to stage a run there", path=exc.filename) from None
+        except OSError as exc:
+            raise os_error(exc, "write", f"the run under {outputs_path}", path=outputs_path) from None
+        created = False
+        with staging:
+            try:
                 staging.mkdir(run_id)
+                created = True
                 with staging.sub(run_id) as run_dir:
-                    staged.dir = run_dir
-                    entries = [_stage_output(staged, index, output) for index, output in enumerate(outputs)]
+                    staged.dir = check_dir(run_dir, "staged run directory")
+                    run_dir.write_new(WRITER_RECORD, encode_manifest({"managed_by": MANAGED_BY, "writer": _owner()}))
+                    entries = []
+                    for index, output in enumerate(outputs):
+                        entries.append(_stage_output(staged, index, output))
+                        if stall is not None and len(entries) == 1:
+                            stall("inline:staging")
                     staged.manifest = {
                         "managed_by": MANAGED_BY,
                         "schema_version": SCHEMA_VERSION,
@@ -130,11 +156,45 @@ def stage_run(
                     }
                     run_dir.write_new(MANIFEST_TMP, encode_manifest(staged.manifest))
                     run_dir.rename(MANIFEST_TMP, run_dir, MANIFEST)
-        except OSError as exc:
-            raise os_error(exc, "write", f"the run under {outputs_path}", path=outputs_path) from None
-        finally:
-            staged.dir = None
+                    _drop_writer_record(run_dir)
+            except OSError as exc:
+                error = os_error(exc, "write", f"the run under {outputs_path}", path=outputs_path)
+                if created:
+                    _remove_failed_stage(staging, run_id, error)
+                raise error from None
+            except BaseException:
+                if created:
+                    _remove_failed_stage(staging, run_id, None)
+                raise
+            finally:
+                staged.dir = None
     return staged
+
+
+def _drop_writer_record(run_dir: Dir) -> None:
+    """The manifest (with its ``owner``) is in place: the writer record has done its job.
+
+    Best effort: a record left behind is harmless (retention counts it as
+    part of the run).
+    """
+    try:
+        run_dir.unlink(WRITER_RECORD)
+    except OSError:
+        pass
+
+
+def _remove_failed_stage(staging: Dir, run_id: str, error: Any) -> None:
+    """Remove this stage's own directory after a failure; say so on ``error`` when it cannot be removed."""
+    try:
+        staging.remove_tree(run_id)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if error is not None:
+            left = staging.join(run_id)
+            error.details["staging_left"] = left
+            error.message += f"; its partial files could not be removed from {left} ({os_reason(exc)}): j-cli output clean removes them"
+            error.args = (error.message,)
 
 
 def _write(staged: StagedRun, name: str, data: bytes) -> str:
@@ -203,7 +263,7 @@ def _has_manifest(parent: Dir, run_id: str) -> bool:
     except FileNotFoundError:
         return False
     except LinkRefused as exc:
-        raise OutputSaveFailed(f"{exc.filename} is a symlink or not a directory; refusing to publish over it", run_id=run_id) from None
+        raise OutputSaveFailed(f"{exc.describe()}; refusing to publish over it", run_id=run_id) from None
 
 
 def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | None = None) -> dict[str, Any]:
@@ -228,9 +288,7 @@ def publish_run(outputs: str, run_id: str, policy: Any = None, *, now_ns: int | 
     try:
         outputs_dir = open_outputs_root(outputs)
     except LinkRefused as exc:
-        raise OutputSaveFailed(
-            f"{exc.filename} is not a plain directory (a symlink or a file); refusing to publish", path=exc.filename
-        ) from None
+        raise OutputSaveFailed(f"{exc.describe()}; refusing to publish", path=exc.filename) from None
     with outputs_dir:
         try:
             lock = outputs_lock(outputs_dir)
@@ -247,7 +305,11 @@ def _move_into_place(outputs_dir: Dir, run_id: str) -> None:
     """Rename the staged run into ``outputs`` unless it is already there (the caller holds the lock)."""
     if _has_manifest(outputs_dir, run_id):
         return
-    with outputs_dir.sub(STAGING_DIR) as staging:
+    try:
+        staging = open_staging(outputs_dir)
+    except LinkRefused as exc:
+        raise OutputSaveFailed(f"{exc.describe()}; refusing to publish from it", run_id=run_id) from None
+    with staging:
         if not _has_manifest(staging, run_id):
             raise OutputSaveFailed(f"run {run_id} is not staged (no manifest in .staging)", run_id=run_id)
         staging.rename(run_id, outputs_dir, run_id)
