@@ -105,6 +105,41 @@ def test_a_save_by_another_program_during_the_final_write_back_stays_and_ours_is
     assert temps_in(ws) == []
 
 
+def test_a_save_during_the_write_back_of_a_cell_cut_short_stays_and_the_line_says_where_ours_is(ws, kernel_session):
+    nb = ws / "nb.ipynb"
+    write_notebook(nb, ["x = 1", "print('progress', flush=True)\nimport time\ntime.sleep(3600)"])
+    run = Exec(
+        ["-j", "exec", kernel_session, "-f", "nb.ipynb", "--cell", "1", "--timeout", "2", "--no-stream"],
+        ws,
+        step="write-back:swap:final",
+    )
+    run.stalled()
+    theirs = foreign_save(nb, "replace")
+    code, out, err = run.finish()
+    assert_no_traceback(err)
+    line, _summary = json_lines(out)
+    assert code == 1 and line["code"] == "TIMEOUT" and line["result"]["text"].startswith("progress\n")
+    saved = line["save_error"]
+    assert saved["code"] == "NOTEBOOK_CHANGED" and saved["kept"] == str(conflict_files(ws)[0])
+    assert nb.read_bytes() == theirs and line["notebook_cell"] == "unchanged"
+
+
+def test_a_save_through_a_symlinked_notebook_stays_and_ours_is_kept_beside_the_real_file(ws, kernel_session):
+    real_dir = ws / "real"
+    real_dir.mkdir()
+    real = real_dir / "nb.ipynb"
+    write_notebook(real, ["x = 1", "print('ours')"])
+    (ws / "nb.ipynb").symlink_to(real)
+    run = Exec(["-j", "exec", kernel_session, "-f", "nb.ipynb", "--cell", "1"], ws, step="write-back:swap:final")
+    run.stalled()
+    theirs = foreign_save(real, "replace")
+    code, out, _err = run.finish()
+    line, _summary = json_lines(out)
+    assert code == 1 and line["code"] == "NOTEBOOK_CHANGED"
+    assert (ws / "nb.ipynb").is_symlink() and real.read_bytes() == theirs
+    assert len(conflict_files(real_dir)) == 1 and temps_in(real_dir) == []
+
+
 def test_a_save_during_a_checkpoint_stays_and_the_final_write_back_goes_into_it(ws, kernel_session):
     nb = ws / "nb.ipynb"
     write_notebook(nb, ["x = 1", "print('early', flush=True)\nprint('late')"])
@@ -215,6 +250,8 @@ def _key(path: Path):
 def test_a_checked_write_never_destroys_a_save_made_meanwhile(tmp_path, monkeypatch, how, swap):
     if swap == "no_exchange":  # a system without the swap call (macOS, an old libc): cannot be caused here for real
         monkeypatch.setattr(swap_module, "_CALL", [None])
+    else:
+        assert swap_module.can_exchange()  # Linux: the swap itself is what is tested
     nb = tmp_path / "nb.ipynb"
     write_notebook(nb, ["x = 1"])
     read = _key(nb)
