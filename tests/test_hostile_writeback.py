@@ -264,6 +264,18 @@ def test_a_checked_write_never_destroys_a_save_made_meanwhile(tmp_path, monkeypa
     assert [name for name in os.listdir(tmp_path) if ".jcli-" in name and name.startswith(".")] == []
 
 
+def test_two_lost_races_in_one_second_keep_both_versions(tmp_path, monkeypatch):
+    nb = tmp_path / "nb.ipynb"
+    kept = []
+    for text in ("FIRST", "SECOND"):
+        write_notebook(nb, ["x = 1"])
+        read = _key(nb)
+        with foreign_at(monkeypatch, "test:swap", lambda: foreign_save(nb, "replace")), pytest.raises(NotebookChanged) as caught:
+            write_text_atomic(str(nb), text, expect=read, stall="test:swap")
+        kept.append(Path(caught.value.details["kept"]))
+    assert kept[0] != kept[1] and [path.read_text() for path in kept] == ["FIRST", "SECOND"]
+
+
 @pytest.mark.parametrize("swap", ["exchange", "no_exchange"])
 def test_a_checked_write_of_an_unchanged_file_keeps_its_links_mode_and_symlink(tmp_path, monkeypatch, swap):
     if swap == "no_exchange":

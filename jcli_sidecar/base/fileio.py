@@ -137,15 +137,29 @@ def kept_path(target: str) -> str:
     return os.path.join(folder, f"{stem}.jcli-conflict-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}{suffix}")
 
 
+def _keep(tmp: str, target: str) -> str:
+    """Give the new text at ``tmp`` its :func:`kept_path` (``-2``, ``-3``... when taken: never over another file); its path."""
+    first = kept_path(target)
+    stem, suffix = os.path.splitext(first)
+    for number in range(1, 100):
+        kept = first if number == 1 else f"{stem}-{number}{suffix}"
+        try:
+            os.link(tmp, kept)
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here: a rename, where the name is free
+            if os.path.lexists(kept):
+                continue
+            os.rename(tmp, kept)
+            return kept
+        os.unlink(tmp)
+        return kept
+    return tmp
+
+
 def _changed(path: str, target: str, tmp: str) -> None:
     """Keep the new text aside (a visible name) and raise :class:`NotebookChanged` naming both files."""
-    kept = None
-    if os.path.lexists(tmp):
-        kept = kept_path(target)
-        try:
-            os.rename(tmp, kept)
-        except OSError:
-            kept = tmp
+    kept = _keep(tmp, target) if os.path.lexists(tmp) else None
     state = "was saved by another program" if os.path.lexists(target) else "was deleted by another program"
     where = f"j-cli's version is kept in {kept}" if kept else "j-cli's version was overwritten by a later save"
     raise NotebookChanged(f"{path} {state} while j-cli wrote it back; that version stays, and {where}", notebook=path, kept=kept)

@@ -157,6 +157,9 @@ class CellTarget:
                 refused = self.writer.update_cells([(self.index, self.cell_id, clear)], "write-back:swap:clear")[0]
                 if refused is not None and not refused.details.get("no_mark"):
                     return "checkpoint"
+        except NotebookChanged as err:  # yet another save: it stays, and this copy of it is not ours to keep
+            _drop_kept(err)
+            return "checkpoint"
         except (JcliError, OSError, ValueError, RecursionError):
             return "checkpoint"
         self.marked = None
