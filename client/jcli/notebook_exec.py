@@ -92,6 +92,8 @@ def run_notebook(
     if json_mode:
         emit.document(summary, True)
     else:
+        for note in summary.get("notes", []):
+            sys.stderr.write(f"j-cli: note: {note}\n")
         sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
     if summary["status"] == "ok":
         return emit.EXIT_OK

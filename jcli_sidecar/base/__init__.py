@@ -36,6 +36,7 @@ __all__, __getattr__ = lazy_face(
             "KernelspecNotFound",
             "MimeNotFound",
             "NotAuthorized",
+            "NotebookChanged",
             "NotebookOutOfSync",
             "NotebookReadFailed",
             "OutputDataInvalid",
@@ -65,6 +66,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "face": ("lazy_face",),
         "fileio": (
+            "kept_path",
             "read_text_or_none",
             "write_pieces_atomic",
             "write_text_atomic",
@@ -158,6 +160,22 @@ __all__, __getattr__ = lazy_face(
             "SETTINGS",
             "Setting",
             "setting",
+        ),
+        "stall": (
+            "STALL_AT_ENV",
+            "STALL_FIFO_ENV",
+            "stall_point",
+        ),
+        "swap": (
+            "can_exchange",
+            "exchange",
+            "file_key",
+            "replace_checked",
+        ),
+        "tempnames": (
+            "TEMP_KINDS",
+            "clean_dead_temps",
+            "temp_path",
         ),
         "trust": (
             "DIR_MODE",

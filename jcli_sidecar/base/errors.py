@@ -73,6 +73,7 @@ __all__ = [
     "KernelspecNotFound",
     "MimeNotFound",
     "NotAuthorized",
+    "NotebookChanged",
     "NotebookOutOfSync",
     "NotebookReadFailed",
     "OutputDataInvalid",
@@ -199,6 +200,12 @@ class WorkspaceUnsafe(JcliError):
 
 class NotebookOutOfSync(JcliError):
     code = "NOTEBOOK_OUT_OF_SYNC"
+
+
+class NotebookChanged(NotebookOutOfSync):
+    """Another program saved (or deleted) the file while j-cli wrote it: theirs stays, j-cli's is kept aside (``kept``)."""
+
+    code = "NOTEBOOK_CHANGED"
 
 
 class PairConflict(JcliError):

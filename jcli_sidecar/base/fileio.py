@@ -1,23 +1,35 @@
-"""Files read and written safely: only regular files read, bounded; writes through symlinks, keeping hard links and the mode."""
+"""Files read and written safely: only regular files read, bounded; writes through symlinks, keeping hard links and the mode.
+
+A write given the key of the file it read (``expect``) never destroys a file
+another program saved meanwhile (:mod:`jcli_sidecar.base.swap`): theirs stays,
+the new text is kept aside under a visible name, and the write raises
+:class:`~jcli_sidecar.base.errors.NotebookChanged` naming both. Temp files
+carry their writer's pid (:mod:`jcli_sidecar.base.tempnames`).
+"""
 
 from __future__ import annotations
 
 import errno
 import os
 import stat
-import tempfile
 
+from .errors import NotebookChanged
 from .os_errors import os_reason
 from .readfile import FileTooLarge, NotARegularFile, read_regular
+from .stall import stall_point
+from .swap import file_key, replace_checked
+from .tempnames import temp_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["FileTooLarge", "NotARegularFile", "read_text_or_none", "write_pieces_atomic", "write_text_atomic"]
+    from .swap import Key
+
+__all__ = ["FileTooLarge", "NotARegularFile", "kept_path", "read_text_or_none", "write_pieces_atomic", "write_text_atomic"]
 
 
-def write_text_atomic(path: str, text: str) -> None:
+def write_text_atomic(path: str, text: str, *, expect: Key | None = None, stall: str | None = None) -> None:
     """Replace the contents of ``path`` with ``text`` (UTF-8), never leaving half a file behind.
 
     - The new text is written to a temp file beside the file and synced first.
@@ -29,15 +41,28 @@ def write_text_atomic(path: str, text: str) -> None:
       shows the new text; the synced temp copy is removed only once the
       rewrite is complete, so a crash in between leaves the full text on disk.
     - The file keeps its mode; a new file gets the usual ``0666 & ~umask``.
+    - With ``expect`` (the :func:`~jcli_sidecar.base.swap.file_key` of the
+      file that was read), the file is replaced only while it is still
+      that file; else the new text is kept at :func:`kept_path`.
+    - ``stall`` names the test stall point (:mod:`jcli_sidecar.base.stall`)
+      between the temp copy and the swap.
 
     Raises:
         OSError: the directory or the file cannot be written.
         UnicodeEncodeError: ``text`` holds lone surrogates.
+        NotebookChanged: another program wrote or removed the file since it was read (``expect``).
     """
-    write_pieces_atomic(path, [text.encode("utf-8")])
+    write_pieces_atomic(path, [text.encode("utf-8")], expect=expect, stall=stall)
 
 
-def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], source_fd: int | None = None) -> os.stat_result:
+def write_pieces_atomic(
+    path: str,
+    pieces: Iterable[bytes | tuple[int, int]],
+    source_fd: int | None = None,
+    *,
+    expect: Key | None = None,
+    stall: str | None = None,
+) -> os.stat_result:
     """Replace ``path`` with ``pieces`` joined, with the guarantees of :func:`write_text_atomic`.
 
     A piece is bytes, or a ``(start, end)`` byte range of the open file
@@ -52,6 +77,7 @@ def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], so
     Raises:
         OSError: the directory or the file cannot be written, or
             ``source_fd`` is shorter than a range says.
+        NotebookChanged: as :func:`write_text_atomic`.
     """
     target = os.path.realpath(path)
     try:
@@ -61,7 +87,8 @@ def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], so
         umask = os.umask(0)
         os.umask(umask)
         mode, links = 0o666 & ~umask, 1
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(target))
+    tmp = temp_path(target, "tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         try:
             for piece in pieces:
@@ -75,17 +102,67 @@ def write_pieces_atomic(path: str, pieces: Iterable[bytes | tuple[int, int]], so
             os.close(fd)
         os.chmod(tmp, mode)
         if links == 1:
-            os.replace(tmp, target)
+            if expect is None:
+                if stall is not None:
+                    stall_point(stall)
+                os.replace(tmp, target)
+            elif not replace_checked(tmp, target, expect, stall):
+                _changed(path, target, tmp)
             return os.stat(target)
+        if stall is not None:
+            stall_point(stall)
+        rewrite = temp_path(target, "rewrite")  # from here on it is the only full copy: the cleaner keeps it
+        os.rename(tmp, rewrite)
+        tmp = rewrite
+    except NotebookChanged:
+        raise
     except BaseException:
         _unlink_quietly(tmp)
         raise
     try:
-        _rewrite_in_place(target, tmp)
+        if not _rewrite_in_place(target, tmp, expect):
+            _changed(path, target, tmp)
     except OSError as exc:  # the file may be half rewritten: the full text stays in tmp
         raise OSError(exc.errno, f"{os_reason(exc)}; the full new text is kept in {tmp}", target) from None
     os.unlink(tmp)
     return os.stat(target)
+
+
+def kept_path(target: str) -> str:
+    """Where a write that lost to another program's save keeps its text: ``<stem>.jcli-conflict-<time><suffix>`` beside it."""
+    import time
+
+    folder, base = os.path.split(target)
+    stem, suffix = os.path.splitext(base)
+    return os.path.join(folder, f"{stem}.jcli-conflict-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}{suffix}")
+
+
+def _keep(tmp: str, target: str) -> str:
+    """Give the new text at ``tmp`` its :func:`kept_path` (``-2``, ``-3``... when taken: never over another file); its path."""
+    first = kept_path(target)
+    stem, suffix = os.path.splitext(first)
+    for number in range(1, 100):
+        kept = first if number == 1 else f"{stem}-{number}{suffix}"
+        try:
+            os.link(tmp, kept)
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here: a rename, where the name is free
+            if os.path.lexists(kept):
+                continue
+            os.rename(tmp, kept)
+            return kept
+        os.unlink(tmp)
+        return kept
+    return tmp
+
+
+def _changed(path: str, target: str, tmp: str) -> None:
+    """Keep the new text aside (a visible name) and raise :class:`NotebookChanged` naming both files."""
+    kept = _keep(tmp, target) if os.path.lexists(tmp) else None
+    state = "was saved by another program" if os.path.lexists(target) else "was deleted by another program"
+    where = f"j-cli's version is kept in {kept}" if kept else "j-cli's version was overwritten by a later save"
+    raise NotebookChanged(f"{path} {state} while j-cli wrote it back; that version stays, and {where}", notebook=path, kept=kept)
 
 
 #: How much a byte range copy moves at once when the kernel cannot copy it.
@@ -123,13 +200,23 @@ def _unlink_quietly(path: str) -> None:
         pass
 
 
-def _rewrite_in_place(path: str, source: str) -> None:
-    """Overwrite the file (its inode, which every hard link shares) with the file ``source``."""
+def _rewrite_in_place(path: str, source: str, expect: Key | None) -> bool:
+    """Overwrite the file (its inode, which every hard link shares) with the file ``source``.
+
+    False (nothing written) when ``expect`` is given and the file is no longer that one.
+    """
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         size = os.fstat(src).st_size
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if expect is None:
+                raise
+            return False
+        try:
+            if expect is not None and file_key(os.fstat(fd)) != expect:
+                return False
             _copy_range(src, 0, size, fd)
             os.ftruncate(fd, size)
             os.fsync(fd)
@@ -137,6 +224,7 @@ def _rewrite_in_place(path: str, source: str) -> None:
             os.close(fd)
     finally:
         os.close(src)
+    return True
 
 
 def read_text_or_none(path: str, max_bytes: int | None = None) -> str | None:

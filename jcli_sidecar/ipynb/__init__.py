@@ -28,6 +28,7 @@ __all__, __getattr__ = lazy_face(
             "dumps_cell",
             "dumps_cell_parts",
             "dumps_notebook",
+            "format_changes",
             "new_cell",
             "new_notebook",
             "read_for_update",

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 
 from ..base.boundedjson import Bail, TooDeep, loads
-from ..base.errors import JcliError, NotebookReadFailed
+from ..base.errors import JcliError, NotebookChanged, NotebookReadFailed
 from ..base.fileio import write_pieces_atomic, write_text_atomic
 from ..base.readfile import check_size, open_regular, read_open
 from .nbindex import Changed, build_index, pread_span, stat_key
@@ -65,7 +65,7 @@ class CellWriter:
         >>> writer.update_cell(3, "a1b2", edit)  # doctest: +SKIP
     """
 
-    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "full_rewrites")
+    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "full_rewrites", "_stall")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -76,6 +76,7 @@ class CellWriter:
         self._layout = False
         #: How many writes rewrote the whole notebook (its layout was not nbformat's).
         self.full_rewrites = 0
+        self._stall: str | None = None
 
     def update_cell(self, position: int, cell_id: str | None, edit: Edit) -> None:
         """Find the cell (by ``cell_id`` when given, else at ``position``), ``edit`` it, write it back.
@@ -93,18 +94,29 @@ class CellWriter:
         if refused is not None:
             raise refused
 
-    def update_cells(self, changes: list[Change]) -> list[JcliError | None]:
+    def update_cells(self, changes: list[Change], stall: str | None = None) -> list[JcliError | None]:
         """Several cells at once, in one new file: each ``(position, cell_id, edit)`` as :meth:`update_cell`.
 
         A coded error an ``edit`` raises refuses that cell only: the others
         are written, and its place in the answer holds the error (None for
-        a cell written).
+        a cell written). The new file replaces only the file that was read
+        (:func:`~jcli_sidecar.base.fileio.write_pieces_atomic` with ``expect``);
+        ``stall`` names the test stall point before the swap.
 
         Raises:
             FileNotFound, NotebookReadFailed: the notebook cannot be read.
+            NotebookChanged: another program saved or deleted it while the new file was written (no cell is).
             OSError: the new file cannot be written (no cell is).
             ValueError, RecursionError: a cell cannot be encoded (no cell is).
         """
+        self._stall = stall
+        try:
+            return self._update(changes)
+        except NotebookChanged:
+            self.key = None  # the file is another program's now
+            raise
+
+    def _update(self, changes: list[Change]) -> list[JcliError | None]:
         for _attempt in range(3):
             try:
                 fd, info = open_regular(self.path)
@@ -202,7 +214,7 @@ class CellWriter:
         pieces.append((at, info.st_size))
         if stat_key(os.fstat(fd)) != self.key:
             raise Changed()
-        written = write_pieces_atomic(self.path, pieces, source_fd=fd)
+        written = write_pieces_atomic(self.path, pieces, source_fd=fd, expect=self.key, stall=self._stall)
         self._move(placed)
         for number in edited:
             self._ids[number] = edited[number].get("id")
@@ -246,7 +258,7 @@ class CellWriter:
 
         if stat_key(os.fstat(fd)) != self.key:
             raise Changed()
-        write_pieces_atomic(self.path, pieces(), source_fd=fd)
+        write_pieces_atomic(self.path, pieces(), source_fd=fd, expect=self.key, stall=self._stall)
         self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
 
@@ -267,7 +279,7 @@ class CellWriter:
             if answers[-1] is not None and cell is not None and kept is not None:
                 cell["outputs"] = kept  # refused: the cell stays as it was
         if any(answer is None for answer in answers):
-            write_text_atomic(self.path, dumps_notebook(nb))
+            write_text_atomic(self.path, dumps_notebook(nb), expect=stat_key(info), stall=self._stall)
             self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
         return answers

@@ -24,7 +24,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["dumps_cell", "dumps_cell_parts", "dumps_notebook", "new_cell", "new_notebook", "read_for_update", "write_notebook"]
+__all__ = [
+    "dumps_cell",
+    "dumps_cell_parts",
+    "dumps_notebook",
+    "format_changes",
+    "new_cell",
+    "new_notebook",
+    "read_for_update",
+    "write_notebook",
+]
 
 #: MIME values nbformat stores as lists of lines (besides every text/*).
 _SPLIT_MIMES = frozenset({"application/javascript", "image/svg+xml"})
@@ -171,10 +180,44 @@ def read_for_update(path: str) -> dict[str, Any]:
     return parse_notebook(read_file_bytes(path), path, exact_numbers=True)
 
 
-def write_notebook(path: str, nb: dict[str, Any]) -> None:
+def format_changes(path: str) -> list[str]:
+    """What writing ``path`` back changes besides its cells, one sentence each (none for a plain nbformat-4 file).
+
+    j-cli writes nbformat 4 in nbformat's layout, as UTF-8 without a byte
+    order mark: an older notebook (nbformat 3 or before) is written back as
+    nbformat 4, and a leading mark is not kept. A run says so in its
+    summary's ``notes`` rather than changing the file without a word.
+    """
+    from ..base.boundedjson import loads
+
+    try:
+        raw = read_file_bytes(path)
+    except Exception:  # the run's own read says what is wrong
+        return []
+    name = os.path.basename(path)
+    notes = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        notes.append(f"{name} starts with a UTF-8 byte order mark; j-cli writes it back without one")
+    try:
+        top = loads(raw)
+    except Exception:
+        return notes
+    major = top.get("nbformat") if isinstance(top, dict) else None
+    if isinstance(major, int) and not isinstance(major, bool) and major < 4:
+        notes.append(f"{name} is nbformat {major}; j-cli writes it back as nbformat 4")
+    return notes
+
+
+def write_notebook(
+    path: str, nb: dict[str, Any], *, expect: tuple[int, int, int, int, int] | None = None, stall: str | None = None
+) -> None:
     """Replace ``path`` atomically with ``nb``, keeping the file's mode.
+
+    ``expect`` and ``stall`` as :func:`~jcli_sidecar.base.fileio.write_text_atomic`
+    (only the file that was read is replaced).
 
     Raises:
         OSError: the directory cannot be written.
+        NotebookChanged: another program saved or deleted it since it was read (``expect``).
     """
-    write_text_atomic(path, dumps_notebook(nb))
+    write_text_atomic(path, dumps_notebook(nb), expect=expect, stall=stall)

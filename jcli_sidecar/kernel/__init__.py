@@ -111,11 +111,6 @@ __all__, __getattr__ = lazy_face(
             "is_full_id",
             "listed_sessions",
         ),
-        "stall_hooks": (
-            "STALL_AT_ENV",
-            "STALL_FIFO_ENV",
-            "stall_point",
-        ),
         "stop_switch": (
             "IDLE_AFTER_INTERRUPT",
             "StopRequested",

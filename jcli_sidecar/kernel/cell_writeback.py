@@ -14,15 +14,16 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import JcliError, NotebookOutOfSync, OutputSaveFailed
+from ..base.errors import JcliError, NotebookChanged, NotebookOutOfSync, OutputSaveFailed
 from ..base.os_errors import os_error
+from ..base.stall import stall_point
+from ..base.tempnames import clean_dead_temps, temp_path
 from ..ipynb.multiline import join_text
 from ..ipynb.nbindex import stat_key
 from ..ipynb.nbwrite import dumps_cell
 from ..pair.pairing import notebook_write_lock
 from ..pair.percent import normalize_source
 from .exec_result import ExecutionResult
-from .stall_hooks import stall_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,14 +45,13 @@ def check_writable(nb_path: str, cells: list[Any]) -> None:
     Every cell must encode as it stands, outputs aside (nothing in it the
     writer cannot write), the runtime dir must be safe and the write-back lock takeable,
     and the notebook's directory must take a new file (the temp file of the
-    atomic replace).
+    atomic replace). Temp files an earlier write-back left there when it
+    was killed are cleaned up here (:func:`~jcli_sidecar.base.tempnames.clean_dead_temps`).
 
     Raises:
         OutputSaveFailed: any of these fails (``executed: false``).
         RuntimeDirUnsafe: the runtime dir is unsafe (``executed: false``).
     """
-    import tempfile
-
     try:
         for cell in cells:
             if isinstance(cell, dict):
@@ -61,9 +61,10 @@ def check_writable(nb_path: str, cells: list[Any]) -> None:
             f"{nb_path} could not be written back as it stands ({type(exc).__name__}); nothing was run", executed=False
         ) from None
     with notebook_write_lock(nb_path, executed=False):
+        clean_dead_temps(os.path.realpath(nb_path))
         try:
-            fd, probe = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(nb_path))
-            os.close(fd)
+            probe = temp_path(os.path.realpath(nb_path), "tmp")
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
             os.unlink(probe)
         except OSError as exc:
             folder = os.path.dirname(nb_path)
@@ -73,7 +74,7 @@ def check_writable(nb_path: str, cells: list[Any]) -> None:
 class CellTarget:
     """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
 
-    __slots__ = ("writer", "nb_path", "index", "cell_id", "source")
+    __slots__ = ("writer", "nb_path", "index", "cell_id", "source", "marked")
 
     def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
         self.writer = writer
@@ -81,6 +82,8 @@ class CellTarget:
         self.index = index
         self.cell_id = cell_id
         self.source = source
+        #: The outputs of this cell's checkpoint the notebook holds (marked ``metadata.jcli.running``); None when it holds none.
+        self.marked: list[dict[str, Any]] | None = None
 
     def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
         """What writing ``result`` does to the cell found, if it still holds the source that ran.
@@ -122,6 +125,46 @@ class CellTarget:
         if refused is not None:
             raise refused
 
+    def after_failed_save(self, execution_count: int | None) -> str:
+        """What the notebook holds of this cell once its final write-back failed; clears a checkpoint's mark first.
+
+        Returns:
+            ``"unchanged"``: no checkpoint of this run landed, the cell is as
+            it was before. ``"marks_cleared"``: a checkpoint had landed; its
+            ``running`` mark is now gone (the cell keeps the checkpoint's
+            outputs and gets ``execution_count``). ``"checkpoint"``: that
+            write failed too; the cell holds the last checkpoint, marked
+            ``running``.
+        """
+        outputs = self.marked
+        if outputs is None:
+            return "unchanged"
+        source = normalize_source(self.source)
+
+        def clear(cell: Any) -> None:
+            if not isinstance(cell, dict) or normalize_source(join_text(cell.get("source", ""), "source")) != source:
+                raise NotebookOutOfSync("the cell changed", executed=True)
+            metadata = cell.get("metadata")
+            if not isinstance(metadata, dict) or metadata.get("jcli") != {"running": True}:
+                raise NotebookOutOfSync("no running mark", no_mark=True)  # another program's version without it: left as it is
+            metadata.pop("jcli", None)
+            if cell.get("execution_count") is None:
+                cell["execution_count"] = execution_count
+            cell["outputs"] = outputs  # the checkpoint's, as the notebook holds them
+
+        try:
+            with notebook_write_lock(self.nb_path, executed=True):
+                refused = self.writer.update_cells([(self.index, self.cell_id, clear)], "write-back:swap:clear")[0]
+                if refused is not None and not refused.details.get("no_mark"):
+                    return "checkpoint"
+        except NotebookChanged as err:  # yet another save: it stays, and this copy of it is not ours to keep
+            _drop_kept(err)
+            return "checkpoint"
+        except (JcliError, OSError, ValueError, RecursionError):
+            return "checkpoint"
+        self.marked = None
+        return "marks_cleared"
+
 
 def write_back_all(writer: CellWriter, cells: list[tuple[CellTarget, ExecutionResult]]) -> list[JcliError | None]:
     """Write several cells' results in one splice, under the lock; each cell's coded error, or None where it was written.
@@ -129,16 +172,24 @@ def write_back_all(writer: CellWriter, cells: list[tuple[CellTarget, ExecutionRe
     A notebook that cannot be read or written fails every cell alike.
     """
     nb_path = writer.path
+    stall = "write-back:swap:checkpoint" if any(result.partial for _target, result in cells) else "write-back:swap:final"
     try:
         with notebook_write_lock(nb_path, executed=True):
             try:
-                return writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells])
+                answers = writer.update_cells([(target.index, target.cell_id, target.edit(result)) for target, result in cells], stall)
+            except NotebookChanged as err:
+                err.details["executed"] = True
+                raise
             except OSError as exc:
                 raise os_error(exc, "write", nb_path, executed=True) from None
             except (ValueError, RecursionError) as exc:  # the notebook changed into something the writer cannot write
                 raise OutputSaveFailed(f"cannot write {nb_path} ({type(exc).__name__})", executed=True) from None
     except JcliError as err:
         return [err] + [_copy_error(err) for _ in cells[1:]]
+    for (target, result), answer in zip(cells, answers, strict=True):
+        if answer is None:
+            target.marked = result.outputs if result.partial else None
+    return answers
 
 
 def _copy_error(err: JcliError) -> JcliError:
@@ -212,5 +263,17 @@ class Checkpoint:
             self.flush()
             try:
                 self.target.write_back(ExecutionResult([dict(o) for o in outputs], partial=True))
+            except NotebookChanged as err:  # another program saved meanwhile: the final write-back goes into its version
+                _drop_kept(err)
             except Exception:  # the final write-back reports what is wrong
                 pass
+
+
+def _drop_kept(err: NotebookChanged) -> None:
+    """Remove the copy a checkpoint kept aside: the final write-back supersedes its partial outputs."""
+    kept = err.details.get("kept")
+    if isinstance(kept, str):
+        try:
+            os.unlink(kept)
+        except OSError:
+            pass

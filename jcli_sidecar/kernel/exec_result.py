@@ -82,6 +82,38 @@ def _item(index: int, output: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def _bounded(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items with their texts (``text``, ``traceback``) sharing one :data:`TEXT_BUDGET`; a cut item says ``truncated``.
+
+    A run whose outputs are not stored (a notebook run's cell: its outputs
+    are in the notebook) carries them here, so one big output never makes
+    a line bigger than the budget.
+    """
+    left = TEXT_BUDGET
+    bounded = []
+    for item in items:
+        item = dict(item)
+        text = item.get("text")
+        if isinstance(text, str):
+            item["text"] = text[:left]
+            left -= len(item["text"])
+            if len(text) > len(item["text"]):
+                item["truncated"] = True
+        traceback = item.get("traceback")
+        if isinstance(traceback, list):
+            kept = []
+            for line in traceback:
+                line = line if isinstance(line, str) else str(line)
+                kept.append(line[:left])
+                left -= len(kept[-1])
+                if len(line) > len(kept[-1]):
+                    item["truncated"] = True
+                    break
+            item["traceback"] = kept
+        bounded.append(item)
+    return bounded
+
+
 def build_result(
     result: ExecutionResult,
     *,
@@ -131,11 +163,13 @@ def build_result(
         "execution_count": result.execution_count,
         "text": full[:TEXT_BUDGET],
         "truncated": False,
-        "outputs": items[:ITEM_BUDGET],
+        "outputs": _bounded(items[:ITEM_BUDGET]),
     }
     left_out = []
     if len(full) > TEXT_BUDGET:
         left_out.append(f"{len(full) - TEXT_BUDGET} more characters of text")
+    elif any(item.get("truncated") for item in doc["outputs"]):
+        left_out.append("part of the outputs' text")
     if len(items) > ITEM_BUDGET:
         left_out.append(f"{len(items) - ITEM_BUDGET} more outputs")
     if partial:

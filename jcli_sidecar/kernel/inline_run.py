@@ -19,8 +19,8 @@ what counts as "the code ran", and the error that says so are defined here.
 from __future__ import annotations
 
 from ..base.errors import JcliError, internal_error
+from ..base.stall import stall_point
 from .exec_result import build_result, needs_store
-from .stall_hooks import stall_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

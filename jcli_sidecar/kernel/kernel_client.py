@@ -29,10 +29,10 @@ import os
 import time
 
 from ..base.errors import Interrupted, JcliError, KernelDied, Timeout
+from ..base.stall import stall_point
 from .exec_result import ExecutionResult
 from .exec_timeout import check_timeout
 from .output_collector import OutputCollector
-from .stall_hooks import stall_point
 from .stop_switch import IDLE_AFTER_INTERRUPT
 
 TYPE_CHECKING = False

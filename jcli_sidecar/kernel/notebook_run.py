@@ -32,9 +32,11 @@ import time
 
 from ..base.errors import Interrupted, JcliError, NotebookReadFailed, internal_error
 from ..base.protocol import SCHEMA_VERSION
+from ..base.stall import stall_point
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbsplice import CellWriter
+from ..ipynb.nbwrite import format_changes
 from ..ipynb.notebook import NotebookFile
 from ..pair.pairing import Pair, paired_notebook_path
 from ..pair.percent import parse_percent
@@ -44,7 +46,6 @@ from .exec_result import ExecutionResult, build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
 from .run_options import RunOptions
-from .stall_hooks import stall_point
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ class NotebookRun:
         "_pending",
         "_pacer",
         "_halted",
+        "_executed",
         "sent",
     )
 
@@ -143,6 +145,7 @@ class NotebookRun:
         self._halted = False  # a checkpoint's write of the queued cells failed: stop after this cell
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
+        self._executed = 0  # cells that ran to their end (``summary.cells_executed``), saved or not
 
     def execute(
         self,
@@ -185,7 +188,9 @@ class NotebookRun:
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
-        self.nb_path, self.cells, self._py_to_nb, report = _open_notebook(self.path, self.options.kernel_name, self.options.py_wins)
+        self.nb_path, self.cells, self._py_to_nb, report, format_notes = _open_notebook(
+            self.path, self.options.kernel_name, self.options.py_wins
+        )
         self.writer = CellWriter(self.nb_path)
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
@@ -201,6 +206,8 @@ class NotebookRun:
         }
         if report is not None:
             self.summary["sync"] = report
+        if format_notes:
+            self.summary["notes"] = format_notes
         return self.summary
 
     def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
@@ -230,8 +237,8 @@ class NotebookRun:
         if stop is not None and stop.count:
             self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
         if notes:
-            self.summary["notes"] = notes
-        self.summary["summary"] = summary_fields(self.summary["cells_run"], self._updated)
+            self.summary["notes"] = [*self.summary.get("notes", []), *notes]
+        self.summary["summary"] = summary_fields(self._executed, self._updated)
         return self.summary
 
     def _placed(self) -> list[tuple[int, int]]:
@@ -276,9 +283,12 @@ class NotebookRun:
                 except Exception as save_exc:
                     save_error = save_exc if isinstance(save_exc, JcliError) else internal_error(save_exc)
                     err.details["save_error"] = {"code": save_error.code, "message": save_error.message}
+                    err.details["save_error"].update({k: v for k, v in save_error.details.items() if k in ("notebook", "kept")})
+                    line["notebook_cell"] = target.after_failed_save(result.execution_count)
             line.update(self._compat(cell_index, target.source, result, written))
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
         self.sent = True
+        self._executed += 1
         self._pending.append((target, result, line))
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)
@@ -318,6 +328,7 @@ class NotebookRun:
         written = refused is None
         try:
             if refused is not None:
+                line["notebook_cell"] = target.after_failed_save(result.execution_count)
                 raise refused
             doc = build_result(result, session_id=session_id, kernel_id=kernel_id)
         except Exception as exc:
@@ -356,8 +367,12 @@ def _is_code(cell: Any) -> bool:
 
 def _open_notebook(
     file_path: str, kernel_name: str | None, py_wins: bool = False
-) -> tuple[str, list[Any], list[int] | None, dict[str, int] | None]:
-    """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None)``; a pair's notebook is written first.
+) -> tuple[str, list[Any], list[int] | None, dict[str, int] | None, list[str]]:
+    """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None, format notes)``; a pair's notebook is written first.
+
+    The format notes say what writing the notebook back changes besides its
+    cells (:func:`~jcli_sidecar.ipynb.nbwrite.format_changes`): an older
+    nbformat is written as 4, a UTF-8 byte order mark is not written.
 
     An ``.ipynb`` is read through its offset index: only the cells' sources
     and metadata are decoded, never their outputs. So is a pair's notebook
@@ -371,13 +386,15 @@ def _open_notebook(
 
     path = os.path.abspath(file_path)
     if path.endswith(".ipynb"):
-        return path, _cell_heads(path), None, None
+        heads, notes = _cell_heads(path)
+        return path, heads, None, None, notes
     real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
     py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
     pair = Pair.of_py(real)
+    notes = format_changes(pair.notebook) if os.path.exists(pair.notebook) else []
     # A sync that changes nothing needs no outputs (heads_only): the whole notebook is never read.
     done = pair.sync(py_cells, kernel_name=kernel_name, check=not py_wins, executed=False, heads_only=True)
-    return pair.notebook, [_head(cell) for cell in done.notebook["cells"]], done.py_to_nb, done.report
+    return pair.notebook, [_head(cell) for cell in done.notebook["cells"]], done.py_to_nb, done.report, notes
 
 
 def _head(cell: Any) -> Any:
@@ -387,8 +404,8 @@ def _head(cell: Any) -> Any:
     return cell
 
 
-def _cell_heads(path: str) -> list[Any]:
-    """The notebook's cells without their outputs, read through its offset index.
+def _cell_heads(path: str) -> tuple[list[Any], list[str]]:
+    """The notebook's cells without their outputs, read through its offset index, and its format notes.
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
@@ -398,7 +415,9 @@ def _cell_heads(path: str) -> list[Any]:
     for _attempt in range(3):
         book = NotebookFile.load(path)
         try:
-            return [book.cell_head(number) for number in range(book.cell_count)]
+            heads = [book.cell_head(number) for number in range(book.cell_count)]
         except Changed:
             continue
+        # Only a file the offset walk could not index can be in an older format or start with a mark.
+        return heads, (format_changes(path) if book.index is None else [])
     raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)

@@ -33,7 +33,7 @@ import posixpath
 import re
 from collections import namedtuple
 
-from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, OutputDataInvalid, OutputSaveFailed, UsageError
+from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, NotebookChanged, OutputDataInvalid, OutputSaveFailed, UsageError
 from ..base.os_errors import os_error
 from ..ipynb.multiline import join_text
 from .percent import PercentCell, normalize_source, parse_percent
@@ -309,11 +309,13 @@ class Pair(namedtuple("Pair", "py notebook")):
 class LockedPair:
     """A pair whose notebook's write-back lock is held (:meth:`Pair.write_lock`): the only way its notebook is synced or written."""
 
-    __slots__ = ("pair", "executed")
+    __slots__ = ("pair", "executed", "key")
 
     def __init__(self, pair: Pair, executed: bool | None) -> None:
         self.pair = pair
         self.executed = executed
+        #: The ``stat`` key of the notebook :meth:`read` read: only that file is replaced by :meth:`write`.
+        self.key: tuple[int, int, int, int, int] | None = None
 
     def read(self) -> dict[str, Any] | None:
         """The notebook, read whole (numbers exact, as a rewrite needs them); None when there is none.
@@ -321,9 +323,16 @@ class LockedPair:
         Raises:
             FileNotFound, NotebookReadFailed, UsageError: it cannot be read.
         """
+        from ..base.swap import file_key
         from ..ipynb.nbwrite import read_for_update
 
-        return read_for_update(self.pair.notebook) if os.path.exists(self.pair.notebook) else None
+        path = self.pair.notebook
+        if not os.path.exists(path):
+            return None
+        before = file_key(os.stat(path))
+        nb = read_for_update(path)
+        self.key = before  # changed during the read: the write finds it changed
+        return nb
 
     def unchanged(self, py_cells: list[PercentCell], kernel_name: str | None = None) -> PairSync | None:
         """The sync when it would change nothing, seen through the notebook's offset index (outputs read as ``[]``); else None."""
@@ -371,7 +380,10 @@ class LockedPair:
 
         path = self.pair.notebook
         try:
-            write_notebook(path, nb)
+            write_notebook(path, nb, expect=self.key, stall="pair-sync:swap")
+        except NotebookChanged as err:
+            err.details.update(_said(self.executed))
+            raise
         except OSError as exc:
             raise os_error(exc, "write", path, **_said(self.executed)) from None
         except (ValueError, RecursionError) as exc:  # something in the notebook the writer cannot write

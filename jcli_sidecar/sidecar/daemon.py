@@ -21,8 +21,8 @@ import socket
 from ..base.errors import JcliError
 from ..base.runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir
 from ..base.settings import SETTINGS
-from ..kernel.stall_hooks import STALL_AT_ENV as EXEC_STALL_AT_ENV
-from ..kernel.stall_hooks import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
+from ..base.stall import STALL_AT_ENV as EXEC_STALL_AT_ENV
+from ..base.stall import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
 from .pidfile import unlink_pid_file_if_ours, write_pid_file
 from .server import Sidecar
 

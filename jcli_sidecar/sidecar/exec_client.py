@@ -28,7 +28,7 @@ import time
 from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable, error_from_code
 from ..base.framing import pack_frame, read_frame
 from ..base.os_errors import os_error
-from ..kernel.stall_hooks import stall_point
+from ..base.stall import stall_point
 from ..kernel.stop_switch import IDLE_AFTER_INTERRUPT
 from .client import FALLBACK_CODES, greeted
 

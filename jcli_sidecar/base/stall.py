@@ -1,5 +1,8 @@
 """A test hook: an exec stalls at a named step until the test lets it go (inert unless set).
 
+It lives in the base so that a file write (``write-back:swap:*``, between
+the temp copy and the swap) can stall too, besides the run's own steps.
+
 Tests land a signal, a kill or a concurrent writer at a known moment of a
 run without sleeping: the run writes ``stalled <step>`` to a FIFO and waits
 until the test closes it.
@@ -18,7 +21,10 @@ __all__ = ["STALL_AT_ENV", "STALL_FIFO_ENV", "stall_point"]
 #: process has arrived), ``write-back:checkpoint`` and
 #: ``write-back:final`` (a cell's write-back, under the lock),
 #: ``inline:finished`` (inline code finished, its outputs not yet kept),
-#: ``inline:staging`` (its run's writer record and first payload staged).
+#: ``inline:staging`` (its run's writer record and first payload staged),
+#: ``write-back:swap:checkpoint``, ``write-back:swap:final`` and
+#: ``pair-sync:swap`` (the new notebook is written beside the old one and
+#: is about to take its place).
 STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
 _STALLED: set[str] = set()
