@@ -96,7 +96,7 @@ def _settle(py: str, nb_path: str) -> str:
 
     return (
         f"  the notebook wins: j-cli convert ipynb-to-py {shlex.quote(nb_path)} --force && j-cli convert py-to-ipynb {shlex.quote(py)}\n"
-        f"  the .py wins:      j-cli convert py-to-ipynb {shlex.quote(py)}\n"
+        f"  the .py wins:      j-cli convert py-to-ipynb {shlex.quote(py)} --py-wins\n"
         "(read both files first; nothing was changed)"
     )
 

@@ -80,6 +80,33 @@ class NotebookView:
                 return k
         return None
 
+    def id_problem(self, kind: str, index: int) -> str | None:
+        """What is wrong with the id of cell ``index`` of the ``kind`` side (``"py"`` or ``"notebook"``): one several cells share."""
+        from ..pair.cell_ids import duplicate_ids
+
+        if kind == "py":
+            pc = self.py_cells[index] if self.py_cells is not None else None
+            copies = duplicate_ids(self.py_cells).get(pc.cell_id) if pc is not None and pc.cell_id and self.py_cells else None
+            if not copies:
+                return None
+            lines = ", ".join(str(self.py_cells[k].start_line) for k in copies)  # type: ignore[index]
+            return (
+                f'its marker\'s id="{pc.cell_id}" is repeated on .py cells {", ".join(map(str, copies))} (lines {lines}): '
+                "exec refuses the file (CELL_ID_DUPLICATE) until the copied id is deleted"
+            )
+        cells = self.nb.get("cells", []) if self.nb is not None else []
+        cell = cells[index] if index < len(cells) else None
+        cell_id = cell.get("id") if isinstance(cell, dict) else None
+        if not isinstance(cell_id, str):
+            return None
+        sharing = [i for i, other in enumerate(cells) if isinstance(other, dict) and other.get("id") == cell_id]
+        if len(sharing) < 2:
+            return None
+        return (
+            f'its id "{cell_id}" is shared by notebook cells {", ".join(map(str, sharing))}: it maps no .py cell, and '
+            "j-cli gives the later copies fresh ids when it writes the notebook"
+        )
+
     def pair_change(self, py_index: int | None, nb_index: int | None) -> str | None:
         """``"equal"``, ``"edited"``, ``"only_py"`` or ``"only_notebook"`` (None without a pair)."""
         if self.plan is None:
