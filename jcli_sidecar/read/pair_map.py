@@ -21,20 +21,20 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
-    from ..pair.pairsync import SyncPlan
     from .notebook_view import NotebookView
 
 __all__ = ["map_pair"]
 
 
-def _match_kind(plan: SyncPlan, k: int) -> str | None:
-    from ..pair.cell_ids import ambiguous_ids, duplicate_ids
-
+def _match_kind(view: NotebookView, k: int) -> str | None:
+    plan = view.plan
+    assert plan is not None
     i = plan.match[k]
     if i is None:
         return None
     pc = plan.py_cells[k]
-    if pc.cell_id and plan.old[i].get("id") == pc.cell_id and pc.cell_id not in ambiguous_ids(plan.old) | set(duplicate_ids(plan.py_cells)):
+    py_shared, nb_shared = view.shared_ids()
+    if pc.cell_id and plan.old[i].get("id") == pc.cell_id and pc.cell_id not in py_shared and pc.cell_id not in nb_shared:
         return "id"
     return "position" if k in plan.edited else "content"
 
@@ -64,7 +64,7 @@ def _py_row(view: NotebookView, k: int, since: tuple[bool, bool] | None) -> dict
         "notebook_cell_id": nb_id if isinstance(nb_id, str) else None,
         "source_start_line": pc.start_line,
         "source_end_line": pc.end_line,
-        "match": _match_kind(plan, k),
+        "match": _match_kind(view, k),
         "change": change,
         "changed_on": _changed_on(change, since),
         **_problem(view.id_problem("py", k) or (view.id_problem("notebook", i) if i is not None else None)),
