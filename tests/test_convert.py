@@ -108,7 +108,12 @@ def test_py_to_ipynb_updates_an_existing_notebook_by_the_outputs_policy(tmp_path
     ids = [c["id"] for c in nb.cells]
     py = tmp_path / "m.py"
     py.write_text(f'# %% id="{ids[0]}"\na = 1\n\n# %% id="{ids[1]}"\nb = 2 + 3\n\n# %%\n# !echo c\n')
-    doc = _json(run_cli("-j", "convert", "py-to-ipynb", "m.py", "--outputs", policy, cwd=tmp_path))
+    before = _fingerprint(tmp_path / "m.ipynb")
+    # Never synced from this .py: editing b and dropping d (both with outputs) is refused, as exec -f refuses it.
+    refused = run_cli("-j", "convert", "py-to-ipynb", "m.py", "--outputs", policy, cwd=tmp_path)
+    assert refused.returncode == 1 and refused.error()["code"] == "PAIR_CONFLICT" and refused.error()["cells"] == [1, 3]
+    assert _fingerprint(tmp_path / "m.ipynb") == before
+    doc = _json(run_cli("-j", "convert", "py-to-ipynb", "m.py", "--outputs", policy, "--py-wins", cwd=tmp_path))
     assert doc["sync"] == {"kept": 2, "edited": 1, "added": 0, "removed": 1}  # the .py wins: d = 4 is gone
     assert doc["created"] is False and doc["outputs_policy"] == policy
     assert doc["cells_with_outputs_cleared"] == cleared
@@ -121,8 +126,12 @@ def test_py_to_ipynb_updates_an_existing_notebook_by_the_outputs_policy(tmp_path
 def test_mixed_invalid_and_repeated_ids_in_a_py_give_a_valid_notebook(tmp_path):
     py = tmp_path / "m.py"
     py.write_text('# %% id="a1"\nx = 1\n\n# %%\ny = 2\n\n# %% id="a1"\nz = 3\n\n# %% id="no spaces allowed"\nw = 4\n')
+    repeated = run_cli("-j", "convert", "py-to-ipynb", "m.py", "-o", "out.ipynb", cwd=tmp_path)
+    assert repeated.returncode == 1 and repeated.error()["code"] == "CELL_ID_DUPLICATE"  # a repeat is the user's to fix
+    assert 'delete the id="a1" on line 7' in repeated.error()["message"] and not (tmp_path / "out.ipynb").exists()
+    py.write_text('# %% id="a1"\nx = 1\n\n# %%\ny = 2\n\n# %%\nz = 3\n\n# %% id="no spaces allowed"\nw = 4\n')
     doc = _json(run_cli("-j", "convert", "py-to-ipynb", "m.py", "-o", "out.ipynb", cwd=tmp_path))
-    assert doc["ids_assigned"] == 3  # the missing one, the repeat and the invalid one
+    assert doc["ids_assigned"] == 3  # the two missing ones and the invalid one
     nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     nbformat.validate(nb)
     ids = [c.id for c in nb.cells]
@@ -208,3 +217,68 @@ def test_a_converted_py_runs_against_a_real_server_and_keeps_its_magics(tmp_path
     after = nbformat.read(nb_path, as_version=4)
     assert [c.source for c in after.cells] == ["!echo hi", "%time y = 1", "print(y)"]
     assert "hi" in after.cells[0].outputs[0]["text"] and after.cells[2].outputs[0]["text"] == "1\n"
+
+
+# -- py-to-ipynb never drops notebook-side work without --py-wins (the protection exec -f has) ---------
+
+
+def _paired(tmp_path):
+    """A pair made by convert (the agreement recorded), whose notebook then got outputs as a run would give them."""
+    (tmp_path / "p.py").write_text("# %%\na = 1\n\n# %%\nprint(a)\n")
+    _json(run_cli("-j", "convert", "py-to-ipynb", "p.py", cwd=tmp_path))
+    nb = nbformat.read(tmp_path / "p.ipynb", as_version=4)
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    return nb
+
+
+def _labs_save(path, nb):
+    """Save as JupyterLab does: the notebook's own metadata kept, the file replaced."""
+    path.write_text(nbformat.writes(nb))
+
+
+@pytest.mark.parametrize("labs_edit", ["a cell added with its output", "a cell's source edited", "a cell deleted"])
+def test_py_to_ipynb_refuses_to_drop_notebook_side_work_and_names_the_cells(tmp_path, labs_edit):
+    nb = _paired(tmp_path)
+    if labs_edit == "a cell added with its output":
+        added = nbformat.v4.new_code_cell("b = a * 2\nb", execution_count=3)
+        added.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=3)]
+        nb.cells.append(added)
+        at_stake = [2]
+    elif labs_edit == "a cell's source edited":
+        nb.cells[0].source = "a = 5"
+        at_stake = [0]
+    else:
+        del nb.cells[0]
+        at_stake = []
+    _labs_save(tmp_path / "p.ipynb", nb)
+    (tmp_path / "p.py").write_text("# %%\na = 1\n\n# %%\nprint(a)\n\n# %%\nc = 3\n")  # the .py moves on too
+    before = _fingerprint(tmp_path / "p.ipynb")
+    refused = run_cli("-j", "convert", "py-to-ipynb", "p.py", cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stdout == b""
+    error = refused.error()
+    assert error["code"] == "PAIR_CONFLICT" and error["reason"] == "notebook_edited" and error["cells"] == at_stake
+    assert "--py-wins" in error["message"] and "nothing was written" in error["message"]
+    assert error["py_cells"] == ([0, 2] if labs_edit == "a cell deleted" else [2])  # what the .py would add
+    assert _fingerprint(tmp_path / "p.ipynb") == before
+    human = run_cli("convert", "py-to-ipynb", "p.py", cwd=tmp_path)
+    assert human.returncode == 1 and b"[PAIR_CONFLICT]" in human.stderr and b"Traceback" not in human.stderr
+    won = _json(run_cli("-j", "convert", "py-to-ipynb", "p.py", "--py-wins", cwd=tmp_path))
+    after = nbformat.read(tmp_path / "p.ipynb", as_version=4)
+    assert [c.source for c in after.cells] == ["a = 1", "print(a)", "c = 3"] and won["created"] is False
+    assert _json(run_cli("-j", "convert", "py-to-ipynb", "p.py", cwd=tmp_path))["sync"]["edited"] == 0  # agreed again
+
+
+def test_py_to_ipynb_onto_a_newer_unrelated_notebook_is_refused(tmp_path):
+    _write_nb(tmp_path / "other.ipynb", _notebook(["q = 1", "r = 2"]))
+    (tmp_path / "p.py").write_text("# %%\nq = 1\n")
+    os.utime(tmp_path / "p.py", ns=(10**18, 10**18))
+    os.utime(tmp_path / "other.ipynb", ns=(2 * 10**18, 2 * 10**18))
+    error = run_cli("-j", "convert", "py-to-ipynb", "p.py", "-o", "other.ipynb", cwd=tmp_path).error()
+    assert error["code"] == "PAIR_CONFLICT" and error["reason"] == "notebook_newer" and error["cells"] == [1]
+
+
+def test_py_to_ipynb_that_only_adds_or_keeps_cells_needs_no_flag(tmp_path):
+    _labs_save(tmp_path / "p.ipynb", _paired(tmp_path))
+    (tmp_path / "p.py").write_text("# %%\na = 1\n\n# %%\nprint(a)\n\n# %%\nnew = 1\n")
+    doc = _json(run_cli("-j", "convert", "py-to-ipynb", "p.py", cwd=tmp_path))
+    assert doc["sync"] == {"kept": 2, "edited": 0, "added": 1, "removed": 0} and doc["cells_with_outputs_kept"] == 1

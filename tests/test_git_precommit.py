@@ -328,3 +328,19 @@ def test_commit_all_and_commit_path_are_checked_in_their_own_index(repo):
         blocked = git(repo, "commit", "-q", "-m", "x", *args, check=False, env=env)
         assert blocked.returncode == 1 and "a.py and a.ipynb: edited: .py cell 0 (notebook cell 0)" in blocked.stderr
     assert git(repo, "diff", "--cached", "--name-only").stdout == ""  # the real index was never touched
+
+
+def test_a_staged_py_whose_markers_repeat_an_id_is_blocked_naming_the_cells_and_lines(repo):
+    install(repo)
+    (repo / "a.py").write_text('# %% id="k"\nx = 1\n\n# %% id="k"\ny = 2\n')
+    git(repo, "add", "a.py")
+    before = snapshot(repo, "a.py", "a.ipynb")
+    blocked = commit(repo)
+    assert blocked.returncode == 1 and "NOTEBOOK_OUT_OF_SYNC" in blocked.stderr
+    assert 'id="k" on cells 0 (line 1) and 1 (line 4)' in blocked.stderr and "delete the copied id" in blocked.stderr
+    assert snapshot(repo, "a.py", "a.ipynb") == before and git(repo, "rev-list", "--count", "HEAD").stdout.strip() == "1"
+    (pair,) = run_cli("-j", "_hooks", "pre-commit-pair-sync", cwd=repo).error()["pairs"]
+    assert pair["status"] == "duplicate_ids" and pair["commands"] == []
+    stage = run_cli("-j", "_hooks", "pre-commit-pair-sync", "--stage-synced", cwd=repo).json()  # never stages a notebook from it
+    assert stage["staged"] == [] and [p["py"] for p in stage["left"]] == ["a.py"] and 'id="k"' in stage["left"][0]["reason"]
+    assert git(repo, "diff", "--cached", "--name-only").stdout.split() == ["a.py"]

@@ -238,3 +238,16 @@ def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
     assert Image.open(io.BytesIO(base64.b64decode(rendered.content[0].data))).convert("RGB").getpixel((5, 5)) == (255, 0, 0)
     assert "rendered from image/svg+xml" in rendered.content[1].text
     assert path.read_bytes() == before
+
+
+def test_an_mcp_read_never_maps_by_an_id_the_py_repeats(tmp_path):
+    """The pasted cell's marker keeps the original's id: the MCP read refuses as the CLI does, it never answers by that id."""
+    cells = [nbformat.v4.new_code_cell('print("original")', id="a1"), nbformat.v4.new_code_cell('print("other")', id="b2")]
+    for cell, text in zip(cells, ("original\n", "other\n"), strict=True):
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    (tmp_path / "p.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
+    (tmp_path / "p.py").write_text('# %% id="a1"\nprint("original")\n\n# %% id="a1"\nprint("pasted")\n\n# %% id="b2"\nprint("other")\n')
+    pasted = call(["--root", str(tmp_path)], tool("read_notebook_output", file_path="p.py", cell_index=1, output_index=0))
+    assert pasted.is_error and pasted.content[0].text.startswith("CELL_MAPPING_UNRELIABLE:") and 'id="a1"' in pasted.content[0].text
+    original = call(["--root", str(tmp_path)], tool("read_notebook_output", file_path="p.py", cell_index=0, output_index=0))
+    assert not original.is_error and original.content[0].text == "original\n"

@@ -258,3 +258,121 @@ def test_magics_in_a_jupytext_pair_run_and_stay_magics(ws, kernel_session):
     assert "hi" in after.cells[0].outputs[0]["text"]
     assert "['a b']" in json.dumps(after.cells[2].outputs)  # the kernel ran '!echo' as a shell escape
     assert (ws / "mg.py").read_text() == text  # j-cli never rewrites the .py
+
+
+# -- the kernel a file asks for against the session's ----------------------------------------------
+
+
+R_HEADER = """\
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: R
+#     language: R
+#     name: ir
+# ---
+
+"""
+
+VENV_HEADER = R_HEADER.replace("display_name: R", "display_name: Project venv").replace("language: R", "language: python")
+VENV_HEADER = VENV_HEADER.replace("name: ir", "name: venvpy")
+
+
+@pytest.fixture(scope="module")
+def kernels_server(tmp_path_factory, starts_jupyter):
+    """A real Jupyter Server of its own with two more kernelspecs that run IPython: ``ir`` (says R) and ``venvpy`` (python)."""
+    import sys
+
+    from helpers import embedded_server_with_kernels
+
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernels = {
+        "ir": {"argv": argv, "display_name": "R", "language": "R"},
+        "venvpy": {"argv": argv, "display_name": "Project venv", "language": "python"},
+    }
+    yield from embedded_server_with_kernels(tmp_path_factory, kernels)
+
+
+@pytest.fixture(scope="module")
+def kernel_sessions(kernels_server, tmp_path_factory):
+    """One session per kernel on that server: ``python3``, ``ir``, ``venvpy``."""
+    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": kernels_server["url"], "JCLI_JUPYTER_SERVER_TOKEN": kernels_server["token"]}
+    cwd = tmp_path_factory.mktemp("kernels-sessions")
+    names = {}
+    for kernel in ("python3", "ir", "venvpy"):
+        name = f"k-{kernel}"
+        created = run_cli("-j", "session", "create", "-n", name, "-k", kernel, cwd=cwd, env=env)
+        assert created.returncode == 0, created.stderr
+        names[kernel] = name
+    yield env, names
+    for name in names.values():
+        run_cli("session", "kill", name, cwd=cwd, env=env)
+
+
+def test_a_py_whose_header_names_another_kernel_is_refused_before_anything_runs(kernel_sessions, tmp_path):
+    env, sessions = kernel_sessions
+    (tmp_path / "r.py").write_text(R_HEADER + "# %%\n" + f"open({str(tmp_path / 'ran.txt')!r}, 'w')\n")
+    for flags in ((), ("--py-wins",), ("--cell", "0")):
+        result = run_cli("-j", "exec", sessions["python3"], "-f", "r.py", *flags, cwd=tmp_path, env=env)
+        assert result.returncode == 1 and result.stdout == b"", result.stderr
+        err = result.error()
+        assert err["code"] == "KERNEL_MISMATCH" and err["executed"] is False
+        assert (err["requested_kernel"], err["requested_language"], err["session_kernel"], err["session_language"]) == (
+            "ir",
+            "R",
+            "python3",
+            "python",
+        )
+        assert "-k ir" in err["message"] and "--any-kernel" in err["message"]
+    assert not (tmp_path / "ran.txt").exists() and not (tmp_path / "r.ipynb").exists()
+    human = run_cli("exec", sessions["python3"], "-f", "r.py", cwd=tmp_path, env=env)
+    assert human.returncode == 1 and b"[KERNEL_MISMATCH]" in human.stderr and b"Traceback" not in human.stderr
+
+
+def test_any_kernel_runs_it_and_the_new_notebook_records_the_kernel_the_file_asks_for(kernel_sessions, tmp_path):
+    env, sessions = kernel_sessions
+    (tmp_path / "r.py").write_text(R_HEADER + "# %%\nprint('ran')\n")
+    result = run_cli("-j", "exec", sessions["python3"], "-f", "r.py", "--any-kernel", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert any("--any-kernel" in note and "'ir'" in note for note in summary["notes"])
+    spec = read_nb(tmp_path / "r.ipynb").metadata["kernelspec"]
+    assert (spec["name"], spec["language"], spec["display_name"]) == ("ir", "R", "R")
+    in_its_kernel = run_cli("-j", "exec", sessions["ir"], "-f", "r.py", cwd=tmp_path, env=env)
+    assert in_its_kernel.returncode == 0 and "notes" not in json.loads(in_its_kernel.stdout.splitlines()[-1])
+
+
+def test_a_kernel_of_the_same_language_runs_with_a_note(kernel_sessions, tmp_path):
+    env, sessions = kernel_sessions
+    (tmp_path / "v.py").write_text(VENV_HEADER + "# %%\nprint('ran')\n")
+    result = run_cli("-j", "exec", sessions["python3"], "-f", "v.py", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert any("'venvpy' (python)" in note and "the same language" in note for note in summary["notes"])
+    assert read_nb(tmp_path / "v.ipynb").metadata["kernelspec"]["name"] == "venvpy"
+    human = run_cli("exec", sessions["python3"], "-f", "v.py", cwd=tmp_path, env=env)
+    assert human.returncode == 0 and b"note: " in human.stderr and b"the same language" in human.stderr
+
+
+def test_a_notebook_asking_for_another_kernel_is_refused_and_left_as_it_was(kernel_sessions, tmp_path):
+    env, sessions = kernel_sessions
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('py')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "p.ipynb").write_text(dumps_notebook(nb))
+    before = (tmp_path / "p.ipynb").read_bytes()
+    err = run_cli("-j", "exec", sessions["ir"], "-f", "p.ipynb", cwd=tmp_path, env=env).error()
+    assert err["code"] == "KERNEL_MISMATCH" and err["requested_kernel"] == "python3" and err["session_kernel"] == "ir"
+    assert (tmp_path / "p.ipynb").read_bytes() == before
+    (tmp_path / "p.py").write_text("# %%\nprint('py')\n")  # no header: the paired notebook speaks for the .py
+    err = run_cli("-j", "exec", sessions["ir"], "-f", "p.py", cwd=tmp_path, env=env).error()
+    assert err["code"] == "KERNEL_MISMATCH" and "p.ipynb" in err["path"]
+    assert (tmp_path / "p.ipynb").read_bytes() == before
+
+
+def test_a_py_that_names_no_kernel_creates_a_notebook_of_the_sessions_kernel_and_language(kernel_sessions, tmp_path):
+    env, sessions = kernel_sessions
+    (tmp_path / "plain.py").write_text("# %%\nprint('any')\n")
+    result = run_cli("-j", "exec", sessions["ir"], "-f", "plain.py", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    meta = read_nb(tmp_path / "plain.ipynb").metadata
+    assert meta["kernelspec"]["name"] == "ir" and meta["kernelspec"]["language"] == "R" and meta["language_info"]["name"] == "R"

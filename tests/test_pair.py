@@ -235,3 +235,30 @@ def test_the_sync_in_memory_reads_and_writes_nothing(tmp_path):
     done = sync_cells(parse_percent("# %%\nx = 1\n"), current, check=plans.append)
     assert plans == [done.plan] and done.report["removed"] == 1 and not done.written
     assert current == json.loads(on_disk) and Path(pair.notebook).read_text() == on_disk
+
+
+def test_a_sync_refuses_markers_that_repeat_an_id_before_it_locks_reads_or_writes(tmp_path, monkeypatch):
+    from jcli_sidecar.base.errors import CellIdDuplicate
+
+    py, nb = tmp_path / "c.py", tmp_path / "c.ipynb"
+    py.write_text('# %% id="k"\nx = 1\n\n# %% id="k"\nx = 2\n')
+    cells = parse_percent(py.read_text())
+    with pytest.raises(CellIdDuplicate) as refused:
+        Pair(str(py), str(nb)).sync(cells)
+    assert refused.value.details["duplicates"] == [{"id": "k", "cells": [0, 1], "lines": [1, 4]}]
+    assert not nb.exists()
+    with pytest.raises(CellIdDuplicate):
+        sync_cells(cells, None)  # the sync in memory (the guards, the pre-commit's synced notebook) too
+
+
+def test_a_sync_never_maps_by_an_id_several_notebook_cells_carry_and_leaves_one_id_per_cell(tmp_path):
+    from jcli_sidecar.ipynb.nbwrite import new_cell, new_notebook
+
+    old = new_notebook([new_cell("code", "a = 1", "dup"), new_cell("code", "b = 2", "dup"), new_cell("code", "c = 3", "ok")])
+    old["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "a\n"}]
+    cells = parse_percent('# %%\nb = 2\n\n# %% id="dup"\na = 1\n\n# %% id="ok"\nc = 3\n')
+    done = sync_cells(cells, old)
+    assert done.plan.match == [1, 0, 2]  # by content: "dup" names two cells, so it names none
+    assert [c["id"] for c in done.notebook["cells"]][1:] == ["dup", "ok"] and done.notebook["cells"][0]["id"] != "dup"
+    assert done.notebook["cells"][1]["outputs"] == old["cells"][0]["outputs"]  # a = 1 kept its output
+    assert [(r["cell_index"], r["id"]) for r in done.plan.renewed] == [(0, "dup")] and done.report["ids_renewed"] == 1

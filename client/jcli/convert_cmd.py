@@ -38,12 +38,23 @@ def ipynb_to_py_cmd(ctx: click.Context, notebook: str, out: str | None, force: b
     show_default=True,
     help="An existing OUT: keep outputs of unchanged cells only (clear-edited), of edited cells too (preserve), or none (clear-all).",
 )
+@click.option(
+    "--py-wins",
+    is_flag=True,
+    help="Update OUT even when that overwrites notebook edits, cells or outputs the .py never knew about "
+    "(otherwise PAIR_CONFLICT, as exec -f).",
+)
 @click.pass_context
-def py_to_ipynb_cmd(ctx: click.Context, py: str, out: str | None, outputs: str) -> None:
-    """Write a py:percent .py as a notebook; an existing notebook is updated, the .py winning for cells."""
+def py_to_ipynb_cmd(ctx: click.Context, py: str, out: str | None, outputs: str, py_wins: bool) -> None:
+    """Write a py:percent .py as a notebook; an existing notebook is updated, the .py winning for the cells it changed.
+
+    Notebook-side work the .py never knew about (a cell added or edited in
+    JupyterLab, with its outputs) stops it with PAIR_CONFLICT, naming the
+    cells, as exec -f does; --py-wins lets the .py win.
+    """
     from jcli_sidecar.pair import py_to_ipynb
 
-    doc = attempt(ctx, lambda: py_to_ipynb(py, out, outputs), "write")
+    doc = attempt(ctx, lambda: py_to_ipynb(py, out, outputs, py_wins=py_wins), "write")
     sync = doc["sync"]
     what = "Created" if doc["created"] else "Updated"
     human = (

@@ -79,6 +79,14 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         "the .py never knew about (otherwise PAIR_CONFLICT).",
         None,
     ),
+    ReadOption(
+        ("--any-kernel",),
+        "any_kernel",
+        "flag",
+        "For a notebook run: run the file even when it asks for another kernel than the session's "
+        "(otherwise KERNEL_MISMATCH; a kernel of the same language runs with a note).",
+        None,
+    ),
 )
 
 
@@ -103,12 +111,13 @@ def run_exec(
     py_wins: bool = False,
     display_mode: str | None = None,
     no_stream: bool = False,
+    any_kernel: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     stop = StopSwitch()
-    settings = _Settings(display_mode, no_stream)
+    settings = _Settings(display_mode, no_stream, any_kernel)
     try:
         with signals_to(stop):
             return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, settings, stop)
@@ -119,13 +128,14 @@ def run_exec(
 
 
 class _Settings:
-    """How the code runs and shows, beyond what it is: ``--display-mode`` and ``--no-stream``."""
+    """How the code runs and shows, beyond what it is: ``--display-mode``, ``--no-stream`` and ``--any-kernel``."""
 
-    __slots__ = ("display_mode", "no_stream")
+    __slots__ = ("display_mode", "no_stream", "any_kernel")
 
-    def __init__(self, display_mode: str | None, no_stream: bool) -> None:
+    def __init__(self, display_mode: str | None, no_stream: bool, any_kernel: bool = False) -> None:
         self.display_mode = display_mode
         self.no_stream = no_stream
+        self.any_kernel = any_kernel
 
 
 def _run_exec(
@@ -145,6 +155,8 @@ def _run_exec(
             raise UsageError("--cell applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         if py_wins:
             raise UsageError("--py-wins applies to running a py:percent .py paired with a notebook")
+        if settings.any_kernel:
+            raise UsageError("--any-kernel applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         code = _code_to_run(code, file_path)
         return _exec_inline(json_mode, server_url, token, session_key, code, timeout, settings, stop)
     except JcliError as err:
@@ -240,5 +252,14 @@ def _exec_notebook(
     from .notebook_exec import notebook_options, run_notebook
 
     srv, row = _select(server_url, token, session_key)
-    options = notebook_options(row, cell_spec, timeout, py_wins, display_mode=settings.display_mode, no_stream=settings.no_stream)
+    options = notebook_options(
+        row,
+        cell_spec,
+        timeout,
+        py_wins,
+        display_mode=settings.display_mode,
+        no_stream=settings.no_stream,
+        any_kernel=settings.any_kernel,
+        server=srv,
+    )
     return run_notebook(json_mode, srv, row, file_path, options, stop=stop, live=not settings.no_stream)

@@ -22,6 +22,7 @@ from . import emit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from jcli_sidecar.kernel import JupyterServer, StopSwitch
@@ -37,14 +38,21 @@ def notebook_options(
     *,
     display_mode: str | None = None,
     no_stream: bool = False,
+    any_kernel: bool = False,
+    server: JupyterServer | None = None,
 ) -> RunOptions:
-    """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode`` and ``--no-stream``,
+    """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode``, ``--no-stream`` and ``--any-kernel``,
     this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
-    cell's final write-back), in JSON mode as in human mode.
+    cell's final write-back), in JSON mode as in human mode. The session
+    kernel's language is asked of ``server`` (its kernelspecs) only when the
+    run needs it.
     """
+    kernel = session.get("kernel_name")
     return RunOptions(
+        kernel_language=_language_of(server, kernel) if server is not None and isinstance(kernel, str) else None,
+        any_kernel=any_kernel,
         cells=cell_spec,
         timeout=timeout,
         checkpoint_seconds=None if no_stream else checkpoint_seconds_from_env(),
@@ -53,6 +61,23 @@ def notebook_options(
         display_mode=display_mode,
         writeback_pace=writeback_pace_from_env(),
     )
+
+
+def _language_of(server: JupyterServer, kernel: str) -> Callable[[], str | None]:
+    """A function that asks the server which language kernel ``kernel`` speaks (None when it cannot tell)."""
+
+    def ask() -> str | None:
+        try:
+            specs = server.kernelspecs()
+        except (JcliError, OSError, ValueError):
+            return None
+        table = specs.get("kernelspecs") if isinstance(specs, dict) else None
+        entry = table.get(kernel) if isinstance(table, dict) else None
+        spec = entry.get("spec") if isinstance(entry, dict) else None
+        language = spec.get("language") if isinstance(spec, dict) else None
+        return language if isinstance(language, str) else None
+
+    return ask
 
 
 def run_notebook(

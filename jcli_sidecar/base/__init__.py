@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(
             "loads",
         ),
         "errors": (
+            "CellIdDuplicate",
             "CellMappingUnreliable",
             "CellNotFound",
             "ConfigConflict",
@@ -33,6 +34,7 @@ __all__, __getattr__ = lazy_face(
             "JcliError",
             "KernelBusy",
             "KernelDied",
+            "KernelMismatch",
             "KernelspecNotFound",
             "MimeNotFound",
             "NotAuthorized",

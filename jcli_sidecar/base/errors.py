@@ -9,6 +9,7 @@ The tree::
     ├── NotebookReadFailed            NOTEBOOK_READ_FAILED
     ├── CellNotFound                  CELL_NOT_FOUND (also an IndexError)
     ├── CellMappingUnreliable         CELL_MAPPING_UNRELIABLE
+    ├── CellIdDuplicate               CELL_ID_DUPLICATE (a .py's markers repeat an id)
     ├── OutputNotFound                OUTPUT_NOT_FOUND (also an IndexError)
     ├── MimeNotFound                  MIME_NOT_FOUND (also a KeyError)
     ├── OutputTooLarge                OUTPUT_TOO_LARGE
@@ -25,6 +26,7 @@ The tree::
     ├── NotAuthorized                 NOT_AUTHORIZED (HTTP 401: the token is missing or wrong)
     ├── Forbidden                     FORBIDDEN (HTTP 403: the server refuses this request)
     ├── KernelspecNotFound            KERNELSPEC_NOT_FOUND (no such kernel spec; a UsageError)
+    ├── KernelMismatch                KERNEL_MISMATCH (the file asks for another kernel than the session's)
     ├── ServerError                   SERVER_ERROR (the server failed: HTTP 5xx, its own message kept)
     ├── KernelBusy                    KERNEL_BUSY (vars: busy, and no debugger to ask)
     ├── VariableNotFound              VARIABLE_NOT_FOUND (vars --name: no such variable)
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "CellIdDuplicate",
     "CellMappingUnreliable",
     "CellNotFound",
     "ConfigConflict",
@@ -70,6 +73,7 @@ __all__ = [
     "JcliError",
     "KernelBusy",
     "KernelDied",
+    "KernelMismatch",
     "KernelspecNotFound",
     "MimeNotFound",
     "NotAuthorized",
@@ -157,6 +161,12 @@ class CellMappingUnreliable(JcliError):
     code = "CELL_MAPPING_UNRELIABLE"
 
 
+class CellIdDuplicate(JcliError):
+    """A py:percent file's markers carry one ``id`` on several cells (a copied cell): refused before anything runs."""
+
+    code = "CELL_ID_DUPLICATE"
+
+
 class OutputNotFound(JcliError, IndexError):
     code = "OUTPUT_NOT_FOUND"
 
@@ -240,6 +250,12 @@ class Forbidden(JcliError):
 
 class KernelspecNotFound(UsageError):
     code = "KERNELSPEC_NOT_FOUND"
+
+
+class KernelMismatch(JcliError):
+    """A file asks for another kernel than the session runs: refused before any code is sent."""
+
+    code = "KERNEL_MISMATCH"
 
 
 class ServerError(JcliError):

@@ -96,7 +96,7 @@ def _settle(py: str, nb_path: str) -> str:
 
     return (
         f"  the notebook wins: j-cli convert ipynb-to-py {shlex.quote(nb_path)} --force && j-cli convert py-to-ipynb {shlex.quote(py)}\n"
-        f"  the .py wins:      j-cli convert py-to-ipynb {shlex.quote(py)}\n"
+        f"  the .py wins:      j-cli convert py-to-ipynb {shlex.quote(py)} --py-wins\n"
         "(read both files first; nothing was changed)"
     )
 
@@ -253,12 +253,15 @@ def _merge(held: LockedPair, py_cells: list[PercentCell], nb: dict[str, Any], te
         raise ValueError("the pair no longer merges")
     nb_edits = [k for k, (side, j) in enumerate(order) if side == "nb" and nb_digests[j] not in set(base)]
     merged: list[PercentCell] = []
+    taken = {pc.cell_id for side, index in order if side == "py" for pc in [py_cells[index]] if pc.cell_id}
     for side, index in order:
         if side == "py":
             merged.append(py_cells[index])
             continue
         cell = nb_cells[index]
-        cell_id = cell.get("id") if isinstance(cell.get("id"), str) else None
+        cell_id = cell.get("id") if isinstance(cell.get("id"), str) and cell.get("id") not in taken else None
+        if cell_id:  # an id several notebook cells share goes on the first marker only
+            taken.add(cell_id)
         merged.append(PercentCell(str(cell.get("cell_type")), normalize_source(join_text(cell.get("source", ""), "source")), cell_id))
     done = sync_cells(merged, nb)  # the agreement recorded with the merged cells
     report = done.report

@@ -166,10 +166,22 @@ def new_cell(cell_type: str, source: str, cell_id: str | None) -> dict[str, Any]
     return cell
 
 
-def new_notebook(cells: list[dict[str, Any]], kernel_name: str | None = None) -> dict[str, Any]:
-    """An empty nbformat 4.5 notebook holding ``cells``."""
+def new_notebook(cells: list[dict[str, Any]], kernel_name: str | dict[str, Any] | None = None) -> dict[str, Any]:
+    """An nbformat 4.5 notebook holding ``cells``.
+
+    ``kernel_name``: the kernelspec it records, as a name (a Python kernel)
+    or as the kernelspec itself (``name``, ``display_name``, ``language``:
+    written as given, its language also as ``language_info.name``).
+    """
     metadata: dict[str, Any] = {}
-    if kernel_name:
+    if isinstance(kernel_name, dict):
+        spec = {k: v for k, v in kernel_name.items() if isinstance(v, str)}
+        if spec.get("name"):
+            spec.setdefault("display_name", spec["name"])
+            metadata["kernelspec"] = spec
+            if spec.get("language"):
+                metadata["language_info"] = {"name": spec["language"]}
+    elif kernel_name:
         metadata["kernelspec"] = {"name": kernel_name, "display_name": kernel_name, "language": "python"}
         metadata["language_info"] = {"name": "python"}
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}

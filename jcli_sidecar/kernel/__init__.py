@@ -64,6 +64,8 @@ __all__, __getattr__ = lazy_face(
         ),
         "kernel_request": (
             "EXTENSION_LANGUAGES",
+            "asked_kernel",
+            "check_session_kernel",
             "inspect_kernel_request",
         ),
         "kernel_vars": (
@@ -76,6 +78,10 @@ __all__, __getattr__ = lazy_face(
             "VARS_TIMEOUT",
             "preview_variables",
             "read_variables",
+        ),
+        "notebook_open": (
+            "Opened",
+            "open_notebook",
         ),
         "notebook_run": ("NotebookRun",),
         "output_collector": (

@@ -7,19 +7,26 @@ that asks for nothing is an answer too (``requested: false``), not an error.
 
 Files are read through :mod:`jcli_sidecar.ipynb.notebook` (regular files only,
 capped, coded errors); nothing is written.
+
+A notebook run holds the file to it (:func:`check_session_kernel`): a file
+that asks for another kernel than the session's is refused
+(``KERNEL_MISMATCH``) before any code is sent, unless the two kernels speak
+the same language (then the run goes on with a note) or the caller lets it
+run anyway (``exec --any-kernel``, also a note).
 """
 
 from __future__ import annotations
 
 import os
 
-from ..base.errors import FileNotFound, UsageError
+from ..base.errors import FileNotFound, KernelMismatch, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["EXTENSION_LANGUAGES", "inspect_kernel_request"]
+__all__ = ["EXTENSION_LANGUAGES", "asked_kernel", "check_session_kernel", "inspect_kernel_request"]
 
 #: The language a file's extension implies.
 EXTENSION_LANGUAGES = {".py": "python"}
@@ -131,3 +138,64 @@ def _language_info(value: Any) -> dict[str, Any] | None:
         elif isinstance(item, dict):
             info[key] = {k: v for k, v in item.items() if isinstance(k, str) and isinstance(v, scalar)}
     return info or None
+
+
+def asked_kernel(metadata: Any) -> dict[str, str | None] | None:
+    """The kernelspec a notebook's (or a jupytext header's) metadata asks for: ``name``, ``display_name``, ``language``.
+
+    The language falls back to ``language_info.name``. None when it names no kernel.
+
+    Example:
+        >>> asked_kernel({"kernelspec": {"name": "ir"}, "language_info": {"name": "R"}})
+        {'name': 'ir', 'display_name': None, 'language': 'R'}
+    """
+    if not isinstance(metadata, dict):
+        return None
+    spec = _kernelspec(metadata.get("kernelspec"))
+    if spec is None or not spec["name"]:
+        return None
+    if not spec["language"]:
+        info = metadata.get("language_info")
+        spec["language"] = _text(info.get("name")) if isinstance(info, dict) else None
+    return spec
+
+
+def check_session_kernel(
+    asked: dict[str, str | None] | None,
+    where: str,
+    session_kernel: str | None,
+    session_language: Callable[[], str | None],
+    *,
+    allow: bool = False,
+) -> str | None:
+    """Hold a run of the file ``where`` names to the session's kernel; a note when it runs anyway, else None.
+
+    ``asked``: what the file asks for (:func:`asked_kernel`); ``session_language``
+    is asked only when the names differ. The same name runs; another name of
+    the same language runs with a note; anything else is refused, unless
+    ``allow`` (a note then).
+
+    Raises:
+        KernelMismatch: with ``requested_kernel``, ``requested_language``,
+            ``session_kernel``, ``session_language`` and ``path``.
+    """
+    if asked is None or not session_kernel or asked["name"] == session_kernel:
+        return None
+    language = session_language()
+    wanted = asked["language"]
+    said = f"{where} asks for kernel '{asked['name']}'" + (f" ({wanted})" if wanted else "")
+    runs = f"the session runs '{session_kernel}'" + (f" ({language})" if language else "")
+    if wanted and language and wanted.lower() == language.lower():
+        return f"{said}; {runs}, the same language: ran it there"
+    if allow:
+        return f"{said}; {runs}: ran it there anyway (--any-kernel)"
+    raise KernelMismatch(
+        f"{said}; {runs}. Nothing was run or written. Run it in a session of that kernel "
+        f"(j-cli session create -n NAME -k {asked['name']}), or pass --any-kernel to run it in this session "
+        "(a notebook it creates still records the kernel the file asks for).",
+        requested_kernel=asked["name"],
+        requested_language=wanted,
+        session_kernel=session_kernel,
+        session_language=language,
+        path=where,
+    )

@@ -30,21 +30,19 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import Interrupted, JcliError, NotebookReadFailed, internal_error
+from ..base.errors import Interrupted, JcliError, internal_error
 from ..base.protocol import SCHEMA_VERSION
 from ..base.stall import stall_point
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbsplice import CellWriter
-from ..ipynb.nbwrite import format_changes
-from ..ipynb.notebook import NotebookFile
-from ..pair.pairing import Pair, paired_notebook_path
-from ..pair.percent import parse_percent
+from ..pair.pairing import paired_notebook_path
 from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
 from .display_mode import in_display_mode
 from .exec_result import ExecutionResult, build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
+from .notebook_open import open_notebook
 from .run_options import RunOptions
 
 TYPE_CHECKING = False
@@ -181,16 +179,22 @@ class NotebookRun:
         Returns:
             The summary so far: nothing run yet, and a pair's ``sync`` report.
 
+        A notebook whose cells share an id is repaired first (later copies
+        get fresh ids, ``ids_renewed`` in the summary); a file that asks for
+        another kernel than the session's is refused (or noted, see
+        :func:`~jcli_sidecar.kernel.kernel_request.check_session_kernel`).
+
         Raises:
             UsageError, CellNotFound: a bad ``cells`` spec.
+            CellIdDuplicate: a ``.py``'s markers repeat an id.
+            KernelMismatch: the file asks for another kernel than the session's.
             OutputSaveFailed: a pair's notebook could not be written, or the
                 notebook could not be written back (``executed: false``).
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
-        self.nb_path, self.cells, self._py_to_nb, report, format_notes = _open_notebook(
-            self.path, self.options.kernel_name, self.options.py_wins
-        )
+        opened = open_notebook(self.path, self.options)
+        self.nb_path, self.cells, self._py_to_nb, report = opened.nb_path, opened.cells, opened.py_to_nb, opened.report
         self.writer = CellWriter(self.nb_path)
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
@@ -206,8 +210,10 @@ class NotebookRun:
         }
         if report is not None:
             self.summary["sync"] = report
-        if format_notes:
-            self.summary["notes"] = format_notes
+        if opened.renewed:
+            self.summary["ids_renewed"] = opened.renewed
+        if opened.notes:
+            self.summary["notes"] = list(opened.notes)
         return self.summary
 
     def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
@@ -363,61 +369,3 @@ class NotebookRun:
 
 def _is_code(cell: Any) -> bool:
     return isinstance(cell, dict) and cell.get("cell_type") == "code"
-
-
-def _open_notebook(
-    file_path: str, kernel_name: str | None, py_wins: bool = False
-) -> tuple[str, list[Any], list[int] | None, dict[str, int] | None, list[str]]:
-    """``(notebook path, its cells without outputs, py_to_nb or None, sync report or None, format notes)``; a pair's notebook is written first.
-
-    The format notes say what writing the notebook back changes besides its
-    cells (:func:`~jcli_sidecar.ipynb.nbwrite.format_changes`): an older
-    nbformat is written as 4, a UTF-8 byte order mark is not written.
-
-    An ``.ipynb`` is read through its offset index: only the cells' sources
-    and metadata are decoded, never their outputs. So is a pair's notebook
-    when the sync changes nothing; a sync that changes cells reads the whole
-    notebook, once per run.
-
-    Raises:
-        PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
-    """
-    from ..ipynb.notebook import read_file_bytes
-
-    path = os.path.abspath(file_path)
-    if path.endswith(".ipynb"):
-        heads, notes = _cell_heads(path)
-        return path, heads, None, None, notes
-    real = os.path.realpath(path)  # the pair sits beside the real .py, where readers look for it
-    py_cells = parse_percent(read_file_bytes(real).decode("utf-8", "replace"))
-    pair = Pair.of_py(real)
-    notes = format_changes(pair.notebook) if os.path.exists(pair.notebook) else []
-    # A sync that changes nothing needs no outputs (heads_only): the whole notebook is never read.
-    done = pair.sync(py_cells, kernel_name=kernel_name, check=not py_wins, executed=False, heads_only=True)
-    return pair.notebook, [_head(cell) for cell in done.notebook["cells"]], done.py_to_nb, done.report, notes
-
-
-def _head(cell: Any) -> Any:
-    """What a run keeps of a cell: everything but its outputs."""
-    if isinstance(cell, dict):
-        return {key: value for key, value in cell.items() if key in ("cell_type", "id", "metadata", "source")}
-    return cell
-
-
-def _cell_heads(path: str) -> tuple[list[Any], list[str]]:
-    """The notebook's cells without their outputs, read through its offset index, and its format notes.
-
-    Raises:
-        FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
-    """
-    from ..ipynb.nbindex import Changed
-
-    for _attempt in range(3):
-        book = NotebookFile.load(path)
-        try:
-            heads = [book.cell_head(number) for number in range(book.cell_count)]
-        except Changed:
-            continue
-        # Only a file the offset walk could not index can be in an older format or start with a mark.
-        return heads, (format_changes(path) if book.index is None else [])
-    raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)

@@ -14,7 +14,7 @@ from .exec_timeout import check_timeout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 __all__ = [
     "DEFAULT_CHECKPOINT_SECONDS",
@@ -70,7 +70,14 @@ class RunOptions:
         checkpoint_seconds: how often a running cell's partial outputs are
             saved into the notebook; 0 saves on every output, None never
             (``--no-stream``: only each cell's final write-back).
-        kernel_name: the kernelspec a notebook created for a pair records.
+        kernel_name: the session's kernel: a file that asks for another is
+            refused (``KERNEL_MISMATCH``, see
+            :func:`~jcli_sidecar.kernel.kernel_request.check_session_kernel`);
+            a notebook created for a pair whose ``.py`` names no kernel records it.
+        kernel_language: the session kernel's language, or a function that
+            returns it (None: unknown); asked only when a file names another
+            kernel or a new notebook records the session's.
+        any_kernel: run a file that asks for another kernel anyway (a note says so).
         py_wins: sync a pair's notebook from the ``.py`` even when that is
             not clearly meant (see :mod:`jcli_sidecar.pair.pairguard`).
         display_mode: IPython's display mode for the run's cells (one of
@@ -82,10 +89,20 @@ class RunOptions:
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False)
     """
 
-    __slots__ = ("cells", "timeout", "checkpoint_seconds", "kernel_name", "py_wins", "display_mode", "writeback_pace")
+    __slots__ = (
+        "cells",
+        "timeout",
+        "checkpoint_seconds",
+        "kernel_name",
+        "py_wins",
+        "display_mode",
+        "writeback_pace",
+        "kernel_language",
+        "any_kernel",
+    )
 
     def __init__(
         self,
@@ -97,6 +114,8 @@ class RunOptions:
         py_wins: bool = False,
         display_mode: str | None = None,
         writeback_pace: float = DEFAULT_WRITEBACK_PACE,
+        kernel_language: str | Callable[[], str | None] | None = None,
+        any_kernel: bool = False,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -105,6 +124,14 @@ class RunOptions:
         self.py_wins = py_wins
         self.display_mode = check_display_mode(display_mode)
         self.writeback_pace = writeback_pace
+        self.kernel_language = kernel_language
+        self.any_kernel = any_kernel
+
+    def session_language(self) -> str | None:
+        """The session kernel's language (:attr:`kernel_language`, asked once), None when unknown."""
+        if callable(self.kernel_language):
+            self.kernel_language = self.kernel_language()
+        return self.kernel_language
 
     def __repr__(self) -> str:
         return "RunOptions(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"

@@ -9,6 +9,13 @@ from ..base.face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "cell_ids": (
+            "ambiguous_ids",
+            "check_py_ids",
+            "describe_duplicates",
+            "duplicate_ids",
+            "renew_duplicate_ids",
+        ),
         "convert": (
             "OUTPUT_POLICIES",
             "assign_ids",

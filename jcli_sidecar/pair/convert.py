@@ -15,7 +15,9 @@ Files:
   source someone edits.
 - ``py-to-ipynb`` writes ``OUT`` (default: the ``.py``'s stem + ``.ipynb``).
   An existing notebook is updated, the ``.py`` winning for cells (matched by
-  id, then content, then as edits in place, as ``exec -f`` syncs); its
+  id, then content, then as edits in place, as ``exec -f`` syncs), and
+  refused as ``exec -f`` refuses (``PAIR_CONFLICT``: notebook-side edits,
+  cells or outputs the ``.py`` never knew about) unless ``py_wins``; its
   outputs follow ``outputs``: ``clear-edited`` (default) keeps the outputs
   of unchanged cells only, ``preserve`` also keeps those of edited cells
   (which may no longer match their code), ``clear-all`` keeps none.
@@ -25,8 +27,11 @@ Files:
 
 Cell ids (nbformat 4.5): a notebook written here always has one valid,
 unique id per cell. A marker's ``id`` is used when it is a valid nbformat
-id not used by an earlier cell; a missing, invalid or repeated id gets a
-fresh one, and the result counts them.
+id; a missing or invalid id gets a fresh one, and the result counts them.
+A ``.py`` whose markers repeat an id is refused (``CELL_ID_DUPLICATE``,
+:mod:`jcli_sidecar.pair.cell_ids`); ``ipynb-to-py`` of a notebook whose
+cells share an id writes it on the first cell's marker only (the others
+are matched by content) and lists them in ``ids_left_off``.
 """
 
 from __future__ import annotations
@@ -116,9 +121,9 @@ def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> di
     if replaced and not force:
         raise UsageError(f"{out} exists; convert replaces a .py only with --force")
     metadata = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
-    text = write_percent(nb["cells"], metadata)
+    cells, left_off = _first_ids_only(nb["cells"])
+    text = write_percent(cells, metadata)
     _write(out, text)
-    cells = nb["cells"]
     with_id = sum(1 for c in cells if isinstance(c, dict) and isinstance(c.get("id"), str))
     return {
         "status": "ok",
@@ -126,8 +131,24 @@ def ipynb_to_py(nb_path: str, out: str | None = None, force: bool = False) -> di
         "output": out,
         "cells": len(cells),
         "cells_with_ids": with_id,
+        "ids_left_off": left_off,
         "replaced": replaced,
     }
+
+
+def _first_ids_only(cells: list[Any]) -> tuple[list[Any], list[int]]:
+    """The cells with an id several share left on the first only: a ``.py`` never repeats an id (its markers would be refused)."""
+    seen: set[str] = set()
+    out, left_off = [], []
+    for i, cell in enumerate(cells):
+        cell_id = cell.get("id") if isinstance(cell, dict) else None
+        if isinstance(cell_id, str) and cell_id in seen:
+            cell = {k: v for k, v in cell.items() if k != "id"}
+            left_off.append(i)
+        elif isinstance(cell_id, str):
+            seen.add(cell_id)
+        out.append(cell)
+    return out, left_off
 
 
 def _fresh(taken: set[str]) -> str:
@@ -209,14 +230,18 @@ class _Update:
         self.assigned = sum(1 for cell, came in zip(nb["cells"], given, strict=True) if cell["id"] != came)
 
 
-def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edited") -> dict[str, Any]:
+def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edited", *, py_wins: bool = False) -> dict[str, Any]:
     """Write the ``.py``'s cells as a notebook; an existing notebook keeps what the policy keeps.
 
-    The one pair sync (:meth:`jcli_sidecar.pair.pairing.Pair.sync`), the ``.py``
-    winning (no conflict check), with the policy's outputs applied before the
-    agreement is recorded.
+    The one pair sync (:meth:`jcli_sidecar.pair.pairing.Pair.sync`), with the
+    policy's outputs applied before the agreement is recorded. It refuses
+    what ``exec -f`` refuses (:func:`jcli_sidecar.pair.pairguard.check_sync`:
+    notebook-side edits, cells or outputs the ``.py`` never knew about)
+    unless ``py_wins``.
 
     Raises:
+        CellIdDuplicate: the ``.py``'s markers repeat an id; nothing is written.
+        PairConflict: the update would drop notebook-side work (not ``py_wins``); nothing is written.
         FileNotFound, NotebookReadFailed: an input cannot be read (or the
             ``.py`` has no markers).
         UsageError: ``out`` is the input, or ``outputs`` is not a policy.
@@ -229,7 +254,7 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
     _check_output(py_path, out)
     doc, _ = _read_py(py_path)
     update = _Update(doc, outputs)
-    done = Pair(py_path, out).sync(doc.cells, check=False, read=update.read, adjust=update.adjust)
+    done = Pair(py_path, out).sync(doc.cells, check=not py_wins, read=update.read, adjust=update.adjust)
     return {
         "status": "ok",
         "input": py_path,
@@ -241,6 +266,7 @@ def py_to_ipynb(py_path: str, out: str | None = None, outputs: str = "clear-edit
         "cells_with_outputs_kept": update.kept,
         "cells_with_outputs_cleared": update.cleared,
         "ids_assigned": update.assigned,
+        "ids_renewed": done.plan.renewed,
     }
 
 

@@ -32,6 +32,9 @@ crosses ``/``) matches a glob are checked. Each pair ends in one status:
   on purpose (see :func:`stage_synced`).
 - ``unreadable``: the staged notebook is not a notebook (not JSON, not
   UTF-8, binary). Blocks: nothing can be checked against it.
+- ``duplicate_ids``: the staged ``.py``'s markers repeat an ``id="…"`` (a
+  copied cell), which every ``exec -f`` refuses (``CELL_ID_DUPLICATE``).
+  Blocks, naming the cells and lines.
 
 The outcome is the exit code git reads: 0 passes; a block is
 ``NOTEBOOK_OUT_OF_SYNC`` (exit 1). A check that cannot run (not in a
@@ -177,6 +180,17 @@ def _check_pair(
     py_cells = _percent_cells(blobs[py_entry.sha])
     if py_cells is None:
         return dict(out, status="skipped", note=f"the staged {py} is no py:percent file")
+    from .cell_ids import describe_duplicates, duplicate_ids
+
+    copies = duplicate_ids(py_cells)
+    if copies:
+        return dict(
+            out,
+            status="duplicate_ids",
+            reason=f"the staged {py}'s cell markers repeat an id ({describe_duplicates(py_cells, copies)}), so no cell of it maps by that id",
+            advice=f'delete the copied id="..." from the later marker of each in {py} (a copied cell keeps its marker), then stage it',
+            commands=[],
+        )
     raw = blobs[nb_entry.sha]
     if raw.startswith(_LFS_POINTER):
         return dict(out, status="skipped", note=f"the staged {nb} is a Git LFS pointer; its cells are not in the index")
@@ -236,7 +250,7 @@ def check_commit(cwd: str, include: tuple[str, ...] = ()) -> dict[str, Any]:
         raise _with_escape(err) from None
     except Exception as exc:  # a bug must stop the commit too, and say how to get past it
         raise _with_escape(internal_error(exc)) from exc
-    blocked = [r for r in results if r["status"] in ("out_of_line", "unreadable")]
+    blocked = [r for r in results if r["status"] in ("out_of_line", "unreadable", "duplicate_ids")]
     if blocked:
         raise NotebookOutOfSync(_block_message(blocked), pairs=results)
     return {"status": "pass", "pairs": results}
@@ -283,7 +297,7 @@ def stage_synced(cwd: str, include: tuple[str, ...] = ()) -> dict[str, Any]:
     repo, results, entries, blobs = _inspect(cwd, include)
     staged, left = [], []
     for pair in results:
-        if pair["status"] not in ("out_of_line", "unreadable"):
+        if pair["status"] not in ("out_of_line", "unreadable", "duplicate_ids"):
             continue
         py, nb = pair["py"], pair["notebook"]
         if pair["status"] != "out_of_line" or pair["side"] != "py":

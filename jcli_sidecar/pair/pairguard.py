@@ -136,11 +136,15 @@ def check_sync(plan: SyncPlan, py_path: str, nb_path: str) -> None:
     if agreed is not None:
         if now == agreed:
             return
-        changed = plan.edited_notebook_cells() + plan.removed
+        changed = sorted(set(plan.edited_notebook_cells() + plan.removed))
+        added = [k for k, i in enumerate(plan.match) if i is None]
+        what = f"overwrite notebook cells {_cells(changed)}" if changed else ""
+        if added:
+            what += (" and " if what else "") + f"add .py cells {_cells(added)} (which the notebook may have deleted)"
         raise PairConflict(
-            f"{nb_path} was edited since j-cli last synced it from {py_path}; syncing would overwrite notebook cells "
-            f"{_cells(sorted(set(changed)))}; {hint}",
-            cells=sorted(set(changed)),
+            f"{nb_path} was edited since j-cli last synced it from {py_path}; syncing would {what or 'change it'}; {hint}",
+            cells=changed,
+            py_cells=added,
             reason="notebook_edited",
         )
     if os.stat(nb_path).st_mtime_ns > os.stat(py_path).st_mtime_ns:

@@ -21,8 +21,10 @@ memory, for a notebook that is not the file on disk.
 
 A ``.py`` cell index maps to a notebook cell by the ``id="..."`` on its
 marker (matching the cell's id, or the ``metadata.id`` jupytext keeps it
-in), else by a unique exact match of cell type and source, else the mapping
-is refused (:class:`CellMappingUnreliable`). Nothing here guesses.
+in; an id several cells carry, on either side, maps nothing:
+:mod:`jcli_sidecar.pair.cell_ids`), else by a unique exact match of cell
+type and source, else the mapping is refused
+(:class:`CellMappingUnreliable`). Nothing here guesses.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 
     #: A step between apply and record: changes the synced notebook in place (``convert``'s output policy).
     Adjust = Callable[[SyncPlan, dict[str, Any]], None]
+    #: The kernel a new notebook records: a kernelspec name, the kernelspec itself, or None.
+    Kernel = str | dict[str, Any] | None
 
 __all__ = [
     "LockedPair",
@@ -193,23 +197,31 @@ def sync_cells(
     py_cells: list[PercentCell],
     current: dict[str, Any] | None,
     *,
-    kernel_name: str | None = None,
+    kernel_name: Kernel = None,
     check: Callable[[SyncPlan], None] | None = None,
     adjust: Adjust | None = None,
+    py_path: str = "the .py",
 ) -> PairSync:
     """The sync in memory: plan, ``check`` the plan, apply it, ``adjust`` the result, record the agreement.
 
     Nothing is read or written; ``current`` (None: no notebook yet) is not
-    changed. A new notebook gets ``kernel_name``'s kernelspec.
+    changed. A new notebook gets ``kernel_name``'s kernelspec (a name, or the
+    kernelspec itself). Cells get one id each (a repeated id in ``current`` is
+    renewed, ``PairSync.plan.renewed``).
+
+    Raises:
+        CellIdDuplicate: the ``.py``'s markers repeat an id (``py_path`` names it); nothing is planned.
 
     Example:
         >>> done = sync_cells([PercentCell("code", "x = 1")], None)
         >>> done.py_to_nb, done.report["added"], "pair" in done.notebook["metadata"]["jcli"]
         ([0], 1, True)
     """
+    from .cell_ids import check_py_ids
     from .pairguard import record_agreement
     from .pairsync import apply_plan, plan_sync
 
+    check_py_ids(py_cells, py_path)
     plan = plan_sync(py_cells, current, kernel_name)
     if check is not None:
         check(plan)
@@ -270,7 +282,7 @@ class Pair(namedtuple("Pair", "py notebook")):
         self,
         py_cells: list[PercentCell],
         *,
-        kernel_name: str | None = None,
+        kernel_name: Kernel = None,
         check: bool = True,
         executed: bool | None = None,
         read: Callable[[str], dict[str, Any] | None] | None = None,
@@ -281,7 +293,7 @@ class Pair(namedtuple("Pair", "py notebook")):
 
         Args:
             py_cells: the ``.py``'s cells (the ``.py`` wins for inputs).
-            kernel_name: the kernelspec of a notebook that does not exist yet.
+            kernel_name: the kernelspec (or its name) of a notebook that does not exist yet.
             check: refuse a sync that is not clearly meant (``PAIR_CONFLICT``,
                 :func:`jcli_sidecar.pair.pairguard.check_sync`); False lets the ``.py`` win.
             executed: carried by the coded errors (see :func:`notebook_write_lock`).
@@ -293,10 +305,14 @@ class Pair(namedtuple("Pair", "py notebook")):
                 index only (outputs read as ``[]``) and never whole.
 
         Raises:
+            CellIdDuplicate: the ``.py``'s markers repeat an id; nothing is read or written.
             PairConflict: the sync is not clearly meant; nothing is written.
             OutputSaveFailed, RuntimeDirUnsafe: the lock cannot be taken or the notebook written.
             FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
         """
+        from .cell_ids import check_py_ids
+
+        check_py_ids(py_cells, self.py)  # before the lock: a .py that repeats an id is refused as it is
         with self.write_lock(executed=executed) as held:
             if heads_only and read is None and adjust is None:
                 unchanged = held.unchanged(py_cells, kernel_name)
@@ -334,14 +350,14 @@ class LockedPair:
         self.key = before  # changed during the read: the write finds it changed
         return nb
 
-    def unchanged(self, py_cells: list[PercentCell], kernel_name: str | None = None) -> PairSync | None:
+    def unchanged(self, py_cells: list[PercentCell], kernel_name: Kernel = None) -> PairSync | None:
         """The sync when it would change nothing, seen through the notebook's offset index (outputs read as ``[]``); else None."""
         from ..ipynb.nbsplice import notebook_heads
 
         heads = notebook_heads(self.pair.notebook) if os.path.exists(self.pair.notebook) else None
         if heads is None:
             return None
-        done = sync_cells(py_cells, heads, kernel_name=kernel_name)
+        done = sync_cells(py_cells, heads, kernel_name=kernel_name, py_path=self.pair.py)
         return done if not done.plan.changes_anything() and done.notebook == heads else None
 
     def sync(
@@ -349,17 +365,20 @@ class LockedPair:
         py_cells: list[PercentCell],
         current: dict[str, Any] | None,
         *,
-        kernel_name: str | None = None,
+        kernel_name: Kernel = None,
         check: bool = True,
         adjust: Adjust | None = None,
     ) -> PairSync:
         """Sync ``current`` (the notebook as read under this lock) with ``py_cells`` and write it when it changed.
 
         Raises:
+            CellIdDuplicate: the ``.py``'s markers repeat an id; nothing is written.
             PairConflict: ``check`` and the sync is not clearly meant; nothing is written.
             OutputSaveFailed: the notebook cannot be written.
         """
-        done = sync_cells(py_cells, current, kernel_name=kernel_name, check=self._check if check else None, adjust=adjust)
+        done = sync_cells(
+            py_cells, current, kernel_name=kernel_name, check=self._check if check else None, adjust=adjust, py_path=self.pair.py
+        )
         if current is None or done.notebook != current:
             self.write(done.notebook)
             done.written = True
@@ -420,9 +439,24 @@ def map_cell(py_cells: list[PercentCell], py_index: int, nb_cells: list[Any], py
             f"cell {py_index} is outside {py_path} ({len(py_cells)} cells)",
             cell_count=len(py_cells),
         )
+    from .cell_ids import ambiguous_ids, duplicate_ids
+
     wanted = py_cells[py_index]
     nb_cells = [c if isinstance(c, dict) else {} for c in nb_cells]
-    if wanted.cell_id:
+    ambiguous = ""
+    if wanted.cell_id and wanted.cell_id in duplicate_ids(py_cells):
+        copies = duplicate_ids(py_cells)[wanted.cell_id]
+        ambiguous = (
+            f'; its marker\'s id="{wanted.cell_id}" is repeated on .py cells {", ".join(map(str, copies))} '
+            f"(lines {', '.join(str(py_cells[k].start_line) for k in copies)}), so it maps nothing: "
+            "delete the copied id from the marker"
+        )
+    elif wanted.cell_id and wanted.cell_id in ambiguous_ids(nb_cells):
+        ambiguous = (
+            f'; its marker\'s id="{wanted.cell_id}" is carried by several notebook cells, so it maps nothing '
+            "(running the file gives the notebook's later copies fresh ids)"
+        )
+    elif wanted.cell_id:
         for i, cell in enumerate(nb_cells):
             if carries_id(cell, wanted.cell_id):
                 return i, "id"
@@ -439,9 +473,10 @@ def map_cell(py_cells: list[PercentCell], py_index: int, nb_cells: list[Any], py
     if len(matches) == 1:
         return matches[0], "content"
     reason = "no notebook cell has" if not matches else f"{len(matches)} notebook cells have"
+    why = ambiguous or ", and its marker carries no matching id"
     raise CellMappingUnreliable(
         f"cell {py_index} of {py_path} cannot be mapped reliably: {reason} the same type and "
-        "source, and its marker carries no matching id. Run the file (or the cell) to sync "
-        "the notebook, or read the .ipynb by its own cell index.",
+        f"source{why}. Run the file (or the cell) to sync the notebook, or read the .ipynb by its own cell index.",
         candidates=matches,
+        **({"reason": "duplicate_id", "cell_id": wanted.cell_id} if ambiguous else {}),
     )

@@ -1,14 +1,16 @@
 """Bring a paired ``.ipynb`` in line with its py:percent ``.py`` before a run.
 
 The ``.py`` is the truth for inputs. Cells are matched by the ``id`` on their
-marker, then by exact type and source; a matched cell keeps its outputs. An
+marker (an id several cells carry matches nothing), then by exact type and source; a matched cell keeps its outputs. An
 unmatched ``.py`` cell that sits where an unmatched notebook cell of the
 same type sat (between the same matched neighbours) and still resembles it
 (:data:`EDIT_SIMILARITY`) is that cell, edited: it keeps its id and
 metadata, gets the new source and loses its stale outputs. Everything else
 is added or removed. Whatever the pairing, an edited or new cell never keeps
-an output, so no output can end up under the wrong code. j-cli never
-rewrites the ``.py``.
+an output, so no output can end up under the wrong code. The synced notebook
+has one id per cell: a repeated id stays with the cell whose marker names it
+(else the first) and the others get fresh ones (``SyncPlan.renewed``). j-cli
+never rewrites the ``.py``.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ def _source(cell: Any) -> str:
         return "\0unreadable"
 
 
-def _ids(cells: list[dict[str, Any]]) -> dict[str, int]:
-    """Where each id is: the cells' own ids, then the ``metadata.id`` a jupytext-made notebook keeps a marker's id in."""
-    found: dict[str, int] = {}
+def _ids(cells: list[dict[str, Any]], py_cells: list[PercentCell]) -> dict[str, int]:
+    """Where each id is: the cells' own ids, then the ``metadata.id`` a jupytext-made notebook keeps a marker's id in.
+
+    An id several cells carry (on either side) is left out: it maps nothing (:mod:`jcli_sidecar.pair.cell_ids`).
+    """
+    from .cell_ids import ambiguous_ids, duplicate_ids
+
+    found: dict[str, int] = {cell_id: -1 for cell_id in ambiguous_ids(cells) | set(duplicate_ids(py_cells))}
     for i, cell in enumerate(cells):
         if isinstance(cell.get("id"), str):
             found.setdefault(cell["id"], i)
@@ -49,7 +56,7 @@ def _ids(cells: list[dict[str, Any]]) -> dict[str, int]:
         meta = cell.get("metadata")
         if isinstance(meta, dict) and isinstance(meta.get("id"), str):
             found.setdefault(meta["id"], i)
-    return found
+    return {cell_id: i for cell_id, i in found.items() if i >= 0}
 
 
 def _fresh_id(taken: set[str]) -> str:
@@ -67,9 +74,11 @@ class SyncPlan:
         match: per ``.py`` cell, the old notebook index it continues, or None (new).
         edited: ``.py`` indexes whose matched cell gets a new source.
         removed: old notebook indexes no ``.py`` cell continues.
+        renewed: after :func:`apply_plan`, the synced cells that repeated an
+            earlier cell's id and got a fresh one (``{cell_index, id, new_id}``).
     """
 
-    __slots__ = ("py_cells", "nb", "old", "match", "edited", "removed")
+    __slots__ = ("py_cells", "nb", "old", "match", "edited", "removed", "renewed")
 
     def __init__(
         self, py_cells: list[PercentCell], nb: dict[str, Any], old: list[dict[str, Any]], match: list[int | None], edited: set[int]
@@ -81,6 +90,7 @@ class SyncPlan:
         self.edited = {k for k, i in enumerate(match) if i is not None and (k in edited or _source(old[i]) != py_cells[k].source)}
         used = {i for i in match if i is not None}
         self.removed = [i for i in range(len(old)) if i not in used]
+        self.renewed: list[dict[str, Any]] = []
 
     def edited_notebook_cells(self) -> list[int]:
         """Old notebook indexes whose source the sync replaces."""
@@ -90,14 +100,14 @@ class SyncPlan:
         return bool(self.edited or self.removed) or len(self.py_cells) != len(self.old)
 
 
-def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | None = None) -> SyncPlan:
+def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | dict[str, Any] | None = None) -> SyncPlan:
     """Match the ``.py``'s cells to the notebook's (by id, then by source, then as edits in place)."""
     if nb is None:
         nb = new_notebook([], kernel_name)
     old = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]
     match: list[int | None] = [None] * len(py_cells)
     used: set[int] = set()
-    by_id = _ids(old)
+    by_id = _ids(old, py_cells)
     for k, pc in enumerate(py_cells):
         i = by_id.get(pc.cell_id) if pc.cell_id else None
         if i is not None and i not in used:
@@ -155,13 +165,19 @@ def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int
         if with_ids and not isinstance(cell.get("id"), str):
             cell["id"] = _fresh_id(taken)
         cells.append(cell)
+    if with_ids:  # one id per cell: a repeated id goes to the cell whose marker names it, else the first
+        from .cell_ids import renew_duplicate_ids
+
+        plan.renewed = renew_duplicate_ids(cells, {k: pc.cell_id for k, pc in enumerate(py_cells) if pc.cell_id})
+        if plan.renewed:
+            report["ids_renewed"] = len(plan.renewed)
     synced = dict(nb)
     synced["cells"] = cells
     return synced, list(range(len(cells))), report
 
 
 def sync_notebook(
-    py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | None = None
+    py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[int], dict[str, int]]:
     """The notebook with the ``.py``'s cells, and where each ``.py`` cell went.
 

@@ -107,6 +107,7 @@ def _summary_row(view: NotebookView, index: int) -> dict[str, Any]:
     if view.plan is not None:
         row["pair_change"] = view.pair_change(py_index, nb_index)
         row["notebook_cell_index" if view.kind == "py" else "py_cell_index"] = nb_index if view.kind == "py" else py_index
+    problem = problem or view.id_problem(view.kind, index)
     if problem is not None:
         row["problem"] = problem
     if cell_type == "code":
@@ -165,7 +166,7 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
 def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
     if view.kind == "py":
         pc = view.py_cells[index]
-        return {
+        shown: dict[str, Any] = {
             "cell_index": index,
             "cell_id": pc.cell_id,
             "cell_type": pc.cell_type,
@@ -173,6 +174,8 @@ def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
             "source_end_line": pc.end_line,
             "source": pc.source,
         }
+        problem = view.id_problem("py", index)
+        return shown if problem is None else {**shown, "problem": problem}
     cell = view.nb["cells"][index]
     if not isinstance(cell, dict):
         return {"cell_index": index, "cell_id": None, "cell_type": None, "source": None, "problem": "not a notebook cell"}
@@ -186,6 +189,9 @@ def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
     except OutputDataInvalid:
         row["source"] = None
         row["problem"] = "its source is neither a string nor a list of strings"
+    problem = view.id_problem("notebook", index)
+    if problem is not None and "problem" not in row:
+        row["problem"] = problem
     return row
 
 

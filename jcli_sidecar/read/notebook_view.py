@@ -41,7 +41,7 @@ class NotebookView:
         pair_note: why there is no pair, or None.
     """
 
-    __slots__ = ("path", "kind", "py_path", "notebook_path", "py_cells", "nb", "plan", "pair_note")
+    __slots__ = ("path", "kind", "py_path", "notebook_path", "py_cells", "nb", "plan", "pair_note", "_shared")
 
     def __init__(self, path: str, kind: str) -> None:
         self.path = path
@@ -52,6 +52,7 @@ class NotebookView:
         self.nb: dict[str, Any] | None = None
         self.plan: SyncPlan | None = None
         self.pair_note: str | None = None
+        self._shared: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
 
     @property
     def cell_count(self) -> int:
@@ -79,6 +80,46 @@ class NotebookView:
             if i == nb_index:
                 return k
         return None
+
+    def shared_ids(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+        """``(ids the .py's markers repeat, ids several notebook cells carry)``, each with its cells; read once."""
+        if self._shared is None:
+            from ..pair.cell_ids import duplicate_ids
+
+            py = duplicate_ids(self.py_cells) if self.py_cells else {}
+            found: dict[str, list[int]] = {}
+            for i, cell in enumerate(self.nb.get("cells", []) if self.nb is not None else []):
+                meta = cell.get("metadata") if isinstance(cell, dict) else None
+                carried = {cell.get("id"), meta.get("id") if isinstance(meta, dict) else None} if isinstance(cell, dict) else set()
+                for cell_id in carried:  # its id, or the metadata.id jupytext keeps a marker's id in (as the sync matches)
+                    if isinstance(cell_id, str):
+                        found.setdefault(cell_id, []).append(i)
+            self._shared = py, {cell_id: cells for cell_id, cells in found.items() if len(cells) > 1}
+        return self._shared
+
+    def id_problem(self, kind: str, index: int) -> str | None:
+        """What is wrong with the id of cell ``index`` of the ``kind`` side (``"py"`` or ``"notebook"``): one several cells share."""
+        py_shared, nb_shared = self.shared_ids()
+        if kind == "py":
+            pc = self.py_cells[index] if self.py_cells is not None else None
+            copies = py_shared.get(pc.cell_id) if pc is not None and pc.cell_id else None
+            if not copies or self.py_cells is None:
+                return None
+            lines = ", ".join(str(self.py_cells[k].start_line) for k in copies)
+            return (
+                f'its marker\'s id="{pc.cell_id}" is repeated on .py cells {", ".join(map(str, copies))} (lines {lines}): '
+                "exec refuses the file (CELL_ID_DUPLICATE) until the copied id is deleted"
+            )
+        cells = self.nb.get("cells", []) if self.nb is not None else []
+        cell = cells[index] if index < len(cells) else None
+        cell_id = next((cell_id for cell_id, sharing in nb_shared.items() if index in sharing), None)
+        if cell_id is None or not isinstance(cell, dict):
+            return None
+        sharing = nb_shared[cell_id]
+        return (
+            f'its id "{cell_id}" is shared by notebook cells {", ".join(map(str, sharing))}: it maps no .py cell, and '
+            "j-cli gives the later copies fresh ids when it writes the notebook"
+        )
 
     def pair_change(self, py_index: int | None, nb_index: int | None) -> str | None:
         """``"equal"``, ``"edited"``, ``"only_py"`` or ``"only_notebook"`` (None without a pair)."""

@@ -21,18 +21,20 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
-    from ..pair.pairsync import SyncPlan
     from .notebook_view import NotebookView
 
 __all__ = ["map_pair"]
 
 
-def _match_kind(plan: SyncPlan, k: int) -> str | None:
+def _match_kind(view: NotebookView, k: int) -> str | None:
+    plan = view.plan
+    assert plan is not None
     i = plan.match[k]
     if i is None:
         return None
     pc = plan.py_cells[k]
-    if pc.cell_id and plan.old[i].get("id") == pc.cell_id:
+    py_shared, nb_shared = view.shared_ids()
+    if pc.cell_id and plan.old[i].get("id") == pc.cell_id and pc.cell_id not in py_shared and pc.cell_id not in nb_shared:
         return "id"
     return "position" if k in plan.edited else "content"
 
@@ -62,10 +64,15 @@ def _py_row(view: NotebookView, k: int, since: tuple[bool, bool] | None) -> dict
         "notebook_cell_id": nb_id if isinstance(nb_id, str) else None,
         "source_start_line": pc.start_line,
         "source_end_line": pc.end_line,
-        "match": _match_kind(plan, k),
+        "match": _match_kind(view, k),
         "change": change,
         "changed_on": _changed_on(change, since),
+        **_problem(view.id_problem("py", k) or (view.id_problem("notebook", i) if i is not None else None)),
     }
+
+
+def _problem(text: str | None) -> dict[str, Any]:
+    return {} if text is None else {"problem": text}
 
 
 def _notebook_row(view: NotebookView, i: int, since: tuple[bool, bool] | None) -> dict[str, Any]:
@@ -85,6 +92,7 @@ def _notebook_row(view: NotebookView, i: int, since: tuple[bool, bool] | None) -
     }
     if cell_source(cell) is None:
         row["problem"] = "not a readable notebook cell"
+    row.update(_problem(None if "problem" in row else view.id_problem("notebook", i)))
     return row
 
 
@@ -104,6 +112,7 @@ def _rows(view: NotebookView, since: tuple[bool, bool] | None) -> list[dict[str,
 
 def _next_sync(view: NotebookView) -> dict[str, Any]:
     """What ``exec -f`` of the ``.py`` would do to the notebook, or why it would refuse."""
+    from ..pair.cell_ids import duplicate_ids
     from ..pair.pairguard import check_sync
 
     plan = view.plan
@@ -115,6 +124,15 @@ def _next_sync(view: NotebookView) -> dict[str, Any]:
         "removed": len(plan.removed),
         "refused": None,
     }
+    copies = duplicate_ids(plan.py_cells)
+    if copies:
+        out["refused"] = {
+            "code": "CELL_ID_DUPLICATE",
+            "reason": "duplicate_id",
+            "cells": [],
+            "py_cells": sorted(k for ks in copies.values() for k in ks),
+        }
+        return out
     try:
         check_sync(plan, view.py_path, view.notebook_path)
     except PairConflict as err:
@@ -134,7 +152,9 @@ def map_pair(path: str | os.PathLike[str]) -> dict[str, Any]:
         empty. ``since_last_sync`` is ``{py_changed, notebook_changed}``
         (None when no sync was recorded); ``sync`` counts what the next
         ``exec -f`` of the ``.py`` would keep, edit, add and remove, and
-        ``refused`` is its ``PAIR_CONFLICT`` (reason and cells) or None.
+        ``refused`` is its ``PAIR_CONFLICT`` (reason and cells), its
+        ``CELL_ID_DUPLICATE`` (``py_cells``: the cells whose markers repeat an
+        id), or None. A row whose id several cells share says so in ``problem``.
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: the file named.

@@ -119,7 +119,11 @@ magics again in the notebook and the kernel.
 cells keep their outputs, edited cells lose stale ones), and j-cli never
 rewrites the `.py`. If the notebook was edited elsewhere, the run stops with
 `PAIR_CONFLICT` before any code runs and writes nothing; `--py-wins` lets
-the `.py` win.
+the `.py` win. When you copy a cell, delete the `id="…"` on the copy's
+`# %%` marker: markers that repeat an id stop the run with
+`CELL_ID_DUPLICATE` (the error names the lines). A file whose kernel is not
+the session's stops with `KERNEL_MISMATCH`: create a session with
+`-k NAME`, or pass `--any-kernel`.
 """
 
 _READING = """
@@ -202,7 +206,9 @@ j-cli kernelspec inspect-file analysis.py       # the kernel a file asks for (no
 
 To start from someone's `.ipynb`, convert it to a `.py` and work on that.
 `py-to-ipynb` keeps the outputs of unchanged cells (`--outputs preserve` or
-`clear-all` to choose); convert never rewrites its input.
+`clear-all` to choose) and, like `exec -f`, stops with `PAIR_CONFLICT` rather
+than drop notebook-side edits (`--py-wins` to overwrite them); convert never
+rewrites its input.
 
 ## Guards: what a hook blocks, and why
 
