@@ -180,6 +180,15 @@ SETTINGS: dict[str, Setting] = {
             expect="seconds > 0",
         ),
         _number(
+            "JCLI_SIDECAR_HELLO_SECONDS",
+            1.0,
+            "how long a client waits for a sidecar's hello before reading in-process and leaving that sidecar alone",
+            minimum=0,
+            above_minimum=True,
+            maximum=120.0,
+            expect="seconds > 0 (at most 120)",
+        ),
+        _number(
             "JCLI_MCP_DRAIN_SECONDS",
             10.0,
             "after its client closes stdin, how long j-cli mcp serve waits for calls in flight before answering them TIMEOUT",
