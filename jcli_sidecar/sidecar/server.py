@@ -342,8 +342,10 @@ class Sidecar:
             self.inflight -= 1
             self.last_active = time.monotonic()
         self.sending += 1
+        sending = self._send(writer, lock, frame)
+        del frame  # the send holds the only reference, and drops it once written (a burst holds each answer once)
         try:
-            await self._send(writer, lock, frame)
+            await sending
         finally:
             self.sending -= 1
         if self._retiring is not None:  # after the answer is out, so the client gets it
@@ -455,6 +457,7 @@ class Sidecar:
                 return
             writer.write(frame)
             self.memory.sent(len(frame))
+            del frame  # what was not sent at once is in the transport's buffer now
             try:
                 await writer.drain()
             except ConnectionError:
