@@ -131,9 +131,9 @@ def ensure_runtime_dir(create: bool) -> str:
         except FileExistsError:
             pass
         except OSError as exc:
-            from .os_errors import os_error
+            from .os_errors import os_error, os_reason
 
-            raise os_error(exc, "runtime-dir", path, path=path, reason=_reason(exc)) from None
+            raise os_error(exc, "runtime-dir", path, path=path, reason=os_reason(exc)) from None
     _check(path)
     if create and not os.access(path, os.W_OK | os.X_OK):
         from .os_errors import RUNTIME_DIR_FIX
@@ -141,12 +141,6 @@ def ensure_runtime_dir(create: bool) -> str:
         reason = "it cannot be written (a read-only file system?)"
         raise RuntimeDirUnusable(f"the runtime dir {path} cannot be used: {reason}; {RUNTIME_DIR_FIX}", path=path, reason=reason)
     return path
-
-
-def _reason(exc: OSError) -> str:
-    from .os_errors import os_reason
-
-    return os_reason(exc)
 
 
 class SidecarPaths:

@@ -3,7 +3,8 @@
 It imports only what a lean client needs (socket, msgpack, json via the
 protocol module). The hello has its own short deadline
 (``JCLI_SIDECAR_HELLO_SECONDS``); a sidecar that misses it is left alone
-by the next calls until it proves alive (:mod:`.liveness`). Anything wrong with the transport — no sidecar, a dead
+by the next calls until it proves alive (:mod:`.liveness`). Anything
+wrong with the transport — no sidecar, a dead
 or stalled one, another version, a bad frame — is raised as
 :class:`SidecarUnavailable`, so callers fall back to reading in-process.
 Coded errors about the request itself (a missing cell, ...) are raised as
@@ -80,7 +81,7 @@ def _await_hello(sock: socket.socket, paths: SidecarPaths) -> None:
     if not poller.poll(seconds * 1000):
         mark_unresponsive(paths)
         raise SidecarUnavailable(
-            f"the sidecar did not answer its hello within {seconds:g} s (JCLI_SIDECAR_HELLO_SECONDS); read in-process",
+            f"the sidecar did not answer its hello within {seconds:g} s (JCLI_SIDECAR_HELLO_SECONDS); going on without it",
             unresponsive=True,
         )
 
