@@ -222,7 +222,7 @@ class McpSession:
         self._lock = threading.Lock()  # guards the tables below
         self._roots_lock = threading.Lock()  # one roots/list at a time
         self._in_flight: dict[Any, threading.Thread] = {}
-        self._abandoned: list[threading.Thread] = []  # calls answered TIMEOUT at exit, still running
+        self._workers: list[threading.Thread] = []  # every call's thread not known to be done (it answers after leaving _in_flight)
         self._cancelled: set[Any] = set()
         self._waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
         self._next_id = 0
@@ -353,6 +353,7 @@ class McpSession:
         worker = threading.Thread(target=self._run_call, args=(request_id, name, arguments), name=f"mcp-call-{request_id}", daemon=True)
         with self._lock:
             self._in_flight[request_id] = worker
+            self._workers = [*(other for other in self._workers if other.is_alive()), worker]
         worker.start()
 
     def _run_call(self, request_id: Any, name: str, arguments: dict[str, Any]) -> None:
@@ -370,14 +371,14 @@ class McpSession:
             pass  # the client is gone; the reading thread sees it too
 
     def calls_in_flight(self) -> bool:
-        """True while a tool call runs on a worker thread (an abandoned one included)."""
+        """True while a tool call's thread runs (one still writing its answer, or abandoned, included)."""
         with self._lock:
-            return any(worker.is_alive() for worker in [*self._in_flight.values(), *self._abandoned])
+            return any(worker.is_alive() for worker in self._workers)
 
     def workers(self) -> list[threading.Thread]:
-        """The threads of the calls not answered yet."""
+        """The threads of the calls still running or still writing their answers."""
         with self._lock:
-            return list(self._in_flight.values())
+            return [worker for worker in self._workers if worker.is_alive()]
 
     def input_closed(self) -> None:
         """The client closed stdin: nothing it would answer can come any more; wake every wait for it."""
@@ -391,7 +392,6 @@ class McpSession:
         """Take the calls still running off the table (their workers will answer nothing) and return their ids, less the cancelled."""
         with self._lock:
             late = [request_id for request_id in self._in_flight if request_id not in self._cancelled]
-            self._abandoned.extend(self._in_flight.values())
             self._in_flight.clear()
         return late
 
