@@ -44,6 +44,11 @@ def in_process(args, workspace):
     return run_cli(*args, cwd=workspace, env={**os.environ, "JCLI_SIDECAR": "off"})
 
 
+def patient() -> dict:
+    """The environment with a long hello deadline: for calls to a sidecar that runs, so a loaded machine cannot make it miss one."""
+    return {**os.environ, "JCLI_SIDECAR_HELLO_SECONDS": "30"}
+
+
 def marker(workspace) -> dict | None:
     try:
         with open(paths_for(workspace).unresponsive, encoding="utf-8") as fh:
@@ -89,7 +94,7 @@ def test_a_continued_sidecar_is_asked_again_at_once_and_its_record_dropped(fixtu
     assert run_cli(*READ, cwd=fixture_dir).returncode == 0
     assert marker(fixture_dir) is not None
     stopped.send_signal(signal.SIGCONT)
-    again = run_cli(*READ, cwd=fixture_dir)
+    again = run_cli(*READ, cwd=fixture_dir, env=patient())
     assert again.returncode == 0, again.stderr
     assert marker(fixture_dir) is None  # only an answered hello drops it
     status = run_cli("-j", "sidecar", "status", cwd=fixture_dir).json()
@@ -113,7 +118,7 @@ def test_status_reports_a_stopped_sidecar_and_stop_ends_it_cleanly(fixture_dir, 
     paths = paths_for(fixture_dir)
     # SIGTERM then SIGCONT: it acted on the TERM and removed its own files on the way out
     assert not os.path.exists(paths.socket) and not os.path.exists(paths.pid) and marker(fixture_dir) is None
-    fresh = run_cli(*READ, cwd=fixture_dir)
+    fresh = run_cli(*READ, cwd=fixture_dir, env=patient())
     assert fresh.returncode == 0, fresh.stderr
 
 
@@ -121,7 +126,7 @@ def test_a_sidecar_stopped_again_after_answering_is_recorded_again(fixture_dir, 
     assert run_cli(*READ, cwd=fixture_dir).returncode == 0
     since = marker(fixture_dir)["since"]
     stopped.send_signal(signal.SIGCONT)
-    assert run_cli(*READ, cwd=fixture_dir).returncode == 0
+    assert run_cli(*READ, cwd=fixture_dir, env=patient()).returncode == 0
     assert marker(fixture_dir) is None
     stopped.send_signal(signal.SIGSTOP)
     assert run_cli(*CATALOG, cwd=fixture_dir).returncode == 0
@@ -184,7 +189,7 @@ def test_a_record_about_another_process_is_ignored_and_dropped(fixture_dir, side
     stranger = {**ProcessRecord.current().to_dict(), "state": "stopped", "since": 0, "checked": 0}
     with open(paths.unresponsive, "w", encoding="utf-8") as fh:
         json.dump(stranger, fh)  # names this test process, not the pid file's sidecar
-    assert run_cli(*READ, cwd=fixture_dir).returncode == 0
+    assert run_cli(*READ, cwd=fixture_dir, env=patient()).returncode == 0
     assert marker(fixture_dir) is None
     # sidecar start's own status call, the read (through it), and this status call
     assert run_cli("-j", "sidecar", "status", cwd=fixture_dir).json()["requests_served"] == 3
