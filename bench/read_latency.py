@@ -34,7 +34,8 @@ produces three groups of figures.
    real copies: the cache keys by inode), next to the cache's own byte count
    and budget (``JCLI_SIDECAR_CACHE_MB``, default 256 MiB). The sidecar is
    allowed a fixed **base of 64 MiB** on top of the budget: the interpreter,
-   asyncio, msgpack, watchfiles and allocator slack. This is measured first,
+   asyncio, msgpack, watchfiles and allocator slack, also once a burst of
+   :data:`BURST` reads at once is answered. This is measured first,
    on the freshly started sidecar, so that its cache holds exactly these 10;
    figures 1 and 2 then run against the same sidecar with the copies still
    cached (11 notebooks, ~253 MiB: with the default budget, a nearly full
@@ -105,6 +106,7 @@ RUNTIME = WORK / "runtime"
 WARMUP = 2
 CALL_WARMUP = 5
 SIDECAR_BASE_MIB = 64
+BURST = 200  # concurrent reads in figure 3's burst
 
 # Names used in the tables and in the ratios.
 WARM, COLD, UPSTREAM, FLOOR = "ours warm", "ours cold", "upstream", "floor"
@@ -292,7 +294,36 @@ def measure_memory(sidecar: Sidecar, cell: int) -> dict:
         f"check: sidecar cache entries == {len(COPIES)}: {cache['entries'] == len(COPIES)} "
         f"(entries {cache['entries']}, misses {cache['misses']})"
     )
+    result.update(measure_burst(paths, cell, sidecar, pid))
     return result
+
+
+def measure_burst(paths, cell: int, sidecar: Sidecar, pid: int) -> dict:
+    """Figure 3, continued: :data:`BURST` reads of the copies at once, then the sidecar's RSS once they are answered."""
+    import threading
+
+    from jcli_sidecar.base.errors import SidecarUnavailable
+    from jcli_sidecar.sidecar.client import call
+
+    gate = threading.Barrier(BURST)
+    refused = []
+
+    def one(i: int) -> None:
+        gate.wait()
+        try:
+            call(paths, "notebook.read", {"file_path": COPIES[i % len(COPIES)].name, "cell_index": cell, "output_index": 0})
+        except SidecarUnavailable as exc:
+            refused.append(exc.message)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(BURST)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    after = sidecar.status()  # nothing in flight: the burst is over
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        peak = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    return {"burst_refused": len(refused), "burst_rss": sidecar.rss_mib(pid), "burst_peak": peak, "burst_cache": after["cache"]["bytes"]}
 
 
 # -- the report ---------------------------------------------------------------
@@ -330,6 +361,9 @@ def print_memory(mem: dict) -> None:
     print(f"  cache entries             {mem['entries']:8d}")
     print(f"  cache bytes               {mem['bytes'] / MIB:8.1f} MiB  ({mem['bytes']} bytes)")
     print(f"  cache budget_bytes        {mem['budget_bytes'] / MIB:8.1f} MiB  ({mem['budget_bytes']} bytes)")
+    print(
+        f"  after {BURST} reads at once   {mem['burst_rss']:8.1f} MiB  (peak {mem['burst_peak']:.1f} MiB; {mem['burst_refused']} refused; cache {mem['burst_cache'] / MIB:.1f} MiB)"
+    )
 
 
 def print_ratios(times: dict[str, list[float]], mem: dict | None) -> None:
@@ -339,6 +373,9 @@ def print_ratios(times: dict[str, list[float]], mem: dict | None) -> None:
         print(
             f"{'sidecar RSS':<32}{mem['rss']:>6.1f} MiB  (target <= budget {mem['budget_bytes'] / MIB:g} "
             f"+ base {SIDECAR_BASE_MIB} = {limit:g} MiB)  {verdict(mem['rss'], '<=', limit)}"
+        )
+        print(
+            f"{f'sidecar RSS after {BURST} at once':<32}{mem['burst_rss']:>6.1f} MiB  (target <= {limit:g} MiB)  {verdict(mem['burst_rss'], '<=', limit)}"
         )
 
 

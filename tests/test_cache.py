@@ -215,3 +215,38 @@ def test_memoised_reads_equal_fresh_reads_and_count_against_the_budget(tmp_path,
     memo = sum(entry.notebook.memo_bytes for entry in cache._entries.values())
     assert memo > 0 and stats["bytes"] >= memo
     assert stats["bytes"] == sum(entry.notebook.approx_bytes for entry in cache._entries.values())
+
+
+def test_one_notebook_s_decoded_outputs_stay_within_the_budget_and_reads_stay_right(tmp_path, monkeypatch):
+    """A single notebook is never evicted for its own memo: its oldest decoded outputs are, and reads give the same bytes."""
+    import base64
+    import json
+
+    from jcli_sidecar.read.requests import handle_read
+
+    images = [b"\x89PNG\r\n\x1a\n" + os.urandom(200 * 1024) for _ in range(12)]
+    cells = [
+        {
+            "cell_type": "code",
+            "id": f"c{i}",
+            "execution_count": i,
+            "metadata": {},
+            "source": "",
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": base64.b64encode(png).decode()}}],
+        }
+        for i, png in enumerate(images)
+    ]
+    (tmp_path / "nb.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    settle(tmp_path / "nb.ipynb")
+    monkeypatch.chdir(tmp_path)
+    budget = 1 << 20  # a few outputs' worth: all twelve decoded would be about 8 MiB
+    cache = trusting_cache(budget)
+    for _ in range(2):
+        for i, png in enumerate(images):
+            doc = handle_read({"file_path": "nb.ipynb", "cell_index": i, "output_index": 0}, binary=True, load=cache.load)
+            assert doc["selected"]["data"] == png
+            cache.settle()  # what the sidecar does when nothing is in flight
+            assert cache.stats()["bytes"] <= budget
+    assert cache.stats()["entries"] == 1  # the notebook itself (its index) stays
+    notebook = next(iter(cache._entries.values())).notebook
+    assert notebook.memo and notebook.approx_bytes == cache.stats()["bytes"]

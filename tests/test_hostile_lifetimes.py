@@ -123,6 +123,7 @@ def _send(proc, message) -> None:
 
 def test_the_mcp_server_exits_when_its_client_goes_away_mid_call(fixture_dir, sidecar_on, monkeypatch, tmp_path):
     doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path)
+    monkeypatch.setenv("JCLI_MCP_DRAIN_SECONDS", "1")  # the stuck call is answered TIMEOUT after 1 s, then it exits
     server = subprocess.Popen(
         [JCLI, "mcp", "serve", "--root", str(fixture_dir)], cwd=fixture_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )

@@ -264,6 +264,7 @@ def test_a_huge_line_is_refused_without_being_held(server):
 
 def test_a_closed_stdin_ends_the_server_with_a_call_in_flight(fixture_dir, sidecar_on, monkeypatch, tmp_path):
     doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path)
+    monkeypatch.setenv("JCLI_MCP_DRAIN_SECONDS", "1")
     server = Server(fixture_dir, "--root", str(fixture_dir))
     try:
         server.initialize()
@@ -280,6 +281,74 @@ def test_a_closed_stdin_ends_the_server_with_a_call_in_flight(fixture_dir, sidec
         server.proc.stdout.close()
         server.proc.stderr.close()
         os.kill(doc["pid"], 9)
+
+
+def _call(request_id, arguments, tool="read_notebook_output") -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+
+def _answers_after_close(server: Server) -> dict:
+    """Close stdin, wait for the server to exit 0, and return every answer it wrote, by id."""
+    out, _ = server.proc.communicate(timeout=BOUND)  # closes stdin first
+    assert server.proc.returncode == 0
+    answers = [json.loads(line) for line in out.splitlines()]
+    by_id = {answer["id"]: answer for answer in answers}
+    assert len(by_id) == len(answers), "a call was answered twice"
+    return by_id
+
+
+@pytest.mark.parametrize("sidecar", ["off", "on"])
+def test_every_call_received_before_stdin_closes_is_answered(fixture_dir, sidecar, request):
+    if sidecar == "on":
+        request.getfixturevalue("sidecar_on")  # the first read starts one; later reads may use it
+    cases = [
+        READ,
+        {"file_path": "kernel_v4.5.ipynb", "cell_index": 99, "output_index": 0},  # CELL_NOT_FOUND
+        {"file_path": "kernel_v4.5.ipynb", "cell_index": 2},  # the catalog
+        {"file_path": "missing.ipynb", "cell_index": 0, "output_index": 0},  # FILE_NOT_FOUND
+    ]
+    server = Server(fixture_dir, "--root", str(fixture_dir))
+    try:
+        server.initialize()
+        calls = [_call(100 + i, cases[i % len(cases)]) for i in range(24)]
+        calls.append(_call("run", {"run_id": "20990101T000000Z-nope", "output_index": 0}, tool="read_run_output"))
+        server.send_raw(b"".join(json.dumps(call).encode() + b"\n" for call in calls))  # all at once, then the client leaves
+        answers = _answers_after_close(server)
+    finally:
+        server.close()
+    assert set(answers) == {call["id"] for call in calls}
+    for call in calls:
+        answer = answers[call["id"]]
+        assert "result" in answer, answer
+        text = answer["result"]["content"][0].get("text", "")
+        assert "TIMEOUT" not in text, answer
+    assert answers[100]["result"]["content"][0]["type"] == "image"
+    assert answers[101]["result"]["isError"] and "CELL_NOT_FOUND" in answers[101]["result"]["content"][0]["text"]
+
+
+def test_a_call_still_stuck_after_the_drain_time_is_answered_timeout_and_the_rest_as_usual(fixture_dir, sidecar_on, monkeypatch, tmp_path):
+    doc, fifo = _stalled_sidecar(fixture_dir, monkeypatch, tmp_path)
+    monkeypatch.setenv("JCLI_MCP_DRAIN_SECONDS", "0.5")
+    server = Server(fixture_dir, "--root", str(fixture_dir))
+    try:
+        server.initialize()
+        server.send(_call("stuck", READ))
+        _first_line(fifo)  # inside the sidecar's worker, for ever
+        server.send(_call("quick", {"run_id": "20990101T000000Z-nope", "output_index": 0}, tool="read_run_output"))
+        quick = server.receive()
+        assert quick["id"] == "quick" and quick["result"]["isError"], quick
+        server.send(_call("late", {"run_id": "20990101T000000Z-nope", "output_index": 1}, tool="read_run_output"))
+        answers = _answers_after_close(server)
+    finally:
+        server.close()
+        os.kill(doc["pid"], 9)
+    assert set(answers) == {"stuck", "late"}
+    stuck = answers["stuck"]["result"]
+    assert (
+        stuck["isError"] and stuck["content"][0]["text"].startswith("TIMEOUT: ") and "JCLI_MCP_DRAIN_SECONDS" in stuck["content"][0]["text"]
+    )
+    late = answers["late"]["result"]
+    assert late["isError"] and not late["content"][0]["text"].startswith("TIMEOUT"), late  # answered as usual
 
 
 def test_a_cancelled_call_is_never_answered(fixture_dir):

@@ -1,8 +1,11 @@
 """Soak: four writers publish runs for 30 s (half through the sidecar, half
-in-process) while a cleaner loops ``output clean --max-runs 2``."""
+in-process) while a cleaner loops ``output clean --max-runs 2``; and a burst
+of concurrent reads, after which the sidecar is back within its cache budget
+plus a fixed base."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -100,3 +103,95 @@ def test_writers_and_a_cleaner_never_break_a_run(tmp_path, sidecar_on):
     assert remaining == newest_two and final["status"] == "ok"
     served = run_cli("-j", "sidecar", "status", cwd=ws).json()["requests_served"]
     assert served - served_before >= len(logs[0])  # half the writers went through the sidecar
+
+
+#: What a sidecar holds beyond its cache budget (the interpreter, its modules, the index), in MiB: bench/'s SIDECAR_BASE_MIB.
+SIDECAR_BASE_MIB = 64
+BURST = 200  # concurrent readers: enough to swamp a two-core machine
+
+
+def _image_notebook(path, cells: int, image_bytes: int) -> list[bytes]:
+    """A notebook of ``cells`` cells, each with one PNG-headed image of ``image_bytes``; returns the images."""
+    images = [b"\x89PNG\r\n\x1a\n" + os.urandom(image_bytes) for _ in range(cells)]
+    doc = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": f"c{i}",
+                "execution_count": i + 1,
+                "metadata": {},
+                "source": f"plot({i})",
+                "outputs": [
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"image/png": base64.b64encode(png).decode(), "text/plain": "<img>"},
+                    }
+                ],
+            }
+            for i, png in enumerate(images)
+        ],
+    }
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return images
+
+
+def _vm_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
+
+
+def test_after_a_burst_of_concurrent_reads_the_sidecar_is_back_within_its_budget(tmp_path, sidecar_on, monkeypatch):
+    from jcli_sidecar.base.errors import SidecarUnavailable
+    from jcli_sidecar.base.runtime import SidecarPaths
+    from jcli_sidecar.read import HANDLERS
+    from jcli_sidecar.sidecar.client import call
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    images = _image_notebook(ws / "plots.ipynb", cells=40, image_bytes=384 * 1024)
+    budget_mib = 8
+    monkeypatch.setenv("JCLI_SIDECAR_CACHE_MB", str(budget_mib))  # below what the burst decodes, so the budget is what bounds it
+    monkeypatch.setenv("JCLI_SIDECAR_HELLO_SECONDS", "60")  # this test is about memory and the backlog, not a swamped hello
+    started = run_cli("-j", "sidecar", "start", cwd=ws)
+    assert started.returncode == 0, started.stderr
+    pid = started.json()["pid"]
+    monkeypatch.chdir(ws)
+    paths = SidecarPaths(os.path.realpath(ws))
+    listening = subprocess.run(["ss", "-xlH", "src", paths.socket], capture_output=True, text=True, check=True).stdout.split()
+    with open("/proc/sys/net/core/somaxconn", encoding="ascii") as fh:
+        system_cap = int(fh.read())
+    assert listening[1] == "LISTEN" and int(listening[3]) >= min(4096, system_cap), f"the listen backlog is {listening[3]}"
+    gate = threading.Barrier(BURST)
+    refused: list[str] = []
+    wrong: list[int] = []
+
+    def read(i: int) -> None:
+        request = {"file_path": "plots.ipynb", "cell_index": i % len(images), "output_index": 0}
+        gate.wait()
+        try:
+            doc = call(paths, "notebook.read", request)
+        except SidecarUnavailable as exc:
+            refused.append(exc.message)
+            doc = HANDLERS["notebook.read"](request)  # what a client does: read in-process
+        data = doc["selected"]["data"]
+        if (data if isinstance(data, bytes) else base64.b64decode(data)) != images[i % len(images)]:
+            wrong.append(i)
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(BURST)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not wrong, f"reads answered the wrong image: {wrong[:5]}"
+    assert not refused, f"{len(refused)} of {BURST} connections were refused (a full backlog), e.g. {refused[0]}"
+    stats = call(paths, "stats", {})  # the burst is over: nothing in flight
+    assert stats["requests_served"] == BURST + 2  # sidecar start's status, the burst, this call
+    assert stats["cache"]["bytes"] <= stats["cache"]["budget_bytes"] == budget_mib * 1024 * 1024, stats["cache"]
+    rss = _vm_rss_mib(pid)
+    assert rss <= budget_mib + SIDECAR_BASE_MIB, (
+        f"the sidecar holds {rss:.0f} MiB after the burst (cache {stats['cache']['bytes'] / 2**20:.1f} MiB)"
+    )

@@ -28,9 +28,11 @@ roots, with a bounded wait, and again after it says they changed), else
 under the launch cwd. stdout carries only protocol frames (anything else
 written to it goes to stderr); logs go to stderr.
 
-Lifetime: the server exits when its client closes stdin, even with a tool
-call in flight. A call runs on a worker thread, which cannot be stopped; it
-is abandoned, and the process exits without waiting for it.
+Lifetime (:mod:`jcli.mcp_lifetime`): when its client closes stdin, the
+server answers every call it has already received, then exits. A call runs
+on a worker thread, which cannot be stopped: one still running
+``JCLI_MCP_DRAIN_SECONDS`` (default 10) after stdin closed is answered
+``TIMEOUT`` and abandoned, and the process exits without waiting for it.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import threading
 from jcli_sidecar.base import JcliError, display_name, valid_names
 
 from . import jsonrpc_stdio as rpc
-from . import mcp_tools
+from . import mcp_lifetime, mcp_tools
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,8 +92,11 @@ def serve(roots: list[str], host: str | None = None) -> int:
 
                 _log(f"a message could not be handled\n{traceback.format_exc()}")
     except OSError:  # stdout is gone: nobody is listening any more
-        pass
-    _exit_if_calls_remain(session)
+        mcp_lifetime.exit_if_calls_remain(session)
+        return 0
+    session.input_closed()
+    mcp_lifetime.answer_calls_in_flight(session, _error_result)
+    mcp_lifetime.exit_if_calls_remain(session)
     return 0
 
 
@@ -131,22 +136,6 @@ def _valid_text(text: str) -> str:
 
         return re.sub("[\\ud800-\\udfff]", "\ufffd", text)
     return text
-
-
-def _exit_if_calls_remain(session: McpSession) -> None:
-    """The client is gone: exit now if a tool call is still running on a worker thread.
-
-    A call stuck on a hung file system or a stalled sidecar would
-    otherwise keep the process alive with nobody to answer.
-    """
-    if not session.calls_in_flight():
-        return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(0)
 
 
 def _tools(modern: bool | None) -> list[dict[str, Any]]:
@@ -233,11 +222,13 @@ class McpSession:
         self._lock = threading.Lock()  # guards the tables below
         self._roots_lock = threading.Lock()  # one roots/list at a time
         self._in_flight: dict[Any, threading.Thread] = {}
+        self._workers: list[threading.Thread] = []  # every call's thread not known to be done (it answers after leaving _in_flight)
         self._cancelled: set[Any] = set()
         self._waiting: dict[int, tuple[threading.Event, dict[str, Any]]] = {}
         self._next_id = 0
         self._roots_changes = 0  # how many roots/list_changed the client has sent
         self._roots_asked_at = 0  # ... when the roots were last asked
+        self._closed = False  # stdin ended: the client answers nothing more
 
     # -- routing ------------------------------------------------------------------
 
@@ -362,12 +353,14 @@ class McpSession:
         worker = threading.Thread(target=self._run_call, args=(request_id, name, arguments), name=f"mcp-call-{request_id}", daemon=True)
         with self._lock:
             self._in_flight[request_id] = worker
+            self._workers = [*(other for other in self._workers if other.is_alive()), worker]
         worker.start()
 
     def _run_call(self, request_id: Any, name: str, arguments: dict[str, Any]) -> None:
         result = self._call_result(name, arguments)
         with self._lock:
-            self._in_flight.pop(request_id, None)
+            if self._in_flight.pop(request_id, None) is None:
+                return  # abandoned at exit, and answered then
             cancelled = request_id in self._cancelled
             self._cancelled.discard(request_id)
         if cancelled:
@@ -378,8 +371,37 @@ class McpSession:
             pass  # the client is gone; the reading thread sees it too
 
     def calls_in_flight(self) -> bool:
+        """True while a tool call's thread runs (one still writing its answer, or abandoned, included)."""
         with self._lock:
-            return any(worker.is_alive() for worker in self._in_flight.values())
+            return any(worker.is_alive() for worker in self._workers)
+
+    def workers(self) -> list[threading.Thread]:
+        """The threads of the calls still running or still writing their answers."""
+        with self._lock:
+            return [worker for worker in self._workers if worker.is_alive()]
+
+    def input_closed(self) -> None:
+        """The client closed stdin: nothing it would answer can come any more; wake every wait for it."""
+        with self._lock:
+            self._closed = True
+            waiting = list(self._waiting.values())
+        for event, _ in waiting:
+            event.set()
+
+    def abandon_calls(self) -> list[Any]:
+        """Take the calls still running off the table (their workers will answer nothing) and return their ids, less the cancelled."""
+        with self._lock:
+            late = [request_id for request_id in self._in_flight if request_id not in self._cancelled]
+            self._in_flight.clear()
+        return late
+
+    def answer_all(self, request_ids: list[Any], result: dict[str, Any]) -> None:
+        """Answer each of ``request_ids`` with ``result`` (until the client is gone)."""
+        for request_id in request_ids:
+            try:
+                self._send(self._result(request_id, result))
+            except OSError:
+                return
 
     def _call_result(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -417,6 +439,8 @@ class McpSession:
         event: threading.Event = threading.Event()
         slot: dict[str, Any] = {}
         with self._lock:
+            if self._closed:
+                return []  # it can no longer answer: the launch cwd
             self._next_id += 1
             request_id = self._next_id
             self._waiting[request_id] = (event, slot)

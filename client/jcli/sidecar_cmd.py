@@ -12,11 +12,14 @@ __all__ = ["sidecar"]
 
 
 def _paths(create: bool) -> SidecarPaths:
+    """The workspace's sidecar files; ``RUNTIME_DIR_UNUSABLE`` when no sidecar could live there."""
     try:
         directory = ensure_runtime_dir(create=create)
     except FileNotFoundError:
         directory = None  # nothing has run yet: status says so
-    return SidecarPaths(workspace_of(), directory)
+    paths = SidecarPaths(workspace_of(), directory)
+    paths.check_socket()
+    return paths
 
 
 @click.group()
@@ -60,6 +63,10 @@ def status(ctx: click.Context) -> None:
             f"{doc['requests_served']} requests, cache {cache.get('entries', 0)} notebooks / "
             f"{cache.get('bytes', 0)} bytes\nsocket {doc['socket']}"
         )
+    elif doc.get("unresponsive"):
+        stuck = doc["unresponsive"]
+        how = "stopped" if stuck["stopped"] else "not answering"
+        human = f"sidecar pid {stuck['pid']} is {how}: reads go in-process; j-cli sidecar stop ends it\nsocket {doc['socket']}"
     else:
         human = f"no sidecar running for {doc['workspace']}\nsocket {doc['socket']}"
     finish(ctx, doc, human)

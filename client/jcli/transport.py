@@ -6,8 +6,11 @@ The policy, in one place:
 2. A sidecar answers: use it.
 3. Otherwise read in-process now, and start a sidecar in the background for
    the next call, but only if the runtime dir is (or can be made) ours and
-   private. That spawn is the only side effect a read may have, and it
-   happens outside the workspace.
+   private, and short enough for its socket. That spawn is the only side
+   effect a read may have, and it happens outside the workspace.
+4. A sidecar that runs but missed its hello (stopped, stuck) is left alone:
+   read in-process at once, start none beside it, and do not ask it again
+   until it proves alive (``jcli_sidecar.sidecar.liveness``).
 
 Both paths give the same document; the sidecar's carries image bytes as
 ``bytes``, which ``emit`` prints as the same base64.
@@ -43,8 +46,9 @@ def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
 
     try:
         return call(paths, op, request)
-    except SidecarUnavailable:
-        pass
+    except SidecarUnavailable as exc:
+        if exc.details.get("unresponsive"):
+            return _direct(request, op)  # one runs, but does not answer: none is started beside it
     try:
         return _direct(request, op)
     finally:
@@ -63,7 +67,8 @@ def _sidecar_paths() -> SidecarPaths | None:
         directory = None  # nothing has run yet; a spawn may create it
     except (OSError, JcliError):
         return None  # not ours, or not private: never used
-    return SidecarPaths(workspace, directory)
+    paths = SidecarPaths(workspace, directory)
+    return paths if paths.socket_fits() else None  # a sidecar could not bind there: never started, never asked
 
 
 def _direct(request: dict[str, Any], op: str) -> dict[str, Any]:
@@ -100,8 +105,9 @@ def exec_inline(request: dict[str, Any], *, result, on_output, stop, direct):
 
     try:
         return exec_through(paths, request, result=result, on_output=on_output, stop=stop)
-    except SidecarUnavailable:
-        pass
+    except SidecarUnavailable as exc:
+        if exc.details.get("unresponsive"):
+            return direct()  # one runs, but does not answer: none is started beside it
     try:
         return direct()
     finally:

@@ -19,11 +19,19 @@ export const SIDECAR_PROTOCOL = 1;
 /** Largest response frame accepted (the Python client's cap too). */
 export const SIDECAR_MAX_FRAME = 64 * 1024 * 1024;
 export const SIDECAR_CONNECT_MS = 2_000;
+export const SIDECAR_HELLO_MS = 1_000; // by default (JCLI_SIDECAR_HELLO_SECONDS): a live sidecar answers hello at once
 /** A sidecar that answers nothing for this long is treated as gone. */
 export const SIDECAR_REQUEST_MS = 120_000;
 /** Codes that say "the transport failed", not "your request is wrong": fall back. */
 const SIDECAR_FALLBACK_CODES = new Set(["PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"]);
 const SIDECAR_OFF_VALUES = new Set(["off", "0", "false", "no", "disabled"]);
+
+/** The hello's deadline in ms: JCLI_SIDECAR_HELLO_SECONDS when it is a number in (0, 120], read as j-cli reads it; else the default. */
+export function sidecarHelloMs(env = process.env) {
+  const raw = String(env.JCLI_SIDECAR_HELLO_SECONDS ?? "").trim();
+  const ok = /^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/.test(raw) && Number(raw) > 0 && Number(raw) <= 120;
+  return ok ? Number(raw) * 1000 : SIDECAR_HELLO_MS;
+}
 
 // ---- Where the socket is (jcli_sidecar/base/runtime.py).
 
@@ -115,8 +123,9 @@ const sidecarUtf8 = new TextDecoder("utf-8", { fatal: true });
 /**
  * The socket of `cwd`'s workspace, or null when it may not be used: the
  * sidecar is turned off, the workspace's real path is not UTF-8, the runtime
- * dir is not a directory of ours with mode 0700, or the socket is not a
- * socket of ours.
+ * dir is not a directory of ours with mode 0700, the socket is not a
+ * socket of ours, or j-cli recorded that sidecar as unresponsive (it
+ * missed a hello; the j-cli spawned instead asks it again once it may be alive).
  */
 export function sidecarLocate(cwd, env = process.env) {
   if (SIDECAR_OFF_VALUES.has(String(env.JCLI_SIDECAR ?? "").trim().toLowerCase())) return null;
@@ -126,9 +135,9 @@ export function sidecarLocate(cwd, env = process.env) {
   } catch {
     return null;
   }
-  const euid = process.geteuid();
-  const dir = sidecarRuntimeDir(env);
-  const socket = sidecarPathMod.join(dir, `${sidecarWorkspaceHash(workspace)}.sock`);
+  const [euid, dir] = [process.geteuid(), sidecarRuntimeDir(env)];
+  const hash = sidecarWorkspaceHash(workspace);
+  const socket = sidecarPathMod.join(dir, `${hash}.sock`);
   try {
     const d = sidecarFs.lstatSync(dir);
     if (!d.isDirectory() || d.uid !== euid || (d.mode & 0o077) !== 0) return null;
@@ -137,6 +146,7 @@ export function sidecarLocate(cwd, env = process.env) {
   } catch {
     return null;
   }
+  if (sidecarFs.existsSync(sidecarPathMod.join(dir, `${hash}.unresponsive`))) return null;
   return { workspace, socket };
 }
 
@@ -342,19 +352,21 @@ export function sidecarUnpack(buf) {
  * Send `frames` (hello, then one request) to the socket and resolve the
  * answer maps: `[hello, reply]`, or `[hello]` alone when `helloOk(hello)`
  * says no (the connection is closed at once). Rejects on any transport
- * problem, a frame over the cap, or `signal`.
+ * problem, no hello within `helloMs`, a frame over the cap, or `signal`.
  */
-function sidecarExchange(socketPath, frames, signal, helloOk) {
+function sidecarExchange(socketPath, frames, signal, helloOk, helloMs = SIDECAR_HELLO_MS) {
   return new Promise((resolve, reject) => {
     const conn = sidecarNet.createConnection({ path: socketPath });
     const answers = [];
     const chunks = [];
     let held = 0;
     let settled = false;
+    let helloTimer; // from the connection on
     const finish = (error) => {
       if (settled) return;
       settled = true;
       clearTimeout(connectTimer);
+      clearTimeout(helloTimer);
       clearTimeout(requestTimer);
       signal?.removeEventListener("abort", onAbort);
       conn.destroy();
@@ -367,11 +379,13 @@ function sidecarExchange(socketPath, frames, signal, helloOk) {
     if (signal?.aborted) return finish(new Error("aborted"));
     signal?.addEventListener("abort", onAbort, { once: true });
     conn.on("connect", () => {
-      clearTimeout(connectTimer);
+      clearTimeout(connectTimer); // a stopped sidecar still accepts: its silence is what tells
+      helloTimer = setTimeout(() => finish(new Error("no hello in time")), helloMs);
       conn.write(frames);
     });
     let size = -1; // of the frame being received, once its header is in
     conn.on("data", (chunk) => {
+      clearTimeout(helloTimer);
       chunks.push(chunk);
       held += chunk.length;
       try {
@@ -431,7 +445,7 @@ export async function sidecarRead({ cwd, op = "notebook.read", request, version,
       peer = r.pid;
       return true;
     };
-    const answers = await sidecarExchange(where.socket, frames, signal, helloOk);
+    const answers = await sidecarExchange(where.socket, frames, signal, helloOk, sidecarHelloMs(env));
     if (otherVersion) return SIDECAR_OTHER_VERSION;
     if (answers.length !== 2) return null;
     const reply = answers[1];

@@ -54,6 +54,7 @@ __all__, __getattr__ = lazy_face(
             "RendererUnavailable",
             "RunNotFound",
             "RuntimeDirUnsafe",
+            "RuntimeDirUnusable",
             "ServerError",
             "ServerUnavailable",
             "SessionNotFound",
@@ -110,6 +111,7 @@ __all__, __getattr__ = lazy_face(
         "os_errors": (
             "ERRNO_RULES",
             "PLACES",
+            "RUNTIME_DIR_FIX",
             "os_error",
             "os_reason",
         ),
@@ -148,6 +150,7 @@ __all__, __getattr__ = lazy_face(
             "stat_regular",
         ),
         "runtime": (
+            "MAX_SOCKET_PATH",
             "RUNTIME_FILES",
             "SPAWN_LOCK_FD_ENV",
             "SidecarPaths",

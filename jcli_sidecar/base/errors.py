@@ -43,6 +43,7 @@ The tree::
     │   ├── PeerRefused               PEER_REFUSED (another uid on the socket)
     │   ├── RuntimeDirUnsafe          RUNTIME_DIR_UNSAFE (wrong owner or mode)
     │   └── SidecarUnavailable        SIDECAR_UNAVAILABLE (none running, died, too old)
+    ├── RuntimeDirUnusable            RUNTIME_DIR_UNUSABLE (cannot be made or written, or too long for a socket)
     └── InternalError                 INTERNAL_ERROR (a bug; never bad input)
 
 Messages never carry payload data (base64 above all): they name files,
@@ -93,6 +94,7 @@ __all__ = [
     "RendererUnavailable",
     "RunNotFound",
     "RuntimeDirUnsafe",
+    "RuntimeDirUnusable",
     "ServerError",
     "ServerUnavailable",
     "SessionNotFound",
@@ -328,6 +330,12 @@ class RuntimeDirUnsafe(SidecarError, PermissionError):
 
 class SidecarUnavailable(SidecarError):
     code = "SIDECAR_UNAVAILABLE"
+
+
+class RuntimeDirUnusable(JcliError):
+    """The runtime dir cannot be created or written, or its socket path is too long (``path``, ``reason``)."""
+
+    code = "RUNTIME_DIR_UNUSABLE"
 
 
 class InternalError(JcliError):

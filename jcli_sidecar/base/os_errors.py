@@ -29,6 +29,7 @@ from .errors import (
     OutputTooLarge,
     PathNotAllowed,
     RunNotFound,
+    RuntimeDirUnusable,
     SidecarError,
     SidecarUnavailable,
 )
@@ -37,7 +38,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ERRNO_RULES", "PLACES", "os_error", "os_reason"]
+__all__ = ["ERRNO_RULES", "PLACES", "RUNTIME_DIR_FIX", "os_error", "os_reason"]
+
+#: What a user does about a runtime dir j-cli cannot use (every such error ends with it).
+RUNTIME_DIR_FIX = "set XDG_RUNTIME_DIR to a short directory you own and can write"
 
 #: Where an ``OSError`` was met: (error class, sentence). ``{path}`` is the file
 #: concerned and ``{reason}`` the system's text (:func:`os_reason`).
@@ -56,6 +60,7 @@ PLACES: dict[str, tuple[type[JcliError], str]] = {
     "publish": (OutputSaveFailed, "cannot publish run {path}: {reason}"),
     "config": (ConfigInvalid, "{path} cannot be read ({reason}); it was left untouched"),
     "git": (GitFailed, "git cannot be run: {reason}"),
+    "runtime-dir": (RuntimeDirUnusable, "the runtime dir {path} cannot be used ({reason}); " + RUNTIME_DIR_FIX),
     "sidecar": (SidecarUnavailable, "sidecar files unusable: {reason}"),
     "sidecar-connect": (SidecarUnavailable, "sidecar connection failed ({reason})"),
     "sidecar-socket": (SidecarUnavailable, "no sidecar at {path} ({reason})"),

@@ -107,6 +107,24 @@ class ProcessRecord:
             return GONE
         return ALIVE
 
+    def stopped(self) -> bool:
+        """True when the recorded process runs but is stopped (SIGSTOP, SIGTSTP, a tracer): it answers nothing until continued."""
+        if self.state() != ALIVE:
+            return False
+        if not os.path.exists("/proc/self/stat"):  # pragma: no cover - no /proc (macOS)
+            import psutil
+
+            try:
+                return psutil.Process(self.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+            except psutil.Error:
+                return False
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                stat = fh.read()
+            return stat[stat.rindex(b")") + 2 :].split()[0] in (b"T", b"t")
+        except (OSError, ValueError, IndexError):
+            return False
+
     def listens_on(self, host: str, port: int) -> bool:
         """True when the recorded process runs and itself holds the socket listening on ``host:port``.
 

@@ -10,6 +10,7 @@ paths are limited to about 107 bytes):
       <hash>.lock            held by the live sidecar for its whole life
       <hash>.spawn.lock      held while one sidecar is being started
       <hash>.log             the sidecar's stdout and stderr
+      <hash>.unresponsive    the sidecar (a ProcessRecord) that missed a hello, and when
       <hash>.server.json     the embedded Jupyter Server: {url, token, pid, ...}, 0600
       <hash>.server.lock     held while it is being started
       <hash>.server.log      its output
@@ -18,6 +19,11 @@ paths are limited to about 107 bytes):
 
 The runtime dir is never output storage. This module imports nothing heavy:
 clients on the warm path use it.
+
+A runtime dir that cannot be created or written, or one so long that the
+socket's path would pass :data:`MAX_SOCKET_PATH`, is ``RUNTIME_DIR_UNUSABLE``,
+naming the path, the reason and the fix (a short directory the user can
+write in ``XDG_RUNTIME_DIR``). Reads never need it: they read in-process.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .errors import RuntimeDirUnsafe
+from .errors import RuntimeDirUnsafe, RuntimeDirUnusable
 
 try:  # the C module directly: importing hashlib would load OpenSSL
     from _blake2 import blake2b
@@ -33,6 +39,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     from hashlib import blake2b
 
 __all__ = [
+    "MAX_SOCKET_PATH",
     "RUNTIME_FILES",
     "SPAWN_LOCK_FD_ENV",
     "SidecarPaths",
@@ -54,7 +61,11 @@ RUNTIME_FILES = {
     "server_lock": ".server.lock",
     "server_log": ".server.log",
     "jupyter_runtime": ".jupyter",
+    "unresponsive": ".unresponsive",
 }
+
+#: The longest path a Unix socket may be bound to, in bytes (``sun_path`` holds 108, the last a NUL).
+MAX_SOCKET_PATH = 107
 
 #: The spawner hands the held spawn lock to its child in this variable (an fd
 #: number); the sidecar releases it once it listens.
@@ -105,12 +116,13 @@ def ensure_runtime_dir(create: bool) -> str:
     """The verified runtime dir: owned by this user, mode 0700, not a symlink.
 
     Args:
-        create: make it (mode 0700) when missing.
+        create: make it (mode 0700) when missing, and require that it can be written.
 
     Raises:
         RuntimeDirUnsafe: wrong owner or mode, or not a directory.
+        RuntimeDirUnusable: ``create`` and it cannot be made or written
+            (a read-only file system, a parent this user cannot write).
         FileNotFoundError: missing and ``create`` is false.
-        OSError: it cannot be created.
     """
     path = runtime_dir()
     if create:
@@ -118,14 +130,23 @@ def ensure_runtime_dir(create: bool) -> str:
             os.mkdir(path, 0o700)
         except FileExistsError:
             pass
+        except OSError as exc:
+            from .os_errors import os_error, os_reason
+
+            raise os_error(exc, "runtime-dir", path, path=path, reason=os_reason(exc)) from None
     _check(path)
+    if create and not os.access(path, os.W_OK | os.X_OK):
+        from .os_errors import RUNTIME_DIR_FIX
+
+        reason = "it cannot be written (a read-only file system?)"
+        raise RuntimeDirUnusable(f"the runtime dir {path} cannot be used: {reason}; {RUNTIME_DIR_FIX}", path=path, reason=reason)
     return path
 
 
 class SidecarPaths:
     """The sidecar files of one workspace (see the module docstring)."""
 
-    __slots__ = ("workspace", "hash", "dir", "socket", "pid", "lock", "spawn_lock", "log")
+    __slots__ = ("workspace", "hash", "dir", "socket", "pid", "lock", "spawn_lock", "log", "unresponsive")
 
     def __init__(self, workspace: str, directory: str | None = None) -> None:
         self.workspace = workspace
@@ -140,6 +161,26 @@ class SidecarPaths:
         self.lock = base + RUNTIME_FILES["lock"]
         self.spawn_lock = base + RUNTIME_FILES["spawn_lock"]
         self.log = base + RUNTIME_FILES["log"]
+        self.unresponsive = base + RUNTIME_FILES["unresponsive"]
+
+    def check_socket(self) -> None:
+        """Refuse a socket path a Unix socket cannot be bound to (over :data:`MAX_SOCKET_PATH` bytes).
+
+        Raises:
+            RuntimeDirUnusable: the runtime dir is too long for the socket.
+        """
+        size = len(os.fsencode(self.socket))
+        if size > MAX_SOCKET_PATH:
+            from .os_errors import RUNTIME_DIR_FIX
+
+            reason = f"the sidecar's socket path would be {size} bytes, over the {MAX_SOCKET_PATH} a Unix socket path may have"
+            raise RuntimeDirUnusable(
+                f"the runtime dir {self.dir} cannot be used: {reason}; {RUNTIME_DIR_FIX}", path=self.dir, reason=reason
+            )
+
+    def socket_fits(self) -> bool:
+        """True when the socket path can be bound (see :meth:`check_socket`)."""
+        return len(os.fsencode(self.socket)) <= MAX_SOCKET_PATH
 
     @classmethod
     def for_instance(cls, instance: str, directory: str | None = None) -> SidecarPaths:

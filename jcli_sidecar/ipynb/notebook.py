@@ -36,6 +36,8 @@ __all__ = [
     "read_text_file",
 ]
 
+_UNKNOWN = object()  # a memo miss (None is a value a cell may decode to)
+
 
 def read_file_bytes(path: str) -> bytes:
     """Read a whole regular file (capped), turning OS errors into coded errors.
@@ -103,7 +105,7 @@ class NotebookFile:
         (15, 'markdown')
     """
 
-    __slots__ = ("path", "key", "index", "_full", "memo", "memo_bytes")
+    __slots__ = ("path", "key", "index", "_full", "memo", "memo_bytes", "_memo_sizes")
 
     def __init__(
         self, path: str, key: tuple[int, int, int, int, int], index: NotebookIndex | None = None, full: dict[str, Any] | None = None
@@ -117,6 +119,7 @@ class NotebookFile:
         #: cached (the cache sets a dict; one-shot reads leave it None).
         self.memo: dict[Any, Any] | None = None
         self.memo_bytes = 0
+        self._memo_sizes: dict[Any, int] = {}
 
     @classmethod
     def load(cls, path: str) -> NotebookFile:
@@ -159,7 +162,19 @@ class NotebookFile:
         """Keep a decoded value for later requests (only while cached)."""
         if self.memo is not None and key not in self.memo:
             self.memo[key] = value
+            self._memo_sizes[key] = size
             self.memo_bytes += size
+
+    def shrink_memo(self, budget: int) -> None:
+        """Forget the oldest decoded values until :attr:`approx_bytes` is within ``budget`` (or nothing is left to forget)."""
+        memo = self.memo
+        while memo and self.approx_bytes > budget:
+            try:
+                key = next(iter(memo))
+                memo.pop(key, None)
+            except (StopIteration, RuntimeError):  # emptied or grown meanwhile by another thread: look again
+                continue
+            self.memo_bytes -= self._memo_sizes.pop(key, 0)
 
     @property
     def cell_count(self) -> int:
@@ -195,8 +210,10 @@ class NotebookFile:
     def _decode(self, memo_key: Any, spans: list[tuple[int, int]]) -> tuple[bool, Any]:
         """``(True, value)`` of the JSON that the joined ``spans`` hold (``b"[]"`` between them), memoised; ``(False, None)`` when it is not JSON."""
         memo = self.memo
-        if memo is not None and memo_key in memo:
-            return True, memo[memo_key]
+        if memo is not None:
+            known = memo.get(memo_key, _UNKNOWN)  # one lookup: the cache may forget it meanwhile (shrink_memo)
+            if known is not _UNKNOWN:
+                return True, known
         raw = b"[]".join(self._read(spans))
         try:
             value = json.loads(raw)

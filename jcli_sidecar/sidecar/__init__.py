@@ -49,6 +49,22 @@ __all__, __getattr__ = lazy_face(
             "MAX_IDLE",
             "run_streamed",
         ),
+        "liveness": (
+            "RETRY_SECONDS",
+            "clear_unresponsive",
+            "hello_seconds",
+            "mark_unresponsive",
+            "read_unresponsive",
+            "why_not_ask",
+        ),
+        "memory": (
+            "ARENAS",
+            "TRIM_AFTER_BYTES",
+            "Trimmer",
+            "limit_arenas",
+            "rss_bytes",
+            "trim",
+        ),
         "ops": (
             "OPS",
             "STREAMING_OPS",
@@ -63,6 +79,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "server": (
             "DEFAULT_REQUEST_SECONDS",
+            "LISTEN_BACKLOG",
             "STOP_GRACE_SECONDS",
             "Sidecar",
             "request_seconds_from_env",

@@ -246,7 +246,11 @@ class NotebookCache:
         return self._probe(path) == entry.key
 
     def _account(self, entry: _Entry) -> None:
-        """Follow an entry's growth (its memo) and keep the total in budget. Lock held."""
+        """Follow an entry's growth (its memo) and keep the total in budget. Lock held.
+
+        Other notebooks go first, oldest first; when this one alone is over
+        the budget, its oldest decoded values go (its index stays).
+        """
         size = entry.notebook.approx_bytes
         self.bytes += size - entry.size
         entry.size = size
@@ -255,6 +259,18 @@ class NotebookCache:
             if self._entries[oldest] is entry:
                 break
             self.bytes -= self._entries.pop(oldest).size
+        if self.bytes > self.budget:
+            entry.notebook.shrink_memo(max(0, self.budget - (self.bytes - entry.size)))
+            size = entry.notebook.approx_bytes
+            self.bytes += size - entry.size
+            entry.size = size
+
+    def settle(self) -> None:
+        """Count what requests decoded since their load (entries grow after it) and bring the total back within budget."""
+        with self._lock:
+            for entry in list(self._entries.values()):
+                if entry.notebook.approx_bytes != entry.size and self._entries.get(entry.notebook.path) is entry:
+                    self._account(entry)
 
     def _store(self, path: str, entry: _Entry) -> None:
         with self._lock:

@@ -1,7 +1,10 @@
 """A blocking client for the workspace sidecar (the warm path).
 
 It imports only what a lean client needs (socket, msgpack, json via the
-protocol module). Anything wrong with the transport — no sidecar, a dead
+protocol module). The hello has its own short deadline
+(``JCLI_SIDECAR_HELLO_SECONDS``); a sidecar that misses it is left alone
+by the next calls until it proves alive (:mod:`.liveness`). Anything
+wrong with the transport — no sidecar, a dead
 or stalled one, another version, a bad frame — is raised as
 :class:`SidecarUnavailable`, so callers fall back to reading in-process.
 Coded errors about the request itself (a missing cell, ...) are raised as
@@ -19,6 +22,7 @@ from ..base.errors import JcliError, SidecarError, SidecarUnavailable, error_fro
 from ..base.framing import pack_frame, read_frame
 from ..base.os_errors import os_error
 from ..base.protocol import PROTOCOL_VERSION
+from .liveness import clear_unresponsive, hello_seconds, mark_unresponsive, why_not_ask
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,7 +40,16 @@ FALLBACK_CODES = frozenset({"PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", 
 _PEERCRED = struct.Struct("3i")
 
 
-def _connect(paths: SidecarPaths) -> socket.socket:
+def _connect(paths: SidecarPaths) -> tuple[socket.socket, bool]:
+    """A connection to a sidecar of this user, and whether it was recorded as unresponsive.
+
+    Raises:
+        SidecarUnavailable: none, another user's, or one that missed a hello
+            and has not proved alive since (:mod:`.liveness`): not even connected.
+    """
+    reason, recorded = why_not_ask(paths)
+    if reason is not None:
+        raise SidecarUnavailable(reason, unresponsive=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT)
     try:
@@ -48,7 +61,29 @@ def _connect(paths: SidecarPaths) -> socket.socket:
     if uid != os.geteuid():
         sock.close()
         raise SidecarUnavailable(f"{paths.socket} is served by uid {uid}, not by this user")
-    return sock
+    return sock, recorded
+
+
+def _await_hello(sock: socket.socket, paths: SidecarPaths) -> None:
+    """Wait (at most ``JCLI_SIDECAR_HELLO_SECONDS``) until the hello's answer starts to arrive.
+
+    A live sidecar answers it from its event loop at once. One that does
+    not is recorded as unresponsive, so the next calls leave it alone.
+
+    Raises:
+        SidecarUnavailable: no answer in time.
+    """
+    import select
+
+    seconds = hello_seconds()
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+    if not poller.poll(seconds * 1000):
+        mark_unresponsive(paths)
+        raise SidecarUnavailable(
+            f"the sidecar did not answer its hello within {seconds:g} s (JCLI_SIDECAR_HELLO_SECONDS); going on without it",
+            unresponsive=True,
+        )
 
 
 def _result(reply: dict[str, Any]) -> Any:
@@ -74,12 +109,15 @@ def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = RE
         SidecarUnavailable: any transport problem (fall back in-process).
         JcliError: the request itself failed with that code.
     """
-    sock = _connect(paths)
+    sock, recorded = _connect(paths)
     try:
         sock.settimeout(timeout)
         hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
         sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}) + pack_frame({"id": 1, "op": op, "args": args}))
+        _await_hello(sock, paths)
         greeting = _result(read_frame(sock))
+        if recorded:
+            clear_unresponsive(paths)  # it answered: alive again
         if not isinstance(greeting, dict) or (greeting.get("protocol"), greeting.get("version")) != (
             PROTOCOL_VERSION,
             __version__,
@@ -114,12 +152,15 @@ def greeted(paths: SidecarPaths, timeout: float = REQUEST_TIMEOUT) -> socket.soc
     Raises:
         SidecarUnavailable: no usable sidecar (another version is asked to exit).
     """
-    sock = _connect(paths)
+    sock, recorded = _connect(paths)
     try:
         sock.settimeout(timeout)
         hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
         sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}))
+        _await_hello(sock, paths)
         greeting = _result(read_frame(sock))
+        if recorded:
+            clear_unresponsive(paths)
         if not isinstance(greeting, dict) or (greeting.get("protocol"), greeting.get("version")) != (PROTOCOL_VERSION, __version__):
             _ask_to_exit(sock)
             sock.close()

@@ -19,12 +19,14 @@ import os
 import socket
 
 from ..base.errors import JcliError
+from ..base.os_errors import os_reason
 from ..base.runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir
 from ..base.settings import SETTINGS
 from ..base.stall import STALL_AT_ENV as EXEC_STALL_AT_ENV
 from ..base.stall import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
+from .memory import limit_arenas
 from .pidfile import unlink_pid_file_if_ours, write_pid_file
-from .server import Sidecar
+from .server import LISTEN_BACKLOG, Sidecar
 
 __all__ = ["DEFAULT_IDLE_SECONDS", "serve"]
 
@@ -68,6 +70,7 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         0 when it served and stopped, or when another sidecar already
         serves the workspace; 1 when it cannot start.
     """
+    limit_arenas()  # before any thread: freed memory is shared, not stranded per worker
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s")
     for name in (EXEC_STALL_FIFO_ENV, EXEC_STALL_AT_ENV):  # the exec client's test hooks stall that client, never a run in here
         os.environ.pop(name, None)
@@ -79,6 +82,13 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         _release_spawn_lock()
         return 1
     paths = SidecarPaths(workspace, directory) if workspace else SidecarPaths.for_instance(instance, directory)
+    if listener is None and not paths.socket_fits():
+        try:
+            paths.check_socket()
+        except JcliError as exc:
+            log.error("%s", exc.message)
+        _release_spawn_lock()
+        return 1
     lock_fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     bound_inode = None
     sidecar: Sidecar | None = None
@@ -98,9 +108,13 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
             old_umask = os.umask(0o177)
             try:
                 listener.bind(paths.socket)
+            except OSError as exc:
+                log.error("cannot listen on %s: %s", paths.socket, os_reason(exc))
+                listener.close()
+                return 1
             finally:
                 os.umask(old_umask)
-            listener.listen(128)
+            listener.listen(LISTEN_BACKLOG)
             bound_inode = os.stat(paths.socket).st_ino
         if workspace:
             os.chdir(workspace)

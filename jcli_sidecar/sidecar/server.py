@@ -39,6 +39,7 @@ from ..base.runtime import workspace_hash
 from ..base.settings import SETTINGS
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .held_kernels import HeldKernels
+from .memory import Trimmer
 from .ops import OPS, STREAMING_OPS
 from .pidfile import write_pid_file
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     from ..base.runtime import SidecarPaths
 
-__all__ = ["DEFAULT_REQUEST_SECONDS", "STOP_GRACE_SECONDS", "Sidecar", "request_seconds_from_env"]
+__all__ = ["DEFAULT_REQUEST_SECONDS", "LISTEN_BACKLOG", "STOP_GRACE_SECONDS", "Sidecar", "request_seconds_from_env"]
 
 log = logging.getLogger("jcli_sidecar")
 
@@ -57,6 +58,10 @@ log = logging.getLogger("jcli_sidecar")
 DEFAULT_REQUEST_SECONDS = SETTINGS["JCLI_SIDECAR_REQUEST_SECONDS"].default
 #: How long a stopping sidecar waits for requests still running on workers.
 STOP_GRACE_SECONDS = 2.0
+#: Connections the kernel queues before the sidecar accepts them: 4096, the
+#: system's ``SOMAXCONN`` on current Linux (``net.core.somaxconn`` caps it), so a
+#: burst of clients waits to be accepted instead of being refused at connect.
+LISTEN_BACKLOG = max(socket.SOMAXCONN, 4096)
 #: How often held kernel connections are drained and the stale ones closed.
 KERNEL_PRUNE_SECONDS = 10.0
 
@@ -118,6 +123,9 @@ class Sidecar:
         self.last_active = self.started
         self.requests = 0
         self.inflight = 0
+        #: Answers being written (their requests no longer count as in flight).
+        self.sending = 0
+        self.memory = Trimmer()
         self.connections = 0
         self.stop_reason: str | None = None
         self._stop: asyncio.Event | None = None
@@ -156,6 +164,7 @@ class Sidecar:
             "idle_seconds": self.idle_seconds,
             "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted},
             "kernels": self.kernels.stats(),
+            "memory": self.memory.stats(),
         }
 
     def request_stop(self, reason: str) -> None:
@@ -182,7 +191,7 @@ class Sidecar:
         signals = (signal.SIGTERM, signal.SIGINT)
         for sig in signals:
             self._loop.add_signal_handler(sig, self.request_stop, signal.Signals(sig).name)
-        server = await asyncio.start_unix_server(self._connection, sock=listener, limit=MAX_REQUEST_FRAME)
+        server = await asyncio.start_unix_server(self._connection, sock=listener, limit=MAX_REQUEST_FRAME, backlog=LISTEN_BACKLOG)
         background = [
             asyncio.create_task(self._idle_watch()),
             asyncio.create_task(self._watch()),
@@ -332,9 +341,18 @@ class Sidecar:
         finally:
             self.inflight -= 1
             self.last_active = time.monotonic()
-        await self._send(writer, lock, frame)
+        self.sending += 1
+        sending = self._send(writer, lock, frame)
+        del frame  # the send holds the only reference, and drops it once written (a burst holds each answer once)
+        try:
+            await sending
+        finally:
+            self.sending -= 1
         if self._retiring is not None:  # after the answer is out, so the client gets it
             self.request_stop(self._retiring)
+        if self.inflight == 0 and self.sending == 0:  # a burst is over
+            self.cache.settle()  # what the requests decoded, counted against the budget
+            self.memory.idle()
 
     def _answers_from_memory(self, args: dict[str, Any]) -> bool:
         """A read of a cached, unchanged notebook is quick: run it on the loop.
@@ -438,6 +456,8 @@ class Sidecar:
             if writer.is_closing():
                 return
             writer.write(frame)
+            self.memory.sent(len(frame))
+            del frame  # what was not sent at once is in the transport's buffer now
             try:
                 await writer.drain()
             except ConnectionError:

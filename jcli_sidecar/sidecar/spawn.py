@@ -69,8 +69,11 @@ def spawn_detached(paths: SidecarPaths) -> bool:
     """Start a sidecar for ``paths.workspace`` unless one runs or is starting.
 
     The runtime dir must already exist and be verified. Returns True when
-    this call started one.
+    this call started one; never starts one whose socket path is too long
+    to bind (it could only crash).
     """
+    if not paths.socket_fits():
+        return False
     fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:

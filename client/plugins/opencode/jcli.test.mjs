@@ -9,7 +9,7 @@ import test from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as sidecarClient from "../sidecar-client.mjs";
-import { assertMatchesSpec, countingJcli, otherVersionSidecar, shownByCliAndMcp, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
+import { assertMatchesSpec, countingJcli, jcliJson, otherVersionSidecar, shownByCliAndMcp, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
 
 import * as pluginModule from "./jcli.js";
 
@@ -367,6 +367,44 @@ test("a sidecar of another version is not used: the read spawns j-cli and gives 
   assert.equal(counting.versions(), 1, "the plugin learned its j-cli's version to say hello");
   assert.equal(fake.hellos.length, 2, "two hellos: the plugin's, then the spawned j-cli's");
   for (const hello of fake.hellos) assert.deepEqual(hello, { protocol: 1, version, workspace: fs.realpathSync(dir) });
+});
+
+/** Connections waiting in the accept queue of `dir`'s sidecar socket (a stopped sidecar accepts none). */
+function queued(dir) {
+  const socket = path.join(sidecarClient.sidecarRuntimeDir(), `${sidecarClient.sidecarWorkspaceHash(fs.realpathSync(dir))}.sock`);
+  const cols = execFileSync("ss", ["-xlH", "src", socket]).toString().trim().split(/\s+/);
+  assert.equal(cols[1], "LISTEN");
+  return Number(cols[2]);
+}
+
+test("a stopped sidecar costs one short hello: the read falls back to j-cli, and no later read connects to it", async (t) => {
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const tool = await readTool();
+  const request = cases.find((c) => c.name === "png").request;
+  const [spawned] = await spawnedOutcomes(tool, dir, [request]);
+  sidecarOn(t, counting.bin);
+  startSidecar(undefined, dir);
+  const { pid } = jcliJson(dir, ["sidecar", "status"]);
+  process.kill(pid, "SIGSTOP");
+  t.after(() => {
+    process.kill(pid, "SIGCONT");
+    stopSidecar(dir);
+  });
+  assert.deepEqual(await outcome(tool, dir, request), spawned);
+  assert.equal(counting.spawns(), 1, "the plugin gave up on the hello and ran j-cli");
+  assert.equal(queued(dir), 2, "the plugin's connection, then the spawned j-cli's (which recorded the sidecar as unresponsive)");
+  assert.deepEqual(await outcome(tool, dir, request), spawned);
+  assert.equal(counting.spawns(), 2);
+  assert.equal(queued(dir), 2, "neither the plugin nor j-cli connected again");
+});
+
+test("the hello's deadline follows JCLI_SIDECAR_HELLO_SECONDS as j-cli reads it", () => {
+  assert.equal(sidecarClient.sidecarHelloMs({}), sidecarClient.SIDECAR_HELLO_MS);
+  assert.equal(sidecarClient.sidecarHelloMs({ JCLI_SIDECAR_HELLO_SECONDS: " 0.25 " }), 250);
+  for (const bad of ["0", "-1", "inf", "nan", "121", "1e9", "0x10", "two"]) {
+    assert.equal(sidecarClient.sidecarHelloMs({ JCLI_SIDECAR_HELLO_SECONDS: bad }), sidecarClient.SIDECAR_HELLO_MS, bad);
+  }
 });
 
 test("the workspace hash is the one Python names the socket by", () => {
