@@ -39,13 +39,13 @@ RUN_AROUND = [
     "`which python3` analysis.py",
     '"$(command -v python3)" -u analysis.py',
     "PY=python; $PY analysis.py",
+    "f=analysis.py; python $f",
+    'for f in *.py; do python "$f"; done',
     "python $(echo analysis.py)",
     'python -c "$(cat analysis.py)"',
     # env -S, pushd, runners
     "env -S 'python analysis.py'",
     "env -S'python3 -u analysis.py'",
-    "pushd sub && python analysis.py",
-    "pushd sub >/dev/null; popd; python analysis.py",
     "cd sub && cd - && python analysis.py",
     "uv run analysis.py",
     "uv run -m analysis",
@@ -86,6 +86,7 @@ NOTEBOOK_AROUND = [
     "ipython lone*",
     "ls *.ipynb | xargs ipython",
     "$(which papermill) lonely.ipynb out.ipynb",
+    "for nb in *.ipynb; do ipython $nb; done",
     "python -c \"import os; os.system('jupyter execute lonely.ipynb')\"",
 ]
 
@@ -122,6 +123,12 @@ ORDINARY_AROUND = [
     "pushd sub && ls; popd",
     "env -S 'python plain.py'",
     "ls analy*",
+    "for f in *.py; do echo $f; done",
+    "f=plain.py; python $f",
+    "for nb in *.ipynb; do jupyter nbconvert --to html $nb; done",
+    "python -c 'import sys; print(sys.argv)' analysis.py",
+    "python -m black analysis.py",
+    "diff <(cat analysis.py) plain.py",
     "wc -l *.ipynb",
     "cp analysis.py /tmp/backup.py",
     "echo analysis.py > list.txt",
@@ -163,6 +170,16 @@ def test_an_unknowable_program_or_feed_is_denied_only_when_a_paired_file_is_invo
     assert "expands `*.py` to" in reason
     for command in ("$PY plain.py", "$(which python) scripts/x.py", "cat $F | python", "xargs python < list.txt", "python $SCRIPT"):
         assert_allowed(hook("python-run-guard", shell(command, work)))
+
+
+def test_pushd_and_popd_move_the_directory_like_cd(work):
+    """From ``scripts/`` (no analysis.py there): only the directory stack brings the paired file in."""
+    scripts = work / "scripts"
+    assert_denied(hook("python-run-guard", shell("pushd ../sub && python analysis.py", scripts)), "sub/analysis.py")
+    assert_denied(hook("python-run-guard", shell("pushd ../sub && pushd .. && popd && python analysis.py", scripts)), "sub/analysis.py")
+    assert_denied(hook("python-run-guard", shell("pushd ../sub >/dev/null; pushd; pushd; python analysis.py", scripts)), "sub/analysis.py")
+    assert_allowed(hook("python-run-guard", shell("pushd ../sub && popd && python analysis.py", scripts)))
+    assert_allowed(hook("python-run-guard", shell("(pushd ../sub) && python analysis.py", scripts)))
 
 
 def test_a_glob_is_expanded_in_the_directory_the_command_runs_in(work):

@@ -205,6 +205,7 @@ class _Walk:
 
     def __init__(self, text: str, out: list[Command], depth: int, literal: set[str]) -> None:
         self.text, self.out, self.depth, self.literal = text, out, depth, literal
+        self.values: dict[str, str] = {}  # what a variable was given (`f=x.py`, `for f in *.py`), as written
 
     def node(self, node: Any, dirs: Dirs) -> Dirs:
         """Visit ``node``; returns the directories after it (changed by a ``cd`` at this level)."""
@@ -224,6 +225,10 @@ class _Walk:
                 inner = self.node(part, inner)
             subshell = bool(node.list) and getattr(node.list[0], "word", None) == "("
             return dirs if subshell else inner
+        if kind == "for" and len(node.parts) > 2 and getattr(node.parts[2], "word", None) == "in":
+            listed = [p for p in node.parts[3:] if p.kind == "word"]
+            listed = listed[: next((i for i, p in enumerate(node.parts[3:]) if p.kind != "word"), len(listed))]
+            self.values[node.parts[1].word] = " ".join(self.text[p.pos[0] : p.pos[1]] for p in listed)
         if kind in ("if", "for", "while", "until", "function"):
             inner = dirs
             for part in node.parts:
@@ -269,6 +274,9 @@ class _Walk:
     def word(self, node: Any) -> list[str]:
         raw = self.text[node.pos[0] : node.pos[1]]
         dynamic = any(_dynamic(child) for child in _children(node))
+        if dynamic:  # `$f` after `f=x.py` or in `for f in *.py`: the text it was given is part of what it names
+            given = [f"{name}={self.values[name]}" for name in _parameters(node) if name in self.values]
+            raw = f"{raw} ({'; '.join(given)})" if given else raw
         if not dynamic and "{" in raw and "'" not in raw and '"' not in raw:
             return [Word(w, w) for w in expand_braces(node.word)]
         return [Word(node.word, raw, dynamic=dynamic)]
@@ -280,6 +288,9 @@ class _Walk:
             self.substitutions(part, dirs)
             if part.kind == "word":
                 words.extend(self.word(part))
+            elif part.kind == "assignment" and not words:
+                name, _, value = self.text[part.pos[0] : part.pos[1]].partition("=")
+                self.values[name] = value
             elif part.kind == "redirect":
                 feed = self.redirect(part, dirs[0]) or feed
         return _simple(words, dirs, self.out, self.depth, feed)
@@ -308,6 +319,13 @@ class _Walk:
 
 def _dynamic(node: Any) -> bool:
     return node.kind in ("parameter", "commandsubstitution", "processsubstitution") or any(_dynamic(c) for c in _children(node))
+
+
+def _parameters(node: Any) -> list[str]:
+    found = [node.value] if node.kind == "parameter" else []
+    for child in _children(node):
+        found += _parameters(child)
+    return found
 
 
 def _children(node: Any) -> list[Any]:
