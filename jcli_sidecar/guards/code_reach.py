@@ -48,7 +48,7 @@ _RUNS_NOTEBOOK = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _IMPORTS = re.compile(
-    r"(?:^|[;:\s(])(?:from\s+([\w.]+)\s+import\s+\(?\s*([\w, ]+)|import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))"
+    r"(?:^|[;:\s(\"'])(?:from\s+([\w.]+)\s+import\s+\(?\s*([\w, ]+)|import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))"
     r"|(?:import_module|__import__|run_module)\(\s*['\"]([\w.]+)['\"]|%run\s+-m\s+([\w.]+)",
     re.MULTILINE,
 )
@@ -97,6 +97,8 @@ def python_sources(cmd: Command) -> Iterator[Source]:
         return
     kind = "python" if getattr(first, "dynamic", False) else interpreter_kind(name)
     args = argv[1:]
+    if name in ("jupyter", "jupyter.exe") and args and not args[0].startswith("-"):
+        name, args = f"jupyter-{args[0]}", args[1:]  # `jupyter run x.py` runs x.py in a new kernel
     if kind is None and name in _SUBCOMMAND_RUNNERS:
         sub = _SUBCOMMAND_RUNNERS[name]
         if not sub or args[:1] == [sub]:
@@ -271,16 +273,21 @@ def _code_sources(code: str, cwd: str, suffixes: tuple[str, ...], runs: re.Patte
     if found and runs.search(code):
         yield Source(found, f"{prefix}its inline code `{_clip(code)}` runs {_names(found, cwd)}. ")
     if suffixes == (".py",):
-        for match in _IMPORTS.finditer(code):
-            if match.group(1):  # `from pkg import mod, other`: the package, and each name that may be a module of it
-                modules = [match.group(1)] + [f"{match.group(1)}.{m.split(' as ')[0].strip()}" for m in match.group(2).split(",")]
-            elif match.group(3):
-                modules = [m.split(" as ")[0].strip() for m in match.group(3).split(",")]
-            else:
-                modules = [match.group(4) or match.group(5) or ""]
-            for module in modules:
-                found = _module_files(module, cwd)
-                yield Source(found, f"{prefix}its code imports `{module}`, which runs {_names(found, cwd)}. ")
+        yield from _import_sources(code, cwd, prefix)
+
+
+def _import_sources(code: str, cwd: str, prefix: str) -> Iterator[Source]:
+    """Local modules ``code`` imports (``import x``, ``from pkg import x``, ``import_module('x')``, ``%run -m x``)."""
+    for match in _IMPORTS.finditer(code):
+        if match.group(1):  # `from pkg import mod, other`: the package, and each name that may be a module of it
+            modules = [match.group(1)] + [f"{match.group(1)}.{m.split(' as ')[0].strip()}" for m in match.group(2).split(",")]
+        elif match.group(3):
+            modules = [m.split(" as ")[0].strip() for m in match.group(3).split(",")]
+        else:
+            modules = [match.group(4) or match.group(5) or ""]
+        for module in modules:
+            found = _module_files(module, cwd)
+            yield Source(found, f"{prefix}its code imports `{module}`, which runs {_names(found, cwd)}. ")
 
 
 def _stdin_sources(cmd: Command, suffixes: tuple[str, ...], runs: re.Pattern[str], prefix: str) -> Iterator[Source]:
@@ -295,6 +302,11 @@ def _stdin_sources(cmd: Command, suffixes: tuple[str, ...], runs: re.Pattern[str
         return
     found = _mentioned(feed.words, suffixes)
     yield Source(found, f"{prefix}it reads its code from stdin, fed by {feed.origin}, which names {_names(found, cmd.cwd)}. ")
+    if suffixes == (".py",):  # `echo "import x" | python`: what a feeding command writes may be code
+        for text, cwd in feed.words[:64]:
+            for source in _import_sources(str(text), cwd, prefix):
+                source.how = source.how.replace("its code", f"the code {feed.origin} feeds it")
+                yield source
     for text, cwd in feed.code:
         for source in _code_sources(text, cwd, suffixes, runs, prefix):
             source.how = source.how.replace("its inline code", f"the code {feed.origin} feeds it").replace("its code", f"{feed.origin}")
@@ -302,7 +314,7 @@ def _stdin_sources(cmd: Command, suffixes: tuple[str, ...], runs: re.Pattern[str
 
 
 def _fed_files(cmd: Command, feed: Feed, suffixes: tuple[str, ...]) -> list[str]:
-    found = _mentioned(feed.words, suffixes)
+    found = _mentioned(feed.words + feed.code, suffixes)  # a here-string or here-document given to xargs is names
     wrapper = cmd.wrapper
     if wrapper is not None and cmd.via in ("find", "fd"):
         found += _found_by(wrapper.argv, wrapper.cwd, suffixes)

@@ -182,7 +182,7 @@ def commands(text: str, cwd: str) -> list[Command]:
 Dirs = tuple  # (cwd, OLDPWD, *pushd stack): what `cd`, `cd -`, `pushd` and `popd` move
 
 
-def _read(text: str, dirs: Dirs, out: list[Command], depth: int) -> Dirs:
+def _read(text: str, dirs: Dirs, out: list[Command], depth: int, values: dict[str, str] | None = None) -> Dirs:
     if depth > _MAX_DEPTH or not text.strip():
         return dirs
     literal = {m.group(2) or m.group(3) or m.group(4) for m in _HEREDOC_QUOTED.finditer(text)}
@@ -195,6 +195,7 @@ def _read(text: str, dirs: Dirs, out: list[Command], depth: int) -> Dirs:
     except Exception:  # bashlex raises its own errors and NotImplementedError; anything: scan instead
         return _scan(text, dirs, out, depth)
     walk = _Walk(text, out, depth, literal)
+    walk.values.update(values or {})
     for tree in trees:
         dirs = walk.node(tree, dirs)
     return dirs
@@ -349,8 +350,11 @@ def _simple(words: list[str], dirs: Dirs, out: list[Command], depth: int, feed: 
         if name in ("cd", "pushd", "popd"):
             return _moved(name, argv[1:], dirs, where)
         script = _shell_script(argv)
-        if script is not None:
-            _read(script, (where, where), out, depth + 1)
+        if script is not None:  # `sh -c 'python "$1"' _ x.py`: the words after the script are $0, $1 …
+            params = argv[argv.index(script) + 1 :] if script in argv else []
+            values = {str(i): getattr(w, "raw", w) for i, w in enumerate(params[:10])}
+            values["@"] = values["*"] = " ".join(getattr(w, "raw", w) for w in params[1:])
+            _read(script, (where, where), out, depth + 1, values)
         elif name == "eval":
             _read(" ".join(argv[1:]), (where, where), out, depth + 1)
     return dirs
