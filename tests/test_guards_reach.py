@@ -152,6 +152,8 @@ ORDINARY_AROUND = [
     "uv run pytest -q",
     "jupyter nbconvert --to html lonely.ipynb",
     "cat lonely.ipynb | jq .cells",
+    "python -c \"import json; nb = json.load(open('lonely.ipynb')); print([c.get('execution_count') for c in nb['cells']])\"",
+    "python -c \"import json; print(json.load(open('analysis.ipynb'))['metadata'].get('jupyter'))\"",
     "sed -n '1,5p' analysis.py | cat -n",
 ]
 

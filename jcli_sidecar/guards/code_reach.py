@@ -37,14 +37,14 @@ _SCRIPT_RUNNERS = frozenset({"pdb", "ipdb", "ipdb3", "cProfile", "profile", "tra
 _SUBCOMMAND_RUNNERS = {"coverage": "run", "memray": "run", "jupyter-run": ""}
 #: Inline code that runs a file it names.
 _RUNS_FILE = re.compile(
-    r"\bexec|runpy|run_path|run_module|%run|\bsystem\b|subprocess|popen|spawn|import_module|__import__|"
+    r"\bexec(?:file)?\s*\(|exec_module|runpy|run_path|run_module|%run|\bsystem\b|subprocess|popen|spawn|import_module|__import__|"
     r"spec_from_file_location|SourceFileLoader|get_ipython|^\s*!",
     re.IGNORECASE | re.MULTILINE,
 )
 #: Inline code that runs a notebook it names.
 _RUNS_NOTEBOOK = re.compile(
-    r"nbclient|NotebookClient|ExecutePreprocessor|execute_notebook|papermill|testbook|%run|\bexec|runpy|\bsystem\b|subprocess|"
-    r"popen|spawn|run_notebook|--execute|jupyter|get_ipython|^\s*!",
+    r"nbclient|NotebookClient|ExecutePreprocessor|execute_notebook|papermill|testbook|%run|\bexec(?:file)?\s*\(|runpy|\bsystem\b|"
+    r"subprocess|popen|spawn|run_notebook|--execute|get_ipython|^\s*!",
     re.IGNORECASE | re.MULTILINE,
 )
 _IMPORTS = re.compile(
