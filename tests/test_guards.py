@@ -468,6 +468,8 @@ def test_an_unrelated_command_is_decided_without_the_parser_click_or_nbformat(wo
         ("notebook-exec-guard", "make -j4 && git status"),
         ("notebook-exec-guard", "python -m pytest -q"),
         ("python-run-guard", "python -m pytest -q"),
+        ("python-run-guard", "ls *.txt && rm -rf build/* && grep -r foo src/{a,b}"),
+        ("python-run-guard", "python -c 'import json, os'"),
     ]:
         modules = imported(name, shell(command, work))
         assert not modules & HEAVY, (name, command, modules & HEAVY)

@@ -53,6 +53,8 @@ _PY_VALUE_FLAGS = "WXcm"
 _GLOB_OR_BRACE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*,[^{}]*\}")
 #: A module a command may run or import: ``-m mod``, ``import mod``, ``from mod import``, ``%run -m mod``, ``run_module('mod')``.
 _MODULE_WORD = re.compile(r"(?:-m\s*|\bimport\s+|\bfrom\s+|import_module\(\s*|__import__\(\s*|run_module\(\s*)([A-Za-z_][\w.]*)")
+#: Without one of these, a glob cannot reach an interpreter (a python, a runner, an unknown program, a ``#!`` script).
+_MAY_START_INTERPRETER = ("py", "pdb", "coverage", "jupyter", "profile", "trace", "scalene", "memray", "$", "`", "./")
 _RUNPY = re.compile(r"\brunpy\s+([A-Za-z_][\w.]*)")
 _WORD = re.compile(r"[\w./~-]+")
 #: Read at most this much of a .py to decide whether it is py:percent.
@@ -83,17 +85,21 @@ def might_run_notebook(text: str, words: tuple[str, ...] = _RUNNER_WORDS) -> boo
 def might_run_script(text: str, cwd: str) -> bool:
     """Could this shell text hand a paired ``.py`` to an interpreter? False: certainly not, no parsing needed.
 
-    True when it names a ``.py`` or ``.ipynb``, holds a glob or a brace list, or
-    imports or runs (``-m``, ``import``, ``%run -m``) a module whose file or
-    package is in ``cwd`` or a directory the text names.
+    True when it names a ``.py`` or ``.ipynb``; holds a glob or a brace list
+    and something that may start an interpreter (a word with ``py`` in it, a
+    script runner, a variable or substitution, a ``./`` path); or imports or
+    runs (``-m``, ``import``, ``%run -m``) a module whose file or package is in
+    ``cwd`` or a directory the text names.
 
     Example:
-        >>> might_run_script("python -m pytest -q", "/nonexistent"), might_run_script("python a*", "/w")
-        (False, True)
+        >>> might_run_script("python -m pytest -q", "/nonexistent"), might_run_script("python a*", "/w"), might_run_script("ls *.txt", "/w")
+        (False, True, False)
     """
     plain = _unquoted(text)
     lowered = plain.lower()
-    if ".py" in lowered or ".ipynb" in lowered or _GLOB_OR_BRACE.search(plain):
+    if ".py" in lowered or ".ipynb" in lowered:
+        return True
+    if _GLOB_OR_BRACE.search(plain) and any(word in lowered for word in _MAY_START_INTERPRETER):
         return True
     modules = {m.split(".")[0] for m in _MODULE_WORD.findall(plain) + _RUNPY.findall(plain)}
     if not modules:
