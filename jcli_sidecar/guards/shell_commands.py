@@ -153,7 +153,7 @@ class Command:
 
 #: Wrappers whose program takes arguments from a feed instead of reading it.
 _ARG_FEEDERS = frozenset({"xargs", "parallel", "find", "fd"})
-_HEREDOC_QUOTED = re.compile(r"<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
+_HEREDOC_QUOTED = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
 
 
 def _shown(argv: list[str], limit: int = 60) -> str:
