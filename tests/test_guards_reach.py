@@ -12,6 +12,8 @@ import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_guards import assert_allowed, assert_denied, assert_jcli_lines_parse, hook, shell
 from test_guards import work as work  # noqa: F401 (a fixture)
 
@@ -326,3 +328,48 @@ def test_the_hook_answers_a_decoded_payload_as_the_same_json(work):
     clean = hook("python-run-guard", shell("python analysis.py", work))
     dirty = hook("python-run-guard", None, raw=json.dumps(shell("python analysis.py", work)).encode().replace(b'"s"', b'"s\xff"'))
     assert clean.stdout == dirty.stdout and clean.returncode == dirty.returncode == 2
+
+
+# -- whatever the text, a rule answers (in process: thousands of commands) -----------------------------
+
+_PIECES = [
+    "python", "python3 -m", "ipython -c", "xargs", "find . -exec", "env -S", "pushd", "popd", "cd -", "cat", "$(", ")", "`",
+    "|", "<", "<<<", "<<EOF\n", "\nEOF\n", "&&", ";", "'", '"', "\\", "{a,b}", "*.py", "analy?is.py", "[a]nalysis.py",
+    "analysis.py", "analysis", "lonely.ipynb", "{}", "-I{}", "$f", "for f in", "do", "done", "f=", "\ud800", "\udcff", "\x00",
+    "import", "exec(open(", "%run", "-c", "-m", "sub/", "../", "~", " ", "an\ud800x.py", "an\udcffx.py",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=24))
+@example(["python", "an\ud800x.py"])
+@example(["cat", "an\udcffx.py", "|", "python"])
+@example(["python", "-c", "'exec(open(", '"an\ud800x.py"', ").read())'"])
+def test_any_command_text_gets_an_answer_never_an_exception(work, pieces):
+    """Glued from the pieces of every bypass (lone surrogates, NULs and broken quotes included): the rules answer."""
+    from jcli_sidecar.guards.guard_rules import notebook_exec, python_run
+    from jcli_sidecar.guards.hook_payload import ToolCall
+
+    call = ToolCall("shell", "Bash", " ".join(pieces), (), str(work), None)
+    for rule in (python_run, notebook_exec):
+        answer = rule(call)
+        assert answer is None or "j-cli exec SESSION -f" in answer
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=300)
+    | st.builds(
+        lambda a, b: a + b,
+        st.sampled_from([b'{"tool_name": "Bash", "tool_input": {"command": "', b'{"tool": "edit", "args": {"filePath": "']),
+        st.binary(max_size=80),
+    )
+)
+def test_any_payload_bytes_parse_or_say_why(raw):
+    from jcli_sidecar.guards.hook_payload import PayloadError, parse_payload
+
+    try:
+        call = parse_payload(raw)
+    except PayloadError:
+        return
+    assert call.kind in ("shell", "edit", "write", "notebook_edit", "patch", "other")

@@ -153,6 +153,7 @@ class Command:
 
 #: Wrappers whose program takes arguments from a feed instead of reading it.
 _ARG_FEEDERS = frozenset({"xargs", "parallel", "find", "fd"})
+_FEED_WORDS = 4096  # a feed keeps at most this many words
 _HEREDOC_QUOTED = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
 
 
@@ -241,26 +242,26 @@ class _Walk:
 
     def pipeline(self, node: Any, dirs: Dirs) -> None:
         """Each side runs in its own subshell; what the sides before write reaches the stdin of the ones after."""
-        fed: list[Command] = []
+        fed: list[tuple[str, str]] = []  # the words of every command before, and what their own redirects feed them
+        feed: Feed | None = None
         start_text = None
         for part in node.parts:
             if part.kind == "pipe":
                 continue
             start = len(self.out)
             self.node(part, dirs)
-            if fed:
-                words = [(str(getattr(w, "raw", w)), c.cwd) for c in fed for w in c.argv]
-                for c in fed:
-                    feed = c.stdin()
-                    if feed is not None:
-                        words += feed.words + feed.code
-                origin = self.text[start_text : part.pos[0]].strip() if start_text is not None else ""
-                feed = Feed(f"`{origin if len(origin) <= 60 else origin[:59] + '…'}`", words)
+            if feed is not None:
                 for c in self.out[start:]:
                     if c.wrapper is None and c.redirect is None:
                         c.redirect = feed
             start_text = part.pos[0] if start_text is None else start_text
-            fed.extend(self.out[start:])
+            for c in self.out[start:]:
+                if len(fed) < _FEED_WORDS:
+                    fed += [(str(getattr(w, "raw", w)), c.cwd) for w in c.argv]
+                    if c.redirect is not None and c.redirect is not feed:
+                        fed += c.redirect.words + c.redirect.code
+            origin = self.text[start_text : part.pos[1]].strip()
+            feed = Feed(f"`{origin if len(origin) <= 60 else origin[:59] + '…'} |`", fed[:_FEED_WORDS])
 
     def substitutions(self, node: Any, dirs: Dirs) -> None:
         """Commands inside ``$(…)``, backticks and ``<(…)`` anywhere under ``node``."""
