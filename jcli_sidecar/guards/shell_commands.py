@@ -10,14 +10,22 @@ a real shell parser (``bashlex``), not patterns over the text:
   words and assignments;
 - nested shells (``bash -c "…"``, ``sh -lc '…'``, ``eval "…"``) are parsed
   again, in the directory they start in;
-- wrappers that run another program are peeled off (:data:`WRAPPERS`):
-  ``env``, ``sudo``, ``nohup``, ``time``, ``nice``, ``timeout``, ``xargs``,
-  ``uv``/``pixi``/``conda``/``poetry`` ``run`` and the like, ``find -exec``,
-  and leading ``VAR=x`` assignments;
+- wrappers that run another program are peeled off
+  (:func:`~jcli_sidecar.guards.shell_wrappers.unwrap`): ``env`` (``-S``
+  too), ``sudo``, ``nohup``, ``time``, ``nice``, ``timeout``, ``xargs``,
+  ``parallel``, ``uv``/``pixi``/``conda``/``poetry`` ``run`` and the like,
+  ``find -exec``, and leading ``VAR=x`` assignments;
+- what reaches a command's stdin (:class:`Feed`): the commands before it in
+  a pipeline, ``< FILE``, a here-string or here-document; and where the
+  names ``xargs``/``find -exec`` add come from (:meth:`Command.arg_feed`);
+- words keep what the shell still does to them
+  (:class:`~jcli_sidecar.guards.shell_words.Word`: globs, braces,
+  substitutions), and a variable given in the line (``f=x.py``, ``for f in
+  *.py``, a nested shell's ``$1``) keeps the text it was given;
 - the directory is tracked: a relative path is resolved against the
-  payload's cwd and every ``cd DIR`` before it in the same list (a subshell's
-  ``cd`` stays inside it); ``env -C``, ``conda run --cwd`` and ``uv run
-  --directory`` move the command they run.
+  payload's cwd and every ``cd DIR``, ``cd -``, ``pushd``, ``popd`` before it
+  in the same list (a subshell's ``cd`` stays inside it); ``env -C``,
+  ``conda run --cwd`` and ``uv run --directory`` move the command they run.
 
 A line the parser cannot read (``[[ … ]]``, ``$((…))``, an unbalanced quote)
 is read by a conservative token scan instead (:func:`_scan`): the text is cut
@@ -36,13 +44,13 @@ import re
 import shlex
 
 from .shell_words import Word, expand_braces
-from .shell_wrappers import RUNNERS, WRAPPERS, skip_assignments, unwrap
+from .shell_wrappers import skip_assignments, unwrap
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Command", "Feed", "RUNNERS", "SHELLS", "WRAPPERS", "commands"]
+__all__ = ["Command", "Feed", "SHELLS", "commands"]
 
 #: Shells whose ``-c SCRIPT`` is parsed again.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
