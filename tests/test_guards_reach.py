@@ -106,6 +106,10 @@ NOTEBOOK_AROUND = [
     "ls *.ipynb | xargs ipython",
     "$(which papermill) lonely.ipynb out.ipynb",
     "for nb in *.ipynb; do ipython $nb; done",
+    "pytest --nbmake lonely.ipynb",
+    "python -m pytest --nbval-lax lonely.ipynb",
+    "treon lonely.ipynb",
+    "quarto render lonely.ipynb --execute",
     "python -c \"import os; os.system('jupyter execute lonely.ipynb')\"",
 ]
 
@@ -162,6 +166,8 @@ ORDINARY_AROUND = [
     "uv run pytest -q",
     "jupyter nbconvert --to html lonely.ipynb",
     "cat lonely.ipynb | jq .cells",
+    "pytest -q tests/test_notebooks.py",
+    "quarto render lonely.ipynb",
     "python -c \"import json; nb = json.load(open('lonely.ipynb')); print([c.get('execution_count') for c in nb['cells']])\"",
     "python -c \"import json; print(json.load(open('analysis.ipynb'))['metadata'].get('jupyter'))\"",
     "sed -n '1,5p' analysis.py | cat -n",

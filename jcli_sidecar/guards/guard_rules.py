@@ -38,7 +38,20 @@ if TYPE_CHECKING:
 __all__ = ["EXEC_HINT", "might_run_notebook", "might_run_script", "notebook_edit", "notebook_exec", "percent_pair_of", "python_run"]
 
 #: Words without which a shell line cannot run a notebook (``python -m nbconvert`` names nbconvert, and so on).
-_RUNNER_WORDS = ("jupyter", "papermill", "runipy", "ipython", "jupytext", "nbconvert", "nbclient", "ipynb")
+_RUNNER_WORDS = (
+    "jupyter",
+    "papermill",
+    "runipy",
+    "ipython",
+    "jupytext",
+    "nbconvert",
+    "nbclient",
+    "ipynb",
+    "nbmake",
+    "nbval",
+    "treon",
+    "quarto",
+)
 #: Modules ``python -m`` runs as a notebook runner: module -> the program name it stands for.
 _MODULES = {
     "nbconvert": "jupyter-nbconvert",
@@ -48,6 +61,8 @@ _MODULES = {
     "jupytext": "jupytext",
     "IPython": "ipython",
     "nbclient": "jupyter-execute",
+    "pytest": "pytest",
+    "treon": "treon",
 }
 _PY_VALUE_FLAGS = "WXcm"
 _GLOB_OR_BRACE = re.compile(r"[*?]|\[[^\]]+\]|\{[^{}]*,[^{}]*\}")
@@ -157,7 +172,11 @@ def _positional(args: list[str]) -> list[str]:
 
 
 def _runs_notebook(program: str, args: list[str]) -> bool:
-    if program in ("papermill", "runipy", "jupyter-execute"):
+    if program in ("pytest", "py.test"):  # the nbmake and nbval plugins run every notebook they collect
+        return any(a.split("=", 1)[0] in ("--nbmake", "--nbval", "--nbval-lax") for a in args)
+    if program == "quarto":
+        return args[:1] == ["render"] and "--execute" in args
+    if program in ("papermill", "runipy", "jupyter-execute", "treon"):
         return not any(a in ("-h", "--help", "--help-all", "--version") for a in args)  # `xargs papermill` takes its notebooks from stdin
     if program == "jupyter-nbconvert":
         return "--execute" in args or any(a.startswith("--ExecutePreprocessor.enabled") and a.lower().endswith("true") for a in args)
