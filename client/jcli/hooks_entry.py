@@ -23,8 +23,10 @@ __all__ = ["PASS_THROUGH", "run_hook"]
 
 #: Names the click app runs (a git hook, not an agent guard).
 PASS_THROUGH = frozenset({"pre-commit-pair-sync"})
-#: The most of stdin a guard reads (an apply_patch body can be large).
-MAX_PAYLOAD = 32 * 1024 * 1024
+#: The scan of an oversized payload stops after this much; the guard decides on the fields found so far.
+MAX_SCAN = 512 * 1024 * 1024
+_CHUNK = 1024 * 1024
+_OVERLAP = 300 * 1024  # more than one field's value (256 KiB): a field cut by a chunk's end is whole in the next
 
 
 def run_hook(argv: list[str]) -> int | None:
@@ -74,30 +76,65 @@ def _platform(options: list[str]) -> str | None:
     return value if value in PLATFORMS else None
 
 
-def _stdin() -> bytes:
+def _stdin() -> tuple[bytes, object]:
+    """The payload (up to ``MAX_PAYLOAD`` + 1 bytes) and the stream, for the rest of an oversized one."""
+    from jcli_sidecar.guards import MAX_PAYLOAD
+
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or sys.stdin.isatty():
-        return b""
-    return stream.read(MAX_PAYLOAD + 1)
+        return b"", None
+    return stream.read(MAX_PAYLOAD + 1), stream
 
 
-def _decide(name: str, raw: bytes, debug: bool) -> Decision:
-    from jcli_sidecar.guards import GUARDS, Decision, PayloadError, parse_payload
+def _decide(name: str, stdin: tuple[bytes, object], debug: bool) -> Decision:
+    from jcli_sidecar.guards import GUARDS, MAX_PAYLOAD, Decision, PayloadError, call_from_fields, parse_payload
 
     guard = GUARDS[name]
     if guard.event is None:
         return Decision.allow()
-    if len(raw) > MAX_PAYLOAD:
-        return Decision.allow(f"allowed: the payload is larger than {MAX_PAYLOAD >> 20} MiB")
+    raw, stream = stdin
+    note = ""
     if not raw.strip():
         return Decision.allow("allowed: no payload on stdin")
     try:
-        call = parse_payload(raw)
+        if len(raw) > MAX_PAYLOAD:
+            size, fields = _scan_oversized(raw, stream)
+            note = f"the payload is larger than {MAX_PAYLOAD >> 20} MiB: decided on the fields read from its first {size >> 20} MiB"
+            call = call_from_fields(fields)
+        else:
+            call = parse_payload(raw)
     except PayloadError as exc:
-        return Decision.allow(f"allowed: {exc}")
+        return Decision.allow(f"allowed: {exc}" + (f" ({note})" if note else ""))
     if debug:
         print(f"{name}: {call!r}", file=sys.stderr)
-    return guard.decide(call)
+    decision = guard.decide(call)
+    if note and decision.kind != "deny":
+        decision.note = (decision.note + "; " if decision.note else "") + note
+    return decision
+
+
+def _scan_oversized(head: bytes, stream: object) -> tuple[int, dict[str, list[str]]]:
+    """Scan an oversized payload chunk by chunk (bounded memory, at most :data:`MAX_SCAN`) for the fields the guards read."""
+    from jcli_sidecar.guards import scan_fields
+
+    fields: dict[str, list[str]] = {}
+    size = len(head)
+    tail = b""
+    chunks = [head[i : i + _CHUNK] for i in range(0, len(head), _CHUNK)]
+    del head
+    while True:
+        for chunk in chunks:
+            window = tail + chunk
+            scan_fields(window.decode("utf-8", "surrogateescape"), fields)
+            tail = window[-_OVERLAP:]
+        if size >= MAX_SCAN or stream is None:
+            break
+        more = stream.read(_CHUNK)  # type: ignore[attr-defined]
+        if not more:
+            break
+        size += len(more)
+        chunks = [more]
+    return size, fields
 
 
 def _short(exc: BaseException) -> str:
@@ -106,10 +143,19 @@ def _short(exc: BaseException) -> str:
 
 
 def _write(stream, text: str) -> None:
+    """Write ``text`` as UTF-8; a lone surrogate (a path's byte that is not UTF-8) becomes its ``\\udcXX`` escape,
+    which is that same character in the JSON on stdout, and readable on stderr."""
     if not text:
         return
+    data = text.encode("utf-8", "backslashreplace")
     try:
-        stream.write(text)
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            stream.write(data.decode("utf-8"))
+            stream.flush()
+            return
         stream.flush()
+        buffer.write(data)
+        buffer.flush()
     except (OSError, ValueError):  # a closed pipe: the host went away; nothing left to tell
         pass

@@ -12,6 +12,7 @@ __all__, __getattr__ = lazy_face(
         "guard_rules": (
             "EXEC_HINT",
             "might_run_notebook",
+            "might_run_script",
             "notebook_edit",
             "notebook_exec",
             "percent_pair_of",
@@ -21,13 +22,24 @@ __all__, __getattr__ = lazy_face(
             "Decision",
             "render_decision",
         ),
+        "code_reach": (
+            "Source",
+            "interpreter_kind",
+            "notebook_sources",
+            "python_args",
+            "python_sources",
+        ),
         "hook_payload": (
             "KINDS",
+            "MAX_PAYLOAD",
             "PLATFORMS",
             "PayloadError",
             "ToolCall",
+            "call_from_fields",
+            "fs_spellings",
             "parse_payload",
             "patch_paths",
+            "scan_fields",
         ),
         "pair_drift": (
             "after_edit",
@@ -45,10 +57,23 @@ __all__, __getattr__ = lazy_face(
         ),
         "shell_commands": (
             "Command",
-            "RUNNERS",
+            "Feed",
             "SHELLS",
-            "WRAPPERS",
             "commands",
+        ),
+        "shell_words": (
+            "GLOB_LIMIT",
+            "Word",
+            "expand_braces",
+            "glob_matches",
+            "has_glob",
+            "path_tokens",
+        ),
+        "shell_wrappers": (
+            "RUNNERS",
+            "WRAPPERS",
+            "skip_assignments",
+            "unwrap",
         ),
     },
 )

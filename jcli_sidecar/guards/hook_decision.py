@@ -22,6 +22,7 @@ One contract for every host (see ``docs/guards.md``):
 from __future__ import annotations
 
 import json
+import re
 
 __all__ = ["Decision", "render_decision"]
 
@@ -62,11 +63,26 @@ def render_decision(decision: Decision, name: str) -> tuple[int, str, str]:
         >>> status, json.loads(out)["hookSpecificOutput"]["permissionDecision"], err
         (2, 'deny', 'notebook-exec-guard: use j-cli exec\\n')
     """
-    note = f"{name}: {decision.note}\n" if decision.note else ""
+    note = f"{name}: {_printable(decision.note)}\n" if decision.note else ""
     if decision.kind == "deny":
+        decision = Decision.deny(_printable(decision.text))
         body = {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": decision.text}
         return 2, json.dumps({"hookSpecificOutput": body}, ensure_ascii=False) + "\n", f"{name}: {decision.text}\n"
     if decision.kind == "context":
-        body = {"hookEventName": "PostToolUse", "additionalContext": decision.text}
+        body = {"hookEventName": "PostToolUse", "additionalContext": _printable(decision.text)}
         return 0, json.dumps({"hookSpecificOutput": body}, ensure_ascii=False) + "\n", note
     return 0, "", note
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _printable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a path's byte that is not UTF-8 (a ``surrogateescape``) as ``\\xNN``, any other
+    lone surrogate as U+FFFD; the same on stdout and stderr."""
+
+    def spell(match: re.Match[str]) -> str:
+        code = ord(match.group(0))
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+    return _SURROGATE.sub(spell, text)

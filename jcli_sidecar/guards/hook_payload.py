@@ -18,9 +18,17 @@ JSON object on the hook's stdin. The shapes differ a little:
 
 :func:`parse_payload` turns any of them into a :class:`ToolCall`: its kind
 (:data:`KINDS`), the shell text, the absolute paths it touches and its cwd.
-A payload that is not a JSON object raises :class:`PayloadError`; a tool we
-do not know is kind ``other`` (never an error: the guards allow it).
+A tool we do not know is kind ``other`` (never an error: the guards allow it).
 Imports nothing heavy: it runs before every tool call.
+
+**Bytes that are not UTF-8** never make a payload unreadable: they are
+decoded with ``surrogateescape``, so a path holding them still names the
+real file (:func:`fs_spellings`). A payload that is not valid JSON (a stray
+byte between tokens, a truncated document) or is too large to load
+(:data:`MAX_PAYLOAD`) is read by :func:`scan_fields`: the fields the guards
+use (tool, cwd, paths, command, the patch's file lines) are picked out of
+the text, so the guards still decide on what can be read. Only a payload
+where nothing can be found raises :class:`PayloadError`.
 """
 
 from __future__ import annotations
@@ -29,7 +37,18 @@ import json
 import os
 import re
 
-__all__ = ["KINDS", "PLATFORMS", "PayloadError", "ToolCall", "parse_payload", "patch_paths"]
+__all__ = [
+    "KINDS",
+    "MAX_PAYLOAD",
+    "PLATFORMS",
+    "PayloadError",
+    "ToolCall",
+    "call_from_fields",
+    "fs_spellings",
+    "parse_payload",
+    "patch_paths",
+    "scan_fields",
+]
 
 #: What a tool call does, as the guards see it.
 KINDS = ("shell", "edit", "write", "notebook_edit", "patch", "other")
@@ -61,6 +80,17 @@ _TOOL_KINDS = {
 }
 _PATH_KEYS = ("file_path", "filePath", "notebook_path", "notebookPath", "path", "filename")
 _PATCH_KEYS = ("command", "patch", "patchText", "patch_text", "input")
+#: A payload larger than this is not loaded as JSON; its fields are scanned (:func:`scan_fields`) as it streams by.
+MAX_PAYLOAD = 32 * 1024 * 1024
+#: A field's value longer than this is read up to here (a command that long is decided on its start).
+_VALUE_LIMIT = 256 * 1024
+_FIELD = re.compile(
+    r'(?<!\\)"(tool_name|toolName|tool|cwd|hook_event_name|command|cmd|workdir|file_path|filePath|notebook_path|notebookPath|path|filename'
+    r'|patch|patchText|patch_text|input)"\s*:\s*"((?:[^"\\]|\\.){0,' + str(_VALUE_LIMIT) + "})",
+    re.DOTALL,
+)
+_ESCAPED_PATCH_LINE = re.compile(r"\*\*\* (Update|Add|Delete) File: ((?:[^\\\n\"]|\\[^n])+)|\*\*\* Move to: ((?:[^\\\n\"]|\\[^n])+)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _PATCH_LINE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
 
 
@@ -95,10 +125,10 @@ class ToolCall:
 
 
 def parse_payload(raw: bytes | str) -> ToolCall:
-    """Read a hook payload of any supported host.
+    """Read a hook payload of any supported host (bytes that are not UTF-8 included).
 
     Raises:
-        PayloadError: not JSON, or not an object.
+        PayloadError: neither JSON nor text holding a tool call's fields, or a JSON value that is not an object.
 
     Example:
         >>> call = parse_payload('{"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/w"}')
@@ -106,23 +136,129 @@ def parse_payload(raw: bytes | str) -> ToolCall:
         ('shell', 'ls', '/w')
         >>> parse_payload('{"tool_name": "apply_patch", "tool_input": {"command": "*** Begin Patch\\\\n*** Update File: a.ipynb\\\\n"}, "cwd": "/w"}').paths
         ('/w/a.ipynb',)
+        >>> parse_payload(b'{"tool_name": "Bash", \\xff "tool_input": {"command": "python a.py"}}').command
+        'python a.py'
     """
+    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+    text = text.removeprefix("\ufeff")
     try:
-        doc = json.loads(raw)
+        doc = json.loads(text, strict=False)
     except (ValueError, RecursionError) as exc:
-        raise PayloadError(f"the payload is not JSON ({type(exc).__name__})") from None
+        fields = scan_fields(text)
+        if not fields:
+            raise PayloadError(f"the payload is not JSON ({type(exc).__name__})") from None
+        return call_from_fields(fields)
     if not isinstance(doc, dict):
         raise PayloadError(f"the payload is a JSON {type(doc).__name__}, not an object")
+    return _call(doc)
+
+
+def scan_fields(text: str, fields: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Pick a tool call's fields out of text that does not load as JSON (or a slice of a huge payload).
+
+    Returns ``{key: [values…]}`` (added to ``fields`` when given): string values of the keys the
+    guards read, each up to 256 KiB, and, under ``*patch``, the patch body's file lines.
+
+    Example:
+        >>> scan_fields('{"tool_name": "Write", "tool_input": {"file_path": "a.ipynb", \\x01 "content": "x"}')
+        {'tool_name': ['Write'], 'file_path': ['a.ipynb']}
+    """
+    found: dict[str, list[str]] = {} if fields is None else fields
+    for match in _FIELD.finditer(text):
+        value = _json_string(match.group(2))
+        values = found.setdefault(match.group(1), [])
+        if value not in values and len(values) < 64:
+            values.append(value)
+    lines = found.setdefault("*patch", [])
+    for match in _ESCAPED_PATCH_LINE.finditer(text):
+        line = (
+            f"*** {match.group(1)} File: {_json_string(match.group(2))}"
+            if match.group(1)
+            else f"*** Move to: {_json_string(match.group(3))}"
+        )
+        if line not in lines and len(lines) < 1024:
+            lines.append(line)
+    if not lines:
+        del found["*patch"]
+    return found
+
+
+def call_from_fields(fields: dict[str, list[str]]) -> ToolCall:
+    """The :class:`ToolCall` of fields :func:`scan_fields` found (the first value of each; every path).
+
+    Raises:
+        PayloadError: no tool name among them.
+    """
+    tool = next((fields[key][0] for key in ("tool_name", "tool", "toolName") if fields.get(key)), None)
+    if tool is None:
+        raise PayloadError("the payload is not JSON, and no tool name can be read in it")
+    args: dict[str, object] = {key: values[0] for key, values in fields.items() if key in _PATH_KEYS + ("command", "cmd", "workdir")}
+    if "*patch" in fields:
+        args = {**args, "command": "\n".join(fields["*patch"])}
+    doc: dict[str, object] = {"tool_name": tool, "tool_input": args, "cwd": (fields.get("cwd") or [""])[0]}
+    call = _call(doc)
+    if call.kind in ("edit", "write", "notebook_edit"):  # every path named: which one is the call's own cannot be told
+        cwd = call.cwd
+        call.paths = tuple(dict.fromkeys(_absolute(p, cwd) for key in _PATH_KEYS for p in fields.get(key, []) if p))
+    return call
+
+
+def _json_string(body: str) -> str:
+    """A JSON string's content (a value cut short loses its unfinished escape at the end)."""
+    for cut in range(0, 7):
+        try:
+            value = json.loads(f'"{body[: len(body) - cut]}"', strict=False)
+            return value if isinstance(value, str) else ""
+        except ValueError:
+            continue
+    return body
+
+
+def fs_spellings(path: str) -> list[str]:
+    """The spellings of ``path`` the file system can be asked about, in order.
+
+    A lone surrogate in a path is either a raw byte that is not UTF-8 (how
+    this module decodes one, ``surrogateescape``: the path names that exact
+    file) or a JSON ``\\udXXX`` escape from a host whose string held a broken
+    character, which a JavaScript host writes to disk as U+FFFD. Both are
+    tried; a spelling the file system cannot take is left out.
+
+    Example:
+        >>> fs_spellings("a.py"), fs_spellings("a\\udcff.py"), fs_spellings("a\\ud800.py")
+        (['a.py'], ['a\\udcff.py', 'a\\ufffd.py'], ['a\\ufffd.py'])
+    """
+    if not _SURROGATE.search(path):
+        return [path]
+    out: list[str] = []
+    try:
+        os.fsencode(path)
+        out.append(path)
+    except UnicodeError:
+        pass
+    out.append(_SURROGATE.sub("\ufffd", path))
+    return out
+
+
+def _fs_path(path: str) -> str:
+    """The spelling of ``path`` that exists (:func:`fs_spellings`), else the first the file system can take."""
+    spellings = fs_spellings(path)
+    return next((s for s in spellings if os.path.lexists(s)), spellings[0])
+
+
+def _call(doc: dict[str, object]) -> ToolCall:
     tool = doc.get("tool_name", doc.get("tool", doc.get("toolName")))
     args = doc.get("tool_input", doc.get("args", doc.get("toolArgs", doc.get("input"))))
     tool = tool if isinstance(tool, str) else ""
     args = args if isinstance(args, dict) else {}
-    base = doc.get("cwd") if isinstance(doc.get("cwd"), str) and doc.get("cwd") else os.getcwd()
+    given = doc.get("cwd")
+    base = given if isinstance(given, str) and given else os.getcwd()
     cwd = os.path.abspath(base)
     workdir = args.get("workdir", args.get("cwd"))
     if isinstance(workdir, str) and workdir:
         cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(workdir)))
-    event = doc.get("hook_event_name") if isinstance(doc.get("hook_event_name"), str) else None
+    cwd = _fs_path(cwd)
+    event = doc.get("hook_event_name")
+    event = event if isinstance(event, str) else None
     kind = _TOOL_KINDS.get(tool.lower(), "other")
     if kind == "other" and tool.startswith("mcp__"):
         return ToolCall("other", tool, None, (), cwd, event)
@@ -167,4 +303,4 @@ def patch_paths(body: str, cwd: str) -> tuple[str, ...]:
 
 
 def _absolute(path: str, cwd: str) -> str:
-    return os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    return _fs_path(os.path.normpath(os.path.join(cwd, os.path.expanduser(path))))

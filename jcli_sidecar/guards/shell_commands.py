@@ -10,14 +10,22 @@ a real shell parser (``bashlex``), not patterns over the text:
   words and assignments;
 - nested shells (``bash -c "…"``, ``sh -lc '…'``, ``eval "…"``) are parsed
   again, in the directory they start in;
-- wrappers that run another program are peeled off (:data:`WRAPPERS`):
-  ``env``, ``sudo``, ``nohup``, ``time``, ``nice``, ``timeout``, ``xargs``,
-  ``uv``/``pixi``/``conda``/``poetry`` ``run`` and the like, ``find -exec``,
-  and leading ``VAR=x`` assignments;
+- wrappers that run another program are peeled off
+  (:func:`~jcli_sidecar.guards.shell_wrappers.unwrap`): ``env`` (``-S``
+  too), ``sudo``, ``nohup``, ``time``, ``nice``, ``timeout``, ``xargs``,
+  ``parallel``, ``uv``/``pixi``/``conda``/``poetry`` ``run`` and the like,
+  ``find -exec``, and leading ``VAR=x`` assignments;
+- what reaches a command's stdin (:class:`Feed`): the commands before it in
+  a pipeline, ``< FILE``, a here-string or here-document; and where the
+  names ``xargs``/``find -exec`` add come from (:meth:`Command.arg_feed`);
+- words keep what the shell still does to them
+  (:class:`~jcli_sidecar.guards.shell_words.Word`: globs, braces,
+  substitutions), and a variable given in the line (``f=x.py``, ``for f in
+  *.py``, a nested shell's ``$1``) keeps the text it was given;
 - the directory is tracked: a relative path is resolved against the
-  payload's cwd and every ``cd DIR`` before it in the same list (a subshell's
-  ``cd`` stays inside it); ``env -C``, ``conda run --cwd`` and ``uv run
-  --directory`` move the command they run.
+  payload's cwd and every ``cd DIR``, ``cd -``, ``pushd``, ``popd`` before it
+  in the same list (a subshell's ``cd`` stays inside it); ``env -C``,
+  ``conda run --cwd`` and ``uv run --directory`` move the command they run.
 
 A line the parser cannot read (``[[ … ]]``, ``$((…))``, an unbalanced quote)
 is read by a conservative token scan instead (:func:`_scan`): the text is cut
@@ -32,146 +40,20 @@ the protection.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+
+from .shell_words import Word, expand_braces
+from .shell_wrappers import skip_assignments, unwrap
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["Command", "RUNNERS", "SHELLS", "WRAPPERS", "commands"]
+__all__ = ["Command", "Feed", "SHELLS", "commands"]
 
 #: Shells whose ``-c SCRIPT`` is parsed again.
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"})
-
-#: Programs that run the command after their own options: ``name -> (options taking a value, options moving the cwd)``.
-WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "env": (frozenset({"-u", "--unset", "-S", "--split-string"}), frozenset({"-C", "--chdir"})),
-    "sudo": (
-        frozenset(
-            {
-                "-u",
-                "--user",
-                "-g",
-                "--group",
-                "-h",
-                "--host",
-                "-p",
-                "--prompt",
-                "-r",
-                "--role",
-                "-t",
-                "--type",
-                "-U",
-                "--other-user",
-                "-C",
-                "--close-from",
-                "-T",
-                "--command-timeout",
-            }
-        ),
-        frozenset({"-D", "--chdir"}),
-    ),
-    "doas": (frozenset({"-u", "-C"}), frozenset()),
-    "nohup": (frozenset(), frozenset()),
-    "time": (frozenset({"-f", "--format", "-o", "--output"}), frozenset()),
-    "nice": (frozenset({"-n", "--adjustment"}), frozenset()),
-    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}), frozenset()),
-    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), frozenset()),
-    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset()),
-    "xargs": (
-        frozenset(
-            {
-                "-a",
-                "--arg-file",
-                "-d",
-                "--delimiter",
-                "-E",
-                "-e",
-                "-I",
-                "-i",
-                "-L",
-                "-l",
-                "-n",
-                "--max-args",
-                "-P",
-                "--max-procs",
-                "-s",
-                "--max-chars",
-                "--process-slot-var",
-            }
-        ),
-        frozenset(),
-    ),
-    "exec": (frozenset({"-a"}), frozenset()),
-    "command": (frozenset(), frozenset()),
-    "builtin": (frozenset(), frozenset()),
-    "chronic": (frozenset(), frozenset()),
-    "caffeinate": (frozenset({"-t", "-w"}), frozenset()),
-    "setsid": (frozenset(), frozenset()),
-    "strace": (frozenset({"-e", "-o", "-p", "-s", "-u", "-E"}), frozenset()),
-    "watch": (frozenset({"-n", "--interval", "-d"}), frozenset()),
-    "flock": (frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}), frozenset()),
-}
-#: ``timeout DURATION cmd``, ``flock FILE cmd``: one positional before the command.
-_ONE_POSITIONAL = frozenset({"timeout", "flock"})
-
-#: ``TOOL run [options] cmd``: ``tool -> (options taking a value, options moving the cwd)``.
-RUNNERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "uv": (
-        frozenset(
-            {
-                "--with",
-                "--with-editable",
-                "--with-requirements",
-                "-p",
-                "--python",
-                "--project",
-                "--package",
-                "--env-file",
-                "--extra",
-                "--group",
-                "--only-group",
-                "--no-group",
-                "--index",
-                "--default-index",
-                "--index-url",
-                "--extra-index-url",
-                "-f",
-                "--find-links",
-                "--index-strategy",
-                "--keyring-provider",
-                "--config-file",
-                "--cache-dir",
-                "--color",
-                "--no-extra",
-                "-C",
-                "--config-setting",
-                "--exclude-newer",
-                "--prerelease",
-                "--resolution",
-                "--link-mode",
-                "--refresh-package",
-                "--reinstall-package",
-                "--upgrade-package",
-                "-P",
-                "--no-binary-package",
-                "--no-build-package",
-            }
-        ),
-        frozenset({"--directory"}),
-    ),
-    "uvx": (frozenset({"--with", "--from", "-p", "--python", "--index", "--index-url", "--extra-index-url"}), frozenset()),
-    "pixi": (frozenset({"-e", "--environment", "--manifest-path", "--color"}), frozenset()),
-    "conda": (frozenset({"-n", "--name", "-p", "--prefix"}), frozenset({"--cwd"})),
-    "mamba": (frozenset({"-n", "--name", "-p", "--prefix"}), frozenset({"--cwd"})),
-    "micromamba": (frozenset({"-n", "--name", "-p", "--prefix", "-r", "--root-prefix"}), frozenset({"--cwd"})),
-    "poetry": (frozenset({"-P", "--project", "-C", "--directory"}), frozenset()),
-    "pipenv": (frozenset(), frozenset()),
-    "pdm": (frozenset({"-p", "--project"}), frozenset()),
-    "hatch": (frozenset({"-e", "--env"}), frozenset()),
-    "rye": (frozenset(), frozenset()),
-}
 
 _CONTROL = frozenset(
     {
@@ -202,14 +84,42 @@ _CONTROL = frozenset(
 _MAX_DEPTH = 8  # nested shells and substitutions followed at most this deep
 
 
+class Feed:
+    """What reaches a command's standard input from the command line itself.
+
+    Attributes:
+        origin: how it is shown in a reason (``cat x.py |``, ``< x.py``, ``a here-document``).
+        words: ``(text, cwd)`` naming what is fed: a redirected file, a feeding command's words, a
+            substitution's text; a guard looks for the files they name.
+        code: ``(text, cwd)`` of literal text fed (a here-document's body, a here-string).
+    """
+
+    __slots__ = ("origin", "words", "code")
+
+    def __init__(self, origin: str, words: list[tuple[str, str]], code: list[tuple[str, str]] | None = None) -> None:
+        self.origin = origin
+        self.words = words
+        self.code = code or []
+
+    def __repr__(self) -> str:
+        return f"Feed({self.origin!r})"
+
+
 class Command:
-    """One program a command line runs: ``argv`` (wrappers peeled off) and the directory it runs in."""
+    """One program a command line runs: ``argv`` (wrappers peeled off) and the directory it runs in.
 
-    __slots__ = ("argv", "cwd")
+    ``wrapper`` is the command it was peeled from (``sudo x`` gives ``x`` whose
+    wrapper is ``sudo x``); ``redirect`` what the command line feeds its
+    standard input (a pipe, ``<``, a here-document or here-string), when it does.
+    """
 
-    def __init__(self, argv: list[str], cwd: str) -> None:
+    __slots__ = ("argv", "cwd", "wrapper", "redirect")
+
+    def __init__(self, argv: list[str], cwd: str, wrapper: Command | None = None, redirect: Feed | None = None) -> None:
         self.argv = argv
         self.cwd = cwd
+        self.wrapper = wrapper
+        self.redirect = redirect
 
     def __repr__(self) -> str:
         return f"Command({self.argv!r}, cwd={self.cwd!r})"
@@ -217,6 +127,47 @@ class Command:
     def path(self, word: str) -> str:
         """``word`` as an absolute path, resolved against this command's directory."""
         return os.path.normpath(os.path.join(self.cwd, os.path.expanduser(word)))
+
+    @property
+    def via(self) -> str | None:
+        """The name of the wrapper that ran this program (``xargs``, ``find``, ``sudo`` …), or None."""
+        return os.path.basename(self.wrapper.argv[0]) if self.wrapper is not None else None
+
+    def stdin(self) -> Feed | None:
+        """What the command line feeds this program's standard input (inherited through wrappers other than
+        ``xargs``, ``find`` and ``parallel``, whose programs read arguments from it), or None."""
+        if self.redirect is not None:
+            return self.redirect
+        if self.wrapper is None or self.via in _ARG_FEEDERS:
+            return None
+        return self.wrapper.stdin()
+
+    def arg_feed(self) -> Feed | None:
+        """Where the arguments ``xargs``, ``parallel`` or ``find -exec`` add to this program come from, or None."""
+        wrapper, via = self.wrapper, self.via
+        if wrapper is None or via not in _ARG_FEEDERS:
+            return None
+        argv = wrapper.argv
+        if via in ("find", "fd"):
+            return Feed(f"`{_shown(argv)}`", [(w, wrapper.cwd) for w in argv[1:]])
+        files = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in ("-a", "--arg-file", "::::")]
+        files += [w.split("=", 1)[1] for w in argv if w.startswith("--arg-file=")]
+        if via == "parallel" and ":::" in argv:
+            return Feed(f"`{_shown(argv)}`", [(w, wrapper.cwd) for w in argv[argv.index(":::") + 1 :]])
+        if files:
+            return Feed(f"`{via} -a {files[0]}`", [(f, wrapper.cwd) for f in files])
+        return wrapper.stdin()
+
+
+#: Wrappers whose program takes arguments from a feed instead of reading it.
+_ARG_FEEDERS = frozenset({"xargs", "parallel", "find", "fd"})
+_FEED_WORDS = 4096  # a feed keeps at most this many words
+_HEREDOC_QUOTED = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
+
+
+def _shown(argv: list[str], limit: int = 60) -> str:
+    text = shlex.join(str(w) for w in argv)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def commands(text: str, cwd: str) -> list[Command]:
@@ -229,62 +180,162 @@ def commands(text: str, cwd: str) -> list[Command]:
         '/w/a.py'
         >>> [c.argv for c in commands('x=$(bash -c "papermill a.ipynb b.ipynb")', '/w')]
         [['bash', '-c', 'papermill a.ipynb b.ipynb'], ['papermill', 'a.ipynb', 'b.ipynb']]
+        >>> commands('cat x.py | python', '/w')[1].stdin()
+        Feed('`cat x.py |`')
     """
     out: list[Command] = []
-    _read(text, cwd, out, 0)
+    _read(text, (cwd, cwd), out, 0)
     return out
 
 
-def _read(text: str, cwd: str, out: list[Command], depth: int) -> str:
+Dirs = tuple  # (cwd, OLDPWD, *pushd stack): what `cd`, `cd -`, `pushd` and `popd` move
+
+
+def _read(text: str, dirs: Dirs, out: list[Command], depth: int, values: dict[str, str] | None = None) -> Dirs:
     if depth > _MAX_DEPTH or not text.strip():
-        return cwd
+        return dirs
+    literal = {m.group(2) or m.group(3) or m.group(4) for m in _HEREDOC_QUOTED.finditer(text)}
+    if literal:  # the parser refuses a quoted delimiter; the body is literal either way (remembered here)
+        text = _HEREDOC_QUOTED.sub(lambda m: f"<<{m.group(1)}{m.group(2) or m.group(3) or m.group(4)}", text)
     try:
         import bashlex
 
         trees = bashlex.parse(text)
     except Exception:  # bashlex raises its own errors and NotImplementedError; anything: scan instead
-        return _scan(text, cwd, out, depth)
+        return _scan(text, dirs, out, depth)
+    walk = _Walk(text, out, depth, literal)
+    walk.values.update(values or {})
     for tree in trees:
-        cwd = _node(tree, cwd, out, depth)
-    return cwd
+        dirs = walk.node(tree, dirs)
+    return dirs
 
 
-def _node(node: Any, cwd: str, out: list[Command], depth: int) -> str:
-    """Visit ``node``; returns the directory after it (changed by a ``cd`` at this level)."""
-    kind = node.kind
-    if kind == "command":
-        return _command(node, cwd, out, depth)
-    if kind == "list":
+class _Walk:
+    """One parsed text: its source (for raw words), the list commands go to, the depth, literal here-documents."""
+
+    def __init__(self, text: str, out: list[Command], depth: int, literal: set[str]) -> None:
+        self.text, self.out, self.depth, self.literal = text, out, depth, literal
+        self.values: dict[str, str] = {}  # what a variable was given (`f=x.py`, `for f in *.py`), as written
+
+    def node(self, node: Any, dirs: Dirs) -> Dirs:
+        """Visit ``node``; returns the directories after it (changed by a ``cd`` at this level)."""
+        kind = node.kind
+        if kind == "command":
+            return self.command(node, dirs)
+        if kind == "list":
+            for part in node.parts:
+                dirs = self.node(part, dirs)
+            return dirs
+        if kind == "pipeline":
+            self.pipeline(node, dirs)
+            return dirs
+        if kind == "compound":
+            inner = dirs
+            for part in node.list:
+                inner = self.node(part, inner)
+            subshell = bool(node.list) and getattr(node.list[0], "word", None) == "("
+            return dirs if subshell else inner
+        if kind == "for" and len(node.parts) > 2 and getattr(node.parts[2], "word", None) == "in":
+            listed = [p for p in node.parts[3:] if p.kind == "word"]
+            listed = listed[: next((i for i, p in enumerate(node.parts[3:]) if p.kind != "word"), len(listed))]
+            self.values[node.parts[1].word] = " ".join(self.text[p.pos[0] : p.pos[1]] for p in listed)
+        if kind in ("if", "for", "while", "until", "function"):
+            inner = dirs
+            for part in node.parts:
+                inner = self.node(part, inner)
+            return dirs
+        if kind in ("word", "assignment", "redirect"):
+            self.substitutions(node, dirs)
+        return dirs
+
+    def pipeline(self, node: Any, dirs: Dirs) -> None:
+        """Each side runs in its own subshell; what the sides before write reaches the stdin of the ones after."""
+        fed: list[tuple[str, str]] = []  # the words of every command before, and what their own redirects feed them
+        feed: Feed | None = None
+        start_text = None
         for part in node.parts:
-            cwd = _node(part, cwd, out, depth)
-        return cwd
-    if kind == "pipeline":
+            if part.kind == "pipe":
+                continue
+            start = len(self.out)
+            self.node(part, dirs)
+            if feed is not None:
+                for c in self.out[start:]:
+                    if c.wrapper is None and c.redirect is None:
+                        c.redirect = feed
+            start_text = part.pos[0] if start_text is None else start_text
+            for c in self.out[start:]:
+                if len(fed) < _FEED_WORDS:
+                    fed += [(str(getattr(w, "raw", w)), c.cwd) for w in c.argv]
+                    if c.redirect is not None and c.redirect is not feed:
+                        fed += c.redirect.words + c.redirect.code
+            origin = self.text[start_text : part.pos[1]].strip()
+            feed = Feed(f"`{origin if len(origin) <= 60 else origin[:59] + '…'} |`", fed[:_FEED_WORDS])
+
+    def substitutions(self, node: Any, dirs: Dirs) -> None:
+        """Commands inside ``$(…)``, backticks and ``<(…)`` anywhere under ``node``."""
+        for child in _children(node):
+            if child.kind in ("commandsubstitution", "processsubstitution"):
+                self.depth += 1
+                self.node(child.command, dirs)
+                self.depth -= 1
+            else:
+                self.substitutions(child, dirs)
+
+    def word(self, node: Any) -> list[str]:
+        raw = self.text[node.pos[0] : node.pos[1]]
+        dynamic = any(_dynamic(child) for child in _children(node))
+        if dynamic:  # `$f` after `f=x.py` or in `for f in *.py`: the text it was given is part of what it names
+            given = [f"{name}={self.values[name]}" for name in _parameters(node) if name in self.values]
+            raw = f"{raw} ({'; '.join(given)})" if given else raw
+        if not dynamic and "{" in raw and "'" not in raw and '"' not in raw:
+            return [Word(w, w) for w in expand_braces(node.word)]
+        return [Word(node.word, raw, dynamic=dynamic)]
+
+    def command(self, node: Any, dirs: Dirs) -> Dirs:
+        words: list[str] = []
+        feed: Feed | None = None
         for part in node.parts:
-            _node(part, cwd, out, depth)  # each side runs in its own subshell
-        return cwd
-    if kind == "compound":
-        inner = cwd
-        for part in node.list:
-            inner = _node(part, inner, out, depth)
-        subshell = bool(node.list) and getattr(node.list[0], "word", None) == "("
-        return cwd if subshell else inner
-    if kind in ("if", "for", "while", "until", "function"):
-        inner = cwd
-        for part in node.parts:
-            inner = _node(part, inner, out, depth)
-        return cwd
-    if kind in ("word", "assignment", "redirect"):
-        _substitutions(node, cwd, out, depth)
-    return cwd
+            self.substitutions(part, dirs)
+            if part.kind == "word":
+                words.extend(self.word(part))
+            elif part.kind == "assignment" and not words:
+                name, _, value = self.text[part.pos[0] : part.pos[1]].partition("=")
+                self.values[name] = value
+            elif part.kind == "redirect":
+                feed = self.redirect(part, dirs[0]) or feed
+        return _simple(words, dirs, self.out, self.depth, feed)
+
+    def redirect(self, node: Any, cwd: str) -> Feed | None:
+        """The feed of an input redirect (``<``, ``<<<``, ``<<``), or None."""
+        if node.type not in ("<", "<<<", "<<", "<<-") or getattr(node, "input", None) not in (None, 0):
+            return None
+        target = node.output
+        if not hasattr(target, "kind"):
+            return None
+        word = self.word(target)[0]
+        raw = getattr(word, "raw", word)
+        if node.type == "<":
+            return Feed(f"`< {raw}`", [(raw, cwd)])
+        if node.type == "<<<":
+            return Feed("a here-string", [(raw, cwd)] if getattr(word, "dynamic", False) else [], [(str(word), cwd)])
+        body = getattr(getattr(node, "heredoc", None), "value", "") or ""
+        lines = body.split("\n")
+        if lines and lines[-1].strip() == str(word):
+            lines = lines[:-1]
+        body = "\n".join(lines)
+        dynamic = str(word) not in self.literal and ("$" in body or "`" in body)
+        return Feed("a here-document", [(body, cwd)] if dynamic else [], [(body, cwd)])
 
 
-def _substitutions(node: Any, cwd: str, out: list[Command], depth: int) -> None:
-    """Commands inside ``$(…)``, backticks and ``<(…)`` anywhere under ``node``."""
+def _dynamic(node: Any) -> bool:
+    return node.kind in ("parameter", "commandsubstitution", "processsubstitution") or any(_dynamic(c) for c in _children(node))
+
+
+def _parameters(node: Any) -> list[str]:
+    found = [node.value] if node.kind == "parameter" else []
     for child in _children(node):
-        if child.kind in ("commandsubstitution", "processsubstitution"):
-            _node(child.command, cwd, out, depth + 1)
-        else:
-            _substitutions(child, cwd, out, depth)
+        found += _parameters(child)
+    return found
 
 
 def _children(node: Any) -> list[Any]:
@@ -296,93 +347,61 @@ def _children(node: Any) -> list[Any]:
     return found
 
 
-def _command(node: Any, cwd: str, out: list[Command], depth: int) -> str:
-    words: list[str] = []
-    for part in node.parts:
-        _substitutions(part, cwd, out, depth)
-        if part.kind == "word":
-            words.append(part.word)
-    return _simple(words, cwd, out, depth)
-
-
-def _simple(words: list[str], cwd: str, out: list[Command], depth: int) -> str:
-    """Record the program ``words`` run (wrappers peeled off); a ``cd`` returns the new directory."""
-    words = _skip_assignments(words)
-    for argv, where in _unwrap(words, cwd):
-        out.append(Command(argv, where))
+def _simple(words: list[str], dirs: Dirs, out: list[Command], depth: int, feed: Feed | None = None) -> Dirs:
+    """Record the program ``words`` run (wrappers peeled off); ``cd``, ``pushd`` and ``popd`` return the new directories."""
+    words = skip_assignments(words)
+    outer: Command | None = None
+    for argv, where, _via in unwrap(words, dirs[0]):
+        cmd = Command(argv, where, outer, feed if outer is None else None)
+        out.append(cmd)
+        outer = cmd
         name = os.path.basename(argv[0])
-        if name == "cd":
-            target = next((w for w in argv[1:] if not w.startswith("-")), "~")
-            return os.path.normpath(os.path.join(where, os.path.expanduser(target)))
+        if name in ("cd", "pushd", "popd"):
+            return _moved(name, argv[1:], dirs, where)
         script = _shell_script(argv)
-        if script is not None:
-            _read(script, where, out, depth + 1)
+        if script is not None:  # `sh -c 'python "$1"' _ x.py`: the words after the script are $0, $1 …
+            params = argv[argv.index(script) + 1 :] if script in argv else []
+            values = {str(i): getattr(w, "raw", w) for i, w in enumerate(params[:10])}
+            values["@"] = values["*"] = " ".join(getattr(w, "raw", w) for w in params[1:])
+            _read(script, (where, where), out, depth + 1, values)
         elif name == "eval":
-            _read(" ".join(argv[1:]), where, out, depth + 1)
-    return cwd
+            _read(" ".join(argv[1:]), (where, where), out, depth + 1)
+    return dirs
 
 
-def _skip_assignments(words: list[str]) -> list[str]:
-    i = 0
-    while i < len(words) and "=" in words[i] and words[i].split("=", 1)[0].isidentifier():
-        i += 1
-    return words[i:]
+def _moved(name: str, args: list[str], dirs: Dirs, where: str) -> Dirs:
+    """The directories after ``cd``/``pushd``/``popd`` ``args`` (a target that is a variable stays where it was)."""
+    cwd, old, stack = dirs[0], dirs[1], dirs[2:]
+    targets = [a for a in args if not a.startswith(("-", "+")) or a == "-"]
+    if name == "popd":
+        return (stack[0], cwd, *stack[1:]) if stack and not targets and not args else dirs
+    if name == "pushd" and not targets:
+        return (stack[0], cwd, cwd, *stack[1:]) if stack else dirs
+    target = targets[0] if targets else "~"
+    if target == "-":
+        new = old
+    else:
+        new = _target(target, where)
+        if new is None:
+            return dirs
+    return (new, cwd, cwd, *stack) if name == "pushd" else (new, cwd, *stack)
 
 
-def _unwrap(words: list[str], cwd: str) -> Iterator[tuple[list[str], str]]:
-    """The command itself, then each program it runs through a wrapper (``sudo x`` gives ``sudo x`` and ``x``)."""
-    seen = 0
-    while words and seen < 16:
-        seen += 1
-        yield words, cwd
-        name = os.path.basename(words[0])
-        if name in WRAPPERS:
-            words, cwd = _after_options(words[1:], *WRAPPERS[name], cwd, name in _ONE_POSITIONAL)
-            if name == "env":
-                words = _skip_assignments(words)
-        elif name in RUNNERS and len(words) > 1:
-            rest = words[1:]
-            values, moves = RUNNERS[name]
-            rest, cwd = _leading_options(rest, values, moves, cwd)  # `uv --directory d run x`
-            if not rest or rest[0] not in ("run", "exec", "x", "tool"):
-                return
-            if name == "uvx" or rest[0] == "tool":
-                rest = rest[1:] if rest[:1] == ["tool"] and rest[1:2] == ["run"] else rest
-            words, cwd = _after_options(rest[1:], values, moves, cwd, False)
-        elif name == "uvx":
-            words, cwd = _after_options(words[1:], *RUNNERS["uvx"], cwd, False)
-        elif name in ("find", "fd") and ("-exec" in words or "-execdir" in words or "-x" in words or "--exec" in words):
-            flag = next(w for w in words if w in ("-exec", "-execdir", "-x", "--exec"))
-            rest = words[words.index(flag) + 1 :]
-            words = rest[: next((i for i, w in enumerate(rest) if w in (";", "+", "\\;")), len(rest))]
-        else:
-            return
+def _target(word: str, where: str) -> str | None:
+    raw = getattr(word, "raw", word)
+    if getattr(word, "dynamic", False):
+        value = str(word)
+        for home in ("$HOME", "${HOME}"):
+            if value.startswith(home) and "$" not in value[len(home) :] and "`" not in raw:
+                return os.path.normpath(os.path.expanduser("~") + value[len(home) :])
+        return None  # unknowable: the commands after it are read in the last known directory
+    pattern = getattr(word, "glob", None)
+    if pattern:
+        from .shell_words import glob_matches
 
-
-def _leading_options(words: list[str], values: frozenset[str], moves: frozenset[str], cwd: str) -> tuple[list[str], str]:
-    i = 0
-    while i < len(words) and words[i].startswith("-") and words[i] != "-":
-        flag, eq, value = words[i].partition("=")
-        if flag in values or flag in moves:
-            if not eq:
-                i += 1
-                value = words[i] if i < len(words) else ""
-            if flag in moves and value:
-                cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
-        i += 1
-    return words[i:], cwd
-
-
-def _after_options(
-    words: list[str], values: frozenset[str], moves: frozenset[str], cwd: str, one_positional: bool
-) -> tuple[list[str], str]:
-    """Skip a wrapper's options (``--`` ends them) and, for ``timeout``/``flock``, its one positional."""
-    words, cwd = _leading_options(words, values, moves, cwd)
-    if words[:1] == ["--"]:
-        words = words[1:]
-    if one_positional and words:
-        words = words[1:]
-    return words, cwd
+        found = [p for p in glob_matches(pattern, where, 64) if os.path.isdir(p)]
+        return found[0] if found else None
+    return os.path.normpath(os.path.join(where, os.path.expanduser(word)))
 
 
 def _shell_script(argv: list[str]) -> str | None:
@@ -399,19 +418,42 @@ def _shell_script(argv: list[str]) -> str | None:
     return None
 
 
-def _scan(text: str, cwd: str, out: list[Command], depth: int) -> str:
-    """The fallback for a line the parser refuses: cut at control operators, read each piece as a simple command."""
+def _scan(text: str, dirs: Dirs, out: list[Command], depth: int) -> Dirs:
+    """The fallback for a line the parser refuses: cut at control operators, read each piece as a simple command.
+
+    A ``|`` feeds the pieces before it to the next one, ``< FILE`` and ``<<< WORD`` feed it too, and an
+    output redirect's target is skipped (it names a file written, not a program).
+    """
     for mark in ("`", "$(", "<(", ">("):
         text = text.replace(mark, " ; ")  # a substitution's command is a piece of its own
     piece: list[str] = []
-    for word in [*_tokens(text), ";"]:
-        if word in _CONTROL or set(word) <= set(";&|()<>"):
+    feed: Feed | None = None
+    fed: list[Command] = []
+    tokens = [*_tokens(text), ";"]
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        i += 1
+        if word in ("<", "<<<") and i < len(tokens):
+            target = tokens[i]
+            feed = Feed(f"`{word} {target}`", [(target, dirs[0])], [(target, dirs[0])] if word == "<<<" else [])
+            i += 1
+        elif set(word) <= set("<>&") and word not in ("&", "&&") and ">" in word or word in ("<<", "<<-", "<>"):
+            i += 1  # `> out.py`, `>> log`, `<< EOF`: the next word is a target, not a command
+        elif word in _CONTROL or set(word) <= set(";&|()<>"):
             if piece:
-                cwd = _simple(piece, cwd, out, depth)
+                start = len(out)
+                dirs = _simple(piece, dirs, out, depth, feed)
+                fed.extend(out[start:])
                 piece = []
-            continue
-        piece.append(word)
-    return cwd
+            feed = None
+            if word in ("|", "|&") and fed:
+                feed = Feed("a pipe", [(w, c.cwd) for c in fed for w in c.argv])
+            else:
+                fed = []
+        else:
+            piece.append(Word(word, word, dynamic="$" in word, quoted_glob=True))
+    return dirs
 
 
 def _tokens(text: str) -> list[str]:
