@@ -307,15 +307,14 @@ async function loadToolHelper() {
 
 /** The read tool's stand-in when its package is missing: it answers why, on every call. */
 function unavailableReadTool(why) {
-  const message =
-    `READ_TOOL_UNAVAILABLE: read_notebook_output cannot load: ${why}; OpenCode installs it into its config dir ` +
-    "when it starts, which needs the package registry: start OpenCode once online, or install it there with npm. " +
-    "j-cli's guards are unaffected; `j-cli notebook output` reads the same outputs from a shell";
+  const fix =
+    "OpenCode installs it into its config dir when it starts, which needs the package registry: start OpenCode " +
+    "once online, or install it there with npm. j-cli's guards are unaffected; `j-cli notebook output` reads the same outputs from a shell";
   return {
     description: `Read a saved Jupyter notebook output. Unavailable here: ${why}.`,
     args: {},
     async execute() {
-      throw new Error(message);
+      throw new Error(`READ_TOOL_UNAVAILABLE: read_notebook_output cannot load: ${why}; ${fix}`);
     },
   };
 }
