@@ -222,7 +222,12 @@ After you edit a paired `.py`, the hook syncs its notebook (outputs of
 unchanged cells kept) and tells you what it did. With `setup git --hooks`,
 a commit whose staged `.py` and notebook cells differ is stopped, naming the
 cells and the commands that bring them in line; it never stages anything
-for you.
+for you. When a guard never seems to answer, ask whether the host finds
+j-cli (a project's hooks run plain `j-cli` from PATH):
+
+```bash
+j-cli setup status
+```
 """,
 )
 
