@@ -456,9 +456,10 @@ def _strip_marks(doc):
 
 
 def _duplicate(doc):
-    """What an earlier setup left: a second copy of every group of ours."""
+    """What an earlier setup left: a second copy of every group of ours, the user's --debug on the first copy."""
     for groups in doc["hooks"].values():
         groups.extend(json.loads(json.dumps(groups)))
+    doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"] += " --debug"
 
 
 EDITS = {"mine-and-debug": _add_mine_and_debug, "moved": _move_ours_into_a_user_group, "unmarked": _strip_marks, "duplicated": _duplicate}
@@ -479,6 +480,8 @@ def test_setup_again_after_the_user_edited_our_hooks_runs_each_guard_once_and_ke
         bash = doc["hooks"]["PreToolUse"][0]["hooks"]
         assert bash[0]["command"].endswith(f"--platform {host} --debug") and bash[1]["timeout"] == 30
         assert again.json()["changed"] is False and path.read_text() == json.dumps(edited, indent=2) + "\n"
+    if edit == "duplicated":  # the copy the user edited is the one kept
+        assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith(f"--platform {host} --debug")
     assert run_cli("-j", "setup", host, scope, cwd=project).json()["changed"] is False  # and it stays so
 
 
@@ -499,6 +502,8 @@ def test_remove_after_the_user_edited_our_hooks_takes_every_one_out_and_says_wha
             f"hook notebook-exec-guard in {path}: the arguments '--debug'",
             f"hook python-run-guard in {path}: the field timeout",
         ]
+    elif edit == "duplicated":
+        assert dropped == [f"hook notebook-exec-guard in {path}: the arguments '--debug'"]
     else:
         assert dropped == []
     again = run_cli("-j", "setup", host, scope, "--remove", cwd=project).json()
