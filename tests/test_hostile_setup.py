@@ -867,3 +867,51 @@ def test_setup_status_reports_a_config_it_cannot_read_and_goes_on(world):
     rows = {(r["host"], r["scope"]): r for r in _status(world, _path_without_jcli())["hosts"]}
     assert rows["claude", "project"]["error"]["code"] == "CONFIG_INVALID"
     assert rows["codex", "user"]["installed"] is False
+
+
+# -- files setup writes whole (a plugin, the skill): edits are replaced or dropped, and said ---------------
+
+WHOLE_FILES = [
+    ("opencode", "--project", "plugin"),
+    ("opencode", "--user", "plugin"),
+    ("dsh", "--project", "plugin"),
+    ("dsh", "--user", "plugin"),
+    ("claude", "--local", "skill"),
+    ("claude", "--project", "skill"),
+    ("codex", "--user", "skill"),
+    ("dsh", "--user", "skill"),
+]
+
+
+def _whole_file(world: World, host: str, scope: str, kind: str) -> Path:
+    path = world.plugin(host, scope) if kind == "plugin" else world.skill(host, scope)
+    assert path is not None
+    return path
+
+
+@pytest.mark.parametrize(("host", "scope", "kind"), WHOLE_FILES, ids=[f"{h}{s}-{k}" for h, s, k in WHOLE_FILES])
+def test_an_edited_plugin_or_skill_is_replaced_or_removed_and_the_result_says_so(world, host, scope, kind):
+    _ok(world.setup(host, scope))
+    path = _whole_file(world, host, scope, kind)
+    installed = path.read_bytes()
+    assert "replaced_user_edits" not in _ok(world.setup(host, scope))  # unedited: nothing to say
+    path.write_bytes(installed + b"\n// my own tweak\n")
+    again = _ok(world.setup(host, scope))
+    assert again["replaced_user_edits"] == [
+        f"{kind} {path}: it was edited since setup wrote it; those edits are replaced by j-cli's {kind}"
+    ]
+    assert path.read_bytes() == installed
+    assert "replaced_user_edits" not in _ok(world.setup(host, scope))
+    path.write_bytes(installed.replace(b"\n", b"\n\n", 1))  # an edit near the top, the marker kept
+    removed = _ok(world.setup(host, scope, "--remove"))
+    assert f"{kind} {path}: it was edited since setup wrote it, and is deleted with those edits" in removed["dropped_user_edits"]
+    assert not path.exists()
+
+
+def test_a_plugin_from_an_earlier_j_cli_without_a_digest_is_replaced_without_a_word(world):
+    _ok(world.setup("opencode", "--project"))
+    path = world.plugin("opencode", "--project")
+    old = path.read_text()
+    path.write_text(old[: old.index(" [sha256:")] + old[old.index("]", old.index(" [sha256:")) + 1 :] + "// older body\n")
+    result = _ok(world.setup("opencode", "--project"))
+    assert result["changed"] is True and "replaced_user_edits" not in result and path.read_text() == old

@@ -100,6 +100,8 @@ def _run_setup(action) -> None:
         lines.extend(f"replaced upstream j-cli's {what}" for what in replaced)
     elif replaced:
         lines.append("replaced upstream j-cli's pre-commit shim")
+    lines.extend(f"dropped what you added: {what}" for what in result.get("dropped_user_edits", ()))
+    lines.extend(f"replaced your edits: {what}" for what in result.get("replaced_user_edits", ()))
     if "removed" in result:
         lines.append("removed" if result["removed"] else "nothing to remove")
     else:

@@ -38,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["claude_paths", "entry_edits", "settings_path", "setup_claude"]
+__all__ = ["claude_paths", "entry_edits", "installed_entry", "settings_path", "setup_claude"]
 
 NAME = "jcli"
 #: The MCP server name upstream j-cli 0.9.7 registered.
@@ -249,6 +249,17 @@ def _plan_removal(plan: files.Plan, cur: files.Current, doc: dict[str, Any], key
     raise AssertionError("unreachable: the last member is ours")
 
 
+def installed_entry(scope: str, project: str) -> dict[str, Any] | None:
+    """Our MCP entry in the scope's config as it is now, or None.
+
+    Raises:
+        ConfigInvalid: the config is not a JSON object (or a regular UTF-8 file).
+    """
+    config = claude_paths(scope, project)[0]
+    entry = _holder(_load(files.read(config).text, config), _keys(scope, project)).get(NAME)
+    return entry if _ours(entry) else None
+
+
 def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Claude Code.
 
@@ -271,7 +282,8 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
         if _ours(current):
             dropped[:0] = [f"MCP server {NAME} in {config}: {'; '.join(edits)}" for edits in [entry_edits(current)] if edits]
         removed = _plan_removal(plan, cur, doc, keys)
-        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=plan_skill(plan, skills, remove=True))
+        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
+        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=skill_removed)
         result["dropped_user_edits"] = dropped
         plan.apply()
         return result
@@ -289,7 +301,10 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    edits: list[str] = []
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     result.update(server=entry, skill=skill, changed=changed or hooks_changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
     plan.apply()
     return result

@@ -29,7 +29,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["codex_paths", "hooks_flag_warning", "project_trusted", "server_table", "setup_codex", "table_edits"]
+__all__ = [
+    "codex_paths",
+    "hooks_flag_warning",
+    "installed_table",
+    "project_trusted",
+    "server_table",
+    "setup_codex",
+    "table_edits",
+]
 
 _PURPOSE = "MCP server for saved notebook outputs"
 _SERVERS_KEY = re.compile(r"""^[ \t]*(?:mcp_servers|"mcp_servers"|'mcp_servers')[ \t]*=""", re.M)
@@ -285,6 +293,18 @@ def _without_upstream_server(text: str, path: str) -> str | None:
     return new
 
 
+def installed_table(scope: str, project: str) -> dict[str, Any] | None:
+    """Our ``[mcp_servers.jcli]`` in the scope's config as it is now (in j-cli's block), or None.
+
+    Raises:
+        ConfigInvalid: the config is not valid TOML (or a regular UTF-8 file).
+    """
+    config = codex_paths(scope, project)[0]
+    text = files.read(config).text or ""
+    table = _servers(_plain(_parse(text, config))).get("jcli") if find_block(text) else None
+    return table if isinstance(table, dict) else None
+
+
 def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Codex.
 
@@ -326,7 +346,7 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
                 plan.delete(cur, block.dirs)
             else:
                 plan.write(cur, rest)
-        skill_removed = plan_skill(plan, skills, remove=True)
+        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
         plan.apply()
         return {
             "host": "codex",
@@ -359,7 +379,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    edits: list[str] = []
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     plan.apply()
     result = {
         "host": "codex",
@@ -371,6 +392,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         "changed": changed or hooks_changed,
         "replaced_upstream": replaced,
     }
+    if edits:
+        result["replaced_user_edits"] = edits
     warnings = []
     if scope == "project":
         result["project_trusted"] = project_trusted(project)

@@ -214,8 +214,8 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         result["removed"] = block is not None
         extras = sorted(_row_extras(scope, _split(rows)[1])) if block is not None else []
         result["dropped_user_edits"] = [f"Cordis row {ROW_ID} in {config}: the keys {', '.join(extras)}"] if extras else []
-        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None)
-        result["skill_removed"] = plan_skill(plan, skills, remove=True)
+        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None, edits=result["dropped_user_edits"])
+        result["skill_removed"] = plan_skill(plan, skills, remove=True, edits=result["dropped_user_edits"])
         plan.apply()
         return result
     replaced: list[str] = []
@@ -244,13 +244,16 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     if not fits:
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
     command = jcli_command(scope)
-    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced)
+    edits: list[str] = []
+    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced, edits)
     changed = plan.write(cur, new)
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     result.update(row=row, command=command, skill=skill, changed=changed or plugin_changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
     plan.apply()
     if scope == "project":
         result["warnings"] = [_project_warning(config)]

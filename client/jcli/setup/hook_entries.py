@@ -6,11 +6,18 @@ Both hosts read the same shape::
 
 j-cli adds matcher groups of its own (never hooks inside a user's group),
 each hook marked ``"_jcli_guard": NAME`` (both hosts ignore fields they do
-not know), so a later ``setup`` or ``--remove`` finds exactly ours. The file
+not know), so a later ``setup`` or ``--remove`` finds exactly ours, also
+when the user moved or edited them (:mod:`jcli.setup.hook_marks`). The file
 is edited as text (:mod:`jcli.setup.jsontext`): ours go in after the
 existing groups and come back out, every other byte kept; what setup had
 to create (the file, ``hooks``, an event's list) it writes in the compact
 one-line form, which is how removal knows to take it out too.
+
+Users edit these files. ``--remove`` takes every hook of ours out, wherever
+it is, leaving a user's hook in the group it shared with ours; ``setup``
+again runs each guard once: a group of ours the user changed stays as it is
+(only j-cli's part of each command updated), the rest of ours is replaced,
+and a second copy of a guard goes.
 
 Upstream j-cli 0.9.7 marked its hook entries ``"_jcli_managed": NAME``;
 :func:`without_upstream` takes those out (a user's hook in the same group

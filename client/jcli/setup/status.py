@@ -70,28 +70,25 @@ def _plugin(path: str) -> tuple[str | None, list[str] | None]:
 
 
 def _claude(scope: str, project: str) -> dict[str, Any]:
-    from .claude import _holder, _keys, _load, _ours, claude_paths, settings_path
+    from .claude import claude_paths, installed_entry, settings_path
 
     config, skills = claude_paths(scope, project)
-    entry = _holder(_load(_text(config), config), _keys(scope, project)).get("jcli")
-    ours = entry if _ours(entry) else None
+    ours = installed_entry(scope, project)
     settings = settings_path(scope, project)
     return {
         "mcp": config if ours else None,
         "hooks": _hooks(settings),
         "hooks_file": settings,
         "skill": _skill(skills),
-        "command": [ours["command"], *map(str, ours.get("args") or [])][:1] if ours else None,
+        "command": [ours["command"]] if ours else None,
     }
 
 
 def _codex(scope: str, project: str) -> dict[str, Any]:
-    from .blocks import find_block
-    from .codex import _parse, _servers, codex_paths
+    from .codex import codex_paths, installed_table
 
     config, skills = codex_paths(scope, project)
-    text = _text(config) or ""
-    table = _servers(_parse(text, config).unwrap()).get("jcli") if find_block(text) else None
+    table = installed_table(scope, project)
     hooks_file = os.path.join(os.path.dirname(config), "hooks.json")
     command = table.get("command") if isinstance(table, dict) else None
     return {
