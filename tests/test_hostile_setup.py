@@ -915,3 +915,19 @@ def test_a_plugin_from_an_earlier_j_cli_without_a_digest_is_replaced_without_a_w
     path.write_text(old[: old.index(" [sha256:")] + old[old.index("]", old.index(" [sha256:")) + 1 :] + "// older body\n")
     result = _ok(world.setup("opencode", "--project"))
     assert result["changed"] is True and "replaced_user_edits" not in result and path.read_text() == old
+
+
+@pytest.mark.parametrize("remove", [False, True], ids=["setup", "remove"])
+def test_a_codex_addition_to_our_table_outside_our_block_is_named_and_the_file_left_alone(world, remove):
+    """`[mcp_servers.jcli.env]` written after j-cli's block: neither kept in nor cut out blindly, but said where it is."""
+    _ok(world.setup("codex", "--user"))
+    config = world.config("codex", "--user")
+    config.write_text(config.read_text() + '\n[mcp_servers.jcli.env]\nFOO = "1"\n')
+    edited = config.read_bytes()
+    result = world.setup("codex", "--user", *(["--remove"] if remove else []))
+    assert _code(result) == "CONFIG_INVALID"
+    assert (
+        "[mcp_servers.jcli] has env outside j-cli's block" in result.error()["message"]
+        and "move it into the block" in result.error()["message"]
+    )
+    assert config.read_bytes() == edited

@@ -326,6 +326,15 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
             replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
     before = _plain(_parse(text, config))
     block = find_block(text)
+    if block is not None:
+        outside = _servers(_plain(_parse(remove_block(text), config))).get("jcli")
+        if isinstance(outside, dict) and outside:
+            raise ConfigInvalid(
+                f"{config}: [mcp_servers.jcli] has {', '.join(map(str, outside))} outside j-cli's block "
+                "(between `# >>> j-cli` and `# <<< j-cli`): move it into the block, where setup keeps it, "
+                "or delete it; the file was left untouched",
+                path=config,
+            )
     plan = files.Plan()
     if remove:
         # hooks.json first: it shares the directory config.toml's block may delete
