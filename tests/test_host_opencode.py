@@ -262,13 +262,13 @@ class ScriptedModel:
         }
 
 
-def _turn(world: OpenCode, calls: list[tuple[str, dict]]) -> list[str]:
+def _turn(world: OpenCode, calls: list[tuple[str, dict]], extra_env: dict[str, str] | None = None) -> list[str]:
     """One `opencode run` turn whose model makes `calls`; returns what each tool answered the model."""
     model = ScriptedModel(calls)
     try:
         (world.user_config / "opencode.json").write_text(json.dumps(model.config()))
         # OpenCode takes the session directory from PWD, not from the process's cwd.
-        env = host_env(world.home, PATH=world.path, PWD=str(world.project), JCLI_SIDECAR="off", **_QUIET)
+        env = host_env(world.home, PATH=world.path, PWD=str(world.project), JCLI_SIDECAR="off", **(extra_env or {}), **_QUIET)
         proc = subprocess.run(
             [str(world.bin), "run", "--print-logs", "go"], cwd=world.project, env=env, capture_output=True, text=True, timeout=100
         )
@@ -320,3 +320,64 @@ def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of
     assert "[j-cli] j-cli synced" in answers[1] and "1 cells kept" in answers[1], answers[1]
     cells = json.loads(notebook.read_text())["cells"]
     assert "".join(cells[0]["source"]) == "x = 2"
+
+
+# ---- Offline, without the read tool's package: the guards still load.
+#
+# OpenCode installs `@opencode-ai/plugin` into each config dir it loads
+# plugins from when it starts; these runs leave the project's `.opencode`
+# unseeded and give OpenCode no registry (no network at all under `unshare
+# -n`; for the scripted turn, which needs loopback, a registry address on a
+# closed loopback port), so that install fails as it does offline.
+
+#: A registry that refuses every connection, asked once (npm's retries would wait a minute).
+_NO_REGISTRY = {"npm_config_registry": "http://127.0.0.1:9/", "npm_config_fetch_retries": "0"}
+
+
+def _unseeded_project(world: OpenCode) -> None:
+    for name in ("node_modules", "package.json", "package-lock.json"):
+        path = world.project / ".opencode" / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+
+
+def test_offline_without_the_plugin_package_the_read_tool_loads_and_says_why(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    _unseeded_project(world)
+    env = host_env(world.home, PATH=world.path, JCLI_SIDECAR="off", **_NO_REGISTRY, **_QUIET)
+    params = json.dumps({"file_path": NOTEBOOK, "cell_index": 2})
+    argv = [
+        *offline_prefix(),
+        str(world.bin),
+        "debug",
+        "agent",
+        "build",
+        "--print-logs",
+        "--tool",
+        "read_notebook_output",
+        "--params",
+        params,
+    ]
+    proc = subprocess.run(argv, cwd=world.project, env=env, capture_output=True, text=True, timeout=100)
+    assert "background dependency install failed" in proc.stderr, proc.stderr[-2000:]  # the failure this is about happened
+    assert "Tool read_notebook_output not found" not in proc.stderr, proc.stderr[-2000:]
+    assert "[j-cli] read_notebook_output is unavailable: @opencode-ai/plugin cannot be loaded" in proc.stderr
+    assert "READ_TOOL_UNAVAILABLE: read_notebook_output cannot load: @opencode-ai/plugin cannot be loaded" in proc.stderr
+    assert not (world.project / ".opencode" / "node_modules").exists()
+
+
+def test_offline_without_the_plugin_package_the_guards_still_refuse(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    _unseeded_project(world)
+    _paired(world)
+    answers = _turn(
+        world,
+        [
+            ("bash", {"command": "touch denied-ran && papermill a.ipynb b.ipynb", "description": "Run the notebook"}),
+            ("edit", {"filePath": str(world.project / "a.ipynb"), "oldString": "x = 1", "newString": "x = 3"}),
+        ],
+        extra_env=_NO_REGISTRY,
+    )
+    assert answers[0].startswith("j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli (a.ipynb)"), answers[0]
+    assert answers[1].startswith("j-cli notebook-edit-guard: a.ipynb is paired with the py:percent a.py"), answers[1]
+    assert not (world.project / "denied-ran").exists() and not (world.project / ".opencode" / "node_modules").exists()

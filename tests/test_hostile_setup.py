@@ -671,3 +671,263 @@ def test_as_nobody_setup_then_remove_round_trips(nobody_python, nobody_world):
     assert "jcli" in json.loads(config.read_text())["mcpServers"]
     assert _as_nobody(nobody_python, world, "setup", "claude", "--user", "--remove").returncode == 0
     assert world.snapshot() == before
+
+
+# -- the user edited our entries: a re-setup keeps their additions, --remove names what it drops ------------
+
+#: (host, scope) whose config holds an entry of ours that a user may add to.
+EDITABLE = [
+    ("claude", "--local"),
+    ("claude", "--user"),
+    ("claude", "--project"),
+    ("codex", "--user"),
+    ("codex", "--project"),
+    ("dsh", "--project"),
+    ("dsh", "--user"),
+]
+
+
+def _claude_entry(world: World, scope: str, doc: dict) -> dict:
+    if scope == "--local":
+        return doc["projects"][str(world.project.resolve())]["mcpServers"]["jcli"]
+    return doc["mcpServers"]["jcli"]
+
+
+def _edit_our_entry(world: World, host: str, scope: str) -> None:
+    """What a user adds by hand: an env table, an argument, a key of their own (a secret-looking env value too)."""
+    config = world.config(host, scope)
+    if host == "claude":
+        doc = json.loads(config.read_text())
+        entry = _claude_entry(world, scope, doc)
+        entry["env"] = {"FOO": "1", "API_TOKEN": "s3cret"}
+        entry["args"].append("--debug")
+        entry["timeout"] = 5
+        config.write_text(json.dumps(doc, indent=2) + "\n")
+    elif host == "codex":
+        text = config.read_text()
+        text = text.replace(
+            "tool_timeout_sec = 120\n", 'tool_timeout_sec = 600\nenv = { FOO = "1", API_TOKEN = "s3cret" }\nenabled = true\n'
+        )
+        text = text.replace('"--host", "codex"]', '"--host", "codex", "--debug"]')
+        assert "--debug" in text and "enabled" in text, text
+        config.write_text(text)
+    else:
+        text = config.read_text()
+        indent = "  " if scope == "--project" else "      "
+        text = text.replace("# <<< j-cli", f"{indent}config:\n{indent}  bin: /opt/j-cli\n# <<< j-cli")
+        config.write_text(text)
+
+
+def _our_entry(world: World, host: str, scope: str) -> dict:
+    config = world.config(host, scope)
+    if host == "claude":
+        return _claude_entry(world, scope, json.loads(config.read_text()))
+    if host == "codex":
+        return tomllib.loads(config.read_text())["mcp_servers"]["jcli"]
+    from ruamel.yaml import YAML
+
+    rows = YAML(typ="safe", pure=True).load(config.read_text())
+    return rows[-1] if scope == "--project" else rows[-1]["insert"][0]
+
+
+@pytest.mark.parametrize(("host", "scope"), EDITABLE, ids=[f"{h}{s}" for h, s in EDITABLE])
+def test_setup_again_keeps_what_the_user_added_to_our_entry(world, host, scope):
+    _ok(world.setup(host, scope))
+    _edit_our_entry(world, host, scope)
+    edited = world.config(host, scope).read_bytes()
+    assert _ok(world.setup(host, scope))["changed"] is False
+    assert world.config(host, scope).read_bytes() == edited
+    entry = _our_entry(world, host, scope)
+    if host == "claude":
+        assert entry["env"] == {"FOO": "1", "API_TOKEN": "s3cret"} and entry["args"][-1] == "--debug" and entry["timeout"] == 5
+    elif host == "codex":
+        assert entry["env"] == {"FOO": "1", "API_TOKEN": "s3cret"} and entry["args"][-1] == "--debug" and entry["tool_timeout_sec"] == 600
+    else:
+        assert entry["config"] == {"bin": "/opt/j-cli"} and entry["id"] == "j-cli"
+
+
+@pytest.mark.parametrize(("host", "scope"), EDITABLE, ids=[f"{h}{s}" for h, s in EDITABLE])
+def test_remove_of_an_entry_the_user_added_to_says_what_it_dropped_and_never_the_values(world, host, scope):
+    _ok(world.setup(host, scope))
+    _edit_our_entry(world, host, scope)
+    removed = _ok(world.setup(host, scope, "--remove"))
+    assert removed["removed"] is True
+    config = world.config(host, scope)
+    dropped = [d for d in removed["dropped_user_edits"] if not d.startswith("hook ")]
+    if host == "claude":
+        assert dropped == [f"MCP server jcli in {config}: the arguments '--debug'; the env variables API_TOKEN, FOO; the key timeout"]
+        assert "jcli" not in config.read_text()
+    elif host == "codex":
+        assert dropped == [
+            f"[mcp_servers.jcli] in {config}: the arguments '--debug'; the env variables API_TOKEN, FOO; the keys tool_timeout_sec = 600, enabled"
+        ]
+        assert not config.exists() or "jcli" not in tomllib.loads(config.read_text()).get("mcp_servers", {})
+    else:
+        assert dropped == [f"Cordis row j-cli in {config}: the keys config"]
+        assert not config.exists() or "j-cli" not in config.read_text()
+    assert "s3cret" not in json.dumps(removed)
+    assert _ok(world.setup(host, scope, "--remove"))["removed"] is False
+
+
+def test_a_re_setup_after_the_interpreter_moved_updates_our_part_and_keeps_the_users(world):
+    """A user-scope Claude entry written by another install (its python elsewhere), then given an env: both sides kept right."""
+    _ok(world.setup("claude", "--user"))
+    config = world.config("claude", "--user")
+    doc = json.loads(config.read_text())
+    doc["mcpServers"]["jcli"].update(command="/old/venv/bin/python", env={"FOO": "1"})
+    config.write_text(json.dumps(doc))
+    assert _ok(world.setup("claude", "--user"))["changed"] is True
+    entry = json.loads(config.read_text())["mcpServers"]["jcli"]
+    assert entry["command"] == sys.executable and entry["env"] == {"FOO": "1"}
+
+
+# -- which j-cli the host will run: setup warns, `setup status` says -----------------------------------------
+
+#: Every project scope, whose files name plain `j-cli` from PATH.
+PROJECT_SCOPES = [("claude", "--project"), ("codex", "--project"), ("opencode", "--project"), ("dsh", "--project")]
+
+
+def _path_without_jcli() -> str:
+    return os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not os.path.exists(os.path.join(p, "j-cli")))
+
+
+def _other_jcli(world: World, version: str) -> str:
+    """A directory with a `j-cli` of another version on it (what a stale pipx install leaves)."""
+    bin_dir = world.root / "other-bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "j-cli"
+    script.write_text(f"#!/bin/sh\necho 'j-cli, version {version}'\n")
+    script.chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.mark.parametrize(("host", "scope"), PROJECT_SCOPES, ids=[f"{h}{s}" for h, s in PROJECT_SCOPES])
+def test_a_project_setup_without_j_cli_on_path_warns_with_the_fix(world, host, scope):
+    result = _ok(world.setup(host, scope, env=world.env(PATH=_path_without_jcli())))
+    assert result["jcli_on_path"]["found"] is None and result["jcli_on_path"]["this_jcli"] is False
+    warning = next(w for w in result["warnings"] if "not on PATH" in w)
+    assert "run `j-cli`" in warning and str(Path(sys.executable).parent) in warning and "--user" in warning
+    human = run_cli("setup", host, scope, cwd=world.project, env=world.env(PATH=_path_without_jcli()))
+    assert human.returncode == 0 and b"warning: the " in human.stderr and b"which is not on PATH" in human.stderr
+
+
+@pytest.mark.parametrize(("host", "scope"), PROJECT_SCOPES, ids=[f"{h}{s}" for h, s in PROJECT_SCOPES])
+def test_a_project_setup_with_this_j_cli_on_path_says_so_and_does_not_warn(world, host, scope):
+    path = os.pathsep.join([str(Path(sys.executable).parent), _path_without_jcli()])
+    result = _ok(world.setup(host, scope, env=world.env(PATH=path)))
+    assert result["jcli_on_path"]["this_jcli"] is True and result["jcli_on_path"]["version"] == jcli.__version__
+    assert not [w for w in result.get("warnings", []) if "j-cli" in w and "PATH" in w]
+
+
+def test_another_j_cli_first_on_path_is_named_with_its_version(world):
+    path = os.pathsep.join([_other_jcli(world, "0.0.1"), str(Path(sys.executable).parent), _path_without_jcli()])
+    result = _ok(world.setup("claude", "--project", env=world.env(PATH=path)))
+    assert result["jcli_on_path"]["version"] == "0.0.1" and result["jcli_on_path"]["this_jcli"] is False
+    assert any(f"{world.root / 'other-bin' / 'j-cli'} (0.0.1), not this j-cli ({jcli.__version__}" in w for w in result["warnings"])
+    user = _ok(world.setup("claude", "--user", env=world.env(PATH=path)))  # records this install's interpreter: nothing to find
+    assert "jcli_on_path" not in user
+
+
+def _status(world: World, path: str) -> dict:
+    result = run_cli("-j", "setup", "status", cwd=world.project, env=world.env(PATH=path))
+    assert result.returncode == 0, result.stderr
+    return result.json()
+
+
+def test_setup_status_says_per_host_and_scope_what_is_installed_and_whether_the_host_finds_this_j_cli(world):
+    here = os.pathsep.join([str(Path(sys.executable).parent), _path_without_jcli()])
+    empty = _status(world, here)
+    assert {(r["host"], r["scope"]) for r in empty["hosts"]} == {(h, s.lstrip("-")) for h, s in TARGETS if h != "git"}
+    assert not any(r["installed"] for r in empty["hosts"]) and empty["warnings"] == []
+    for host, scope in [("claude", "--project"), ("codex", "--user"), ("opencode", "--project"), ("dsh", "--user")]:
+        _ok(world.setup(host, scope))
+    status = _status(world, here)
+    rows = {(r["host"], r["scope"]): r for r in status["hosts"]}
+    claude = rows["claude", "project"]
+    assert claude["mcp"] == str(world.config("claude", "--project")) and claude["skill"] and len(claude["hooks"]) == 5
+    assert claude["finds"]["this_jcli"] is True and claude["command"] == ["j-cli"]
+    assert rows["codex", "user"]["finds"]["this_jcli"] is True and rows["codex", "user"]["command"] == [sys.executable]
+    assert rows["opencode", "project"]["plugin"] == str(world.config("opencode", "--project"))
+    assert rows["dsh", "user"]["row"] and rows["dsh", "user"]["plugin"]
+    assert not rows["claude", "local"]["installed"] and status["warnings"] == []
+    # the same files, with no j-cli on PATH: the project entries are named, the user ones still find this install
+    blind = _status(world, _path_without_jcli())
+    rows = {(r["host"], r["scope"]): r for r in blind["hosts"]}
+    assert rows["claude", "project"]["finds"]["found"] is None and rows["opencode", "project"]["finds"]["this_jcli"] is False
+    assert rows["codex", "user"]["finds"]["this_jcli"] is True and rows["dsh", "user"]["finds"]["this_jcli"] is True
+    assert len(blind["warnings"]) == 2 and all("not on PATH" in w for w in blind["warnings"])
+    human = run_cli("setup", "status", cwd=world.project, env=world.env(PATH=_path_without_jcli()))
+    assert b"claude --project: MCP entry" in human.stdout and b"does NOT run this j-cli (not found)" in human.stdout
+    assert b"claude --local: not installed" in human.stdout
+
+
+def test_setup_status_reports_a_config_it_cannot_read_and_goes_on(world):
+    mcp = world.config("claude", "--project")
+    mcp.write_text("{ nope")
+    rows = {(r["host"], r["scope"]): r for r in _status(world, _path_without_jcli())["hosts"]}
+    assert rows["claude", "project"]["error"]["code"] == "CONFIG_INVALID"
+    assert rows["codex", "user"]["installed"] is False
+
+
+# -- files setup writes whole (a plugin, the skill): edits are replaced or dropped, and said ---------------
+
+WHOLE_FILES = [
+    ("opencode", "--project", "plugin"),
+    ("opencode", "--user", "plugin"),
+    ("dsh", "--project", "plugin"),
+    ("dsh", "--user", "plugin"),
+    ("claude", "--local", "skill"),
+    ("claude", "--project", "skill"),
+    ("codex", "--user", "skill"),
+    ("dsh", "--user", "skill"),
+]
+
+
+def _whole_file(world: World, host: str, scope: str, kind: str) -> Path:
+    path = world.plugin(host, scope) if kind == "plugin" else world.skill(host, scope)
+    assert path is not None
+    return path
+
+
+@pytest.mark.parametrize(("host", "scope", "kind"), WHOLE_FILES, ids=[f"{h}{s}-{k}" for h, s, k in WHOLE_FILES])
+def test_an_edited_plugin_or_skill_is_replaced_or_removed_and_the_result_says_so(world, host, scope, kind):
+    _ok(world.setup(host, scope))
+    path = _whole_file(world, host, scope, kind)
+    installed = path.read_bytes()
+    assert "replaced_user_edits" not in _ok(world.setup(host, scope))  # unedited: nothing to say
+    path.write_bytes(installed + b"\n// my own tweak\n")
+    again = _ok(world.setup(host, scope))
+    assert again["replaced_user_edits"] == [
+        f"{kind} {path}: it was edited since setup wrote it; those edits are replaced by j-cli's {kind}"
+    ]
+    assert path.read_bytes() == installed
+    assert "replaced_user_edits" not in _ok(world.setup(host, scope))
+    path.write_bytes(installed.replace(b"\n", b"\n\n", 1))  # an edit near the top, the marker kept
+    removed = _ok(world.setup(host, scope, "--remove"))
+    assert f"{kind} {path}: it was edited since setup wrote it, and is deleted with those edits" in removed["dropped_user_edits"]
+    assert not path.exists()
+
+
+def test_a_plugin_from_an_earlier_j_cli_without_a_digest_is_replaced_without_a_word(world):
+    _ok(world.setup("opencode", "--project"))
+    path = world.plugin("opencode", "--project")
+    old = path.read_text()
+    path.write_text(old[: old.index(" [sha256:")] + old[old.index("]", old.index(" [sha256:")) + 1 :] + "// older body\n")
+    result = _ok(world.setup("opencode", "--project"))
+    assert result["changed"] is True and "replaced_user_edits" not in result and path.read_text() == old
+
+
+@pytest.mark.parametrize("remove", [False, True], ids=["setup", "remove"])
+def test_a_codex_addition_to_our_table_outside_our_block_is_named_and_the_file_left_alone(world, remove):
+    """`[mcp_servers.jcli.env]` written after j-cli's block: neither kept in nor cut out blindly, but said where it is."""
+    _ok(world.setup("codex", "--user"))
+    config = world.config("codex", "--user")
+    config.write_text(config.read_text() + '\n[mcp_servers.jcli.env]\nFOO = "1"\n')
+    edited = config.read_bytes()
+    result = world.setup("codex", "--user", *(["--remove"] if remove else []))
+    assert _code(result) == "CONFIG_INVALID"
+    assert (
+        "[mcp_servers.jcli] has env outside j-cli's block" in result.error()["message"]
+        and "move it into the block" in result.error()["message"]
+    )
+    assert config.read_bytes() == edited

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -85,7 +86,7 @@ def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(co
     assert ours["command"] == "j-cli" and ours["args"] == ["mcp", "serve", "--host", "codex"]
     assert str(tmp_path) not in text  # a file teammates commit names no path of this machine
     assert result["project_trusted"] is False
-    (warning,) = result["warnings"]
+    (warning,) = [w for w in result["warnings"] if "not on PATH" not in w]  # the PATH check is test_hostile_setup's
     assert "trusted" in warning and json.dumps(str(project.resolve())) in warning and str(codex_home / "config.toml") in warning
     human = run_cli("setup", "codex", "--project", cwd=project)
     assert human.returncode == 0 and b"warning: Codex ignores" in human.stderr
@@ -105,7 +106,7 @@ def test_codex_project_trusted_by_the_user_gives_no_warning(codex_home, tmp_path
     with open(codex_home / "config.toml", "a") as fh:
         fh.write(f'\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = "trusted"\n')
     result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
-    assert result["project_trusted"] is True and result["warnings"] == []
+    assert result["project_trusted"] is True and [w for w in result["warnings"] if "not on PATH" not in w] == []
 
 
 def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp_path):
@@ -227,6 +228,13 @@ def test_claude_refuses_a_foreign_jcli_entry_and_broken_json(claude_home, tmp_pa
     assert config.read_text() == "{ not json"
 
 
+def _unsealed(text: str) -> str:
+    """An installed file without the digest setup seals it with (on its marker line)."""
+    token = re.search(r" \[sha256:[0-9a-f]{16}\]", text)
+    assert token is not None, "setup seals what it writes whole"
+    return text[: token.start()] + text[token.end() :]
+
+
 def _shipped_plugin(host: str) -> str:
     """The shipped plugin as setup writes it: the shared sidecar client inlined in place of its import line."""
     from jcli.plugins import plugin_path, shared_module_path
@@ -247,13 +255,13 @@ def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, 
     first = run_cli("-j", "setup", "opencode", cwd=project).json()
     target = project / ".opencode" / "plugins" / "jcli.js"
     # the copy is the shipped file, its marker line recording the two folders setup made (.opencode/plugins)
-    assert first["changed"] and target.read_text() == shipped.replace("deletes this file)", "deletes this file) [+2 dirs]", 1)
+    assert first["changed"] and _unsealed(target.read_text()) == shipped.replace("deletes this file)", "deletes this file) [+2 dirs]", 1)
     assert run_cli("-j", "setup", "opencode", cwd=project).json()["changed"] is False
     assert 'const INSTALLED_COMMAND = ["j-cli"] // set by j-cli setup' in shipped  # the shared copy names j-cli on PATH
     user = run_cli("-j", "setup", "opencode", "--user", cwd=project).json()
     assert user["plugin"] == str(tmp_path / "config" / "opencode" / "plugins" / "jcli.js")
     assert user["command"] == [sys.executable, "-m", "jcli"]  # a user's own copy finds this install without PATH
-    user_copy = (tmp_path / "config" / "opencode" / "plugins" / "jcli.js").read_text()
+    user_copy = _unsealed((tmp_path / "config" / "opencode" / "plugins" / "jcli.js").read_text())
     expected = shipped.replace('["j-cli"] // set', f"{json.dumps(user['command'])} // set")
     assert user_copy == expected.replace("deletes this file)", "deletes this file) [+3 dirs]", 1)  # config/opencode/plugins
     neighbour = project / ".opencode" / "plugins" / "theirs.js"
@@ -324,7 +332,7 @@ def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
     plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
     assert doc["changed"] and doc["row"] == {"id": "j-cli", "name": "./plugins/jcli.ts"} and doc["plugin"] == str(plugin)
     # .dsh was there: setup made only plugins/
-    assert plugin.read_text() == _shipped_plugin("dsh").replace("deletes this file)", "deletes this file) [+1 dir]", 1)
+    assert _unsealed(plugin.read_text()) == _shipped_plugin("dsh").replace("deletes this file)", "deletes this file) [+1 dir]", 1)
     rows = _yaml(config)
     assert [r["id"] for r in rows] == ["hooks", "mcp-local", "j-cli"] and rows[2]["name"] == "./plugins/jcli.ts"
     assert rows[1]["config"]["servers"][0]["args"] == ["server.mjs", "--flag"]

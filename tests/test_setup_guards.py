@@ -394,3 +394,153 @@ def test_removing_leaves_upstreams_plugin_alone(home, project):
     result = run_cli("-j", "setup", "opencode", "--project", "--remove", cwd=project)
     assert result.returncode == 0, result.stderr
     assert result.json()["removed"] is False and plugin.read_bytes() == before
+
+
+# -- the user edited our entries: remove takes ours wherever they are, setup never adds a second copy --------
+
+#: (host, scope): the hooks file each writes.
+HOOK_FILES = [("claude", "--project"), ("claude", "--local"), ("claude", "--user"), ("codex", "--project"), ("codex", "--user")]
+
+
+def hooks_file(host, scope, home, project):
+    if host == "claude":
+        return claude_settings(scope, home, project)
+    return (project / ".codex" if scope == "--project" else home / ".codex") / "hooks.json"
+
+
+def guard_counts(doc):
+    """How many hooks run each j-cli guard, wherever they are and however they are marked."""
+    counts = {}
+    for groups in doc.get("hooks", {}).values():
+        for group in groups:
+            for hook in group.get("hooks", []):
+                argv = shlex.split(hook.get("command", ""))
+                if "_hooks" in argv:
+                    name = argv[argv.index("_hooks") + 1]
+                    counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def user_commands(doc):
+    return [h["command"] for gs in doc.get("hooks", {}).values() for g in gs for h in g.get("hooks", []) if "_hooks" not in h["command"]]
+
+
+def _edit(path, change):
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def _add_mine_and_debug(doc):
+    """The issue's example: a hook of the user's inside our Bash group, --debug on one of ours, a field on another."""
+    group = doc["hooks"]["PreToolUse"][0]["hooks"]
+    group.append({"type": "command", "command": "echo mine"})
+    group[0]["command"] += " --debug"
+    group[1]["timeout"] = 30
+
+
+def _move_ours_into_a_user_group(doc):
+    """Our Bash hooks moved into the user's own group (and our group deleted), in reverse order."""
+    pre = doc["hooks"]["PreToolUse"]
+    ours_bash = pre.pop(0)["hooks"]
+    pre.insert(0, {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo first"}, *reversed(ours_bash)]})
+
+
+def _strip_marks(doc):
+    """The marks taken out (a formatter that drops unknown keys): our hooks are known by their command."""
+    for groups in doc["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook.pop("_jcli_guard", None)
+
+
+def _duplicate(doc):
+    """What an earlier setup left: a second copy of every group of ours, the user's --debug on the first copy."""
+    for groups in doc["hooks"].values():
+        groups.extend(json.loads(json.dumps(groups)))
+    doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"] += " --debug"
+
+
+EDITS = {"mine-and-debug": _add_mine_and_debug, "moved": _move_ours_into_a_user_group, "unmarked": _strip_marks, "duplicated": _duplicate}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+@pytest.mark.parametrize(("host", "scope"), HOOK_FILES, ids=[f"{h}{s}" for h, s in HOOK_FILES])
+def test_setup_again_after_the_user_edited_our_hooks_runs_each_guard_once_and_keeps_their_additions(home, project, host, scope, edit):
+    path = hooks_file(host, scope, home, project)
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
+    edited = _edit(path, EDITS[edit])
+    again = run_cli("-j", "setup", host, scope, cwd=project)
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(path.read_text())
+    assert guard_counts(doc) == dict.fromkeys(GUARDS, 1)
+    assert user_commands(doc) == user_commands(edited)
+    if edit == "mine-and-debug":
+        bash = doc["hooks"]["PreToolUse"][0]["hooks"]
+        assert bash[0]["command"].endswith(f"--platform {host} --debug") and bash[1]["timeout"] == 30
+        assert again.json()["changed"] is False and path.read_text() == json.dumps(edited, indent=2) + "\n"
+    if edit == "duplicated":  # the copy the user edited is the one kept
+        assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith(f"--platform {host} --debug")
+    assert run_cli("-j", "setup", host, scope, cwd=project).json()["changed"] is False  # and it stays so
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+@pytest.mark.parametrize(("host", "scope"), HOOK_FILES, ids=[f"{h}{s}" for h, s in HOOK_FILES])
+def test_remove_after_the_user_edited_our_hooks_takes_every_one_out_and_says_what_it_dropped(home, project, host, scope, edit):
+    path = hooks_file(host, scope, home, project)
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
+    edited = _edit(path, EDITS[edit])
+    removed = run_cli("-j", "setup", host, scope, "--remove", cwd=project).json()
+    assert removed["hooks_removed"] is True
+    left = json.loads(path.read_text()) if path.exists() else {}
+    assert guard_counts(left) == {}
+    assert user_commands(left) == user_commands(edited)  # their own hooks stay, in their groups
+    dropped = [d for d in removed["dropped_user_edits"] if d.startswith("hook ")]
+    if edit == "mine-and-debug":
+        assert dropped == [
+            f"hook notebook-exec-guard in {path}: the arguments '--debug'",
+            f"hook python-run-guard in {path}: the field timeout",
+        ]
+    elif edit == "duplicated":
+        assert dropped == [f"hook notebook-exec-guard in {path}: the arguments '--debug'"]
+    else:
+        assert dropped == []
+    again = run_cli("-j", "setup", host, scope, "--remove", cwd=project).json()
+    assert again["hooks_removed"] is False and again["dropped_user_edits"] == []
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
+    assert guard_counts(json.loads(path.read_text())) == dict.fromkeys(GUARDS, 1)
+
+
+def test_a_user_hook_in_our_group_stays_in_that_group_with_its_matcher_after_remove(home, project):
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
+    settings = project / ".claude" / "settings.json"
+    _edit(settings, _add_mine_and_debug)
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    assert json.loads(settings.read_text())["hooks"]["PreToolUse"] == [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}
+    ]
+
+
+def test_an_edited_hook_of_another_install_gets_this_installs_command_and_keeps_its_arguments(home, project):
+    """A user-scope hook written by another interpreter (a moved venv), then given --debug: re-setup updates it in place."""
+    assert run_cli("setup", "claude", "--user", cwd=project).returncode == 0
+    settings = home / ".claude" / "settings.json"
+
+    def elsewhere(doc):
+        hook = doc["hooks"]["PreToolUse"][0]["hooks"][0]
+        hook["command"] = hook["command"].replace(shlex.quote(sys.executable), "/old/venv/bin/python") + " --debug"
+
+    _edit(settings, elsewhere)
+    assert run_cli("-j", "setup", "claude", "--user", cwd=project).json()["changed"] is True
+    hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert shlex.split(hook["command"]) == [
+        sys.executable,
+        "-m",
+        "jcli",
+        "_hooks",
+        "notebook-exec-guard",
+        "--platform",
+        "claude",
+        "--debug",
+    ]

@@ -100,6 +100,8 @@ def _run_setup(action) -> None:
         lines.extend(f"replaced upstream j-cli's {what}" for what in replaced)
     elif replaced:
         lines.append("replaced upstream j-cli's pre-commit shim")
+    lines.extend(f"dropped what you added: {what}" for what in result.get("dropped_user_edits", ()))
+    lines.extend(f"replaced your edits: {what}" for what in result.get("replaced_user_edits", ()))
     if "removed" in result:
         lines.append("removed" if result["removed"] else "nothing to remove")
     else:
@@ -122,14 +124,32 @@ def _make_host_setup_command(host: HostSetup) -> click.Command:
 
         from jcli_sidecar.base import workspace_of
 
+        from .setup.host_path import with_path_check
+
         run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
-        _run_setup(lambda: run(scope, workspace_of(), remove))
+        _run_setup(lambda: with_path_check(run(scope, workspace_of(), remove)))
 
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
 
 
 for _host in HOST_SETUPS.values():
     setup.add_command(_make_host_setup_command(_host))
+
+
+@setup.command("status")
+def setup_status_command() -> None:
+    """Per host and scope: what setup installed here and whether the host will find this j-cli."""
+    from jcli_sidecar.base import workspace_of
+
+    from . import outcome
+    from .setup.status import setup_status, status_text
+
+    ctx = click.get_current_context()
+    result = outcome.attempt(ctx, lambda: setup_status(workspace_of()), "config")
+    if not outcome.json_mode(ctx):
+        for warning in result["warnings"]:
+            click.echo(f"warning: {warning}", err=True)
+    outcome.finish(ctx, result, status_text(result))
 
 
 @setup.command("git")

@@ -365,8 +365,9 @@ def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:
 _BY_CODE: dict[str, type[JcliError]] = {c.code: c for c in _all_leaves(JcliError)}
 ERROR_CODES: frozenset[str] = frozenset(_BY_CODE)
 #: Codes only the host plugins raise, about running j-cli itself (j-cli never
-#: reports them): the call was stopped, or j-cli could not be run at all.
-HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE"})
+#: reports them): the call was stopped, j-cli could not be run at all, or the
+#: read tool's host package could not be loaded (the guards run regardless).
+HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE", "READ_TOOL_UNAVAILABLE"})
 
 
 def error_from_code(code: str, message: str, **details: Any) -> JcliError:

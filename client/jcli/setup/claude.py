@@ -25,11 +25,12 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shlex
 
 from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries, jsontext
-from .command import is_mcp_server_argv, mcp_server_argv
+from .command import is_mcp_server_argv, mcp_server_argv, mcp_user_args
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -37,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["claude_paths", "settings_path", "setup_claude"]
+__all__ = ["claude_paths", "entry_edits", "installed_entry", "settings_path", "setup_claude"]
 
 NAME = "jcli"
 #: The MCP server name upstream j-cli 0.9.7 registered.
@@ -89,6 +90,42 @@ def _entry(scope: str, project: str) -> dict[str, Any]:
     return {"type": "stdio", "command": command, "args": args, "env": {}}
 
 
+#: The keys of our MCP entry; any other key is the user's.
+_ENTRY_KEYS = ("type", "command", "args", "env")
+
+
+def _argv(entry: dict[str, Any]) -> list[str]:
+    return [entry["command"], *[str(a) for a in entry.get("args") or []]]
+
+
+def _merged(current: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    """Our ``entry`` keeping what the user added to the ``current`` one: other keys, env variables, arguments."""
+    if not _ours(current):
+        return entry
+    merged = dict(current)
+    merged.update(entry)
+    env = current.get("env")
+    if isinstance(env, dict):
+        merged["env"] = {**env, **entry["env"]}
+    merged["args"] = [*entry["args"], *mcp_user_args(_argv(current))]
+    return merged
+
+
+def entry_edits(current: dict[str, Any]) -> list[str]:
+    """What the user added to our MCP entry, each as a phrase (env variables by name only: values may be secrets)."""
+    found = []
+    extra = mcp_user_args(_argv(current))
+    if extra:
+        found.append(f"the arguments {shlex.join(extra)!r}")
+    env = current.get("env")
+    if isinstance(env, dict) and env:
+        found.append(f"the env variables {', '.join(sorted(map(str, env)))}")
+    keys = [str(k) for k in current if k not in _ENTRY_KEYS]
+    if keys:
+        found.append(f"the key{'s' if len(keys) > 1 else ''} {', '.join(keys)}")
+    return found
+
+
 def _ours(entry: Any) -> bool:
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
@@ -98,6 +135,14 @@ def _ours(entry: Any) -> bool:
 def _keys(scope: str, project: str) -> list[str]:
     """The keys from the top of the file down to the object holding the servers."""
     return ["projects", project, "mcpServers"] if scope == "local" else ["mcpServers"]
+
+
+def _holder(doc: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """The object holding the servers (``{}`` when it is missing or not an object)."""
+    holder: Any = doc
+    for key in keys:
+        holder = holder.get(key) if isinstance(holder, dict) else None
+    return holder if isinstance(holder, dict) else {}
 
 
 def _chain(keys: list[str], entry: Any) -> dict[str, Any]:
@@ -204,6 +249,17 @@ def _plan_removal(plan: files.Plan, cur: files.Current, doc: dict[str, Any], key
     raise AssertionError("unreachable: the last member is ours")
 
 
+def installed_entry(scope: str, project: str) -> dict[str, Any] | None:
+    """Our MCP entry in the scope's config as it is now, or None.
+
+    Raises:
+        ConfigInvalid: the config is not a JSON object (or a regular UTF-8 file).
+    """
+    config = claude_paths(scope, project)[0]
+    entry = _holder(_load(files.read(config).text, config), _keys(scope, project)).get(NAME)
+    return entry if _ours(entry) else None
+
+
 def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Claude Code.
 
@@ -221,9 +277,14 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
     result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config, "hooks": settings}
     plan = files.Plan()
     if remove:
-        hooks_removed, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
+        hooks_removed, _, dropped = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
+        current = _holder(doc, keys).get(NAME)
+        if _ours(current):
+            dropped[:0] = [f"MCP server {NAME} in {config}: {'; '.join(edits)}" for edits in [entry_edits(current)] if edits]
         removed = _plan_removal(plan, cur, doc, keys)
-        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=plan_skill(plan, skills, remove=True))
+        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
+        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=skill_removed)
+        result["dropped_user_edits"] = dropped
         plan.apply()
         return result
     replaced: list[str] = []
@@ -231,16 +292,19 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
     if text is not None:
         replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
         doc = _load(text, config)
-    entry = _entry(scope, project)
+    entry = _merged(_holder(doc, keys).get(NAME), _entry(scope, project))
     new = _with_entry(cur.text if text is None else text, doc, keys, entry, config)
     changed = plan.write(cur, new)
-    hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
+    hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
     if upstream_hooks:
         replaced.append(f"hooks {', '.join(upstream_hooks)} in {settings}")
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    edits: list[str] = []
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     result.update(server=entry, skill=skill, changed=changed or hooks_changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
     plan.apply()
     return result

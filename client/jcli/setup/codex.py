@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block
-from .command import MCP_SERVER_ENV, mcp_server_argv
+from .command import MCP_SERVER_ENV, mcp_server_argv, mcp_user_args
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -28,7 +29,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["codex_paths", "hooks_flag_warning", "project_trusted", "server_table", "setup_codex"]
+__all__ = [
+    "codex_paths",
+    "hooks_flag_warning",
+    "installed_table",
+    "project_trusted",
+    "server_table",
+    "setup_codex",
+    "table_edits",
+]
 
 _PURPOSE = "MCP server for saved notebook outputs"
 _SERVERS_KEY = re.compile(r"""^[ \t]*(?:mcp_servers|"mcp_servers"|'mcp_servers')[ \t]*=""", re.M)
@@ -54,6 +63,54 @@ def server_table(scope: str, project: str) -> dict[str, Any]:
         "startup_timeout_sec": STARTUP_TIMEOUT_SEC,
         "tool_timeout_sec": TOOL_TIMEOUT_SEC,
     }
+
+
+#: Keys of our table whose value the user may tune: a re-setup keeps theirs.
+_TUNABLE = ("startup_timeout_sec", "tool_timeout_sec")
+
+
+def _merged(table: dict[str, Any], current: Any) -> dict[str, Any]:
+    """Our ``table`` keeping what the user added to the ``current`` one: keys, env, arguments, env_vars, timeouts."""
+    if not isinstance(current, dict):
+        return table
+    merged = dict(current)
+    merged.update(table)
+    for key in _TUNABLE:
+        if isinstance(current.get(key), int) and not isinstance(current.get(key), bool):
+            merged[key] = current[key]
+    extra = _user_args(current)
+    merged["args"] = [*table["args"], *extra]
+    names = current.get("env_vars")
+    if isinstance(names, list):
+        merged["env_vars"] = [*table["env_vars"], *[n for n in names if n not in table["env_vars"]]]
+    return merged
+
+
+def _user_args(current: dict[str, Any]) -> list[str]:
+    command, args = current.get("command"), current.get("args")
+    if not isinstance(command, str) or not isinstance(args, list):
+        return []
+    return mcp_user_args([command, *[str(a) for a in args]])
+
+
+def table_edits(current: dict[str, Any], table: dict[str, Any]) -> list[str]:
+    """What the user added to our ``[mcp_servers.jcli]``, each as a phrase (env variables by name only)."""
+    found = []
+    extra = _user_args(current)
+    if extra:
+        found.append(f"the arguments {shlex.join(extra)!r}")
+    names = current.get("env_vars")
+    added = [str(n) for n in names if n not in table["env_vars"]] if isinstance(names, list) else []
+    if added:
+        found.append(f"the env_vars {', '.join(added)}")
+    env = current.get("env")
+    if isinstance(env, dict) and env:
+        found.append(f"the env variables {', '.join(sorted(map(str, env)))}")
+    tuned = [f"{k} = {current[k]}" for k in _TUNABLE if k in current and current[k] != table[k]]
+    keys = [str(k) for k in current if k not in table and k != "env"]
+    if tuned or keys:
+        found.append(f"the keys {', '.join([*tuned, *keys])}")
+    return found
 
 
 def _trust_keys(project: str) -> list[str]:
@@ -236,6 +293,18 @@ def _without_upstream_server(text: str, path: str) -> str | None:
     return new
 
 
+def installed_table(scope: str, project: str) -> dict[str, Any] | None:
+    """Our ``[mcp_servers.jcli]`` in the scope's config as it is now (in j-cli's block), or None.
+
+    Raises:
+        ConfigInvalid: the config is not valid TOML (or a regular UTF-8 file).
+    """
+    config = codex_paths(scope, project)[0]
+    text = files.read(config).text or ""
+    table = _servers(_plain(_parse(text, config))).get("jcli") if find_block(text) else None
+    return table if isinstance(table, dict) else None
+
+
 def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
     """Install (or remove) j-cli's MCP server and skill for Codex.
 
@@ -257,10 +326,24 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
             replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
     before = _plain(_parse(text, config))
     block = find_block(text)
+    if block is not None:
+        outside = _servers(_plain(_parse(remove_block(text), config))).get("jcli")
+        if isinstance(outside, dict) and outside:
+            raise ConfigInvalid(
+                f"{config}: [mcp_servers.jcli] has {', '.join(map(str, outside))} outside j-cli's block "
+                "(between `# >>> j-cli` and `# <<< j-cli`): move it into the block, where setup keeps it, "
+                "or delete it; the file was left untouched",
+                path=config,
+            )
     plan = files.Plan()
     if remove:
         # hooks.json first: it shares the directory config.toml's block may delete
-        hooks_removed, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
+        hooks_removed, _, dropped = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
+        current = _servers(before).get("jcli")
+        if block is not None and isinstance(current, dict):
+            edits = table_edits(current, server_table(scope, project))
+            if edits:
+                dropped.insert(0, f"[mcp_servers.jcli] in {config}: {'; '.join(edits)}")
         if block is not None:
             rest = remove_block(text)
             expected = dict(before, mcp_servers={k: v for k, v in _servers(before).items() if k != "jcli"})
@@ -272,7 +355,7 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
                 plan.delete(cur, block.dirs)
             else:
                 plan.write(cur, rest)
-        skill_removed = plan_skill(plan, skills, remove=True)
+        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
         plan.apply()
         return {
             "host": "codex",
@@ -282,21 +365,31 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
             "removed": block is not None or hooks_removed,
             "hooks_removed": hooks_removed,
             "skill_removed": skill_removed,
+            "dropped_user_edits": dropped,
         }
     if block is None and "jcli" in _servers(before):
         raise ConfigConflict(f"{config} already has an [mcp_servers.jcli] that j-cli does not manage; rename or remove it", path=config)
     table = server_table(scope, project)
     base = text if block is None else remove_block(text)
+    if block is not None:  # keep what the user added to our table, except what lives outside the block
+        outside = _servers(_plain(_parse(base, config))).get("jcli")
+        current = _servers(before).get("jcli")
+        if isinstance(current, dict):
+            table = _merged(table, {k: v for k, v in current.items() if not (isinstance(outside, dict) and k in outside)})
     created, dirs = (cur.text is None, cur.missing_dirs()) if block is None else (block.created, block.dirs)
-    new = _with_table(base, table, created, dirs, config)
+    if block is not None and _servers(before).get("jcli") == table:
+        new = text  # our table, with what the user added to it, is already in place
+    else:
+        new = _with_table(base, table, created, dirs, config)
     changed = plan.write(cur, new)
-    hooks_changed, upstream_hooks = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
+    hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
     if upstream_hooks:
         replaced.append(f"hooks {', '.join(upstream_hooks)} in {hooks_file}")
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    edits: list[str] = []
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     plan.apply()
     result = {
         "host": "codex",
@@ -308,6 +401,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         "changed": changed or hooks_changed,
         "replaced_upstream": replaced,
     }
+    if edits:
+        result["replaced_user_edits"] = edits
     warnings = []
     if scope == "project":
         result["project_trusted"] = project_trusted(project)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["MCP_SERVER_ENV", "PORTABLE_COMMAND", "is_mcp_server_argv", "jcli_command", "mcp_server_argv"]
+__all__ = ["MCP_SERVER_ENV", "PORTABLE_COMMAND", "is_mcp_server_argv", "jcli_command", "mcp_server_argv", "mcp_user_args"]
 
 #: What a shared project file runs: ``j-cli`` from PATH.
 PORTABLE_COMMAND = ("j-cli",)
@@ -61,3 +61,22 @@ def is_mcp_server_argv(argv: list[str]) -> bool:
     if os.path.basename(argv[0]) in PORTABLE_COMMAND and tuple(argv[1:3]) == _SERVE:
         return True
     return tuple(argv[1:5]) == (*_MODULE_ARGS, *_SERVE)
+
+
+def mcp_user_args(argv: list[str]) -> list[str]:
+    """The arguments a user added to a j-cli MCP server's ``argv`` (``--host`` and ``--root`` are setup's).
+
+    Example:
+        >>> mcp_user_args(["j-cli", "mcp", "serve", "--host", "claude", "--debug"])
+        ['--debug']
+    """
+    if not is_mcp_server_argv(argv):
+        return []
+    import os
+
+    rest = argv[3:] if os.path.basename(argv[0]) in PORTABLE_COMMAND and tuple(argv[1:3]) == _SERVE else argv[5:]
+    for option in ("--host", "--root"):
+        if option in rest[:-1]:
+            i = rest.index(option)
+            del rest[i : i + 2]
+    return rest

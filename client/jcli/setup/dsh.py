@@ -54,24 +54,42 @@ def dsh_paths(scope: str, project: str) -> tuple[str, str, str]:
     return os.path.join(home, "cordis.patch.yml"), os.path.join(home, "plugins", "jcli.ts"), skills
 
 
-def plugin_row(scope: str, plugin: str) -> dict[str, Any]:
-    """The composition entry j-cli adds (a row, or an ``insert`` patch of one)."""
+def plugin_row(scope: str, plugin: str, extras: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The composition entry j-cli adds (a row, or an ``insert`` patch of one), with the user's ``extras`` in the row."""
     if scope == "project":
-        return {"id": ROW_ID, "name": _PROJECT_PLUGIN}
-    return {"insert": [{"id": ROW_ID, "name": plugin}]}
+        return {"id": ROW_ID, "name": _PROJECT_PLUGIN, **(extras or {})}
+    return {"insert": [{"id": ROW_ID, "name": plugin, **(extras or {})}]}
 
 
-def _row_yaml(scope: str, plugin: str) -> str:
+def _row_yaml(scope: str, plugin: str, extras: dict[str, Any]) -> str:
     if scope == "project":
-        return f"- id: {ROW_ID}\n  name: '{_PROJECT_PLUGIN}'\n"
-    return f"- insert:\n    - id: {ROW_ID}\n      name: {json.dumps(plugin)}\n"
+        return f"- id: {ROW_ID}\n  name: '{_PROJECT_PLUGIN}'\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in extras.items())
+    more = "".join(f"      {k}: {json.dumps(v)}\n" for k, v in extras.items())
+    return f"- insert:\n    - id: {ROW_ID}\n      name: {json.dumps(plugin)}\n" + more
 
 
-def _row_flow(scope: str, plugin: str) -> str:
+def _row_flow(scope: str, plugin: str, extras: dict[str, Any]) -> str:
     """The row as a flow mapping, for a composition written as a flow sequence."""
+    more = "".join(f", {k}: {json.dumps(v)}" for k, v in extras.items())
     if scope == "project":
-        return f"{{id: {ROW_ID}, name: '{_PROJECT_PLUGIN}'}}"
-    return f"{{insert: [{{id: {ROW_ID}, name: {json.dumps(plugin)}}}]}}"
+        return f"{{id: {ROW_ID}, name: '{_PROJECT_PLUGIN}'{more}}}"
+    return f"{{insert: [{{id: {ROW_ID}, name: {json.dumps(plugin)}{more}}}]}}"
+
+
+def _row_extras(scope: str, ours: list) -> dict[str, Any]:
+    """What the user added to our row (keys besides ``id`` and ``name``), when it can be written back as JSON."""
+    row = ours[0] if len(ours) == 1 else None
+    if scope != "project" and isinstance(row, dict):
+        inserted = row.get("insert")
+        row = inserted[0] if isinstance(inserted, list) and len(inserted) == 1 else None
+    if not isinstance(row, dict):
+        return {}
+    extras = {str(k): v for k, v in row.items() if k not in ("id", "name")}
+    try:
+        json.dumps(extras)
+    except (TypeError, ValueError):
+        return {}
+    return extras
 
 
 def _parse(text: str, path: str) -> list:
@@ -194,8 +212,10 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
             else:
                 plan.write(cur, rest)
         result["removed"] = block is not None
-        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None)
-        result["skill_removed"] = plan_skill(plan, skills, remove=True)
+        extras = sorted(_row_extras(scope, _split(rows)[1])) if block is not None else []
+        result["dropped_user_edits"] = [f"Cordis row {ROW_ID} in {config}: the keys {', '.join(extras)}"] if extras else []
+        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None, edits=result["dropped_user_edits"])
+        result["skill_removed"] = plan_skill(plan, skills, remove=True, edits=result["dropped_user_edits"])
         plan.apply()
         return result
     replaced: list[str] = []
@@ -210,23 +230,30 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         raise ConfigConflict(
             f"{config} already has a Cordis row with id {ROW_ID!r} that j-cli does not manage; rename or remove it", path=config
         )
-    row = plugin_row(scope, plugin)
+    extras = _row_extras(scope, _split(rows)[1]) if block is not None else {}
+    row = plugin_row(scope, plugin, extras)
     created, dirs = (block.created, block.dirs) if block is not None else (cur.text is None, cur.missing_dirs())
     try:
-        new = _with_row(base, _row_yaml(scope, plugin), _row_flow(scope, plugin), created, dirs)
+        if block is not None and _split(rows) == (others, [row]):
+            new = text  # our row, with what the user added to it, is already in place
+        else:
+            new = _with_row(base, _row_yaml(scope, plugin, extras), _row_flow(scope, plugin, extras), created, dirs)
         fits = _split(_parse(new, config)) == (others, [row])
     except ConfigInvalid:
         fits = False
     if not fits:
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
     command = jcli_command(scope)
-    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced)
+    edits: list[str] = []
+    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced, edits)
     changed = plan.write(cur, new)
     upstream_skill = plan_replace_upstream_skill(plan, skills)
     if upstream_skill:
         replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill)
+    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
     result.update(row=row, command=command, skill=skill, changed=changed or plugin_changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
     plan.apply()
     if scope == "project":
         result["warnings"] = [_project_warning(config)]

@@ -37,12 +37,16 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
     target = opencode_plugin_path(scope, project)
     result = {"host": "opencode", "scope": scope, "plugin": target}
     plan = files.Plan()
+    edits: list[str] = []
     if remove:
-        result["removed"] = plan_plugin(plan, "opencode", target, None)
+        result["removed"] = plan_plugin(plan, "opencode", target, None, edits=edits)
+        result["dropped_user_edits"] = edits
     else:
         replaced: list[str] = []
         result["command"] = jcli_command(scope)
-        result["changed"] = plan_plugin(plan, "opencode", target, result["command"], replaced)
+        result["changed"] = plan_plugin(plan, "opencode", target, result["command"], replaced, edits)
         result["replaced_upstream"] = replaced
+        if edits:
+            result["replaced_user_edits"] = edits
     plan.apply()
     return result

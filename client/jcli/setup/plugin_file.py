@@ -34,6 +34,7 @@ import re
 from jcli_sidecar.base import ConfigConflict
 
 from . import files
+from .seal import edited, seal
 
 __all__ = ["MARKER", "is_upstream_plugin", "plan_plugin", "render_plugin"]
 
@@ -86,15 +87,23 @@ def _dirs(text: str) -> int:
     return (files.dirs_recorded(match.group(0)) or 0) if match else 0
 
 
-def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | None, replaced: list[str] | None = None) -> bool:
+def plan_plugin(
+    plan: files.Plan,
+    host: str,
+    target: str,
+    command: list[str] | None,
+    replaced: list[str] | None = None,
+    edits: list[str] | None = None,
+) -> bool:
     """Plan writing ``host``'s plugin at ``target`` recording ``command``, or (``command`` None) deleting it.
 
     Upstream jupyter-jcli's plugin at ``target`` is replaced by installing
-    (noted in ``replaced``) and left alone by removing (it is not ours).
-    Returns whether anything changes.
+    (noted in ``replaced``) and left alone by removing (it is not ours). Our
+    file edited since setup wrote it (its digest, :mod:`jcli.setup.seal`) is
+    still replaced or deleted, and ``edits`` says so. Returns whether anything changes.
 
     Raises:
-        ConfigConflict: a file j-cli did not write is in the way.
+        ConfigConflict: a file j-cli did not write is there.
         ConfigInvalid: what is there is not a regular UTF-8 file.
         OutputSaveFailed: it is read-only.
     """
@@ -105,13 +114,19 @@ def plan_plugin(plan: files.Plan, host: str, target: str, command: list[str] | N
             return False
         if replaced is not None:
             replaced.append(f"plugin {target}")
-        return plan.write(cur, render_plugin(host, command, 0))
+        return plan.write(cur, seal(render_plugin(host, command, 0), MARKER))
     if cur.text is not None and MARKER not in cur.text:
         raise ConfigConflict(f"{target} exists and was not written by j-cli; move it away first", path=target)
+    was_edited = cur.text is not None and edited(cur.text) is True
     if command is None:
         if cur.text is None:
             return False
+        if was_edited and edits is not None:
+            edits.append(f"plugin {target}: it was edited since setup wrote it, and is deleted with those edits")
         plan.delete(cur, _dirs(cur.text))
         return True
     dirs = cur.missing_dirs() if cur.text is None else _dirs(cur.text)
-    return plan.write(cur, render_plugin(host, command, dirs))
+    changed = plan.write(cur, seal(render_plugin(host, command, dirs), MARKER))
+    if was_edited and changed and edits is not None:
+        edits.append(f"plugin {target}: it was edited since setup wrote it; those edits are replaced by j-cli's plugin")
+    return changed

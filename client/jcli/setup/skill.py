@@ -14,6 +14,7 @@ import os
 from jcli_sidecar.base import ConfigConflict
 
 from . import files
+from .seal import edited, seal
 
 __all__ = ["MARKER", "SKILL_MD", "plan_skill", "render_skill"]
 
@@ -228,7 +229,12 @@ After you edit a paired `.py`, the hook syncs its notebook (outputs of
 unchanged cells kept) and tells you what it did. With `setup git --hooks`,
 a commit whose staged `.py` and notebook cells differ is stopped, naming the
 cells and the commands that bring them in line; it never stages anything
-for you.
+for you. When a guard never seems to answer, ask whether the host finds
+j-cli (a project's hooks run plain `j-cli` from PATH):
+
+```bash
+j-cli setup status
+```
 """,
 )
 
@@ -243,10 +249,14 @@ def render_skill(dirs: int = 0) -> str:
     return SKILL_MD.replace("{marker}", _MARKER_LINE.format(dirs=files.dirs_mark(dirs, always=True)), 1)
 
 
-def plan_skill(plan: files.Plan, skills_dir: str, remove: bool, replace_foreign: bool = False) -> str | bool:
+def plan_skill(
+    plan: files.Plan, skills_dir: str, remove: bool, replace_foreign: bool = False, edits: list[str] | None = None
+) -> str | bool:
     """Plan installing ``<skills_dir>/j-cli/SKILL.md`` (its path) or removing it (whether it was there).
 
     ``replace_foreign``: the SKILL.md there is upstream j-cli's, to be overwritten.
+    ``edits``: told when our SKILL.md was edited since setup wrote it (its
+    digest, :mod:`jcli.setup.seal`), which replacing or removing it loses.
 
     Raises:
         ConfigConflict: a SKILL.md j-cli did not write is there.
@@ -258,12 +268,17 @@ def plan_skill(plan: files.Plan, skills_dir: str, remove: bool, replace_foreign:
     foreign = cur.text is not None and MARKER not in cur.text
     if foreign and not replace_foreign:
         raise ConfigConflict(f"{path} exists and was not written by j-cli; move it away first", path=path)
+    was_edited = not foreign and cur.text is not None and edited(cur.text) is True
     if remove:
         if cur.text is None:
             return False
+        if was_edited and edits is not None:
+            edits.append(f"skill {path}: it was edited since setup wrote it, and is deleted with those edits")
         plan.delete(cur, _dirs(cur.text))
         return True
-    plan.write(cur, render_skill(cur.missing_dirs() if cur.text is None else 1 if foreign else _dirs(cur.text)))
+    text = seal(render_skill(cur.missing_dirs() if cur.text is None else 1 if foreign else _dirs(cur.text)), MARKER)
+    if plan.write(cur, text) and was_edited and edits is not None:
+        edits.append(f"skill {path}: it was edited since setup wrote it; those edits are replaced by j-cli's skill")
     return path
 
 

@@ -459,6 +459,42 @@ async function post(h, name, args, result = { isError: false, content: [{ type: 
   return listener(exec(name, args), result, async () => ({ kind: "accept" }));
 }
 
+test("a read tool the host refuses costs only the read tool: the guards still deny, and a warning says why", async (t) => {
+  const dir = pairedProject(t);
+  const listeners = { "tools/pre-execute": [], "tools/post-execute": [] };
+  const ctx = {
+    shell: new LocalShell(dir),
+    attachments: new AttachmentStore(),
+    on(name, listener) {
+      listeners[name].push(listener);
+      return () => listeners[name].splice(listeners[name].indexOf(listener), 1);
+    },
+    tools: {
+      register() {
+        throw new Error("tool read_notebook_output is already registered by plugin other");
+      },
+    },
+  };
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(args.join(" "));
+  let dispose;
+  try {
+    dispose = plugin.apply(ctx, {});
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /^\[j-cli\] read_notebook_output is unavailable: the host refused it \(tool read_notebook_output is already registered by plugin other\); the guards still run$/);
+  const [listener] = listeners["tools/pre-execute"];
+  const decision = await listener({ name: "bash", arguments: { command: "papermill a.ipynb b.ipynb" }, signal: new AbortController().signal }, async () => ({ kind: "allow" }));
+  assert.equal(decision.kind, "deny");
+  assert.match(decision.reason, /^j-cli notebook-exec-guard: /);
+  assert.equal(listeners["tools/post-execute"].length, 1);
+  dispose();
+  assert.equal(listeners["tools/pre-execute"].length + listeners["tools/post-execute"].length, 0);
+});
+
 test("pre-execute: bash running papermill or a paired .py is denied with j-cli's reason; ordinary commands pass on", async (t) => {
   const h = host(pairedProject(t));
   const denied = await pre(h, "bash", { command: "papermill a.ipynb b.ipynb", description: "run" });

@@ -27,7 +27,9 @@
 // deny (exit 2) into the registry's `{kind: 'deny', reason}`; a
 // `tools/post-execute` listener appends the post-edit hook's context to the
 // result's content, which the model reads. Anything else (j-cli missing, a
-// crash, a timeout, an answer we cannot read) lets the call through.
+// crash, a timeout, an answer we cannot read) lets the call through. The
+// guards are registered first and need nothing but the shell, so a read tool
+// the host refuses costs the read tool only (a warning says why).
 //
 // ---- The host surface this file uses (structural; checked against the
 // ---- transcribed host types by dsh-host.conformance.ts).
@@ -517,12 +519,22 @@ export function postExecuteGuard<Spec, B = Block>(shell: Shell<Spec>, config: Co
   }
 }
 
+/**
+ * Register the guards, then the read tool. The guards need only the shell;
+ * a read tool the host refuses (another plugin's tool of the same name, say)
+ * is a warning naming why, never a reason to go unguarded.
+ */
 export function apply<Spec>(ctx: PluginContext<Spec>, config: Config = {}): () => void {
   const disposers = [
-    ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config)),
     ctx.on('tools/pre-execute', preExecuteGuard(ctx.shell, config)),
     ctx.on('tools/post-execute', postExecuteGuard(ctx.shell, config)),
   ]
+  try {
+    disposers.push(ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config)))
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err)
+    console.warn(`[j-cli] read_notebook_output is unavailable: the host refused it (${why.split('\n')[0]}); the guards still run`)
+  }
   return () => {
     for (const dispose of disposers.reverse()) dispose()
   }

@@ -22,12 +22,19 @@
 // timeout, an answer we cannot read) lets the call through: a broken guard
 // must never stop the agent's work.
 //
+// The guards need nothing but Node's own modules. The read tool's argument
+// schema comes from `@opencode-ai/plugin` (its `tool.schema`), which OpenCode
+// installs into each config dir at start-up and which may be missing (offline,
+// behind a proxy): it is imported when the plugin starts, never at the top, so
+// its absence costs the read tool only. The tool is then still registered,
+// with no arguments, and answers READ_TOOL_UNAVAILABLE naming the package, and
+// a warning says the same once on stderr; the guards run either way.
+//
 // OpenCode calls every function this module exports as a plugin and refuses
 // any other export, so the plugin is the only export. Its helpers hang off it
 // as `JcliPlugin.internals` for the unit tests.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { tool } from "@opencode-ai/plugin";
 import { sidecarReader } from "../sidecar-client.mjs"; // inlined by j-cli setup
 
 // How to start j-cli: plain `j-cli` from PATH in a project's shared copy, this
@@ -284,54 +291,87 @@ async function guardAfter(input, output, directory) {
   }
 }
 
+/** The package the read tool's schema comes from; OpenCode installs it beside the plugin. */
+const TOOL_PACKAGE = "@opencode-ai/plugin";
+
+/** `@opencode-ai/plugin`'s `tool` helper, or the reason it cannot be loaded. */
+async function loadToolHelper() {
+  try {
+    const module = await import(TOOL_PACKAGE);
+    if (typeof module?.tool === "function" && module.tool.schema) return { tool: module.tool };
+    return { missing: `${TOOL_PACKAGE} has no tool() helper` };
+  } catch (err) {
+    return { missing: `${TOOL_PACKAGE} cannot be loaded (${String(err?.message || err).split("\n")[0]})` };
+  }
+}
+
+/** The read tool's stand-in when its package is missing: it answers why, on every call. */
+function unavailableReadTool(why) {
+  const fix =
+    "OpenCode installs it into its config dir when it starts, which needs the package registry: start OpenCode " +
+    "once online, or install it there with npm. j-cli's guards are unaffected; `j-cli notebook output` reads the same outputs from a shell";
+  return {
+    description: `Read a saved Jupyter notebook output. Unavailable here: ${why}.`,
+    args: {},
+    async execute() {
+      throw new Error(`READ_TOOL_UNAVAILABLE: read_notebook_output cannot load: ${why}; ${fix}`);
+    },
+  };
+}
+
+/** The `read_notebook_output` tool, built with `tool` from `@opencode-ai/plugin`. */
+function readNotebookOutputTool(tool) {
+  return tool({
+    description:
+      "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
+      "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
+    // The fields, types, bounds and descriptions of j-cli's one request spec
+    // (jcli_sidecar/read/request_spec.py); a test fails when this drifts from it.
+    args: {
+      file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
+      cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
+      output_index: tool.schema.number().int().min(0).optional().describe("0-based index in the cell's outputs; omit to list them."),
+      mime_type: tool.schema.string().optional().describe("Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."),
+      offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters (default 0)."),
+      limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
+      as_mime_type: tool.schema
+        .enum(["image/png", "image/jpeg", "image/webp"])
+        .optional()
+        .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
+      max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
+      max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
+      max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
+    },
+    async execute(args, context) {
+      const request = {
+        ...args,
+        file_path: path.resolve(context.directory, args.file_path),
+        host: "opencode",
+        max_response_bytes: RESPONSE_BUDGET,
+        agent_text: true, // j-cli builds the caption this tool shows
+      };
+      for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
+      const pending = viaSidecar({ key: jcliCommand().join("\0"), cwd: context.directory, request, signal: context.abort });
+      const answer = pending === null ? null : await pending; // null at once when no sidecar may be used
+      if (answer?.doc) return toToolResult(answer.doc);
+      if (answer?.error) throw new Error(`${answer.error.code}: ${answer.error.message}`.replace(BASE64_RUN, "[data]"));
+      const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
+        cwd: context.directory,
+        signal: context.abort,
+      });
+      return toToolResult(doc);
+    },
+  });
+}
+
 const JcliPlugin = async (input) => {
   const directory = input?.directory || process.cwd();
+  const helper = await loadToolHelper();
+  if (helper.missing) console.warn(`[j-cli] read_notebook_output is unavailable: ${helper.missing}; the guards still run`);
   return {
     "tool.execute.before": (toolInput, output) => guardBefore(toolInput, output, directory),
     "tool.execute.after": (toolInput, output) => guardAfter(toolInput, output, directory),
-    tool: {
-      read_notebook_output: tool({
-        description:
-          "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
-          "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
-        // The fields, types, bounds and descriptions of j-cli's one request spec
-        // (jcli_sidecar/read/request_spec.py); a test fails when this drifts from it.
-        args: {
-          file_path: tool.schema.string().describe("An .ipynb, or a py:percent .py paired with one; relative to the session directory."),
-          cell_index: tool.schema.number().int().min(0).describe("0-based cell index in file_path."),
-          output_index: tool.schema.number().int().min(0).optional().describe("0-based index in the cell's outputs; omit to list them."),
-          mime_type: tool.schema.string().optional().describe("Exactly this representation (default: image, HTML, Markdown, text, JSON, SVG)."),
-          offset: tool.schema.number().int().min(0).optional().describe("Text window start, in characters (default 0)."),
-          limit: tool.schema.number().int().min(1).optional().describe("Text window length, in characters."),
-          as_mime_type: tool.schema
-            .enum(["image/png", "image/jpeg", "image/webp"])
-            .optional()
-            .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
-          max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
-          max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
-          max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
-        },
-        async execute(args, context) {
-          const request = {
-            ...args,
-            file_path: path.resolve(context.directory, args.file_path),
-            host: "opencode",
-            max_response_bytes: RESPONSE_BUDGET,
-            agent_text: true, // j-cli builds the caption this tool shows
-          };
-          for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
-          const pending = viaSidecar({ key: jcliCommand().join("\0"), cwd: context.directory, request, signal: context.abort });
-          const answer = pending === null ? null : await pending; // null at once when no sidecar may be used
-          if (answer?.doc) return toToolResult(answer.doc);
-          if (answer?.error) throw new Error(`${answer.error.code}: ${answer.error.message}`.replace(BASE64_RUN, "[data]"));
-          const doc = await runJcli(["-j", "notebook", "output", "--request", "-"], request, {
-            cwd: context.directory,
-            signal: context.abort,
-          });
-          return toToolResult(doc);
-        },
-      }),
-    },
+    tool: { read_notebook_output: helper.tool ? readNotebookOutputTool(helper.tool) : unavailableReadTool(helper.missing) },
   };
 };
 

@@ -252,6 +252,78 @@ test("after: an edit of the paired .py syncs the notebook and tells the model in
   assert.equal(untouched.output, "ok");
 });
 
+/**
+ * The plugin as `j-cli setup opencode --project` installs it, in a fresh project
+ * outside this tree, so `@opencode-ai/plugin` resolves only if `prepare` puts it there.
+ */
+async function installedOffline(prepare = () => {}) {
+  const dir = pairedProject();
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-opencode-home-"));
+  made.push(home);
+  execFileSync(process.env.JCLI_BIN, ["-j", "setup", "opencode", "--project"], { cwd: dir, env: { ...process.env, HOME: home } });
+  prepare(path.join(dir, ".opencode"));
+  const plugin = await import(`${path.join(dir, ".opencode", "plugins", "jcli.js")}?${Date.now()}`);
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(args.join(" "));
+  try {
+    return { dir, hooks: await plugin.default({ directory: dir, worktree: dir }), warnings };
+  } finally {
+    console.warn = warn;
+  }
+}
+
+/** A package at `@opencode-ai/plugin` whose import throws, as a half-finished install leaves it. */
+function brokenPackage(configDir) {
+  const pkg = path.join(configDir, "node_modules", "@opencode-ai", "plugin");
+  fs.mkdirSync(pkg, { recursive: true });
+  fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name: "@opencode-ai/plugin", type: "module", exports: { ".": "./index.js" } }));
+  fs.writeFileSync(path.join(pkg, "index.js"), 'import "zod";\nexport const tool = () => {};\n');
+}
+
+/** A package at `@opencode-ai/plugin` that loads but has no `tool` helper (another major version). */
+function foreignPackage(configDir) {
+  const pkg = path.join(configDir, "node_modules", "@opencode-ai", "plugin");
+  fs.mkdirSync(pkg, { recursive: true });
+  fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify({ name: "@opencode-ai/plugin", type: "module", exports: { ".": "./index.js" } }));
+  fs.writeFileSync(path.join(pkg, "index.js"), "export const plugin = {};\n");
+}
+
+for (const [variant, prepare, why] of [
+  ["missing", () => {}, /@opencode-ai\/plugin cannot be loaded \(Cannot find package '@opencode-ai\/plugin'/],
+  ["broken (its own import fails)", brokenPackage, /@opencode-ai\/plugin cannot be loaded \(Cannot find package 'zod'/],
+  ["without tool()", foreignPackage, /@opencode-ai\/plugin has no tool\(\) helper/],
+]) {
+  test(`with @opencode-ai/plugin ${variant}, the guards still deny and the read tool says why`, async () => {
+    const { dir, hooks, warnings } = await installedOffline(prepare);
+    await assert.rejects(
+      hooks["tool.execute.before"](call("bash"), { args: { command: "papermill a.ipynb b.ipynb", description: "run" } }),
+      /^Error: j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli/,
+    );
+    await assert.rejects(hooks["tool.execute.before"](call("edit"), { args: { filePath: "a.ipynb", oldString: "x", newString: "y" } }), /notebook-edit-guard/);
+    await assert.doesNotReject(hooks["tool.execute.before"](call("bash"), { args: { command: "ls -la" } }));
+    const tool = hooks.tool.read_notebook_output;
+    assert.deepEqual(tool.args, {});
+    await assert.rejects(tool.execute({ file_path: "a.ipynb", cell_index: 0 }, context(dir)), (e) => {
+      assert.match(e.message, /^READ_TOOL_UNAVAILABLE: read_notebook_output cannot load: /);
+      assert.match(e.message, why);
+      assert.match(e.message, /guards are unaffected/);
+      return true;
+    });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], /^\[j-cli\] read_notebook_output is unavailable: .*; the guards still run$/);
+    assert.match(warnings[0], why);
+  });
+}
+
+test("with @opencode-ai/plugin installed beside it, the installed plugin has its zod arguments and warns nothing", async () => {
+  const { hooks, warnings } = await installedOffline((configDir) => {
+    fs.symlinkSync(path.join(here, "node_modules"), path.join(configDir, "node_modules"), "dir");
+  });
+  assert.deepEqual(warnings, []);
+  assert.equal(typeof hooks.tool.read_notebook_output.args.file_path?.parse, "function");
+});
+
 test("a guard that cannot run, crashes, answers garbage or exits 2 without a decision never blocks", async (t) => {
   const dir = pairedProject();
   const saved = process.env.JCLI_BIN;
