@@ -22,13 +22,13 @@ __all__, __getattr__ = lazy_face(
         ),
         "nbsplice": (
             "CellWriter",
+            "format_changes",
             "notebook_heads",
         ),
         "nbwrite": (
             "dumps_cell",
             "dumps_cell_parts",
             "dumps_notebook",
-            "format_changes",
             "new_cell",
             "new_notebook",
             "read_for_update",

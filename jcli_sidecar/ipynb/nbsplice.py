@@ -37,7 +37,7 @@ from ..base.fileio import write_pieces_atomic, write_text_atomic
 from ..base.readfile import check_size, open_regular, read_open
 from .nbindex import Changed, build_index, pread_span, stat_key
 from .nbwrite import dumps_cell_parts, dumps_notebook
-from .notebook import coded_read_error, exact_float, parse_notebook
+from .notebook import coded_read_error, exact_float, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     #: One cell to write: ``(position, cell_id, edit)``.
     Change = tuple[int, str | None, Edit]
 
-__all__ = ["CellWriter", "notebook_heads"]
+__all__ = ["CellWriter", "format_changes", "notebook_heads"]
 
 #: A cell's place: ``(start, end, outputs)``, ``outputs`` the ``(start, end)`` of its array or None.
 _Span = tuple[int, int, "tuple[int, int] | None"]
@@ -369,3 +369,39 @@ def _in_layout(fd: int, size: int, spans: list[_Span]) -> bool:
             return False
     frame = _frame(fd, size, spans)
     return frame is not None and frame == (pread_span(fd, 0, spans[0][0]), pread_span(fd, spans[-1][1], size))
+
+
+def format_changes(path: str) -> list[str]:
+    """What writing ``path`` back changes besides its cells, one sentence each (none for a plain nbformat-4 file).
+
+    j-cli writes nbformat 4 in nbformat's layout, as UTF-8 without a byte
+    order mark: an older notebook (nbformat 3 or before) is written back as
+    nbformat 4, and a leading mark is not kept. A run says so in its
+    summary's ``notes`` rather than changing the file without a word.
+
+    Reading costs what a run's own read costs: the mark is in the first three
+    bytes, and the version comes from the offset index's top level; only a
+    file the index cannot take (an older format has no top-level ``cells``)
+    is read whole.
+    """
+    from ..base.boundedjson import loads
+
+    try:
+        fd, _info = open_regular(path)
+        try:
+            head = os.pread(fd, 3, 0)
+        finally:
+            os.close(fd)
+        top = notebook_heads(path)
+        if top is None:
+            top = loads(read_file_bytes(path))
+    except Exception:  # the run's own read says what is wrong
+        return []
+    name = os.path.basename(path)
+    notes = []
+    if head == b"\xef\xbb\xbf":
+        notes.append(f"{name} starts with a UTF-8 byte order mark; j-cli writes it back without one")
+    major = top.get("nbformat") if isinstance(top, dict) else None
+    if isinstance(major, int) and not isinstance(major, bool) and major < 4:
+        notes.append(f"{name} is nbformat {major}; j-cli writes it back as nbformat 4")
+    return notes

@@ -28,7 +28,6 @@ __all__ = [
     "dumps_cell",
     "dumps_cell_parts",
     "dumps_notebook",
-    "format_changes",
     "new_cell",
     "new_notebook",
     "read_for_update",
@@ -190,44 +189,6 @@ def new_notebook(cells: list[dict[str, Any]], kernel_name: str | dict[str, Any] 
 def read_for_update(path: str) -> dict[str, Any]:
     """Fully parse a notebook that is about to be rewritten (coded errors), numbers exact."""
     return parse_notebook(read_file_bytes(path), path, exact_numbers=True)
-
-
-def format_changes(path: str) -> list[str]:
-    """What writing ``path`` back changes besides its cells, one sentence each (none for a plain nbformat-4 file).
-
-    j-cli writes nbformat 4 in nbformat's layout, as UTF-8 without a byte
-    order mark: an older notebook (nbformat 3 or before) is written back as
-    nbformat 4, and a leading mark is not kept. A run says so in its
-    summary's ``notes`` rather than changing the file without a word.
-
-    Reading costs what a run's own read costs: the mark is in the first three
-    bytes, and the version comes from the offset index's top level; only a
-    file the index cannot take (an older format has no top-level ``cells``)
-    is read whole.
-    """
-    from ..base.boundedjson import loads
-    from ..base.readfile import open_regular
-    from .nbsplice import notebook_heads
-
-    try:
-        fd, _info = open_regular(path)
-        try:
-            head = os.pread(fd, 3, 0)
-        finally:
-            os.close(fd)
-        top = notebook_heads(path)
-        if top is None:
-            top = loads(read_file_bytes(path))
-    except Exception:  # the run's own read says what is wrong
-        return []
-    name = os.path.basename(path)
-    notes = []
-    if head == b"\xef\xbb\xbf":
-        notes.append(f"{name} starts with a UTF-8 byte order mark; j-cli writes it back without one")
-    major = top.get("nbformat") if isinstance(top, dict) else None
-    if isinstance(major, int) and not isinstance(major, bool) and major < 4:
-        notes.append(f"{name} is nbformat {major}; j-cli writes it back as nbformat 4")
-    return notes
 
 
 def write_notebook(

@@ -57,7 +57,7 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
         KernelMismatch: the file asks for another kernel; nothing is written.
         PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
     """
-    from ..ipynb.nbwrite import format_changes
+    from ..ipynb.nbsplice import format_changes
     from ..ipynb.notebook import read_file_bytes
     from ..pair.cell_ids import check_py_ids
     from .kernel_request import asked_kernel, check_session_kernel
@@ -165,13 +165,12 @@ def _notebook_heads(path: str) -> tuple[Any, list[Any], list[str]]:
     The cells are read through the offset index, or whole when the file
     cannot be indexed; only such a file can be in an older nbformat or start
     with a byte order mark, so only then are the format notes
-    (:func:`~jcli_sidecar.ipynb.nbwrite.format_changes`) looked for.
+    (:func:`~jcli_sidecar.ipynb.nbsplice.format_changes`) looked for.
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
     """
-    from ..ipynb.nbsplice import notebook_heads
-    from ..ipynb.nbwrite import format_changes
+    from ..ipynb.nbsplice import format_changes, notebook_heads
     from ..ipynb.notebook import load_notebook
 
     notes: list[str] = []
