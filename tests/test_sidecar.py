@@ -308,6 +308,22 @@ def test_asking_an_old_sidecar_to_exit_reads_every_answer_before_closing(ws):
             old.wait()
 
 
+def test_an_old_sidecar_that_never_answers_its_shutdown_holds_the_caller_only_for_the_connect_bound():
+    """Asking another version to exit waits for its answer at most CONNECT_TIMEOUT, never a request's whole timeout."""
+    from jcli_sidecar.sidecar.client import CONNECT_TIMEOUT, REQUEST_TIMEOUT, _ask_to_exit
+
+    ours, old = socket.socketpair()
+    try:
+        ours.settimeout(REQUEST_TIMEOUT)  # as call() leaves it
+        _ask_to_exit(ours)  # the old end reads nothing and answers nothing
+        assert ours.gettimeout() == CONNECT_TIMEOUT
+        old.settimeout(5)
+        assert read_frame(old)["op"] == "shutdown"  # it was asked all the same
+    finally:
+        ours.close()
+        old.close()
+
+
 def test_a_sidecar_of_another_version_is_asked_to_exit_and_the_client_still_answers(ws):
     paths = paths_for(ws)
     old = start_old_sidecar(paths.workspace)

@@ -183,13 +183,17 @@ def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
 
 
 def _ask_to_exit(sock: socket.socket) -> None:
-    """Send ``shutdown`` and read up to its answer (bounded by the socket's timeout).
+    """Send ``shutdown`` and read up to its answer, for at most :data:`CONNECT_TIMEOUT` seconds.
 
     The answers to earlier requests are read and dropped on the way: a
     socket closed with unread data resets the connection, and the reset can
     reach the sidecar before it has read the shutdown, which is then lost.
+    An old sidecar that does not answer within the bound is left running
+    (the call falls back all the same, and the next one asks it again): it
+    never holds the caller for a request's whole timeout.
     """
     try:
+        sock.settimeout(CONNECT_TIMEOUT)
         sock.sendall(pack_frame({"id": 2, "op": "shutdown", "args": {}}))
         while read_frame(sock).get("id") != 2:
             pass

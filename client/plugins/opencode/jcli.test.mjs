@@ -439,6 +439,7 @@ test("a sidecar of another version is not used: the read spawns j-cli and gives 
   assert.equal(counting.versions(), 1, "the plugin learned its j-cli's version to say hello");
   assert.equal(fake.hellos.length, 2, "two hellos: the plugin's, then the spawned j-cli's");
   for (const hello of fake.hellos) assert.deepEqual(hello, { protocol: 1, version, workspace: fs.realpathSync(dir) });
+  await fake.close(); // before the sidecar is stopped: `sidecar start` would wait for the fake one to leave its socket
 });
 
 /** Connections waiting in the accept queue of `dir`'s sidecar socket (a stopped sidecar accepts none). */
