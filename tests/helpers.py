@@ -188,3 +188,49 @@ def embedded_server_with_kernels(tmp_path_factory, kernels: dict):
         for proc in servers_under(runtime):
             proc.kill()
             raise AssertionError(f"the Jupyter Server {proc.pid} survived its stop")
+
+
+#: Runs a command as ``nobody`` (root ignores file modes, so permission tests drop to another user).
+DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+
+
+def nobody_interpreter(packages: list, probe: str, prefix: str = "jcli-nobody-"):
+    """Yield ``(interpreter, PYTHONPATH)`` that ``nobody`` can run ``probe`` with; a generator for a fixture.
+
+    ``packages`` (imported modules) are copied world-readable into a fresh
+    dir under ``/tmp``; the venv's base interpreter may be out of nobody's
+    reach, so the system one is tried next. Neither working is a failure,
+    never a skip. The dir is removed afterwards.
+    """
+    import shutil
+    import tempfile
+
+    import pytest
+
+    if shutil.which("setpriv") is None:
+        pytest.fail("setpriv is needed to drop privileges for the permission tests")
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        libs = base / "lib"
+        libs.mkdir()
+        for package in packages:
+            src = Path(package.__file__).parent
+            dest = libs / Path(*src.parts[-2:]) if package.__name__.count(".") == 1 else libs / src.name
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        for path in [base, *base.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        tried = []
+        for python in (sys.executable, "/usr/bin/python3"):
+            checked = subprocess.run(
+                [*DROP, python, "-c", f"import sys, {probe}; assert sys.version_info >= (3, 11)"],
+                env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
+                capture_output=True,
+                timeout=60,
+            )
+            tried.append(f"{python}: rc={checked.returncode} {checked.stderr.decode()[-300:]}")
+            if checked.returncode == 0:
+                yield python, str(libs)
+                return
+        pytest.fail("nobody cannot run any interpreter with the package:\n" + "\n".join(tried))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 import pytest
-from helpers import run_cli
+from helpers import DROP, nobody_interpreter, run_cli
 
 import jcli
 import jcli_sidecar
@@ -562,8 +562,6 @@ def test_a_project_path_that_is_not_utf8_is_a_coded_error(world):
 
 # -- as nobody: the kernel's own permission checks ----------------------------------------
 
-DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-
 
 @pytest.fixture(scope="module")
 def nobody_python():
@@ -571,38 +569,9 @@ def nobody_python():
     import ruamel.yaml
     import tomlkit
 
-    if shutil.which("setpriv") is None:
-        pytest.fail("setpriv is needed to drop privileges for the permission tests")
-    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-setup-"))
-    try:
-        libs = base / "lib"
-        libs.mkdir()
-        for package in (jcli_sidecar, jcli, click, tomlkit, ruamel.yaml):
-            src = Path(package.__file__).parent
-            dest = libs / Path(*src.parts[-2:]) if package is ruamel.yaml else libs / src.name
-            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
-        for path in [base, *base.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        tried = []
-        for python in (sys.executable, "/usr/bin/python3"):
-            probe = subprocess.run(
-                [
-                    *DROP,
-                    python,
-                    "-c",
-                    "import sys, jcli.setup.codex, jcli.setup.dsh, tomlkit, ruamel.yaml; assert sys.version_info >= (3, 11)",
-                ],
-                env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
-                capture_output=True,
-                timeout=60,
-            )
-            tried.append(f"{python}: rc={probe.returncode} {probe.stderr.decode()[-300:]}")
-            if probe.returncode == 0:
-                yield python, str(libs)
-                return
-        pytest.fail("nobody cannot run any interpreter with the package:\n" + "\n".join(tried))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from nobody_interpreter(
+        [jcli_sidecar, jcli, click, tomlkit, ruamel.yaml], "jcli.setup.codex, jcli.setup.dsh, tomlkit, ruamel.yaml", "jcli-nobody-setup-"
+    )
 
 
 @pytest.fixture

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import run_cli
+from helpers import DROP, run_cli
 
 from jcli_sidecar.base.process_record import ProcessRecord
 from jcli_sidecar.base.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash
 from jcli_sidecar.kernel.urls import redact_text, redact_url
 
-DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
 NOBODY = 65534
 
 # A listener that answers like a Jupyter Server (one session named "main") and

@@ -12,54 +12,21 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import click
 import pytest
-from helpers import FIXTURES
+from helpers import DROP, FIXTURES, nobody_interpreter
 
 import jcli
 import jcli_sidecar
-
-DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
-
-
-def _world_readable_tree(root: Path) -> None:
-    for path in [root, *root.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 @pytest.fixture(scope="module")
 def nobody_python():
     """(interpreter, PYTHONPATH) that ``nobody`` can run, proven by an import."""
-    if shutil.which("setpriv") is None:
-        pytest.fail("setpriv is needed to drop privileges for the permission tests")
-    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-", dir="/tmp"))
-    try:
-        libs = base / "lib"
-        libs.mkdir()
-        for package in (jcli_sidecar, jcli, click):
-            src = Path(package.__file__).parent
-            shutil.copytree(src, libs / src.name, ignore=shutil.ignore_patterns("__pycache__"))
-        _world_readable_tree(base)
-        candidates = [sys.executable, "/usr/bin/python3"]
-        tried = []
-        for python in candidates:
-            probe = subprocess.run(
-                [*DROP, python, "-c", "import sys, jcli_sidecar.read.reader, jcli.fastpath; assert sys.version_info >= (3, 11)"],
-                env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
-                capture_output=True,
-                timeout=60,
-            )
-            tried.append(f"{python}: rc={probe.returncode} {probe.stderr.decode()[-200:]}")
-            if probe.returncode == 0:
-                yield python, str(libs)
-                return
-        pytest.fail("nobody cannot run any interpreter with the package:\n" + "\n".join(tried))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from nobody_interpreter([jcli_sidecar, jcli, click], "jcli_sidecar.read.reader, jcli.fastpath")
 
 
 def _snapshot(root: Path) -> dict:

@@ -23,12 +23,11 @@ import click
 import msgpack
 import psutil
 import pytest
-from helpers import FIXTURES, run_cli, sidecars_under
+from helpers import DROP, FIXTURES, nobody_interpreter, run_cli, sidecars_under
 
 import jcli
 import jcli_sidecar
 
-DROP = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
 READ = ["-j", "notebook", "output", "kernel_v4.5.ipynb", "--cell", "2", "--output", "0"]
 NEED_IT = [
     ["server", "status"],
@@ -59,37 +58,9 @@ def unusable(result, path: str) -> dict:
 @pytest.fixture(scope="module")
 def nobody_python():
     """(interpreter, PYTHONPATH) that ``nobody`` can run, with what a read through the sidecar imports; proven by an import."""
-    if shutil.which("setpriv") is None:
-        pytest.fail("setpriv is needed to drop privileges for the permission tests")
-    base = Path(tempfile.mkdtemp(prefix="jcli-nobody-rt-", dir="/tmp"))
-    try:
-        libs = base / "lib"
-        libs.mkdir()
-        for package in (jcli_sidecar, jcli, click, msgpack, psutil):
-            src = Path(package.__file__).parent
-            shutil.copytree(src, libs / src.name, ignore=shutil.ignore_patterns("__pycache__"))
-        for path in [base, *base.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        tried = []
-        for python in (sys.executable, "/usr/bin/python3"):  # the venv's base interpreter may be out of nobody's reach
-            probe = subprocess.run(
-                [
-                    *DROP,
-                    python,
-                    "-c",
-                    "import sys, jcli_sidecar.sidecar.client, jcli.fastpath, msgpack, psutil; assert sys.version_info >= (3, 11)",
-                ],
-                env={"PYTHONPATH": str(libs), "PATH": os.environ["PATH"]},
-                capture_output=True,
-                timeout=60,
-            )
-            tried.append(f"{python}: rc={probe.returncode} {probe.stderr.decode()[-200:]}")
-            if probe.returncode == 0:
-                yield python, str(libs)
-                return
-        pytest.fail("nobody cannot run any interpreter with the package:\n" + "\n".join(tried))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    yield from nobody_interpreter(
+        [jcli_sidecar, jcli, click, msgpack, psutil], "jcli_sidecar.sidecar.client, jcli.fastpath, msgpack, psutil", "jcli-nobody-rt-"
+    )
 
 
 @pytest.fixture
