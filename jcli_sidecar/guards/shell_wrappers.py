@@ -218,13 +218,7 @@ def _env(words: list[str], cwd: str) -> tuple[list[str], str]:
             text = (value if word.startswith("--") else word[2:]) if attached else (words[i + 1] if i + 1 < len(words) else "")
             words = [*words[:i], *_split(text), *words[i + (1 if attached else 2) :]]
             continue  # the split words may hold options and assignments again
-        if flag in values or flag in moves:
-            if not eq:
-                i += 1
-                value = words[i] if i < len(words) else ""
-            if flag in moves and value:
-                cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
-        i += 1
+        i, cwd = _past_option(words, i, values, moves, cwd)
     words = words[i:]
     if words[:1] == ["--"]:
         words = words[1:]
@@ -254,15 +248,20 @@ def _module_option(words: list[str]) -> str | None:
 def _leading_options(words: list[str], values: frozenset[str], moves: frozenset[str], cwd: str) -> tuple[list[str], str]:
     i = 0
     while i < len(words) and words[i].startswith("-") and words[i] != "-":
-        flag, eq, value = words[i].partition("=")
-        if flag in values or flag in moves:
-            if not eq:
-                i += 1
-                value = words[i] if i < len(words) else ""
-            if flag in moves and value:
-                cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
-        i += 1
+        i, cwd = _past_option(words, i, values, moves, cwd)
     return words[i:], cwd
+
+
+def _past_option(words: list[str], i: int, values: frozenset[str], moves: frozenset[str], cwd: str) -> tuple[int, str]:
+    """The index after the option at ``words[i]`` (and its value, when it takes one); an option in ``moves`` changes ``cwd``."""
+    flag, eq, value = words[i].partition("=")
+    if flag in values or flag in moves:
+        if not eq:
+            i += 1
+            value = words[i] if i < len(words) else ""
+        if flag in moves and value:
+            cwd = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
+    return i + 1, cwd
 
 
 def _after_options(
