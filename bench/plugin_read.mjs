@@ -16,7 +16,7 @@ const context = { sessionID: "b", messageID: "b", agent: "build", directory: pro
 
 const paths = {
   socket: () => tool.execute(request, context),
-  spawn: async () => toToolResult(await runJcli(["-j", "notebook", "output", "--request", "-"], { ...request, file_path: `${process.cwd()}/${request.file_path}`, host: "opencode", max_response_bytes: RESPONSE_BUDGET }, { cwd: process.cwd() })),
+  spawn: async () => toToolResult(await runJcli(["-j", "notebook", "output", "--request", "-"], { ...request, file_path: `${process.cwd()}/${request.file_path}`, host: "opencode", max_response_bytes: RESPONSE_BUDGET, agent_text: true }, { cwd: process.cwd() })),
 };
 
 async function timed(name) {
