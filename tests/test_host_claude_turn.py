@@ -14,12 +14,14 @@ What Claude Code 2.1.332 does (found by running it):
   request offers the tool;
 - an MCP image comes back inside the ``tool_result`` as an ``image`` block
   (base64 source, the exact bytes), followed by a text block Claude Code adds,
-  ``[Image: source: <~/.claude/projects/.../tool-results/...png>]`` (the copy
-  it keeps on disk), then j-cli's note;
-- a PreToolUse hook's exit 2 refuses the call: the ``tool_result`` (an error)
-  carries the hook's stderr;
-- as root, ``--permission-mode bypassPermissions`` is refused, so each turn
-  names the tools it may use (``--allowedTools``).
+  ``[Image: source: ~/.claude/projects/<project>/<session>/tool-results/<name>]``
+  (the copy it keeps on disk), then j-cli's caption;
+- a PreToolUse hook that denies (exit 2, the decision on stdout) refuses the
+  call: the ``tool_result`` is an error whose one text is
+  ``PreToolUse:Bash hook error: `` and the decision's reason;
+- ``claude -p`` runs only the tools a turn allows (``--allowedTools``); any
+  other is refused with a text the model reads. As root,
+  ``--permission-mode bypassPermissions`` is refused.
 
 Offline: ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` switches off updates,
 telemetry, error reports and the other fetches, and
@@ -116,7 +118,7 @@ def read_script(*requests: dict) -> list:
     return [LOAD, *(ToolCall(READ, request) for request in requests), Say(FINAL)]
 
 
-# ---- (a) an image read: one image part, the notebook's exact bytes --------------------------
+# ---- an image read: one image part, the notebook's exact bytes ------------------------------
 
 
 @pytest.mark.parametrize("case", ["png", "png_wrapped", "jpeg"])
@@ -143,10 +145,21 @@ def test_the_model_receives_the_notebook_image_as_one_image_part_with_its_exact_
     assert [p.kind for p in result] == ["image", "text", "text"]
     saved = CLAUDE_IMAGE_NOTE.fullmatch(result[1].text)
     assert saved is not None, result[1].text
-    assert Path(saved["path"]).read_bytes() == expected and saved["path"].startswith(str(home / ".claude" / "projects"))
+    assert Path(saved["path"]).read_bytes() == expected
+    assert list(home.glob(".claude/projects/*/*/tool-results/*")) == [Path(saved["path"])]  # Claude Code's own copy
     label = f"{os.path.realpath(notebook)} cell {request['cell_index']} output 0"
     assert result[2].text.startswith(f"[{selected['mime_type']} from {label}; {len(expected)} bytes"), result[2].text
     no_base64_anywhere(model, expected)
+
+
+def test_without_an_allow_rule_claude_p_does_not_run_the_read_and_the_model_is_told_why(host_bin, home, project):
+    """``claude -p`` asks no one: a tool the turn does not allow is refused, and the model reads that, not an image."""
+    project_setup(home, project)
+    model = claude_turn(host_bin, home, project, read_script(CASES["png"]["request"]), "Bash")
+
+    refused = model.turn[-1].tool_results[-1]
+    assert [p.text for p in refused] == [f"Claude requested permissions to use {READ}, but you haven't granted it yet."]
+    assert all(seen.images() == [] for seen in model.requests)
 
 
 # ---- offline: the host reaches nothing but loopback ----------------------------------------
@@ -172,7 +185,7 @@ def test_a_claude_turn_connects_to_nothing_but_loopback(host_bin, home, project,
     assert all(address in ("127.0.0.1", "::1") for address in found), sorted(set(found))
 
 
-# ---- (b) text outputs come back verbatim --------------------------------------------------
+# ---- text outputs come back verbatim ------------------------------------------------------
 
 
 def expected_text(case: str) -> str:
@@ -199,7 +212,7 @@ def test_html_and_stream_outputs_reach_the_model_verbatim_through_user_scope(hos
     assert last.images() == []
 
 
-# ---- (c) the guard refuses a notebook run through Claude's Bash tool ---------------------
+# ---- the guard refuses a notebook run through Claude's Bash tool -------------------------
 
 
 def raw_tool_result(seen: Seen, tool_use_id: str) -> dict:
@@ -243,7 +256,7 @@ def test_the_guard_refuses_a_notebook_run_in_bash_and_the_model_reads_why(host_b
     assert raw_tool_result(after, "toolu_1").get("is_error") in (None, False)
 
 
-# ---- (d) an inline run through Bash: the model reads its paths, never an image ---------------
+# ---- an inline run through Bash: the model reads its paths, never an image -------------------
 
 PLOT = "import matplotlib.pyplot as plt; plt.plot([1, 3, 2]); plt.show()"
 
@@ -283,3 +296,46 @@ def test_an_inline_plot_run_through_bash_gives_the_model_its_paths_and_no_image(
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert "iVBOR" not in text
     no_base64_anywhere(model, data)
+
+
+# ---- a model that takes no images: `mcp serve --text-only` ------------------------------------
+
+
+def serve_text_only(home, project, scope: str) -> None:
+    """Set up ``scope``, then add ``--text-only`` to the server's args in the file setup wrote, as a user edits it."""
+    if scope == "--project":
+        project_setup(home, project)
+        config, where = project / ".mcp.json", []
+    else:
+        setup_claude(project, scope)
+        config, where = home / ".claude.json", ([] if scope == "--user" else ["projects", os.path.realpath(project)])
+    doc = json.loads(config.read_text())
+    entry = doc
+    for key in where:
+        entry = entry[key]
+    entry["mcpServers"]["jcli"]["args"].append("--text-only")
+    config.write_text(json.dumps(doc, indent=2))
+
+
+@pytest.mark.parametrize("scope", ["--project", "--user", "--local"])
+def test_a_text_only_server_tells_the_model_what_the_image_is_and_how_to_read_its_text(host_bin, home, project, scope):
+    serve_text_only(home, project, scope)
+    request = CASES["png"]["request"]
+    notebook = project / request["file_path"]
+    png = stored_image(notebook, 2, 0, "image/png")
+    plain = "".join(json.loads(notebook.read_text())["cells"][2]["outputs"][0]["data"]["text/plain"])
+    script = read_script(request, {**request, "mime_type": "text/plain"})  # the model follows the caption
+
+    model = claude_turn(host_bin, home, project, script, READ)
+
+    assert all(seen.images() == [] for seen in model.requests)
+    told, text_form = model.turn[-1].tool_results[1:]
+    assert [p.kind for p in told] == ["text"]  # the caption alone: no image, and nothing Claude Code adds for one
+    caption = told[0].text
+    label = f"{os.path.realpath(notebook)} cell 2 output 0"
+    assert caption.startswith(f"[image/png from {label}; {len(png)} bytes, 150x100 px; ")  # what, its size, where
+    assert "not sent: the model takes no image input" in caption  # why
+    assert f"its text forms: text/plain ({len(plain.encode())} bytes); read one with mime_type='text/plain'" in caption  # how
+    assert text_form[0].text == plain
+    no_base64_anywhere(model, png)
+    assert not list(home.glob(".claude/projects/*/*/tool-results/*"))  # Claude Code kept no image copy either
