@@ -54,8 +54,8 @@ CLAUDE_IMAGE_NOTE = re.compile(r"\[Image: source: (?P<path>/.+/tool-results/[^/\
 TURN_TIMEOUT = 60
 
 
-def claude_turn(host_bin, home, project, script, *allowed, prefix=(), prompt="go") -> ScriptedModel:
-    """Run ``claude -p`` once against a scripted model; the model server, with what it received."""
+def run_claude(host_bin, home, project, script, allowed, *options, prefix=()) -> tuple[ScriptedModel, str]:
+    """Run ``claude -p`` once against a scripted model: the model server (with what it received), and what Claude printed."""
     with ScriptedModel(script) as model:
         env = host_env(
             home,
@@ -65,10 +65,16 @@ def claude_turn(host_bin, home, project, script, *allowed, prefix=(), prompt="go
             ANTHROPIC_BASE_URL=model.url,
         )
         env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])  # `j-cli` on PATH, as on a user's machine
-        argv = [*prefix, str(host_bin / "claude"), "-p", prompt, "--allowedTools", ",".join(allowed)]
+        argv = [*prefix, str(host_bin / "claude"), "-p", "go", "--allowedTools", ",".join(allowed), *options]
         proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=TURN_TIMEOUT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert proc.stdout.strip() == FINAL, proc.stdout[-2000:]  # what the user of `claude -p` sees: the model's last words
+    return model, proc.stdout
+
+
+def claude_turn(host_bin, home, project, script, *allowed, prefix=()) -> ScriptedModel:
+    """One turn; what the user of ``claude -p`` sees is the model's last words."""
+    model, shown = run_claude(host_bin, home, project, script, allowed, prefix=prefix)
+    assert shown.strip() == FINAL, shown[-2000:]
     return model
 
 
@@ -114,6 +120,11 @@ def offered(seen: Seen) -> set[str]:
     return {tool["name"] for tool in seen.body.get("tools", [])}
 
 
+def raw_tool_result(seen: Seen, tool_use_id: str) -> dict:
+    blocks = [b for m in seen.body["messages"] if isinstance(m.get("content"), list) for b in m["content"]]
+    return next(b for b in blocks if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id)
+
+
 def read_script(*requests: dict) -> list:
     return [LOAD, *(ToolCall(READ, request) for request in requests), Say(FINAL)]
 
@@ -130,7 +141,7 @@ def test_the_model_receives_the_notebook_image_as_one_image_part_with_its_exact_
     expected = stored_image(notebook, request["cell_index"], request["output_index"], selected["mime_type"])
     assert len(expected) == selected["bytes"]
 
-    model = claude_turn(host_bin, home, project, read_script(request), READ)
+    model, shown = run_claude(host_bin, home, project, read_script(request), [READ], "--output-format", "stream-json", "--verbose")
 
     first, loaded, after = model.turn
     assert READ not in offered(first) and any(READ in p.text for p in first.texts())  # deferred: named, not offered
@@ -150,6 +161,10 @@ def test_the_model_receives_the_notebook_image_as_one_image_part_with_its_exact_
     label = f"{os.path.realpath(notebook)} cell {request['cell_index']} output 0"
     assert result[2].text.startswith(f"[{selected['mime_type']} from {label}; {len(expected)} bytes"), result[2].text
     no_base64_anywhere(model, expected)
+    events = [json.loads(line) for line in shown.splitlines()]
+    assert events[-1]["type"] == "result" and events[-1]["result"] == FINAL  # what `claude -p` prints: the model's last words
+    streamed = [b for e in events if e["type"] == "user" for b in e["message"]["content"] if b.get("tool_use_id") == "toolu_1"]
+    assert [b["content"] for b in streamed] == [raw_tool_result(after, "toolu_1")["content"]]  # the stream shows what the model got
 
 
 def test_without_an_allow_rule_claude_p_does_not_run_the_read_and_the_model_is_told_why(host_bin, home, project):
@@ -213,11 +228,6 @@ def test_html_and_stream_outputs_reach_the_model_verbatim_through_user_scope(hos
 
 
 # ---- the guard refuses a notebook run through Claude's Bash tool -------------------------
-
-
-def raw_tool_result(seen: Seen, tool_use_id: str) -> dict:
-    blocks = [b for m in seen.body["messages"] if isinstance(m.get("content"), list) for b in m["content"]]
-    return next(b for b in blocks if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id)
 
 
 def guard_reason(guard: str, command: str, project: Path) -> str:
