@@ -186,8 +186,11 @@ def _anthropic_blocks(role: str, content, call_id: str | None) -> list[Part]:
             source = block.get("source", {})
             data = base64.b64decode(source["data"]) if source.get("type") == "base64" else b""
             parts.append(Part(role, "image", data=data, mime=source.get("media_type"), tool_call_id=call_id))
-        elif kind == "tool_result":
-            parts.extend(_anthropic_blocks("tool", block.get("content"), block.get("tool_use_id")))
+        elif kind == "tool_result":  # an empty result still counts as one (a text part with no text)
+            inner = _anthropic_blocks("tool", block.get("content"), block.get("tool_use_id"))
+            parts.extend(inner or [Part("tool", "text", tool_call_id=block.get("tool_use_id"))])
+        elif kind == "tool_reference":  # what Claude Code's ToolSearch answers: the deferred tool it loaded
+            parts.append(Part(role, "text", text=block.get("tool_name", ""), tool_call_id=call_id))
         elif kind == "tool_use":
             parts.append(Part(role, "text", text=json.dumps(block.get("input")), tool_call_id=block.get("id")))
     return parts
