@@ -73,8 +73,8 @@ def _read(arguments: dict) -> ToolCall:
     return ToolCall("read_notebook_output", arguments, {"namespace": NAMESPACE})
 
 
-def _shell(command: str) -> ToolCall:
-    return ToolCall("exec_command", {"cmd": command})
+def _shell(command: str, **options) -> ToolCall:
+    return ToolCall("exec_command", {"cmd": command, **options})
 
 
 def _script(source: str) -> ToolCall:
@@ -256,3 +256,47 @@ def test_c_an_untrusted_guard_is_skipped_by_codex_and_the_command_runs(codex):
     assert (codex.project / "ran-marker").exists()
     (result,) = _tool_result(model.turn[-1])
     assert "blocked" not in result.text and "j-cli exec" not in result.text
+
+
+# -- (d) an inline run through the shell: the model gets paths, not an image -----------------------
+
+PLOT = "import matplotlib.pyplot as plt; plt.plot([1, 3, 2]); plt.show()"
+
+#: What lets the model's shell reach a kernel: Codex's default sandbox (workspace-write) refuses every connect.
+SANDBOXES = {
+    "workspace-write+network": "[sandbox_workspace_write]\nnetwork_access = true\n",
+    "danger-full-access": 'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n',
+}
+
+
+def _inline_run(codex: Codex, jupyter, session: str, sandbox: str):
+    codex.env.update(JCLI_JUPYTER_SERVER_URL=jupyter["url"], JCLI_JUPYTER_SERVER_TOKEN=jupyter["token"])
+    # login=False: a login shell re-reads /etc/profile, whose PATH has no j-cli in this test's HOME
+    with ScriptedModel([_shell(f"j-cli exec {session} -c {json.dumps(PLOT)}", login=False), Say("seen")]) as model:
+        codex.configure(model, DIRECT_MODEL, sandbox)
+        codex.setup("--project")
+        codex.exec()
+    last = model.turn[-1]
+    (result,) = _tool_result(last)
+    return last, result.text
+
+
+@pytest.mark.parametrize("sandbox", list(SANDBOXES))
+def test_d_an_inline_run_through_the_shell_gives_the_model_the_run_paths_and_no_image(codex, jupyter, kernel_session, sandbox):
+    last, text = _inline_run(codex, jupyter, kernel_session, SANDBOXES[sandbox])
+    outputs = codex.project / ".j-cli" / "outputs"
+    (run,) = [entry for entry in outputs.iterdir() if not entry.name.startswith(".")]
+    assert f"[outputs kept in {os.path.realpath(run)}]" in text, text
+    assert "<Figure size 640x480 with 1 Axes>" in text and "Process exited with code 0" in text
+    manifest = json.loads((run / "manifest.json").read_text())
+    (png,) = [run / f for f in manifest["files"] if f.endswith(".png")]
+    assert last.images() == []
+    assert base64_leaks(last, png.read_bytes()) == []
+
+
+def test_d_codex_default_sandbox_refuses_the_kernel_connection(codex, jupyter, kernel_session):
+    """Codex's workspace-write sandbox without network: the run never starts, and the model reads why."""
+    last, text = _inline_run(codex, jupyter, kernel_session, "")
+    assert "[SERVER_UNAVAILABLE]" in text and "Operation not permitted" in text, text
+    assert not (codex.project / ".j-cli" / "outputs").exists()
+    assert last.images() == []
