@@ -45,6 +45,8 @@ from helpers import BIN, FIXTURES, load_cases, run_cli
 from hostbins import host_env
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
+from jcli.mcp_tools import CODE_MODE_IMAGE, TEXT_ONLY_IMAGE
+
 #: A catalog model with ordinary tools: MCP tools are found through tool_search.
 DIRECT_MODEL = "gpt-5.5"
 #: A catalog model in code mode only: every tool is reached from the exec tool's JavaScript.
@@ -190,6 +192,18 @@ def test_a_direct_tool_read_gives_the_model_one_image_part_with_the_notebook_byt
     assert result[2].text == f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes, 150x100 px]"
 
 
+def test_a_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_image(codex):
+    """No catalog entry (fallback metadata): no tool_search, the mcp__jcli namespace is in ``tools`` from the start."""
+    with ScriptedModel([_read(PNG_READ), Say("seen")]) as model:
+        codex.configure(model, "jcli-test-model")
+        codex.setup("--project")
+        codex.exec()
+    first, after = model.turn
+    (namespace,) = [t for t in first.body["tools"] if t.get("type") == "namespace" and t["name"] == NAMESPACE]
+    assert {t["name"] for t in namespace["tools"]} == {"read_notebook_output", "read_run_output"}
+    _only_image(after, _notebook_png(codex.project / "kernel_v4.5.ipynb"))
+
+
 # -- (b) HTML and a stream come back verbatim ----------------------------------------------------
 
 
@@ -300,3 +314,89 @@ def test_d_codex_default_sandbox_refuses_the_kernel_connection(codex, jupyter, k
     assert "[SERVER_UNAVAILABLE]" in text and "Operation not permitted" in text, text
     assert not (codex.project / ".j-cli" / "outputs").exists()
     assert last.images() == []
+
+
+# -- (e) code mode: the model sees an image only through image(); a text-only model sees none ----------
+
+READ_JS = f"const r = await tools.{NAMESPACE}__read_notebook_output({json.dumps(PNG_READ)});\n"
+
+
+def test_e_in_code_mode_a_script_passing_the_image_to_image_gives_the_model_the_notebook_bytes(codex):
+    with ScriptedModel([_script(READ_JS + "image(r.content[0]);\ntext(r.content[1].text);\n"), Say("seen")]) as model:
+        codex.configure(model, CODE_MODEL)
+        codex.setup("--project")
+        codex.exec()
+    first, after = model.turn
+    assert "tools" not in first.body  # code mode: the tools come in an additional_tools item
+    expected = _notebook_png(codex.project / "kernel_v4.5.ipynb")
+    _only_image(after, expected)
+    result = _tool_result(after)
+    assert [p.kind for p in result] == ["text", "image", "text"]
+    assert result[0].text.startswith("Script completed")
+    assert result[2].text.startswith("[image/png from ")
+
+
+def test_e_in_code_mode_a_script_that_does_not_pass_the_image_on_gives_the_model_base64_text(codex):
+    """Codex 0.171.0's structural limit: a tool result the script prints is JSON text, its image base64 in it."""
+    with ScriptedModel([_script(READ_JS + "text(r);\n"), Say("seen")]) as model:
+        codex.configure(model, CODE_MODEL)
+        codex.setup("--project")
+        codex.exec()
+    after = model.turn[-1]
+    assert after.images() == []
+    assert base64_leaks(after, _notebook_png(codex.project / "kernel_v4.5.ipynb")) != []
+
+
+def test_e_in_code_mode_the_tool_description_tells_the_model_to_pass_the_image_to_image(codex):
+    listing = "text(JSON.stringify(ALL_TOOLS.filter((t) => t.name.includes('jcli'))));\n"
+    with ScriptedModel([_script(listing), Say("seen")]) as model:
+        codex.configure(model, CODE_MODEL)
+        codex.setup("--project")
+        codex.exec()
+    (_, described) = _tool_result(model.turn[-1])
+    tools = {t["name"]: t["description"].split("\n\n")[0] for t in json.loads(described.text)}
+    assert set(tools) == {f"{NAMESPACE}__read_notebook_output", f"{NAMESPACE}__read_run_output"}
+    assert all(first.endswith(CODE_MODE_IMAGE) for first in tools.values()), tools
+
+
+def _text_only(codex: Codex) -> None:
+    """What a user writes for a model that takes no image input: ``--text-only`` on setup's server command."""
+    config = codex.project / ".codex" / "config.toml"
+    text = config.read_text()
+    assert '"--host", "codex"]' in text, text
+    config.write_text(text.replace('"--host", "codex"]', '"--host", "codex", "--text-only"]'))
+
+
+def test_e_a_text_only_server_gives_the_model_no_image_and_says_what_the_image_is(codex):
+    with ScriptedModel([_search(), _read(PNG_READ), Say("seen")]) as model:
+        codex.configure(model, DIRECT_MODEL)
+        codex.setup("--project")
+        _text_only(codex)
+        codex.exec()
+    _, found, after = model.turn
+    described = {t["name"]: t["description"] for t in json.loads(_tool_result(found)[0].text)[0]["tools"]}
+    assert all(d.endswith(TEXT_ONLY_IMAGE) for d in described.values()), described
+    assert after.images() == []
+    expected = _notebook_png(codex.project / "kernel_v4.5.ipynb")
+    assert base64_leaks(after, expected) == []
+    wall, caption = _tool_result(after)
+    notebook = os.path.realpath(codex.project / "kernel_v4.5.ipynb")
+    assert wall.text.startswith("Wall time: ")
+    assert caption.text.startswith(f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes, 150x100 px; not sent: "), (
+        caption.text
+    )
+    assert "text/plain" in caption.text and "mime_type='text/plain'" in caption.text
+
+
+def test_e_a_text_only_server_in_code_mode_gives_the_script_only_the_caption(codex):
+    with ScriptedModel([_script(READ_JS + "text(r);\n"), Say("seen")]) as model:
+        codex.configure(model, CODE_MODEL)
+        codex.setup("--project")
+        _text_only(codex)
+        codex.exec()
+    after = model.turn[-1]
+    assert after.images() == []
+    assert base64_leaks(after, _notebook_png(codex.project / "kernel_v4.5.ipynb")) == []
+    (_, printed) = _tool_result(after)
+    (block,) = json.loads(printed.text)["content"]
+    assert block["type"] == "text" and "; not sent: " in block["text"]
