@@ -192,7 +192,7 @@ def test_a_direct_tool_read_gives_the_model_one_image_part_with_the_notebook_byt
     assert result[2].text == f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes, 150x100 px]"
 
 
-def test_a_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_image(codex):
+def test_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_image(codex):
     """No catalog entry (fallback metadata): no tool_search, the mcp__jcli namespace is in ``tools`` from the start."""
     with ScriptedModel([_read(PNG_READ), Say("seen")]) as model:
         codex.configure(model, "jcli-test-model")
