@@ -167,11 +167,19 @@ def _responses_parts(body: dict) -> list[Part]:
         kind = item.get("type", "message")
         if kind == "message":
             parts.extend(_responses_content(item.get("role", ""), item.get("content"), None))
-        elif kind.endswith("_call_output"):  # function_call_output, custom_tool_call_output, tool_search_output...
+        elif kind.endswith("_call_output"):  # function_call_output, custom_tool_call_output
             parts.extend(_responses_content("tool", item.get("output"), item.get("call_id")))
+        elif kind == "tool_search_output":  # the tools a tool_search call found: one text part, their JSON
+            parts.append(Part("tool", "text", text=json.dumps(item.get("tools")), tool_call_id=item.get("call_id")))
         elif kind.endswith("_call"):
             parts.append(Part("assistant", "text", text=json.dumps(item), tool_call_id=item.get("call_id")))
     return parts
+
+
+def _responses_offers_tools(body: dict) -> bool:
+    """Tools in ``tools``, or (Codex's code mode) in an ``additional_tools`` input item."""
+    items = body.get("input")
+    return bool(body.get("tools")) or (isinstance(items, list) and any(i.get("type") == "additional_tools" for i in items))
 
 
 def _anthropic_blocks(role: str, content, call_id: str | None) -> list[Part]:
@@ -253,17 +261,30 @@ _RESPONSES_USAGE = {
 }
 
 
+def _responses_call(step: ToolCall, n: int) -> dict:
+    """The output item of a tool call; ``extra["type"]`` picks the kind of call.
+
+    ``function_call`` (the default): ``name`` and JSON-string ``arguments``
+    (a ``namespace`` in ``extra`` names a namespaced tool);
+    ``tool_search_call``: the search's ``arguments`` as an object, run by the
+    client; ``custom_tool_call`` (a freeform tool): ``arguments["input"]`` is
+    the tool's raw text input.
+    """
+    kind = step.extra.get("type", "function_call")
+    item: dict = {"type": kind, "id": f"fc_{n}", "call_id": f"call_{n}", "status": "completed"}
+    if kind == "tool_search_call":
+        item.update(execution="client", arguments=step.arguments)
+    elif kind == "custom_tool_call":
+        item.update(name=step.name, input=step.arguments["input"])
+    else:
+        item.update(name=step.name, arguments=json.dumps(step.arguments))
+    item.update(step.extra)
+    return item
+
+
 def _responses_answer(step: ToolCall | Say, n: int) -> list[bytes]:
     if isinstance(step, ToolCall):
-        item = {
-            "type": "function_call",
-            "id": f"fc_{n}",
-            "call_id": f"call_{n}",
-            "name": step.name,
-            "arguments": json.dumps(step.arguments),
-            "status": "completed",
-        }
-        item.update(step.extra)
+        item = _responses_call(step, n)
     else:
         text = {"type": "output_text", "text": step.text, "annotations": []}
         item = {"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed", "content": [text]}
@@ -389,7 +410,8 @@ class ScriptedModel:
 
     def answer(self, dialect: str, path: str, body: dict) -> tuple[ToolCall | Say, int, Seen]:
         """Record one request and choose its step (the handler's logic, without HTTP)."""
-        seen = Seen(dialect, path, body, _READERS[dialect](body), bool(body.get("tools")))
+        offers = _responses_offers_tools(body) if dialect == "responses" else bool(body.get("tools"))
+        seen = Seen(dialect, path, body, _READERS[dialect](body), offers)
         with self._lock:
             self.requests.append(seen)
             n = next(self._ids)

@@ -115,6 +115,19 @@ def test_tools_list_in_the_2026_era_is_byte_identical_to_the_sdk_servers(server)
     assert server.line() == expected.replace(b'"version":"0.1.0"', f'"version":"{__version__}"'.encode())
 
 
+def test_each_tool_tells_a_scripting_model_to_pass_the_image_to_image_and_a_text_only_server_says_images_come_as_text(fixture_dir):
+    from jcli.mcp_tools import CODE_MODE_IMAGE, TEXT_ONLY_IMAGE
+
+    for args, ending in (((), CODE_MODE_IMAGE), (("--text-only",), TEXT_ONLY_IMAGE)):
+        server = Server(fixture_dir, "--root", str(fixture_dir), *args)
+        server.initialize(protocolVersion="2025-11-25")
+        tools = server.request(2, "tools/list")["result"]["tools"]
+        assert [t["name"] for t in tools] == ["read_notebook_output", "read_run_output"]
+        assert all(t["description"].endswith(" " + ending) for t in tools), tools
+        assert all("image()" not in t["description"] for t in tools) == bool(args)
+        assert server.close() == 0
+
+
 # -- protocol versions ------------------------------------------------------------------
 
 

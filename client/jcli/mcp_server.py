@@ -138,8 +138,8 @@ def _valid_text(text: str) -> str:
     return text
 
 
-def _tools(modern: bool | None) -> list[dict[str, Any]]:
-    """tools/list's tools, byte for byte as j-cli has always listed them in each era."""
+def _tools(modern: bool | None, text_only: bool = False) -> list[dict[str, Any]]:
+    """tools/list's tools, byte for byte as j-cli has always listed them in each era (``text_only``: images told as text)."""
     return [
         {
             "annotations": dict(_READ_ONLY),
@@ -147,7 +147,7 @@ def _tools(modern: bool | None) -> list[dict[str, Any]]:
             "inputSchema": schema if modern else _schema_order(schema),
             "name": name,
         }
-        for name, description, schema in mcp_tools.tool_definitions()
+        for name, description, schema in mcp_tools.tool_definitions(text_only)
     ]
 
 
@@ -338,7 +338,7 @@ class McpSession:
 
     def _list_tools(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._tools is None:
-            self._tools = _tools(self._modern)
+            self._tools = _tools(self._modern, self._text_only)
         return {"tools": self._tools, **_CACHE_HINTS} if self._modern else {"tools": self._tools}
 
     def _start_call(self, request_id: Any, params: dict[str, Any]) -> None:

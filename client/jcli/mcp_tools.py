@@ -25,29 +25,50 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["READ_NOTEBOOK_OUTPUT", "READ_RUN_OUTPUT", "call_tool", "resolve_path", "tool_definitions", "tool_result_parts"]
+__all__ = [
+    "CODE_MODE_IMAGE",
+    "READ_NOTEBOOK_OUTPUT",
+    "READ_RUN_OUTPUT",
+    "TEXT_ONLY_IMAGE",
+    "call_tool",
+    "resolve_path",
+    "tool_definitions",
+    "tool_result_parts",
+]
 
+
+#: How a model that calls tools from a script (Codex's code mode) gets to see an image: the host shows
+#: the model only what the script hands on, and an image block turned into text is just base64.
+CODE_MODE_IMAGE = "Calling it from a script (code mode)? Pass the image block to image() to see it: image(result.content[0])."
+#: What the tools say instead when the server tells images as text (``mcp serve --text-only``).
+TEXT_ONLY_IMAGE = "Here images come back as text instead (what, size, where, how to read a text form): the model takes no image input."
 
 #: The two tools' names.
 READ_NOTEBOOK_OUTPUT = "read_notebook_output"
 READ_RUN_OUTPUT = "read_run_output"
 
 
-def tool_definitions() -> list[tuple[str, str, dict[str, Any]]]:
-    """``(name, description, input schema)`` of each tool, from the one request spec."""
+def tool_definitions(text_only: bool = False) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, description, input schema)`` of each tool, from the one request spec.
+
+    Each description ends with how the model sees an image: from a script
+    (code mode) by passing it to ``image()``; with ``text_only``, that images
+    come back as text.
+    """
     from jcli_sidecar.read import READ_SPEC, RUN_SPEC, tool_schema
 
+    images = TEXT_ONLY_IMAGE if text_only else CODE_MODE_IMAGE
     path_rule = "An .ipynb, or a py:percent .py paired with one (absolute, or relative to the single root)."
     return [
         (
             READ_NOTEBOOK_OUTPUT,
             "Read a saved notebook output in one call: without output_index, the cell's catalog "
-            "(outputs and MIME types); with it, that output - images as images, text and HTML verbatim.",
+            "(outputs and MIME types); with it, that output - images as images, text and HTML verbatim. " + images,
             tool_schema(READ_SPEC, file_path=path_rule),
         ),
         (
             READ_RUN_OUTPUT,
-            "Read an output kept from an inline j-cli exec run (by run id or manifest path); same rules.",
+            "Read an output kept from an inline j-cli exec run (by run id or manifest path); same rules. " + images,
             tool_schema(RUN_SPEC),
         ),
     ]
