@@ -32,9 +32,18 @@ PACKAGES = list(PROVIDER_PACKAGES)
 READ_PNG = ToolCall("read_notebook_output", {"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0})
 
 
-def _png() -> bytes:
+def _bundle(cell: int, output: int) -> dict:
     with open(FIXTURES / NOTEBOOK, encoding="utf-8") as fh:
-        return base64.b64decode(json.load(fh)["cells"][2]["outputs"][0]["data"]["image/png"])
+        return json.load(fh)["cells"][cell]["outputs"][output]["data"]
+
+
+def _png() -> bytes:
+    return base64.b64decode(_bundle(2, 0)["image/png"])
+
+
+def _notebook_text(cell: int, output: int) -> str:
+    text = _bundle(cell, output)["text/plain"]
+    return "".join(text) if isinstance(text, list) else text
 
 
 def _expected_text(name: str) -> str:
@@ -125,3 +134,57 @@ def test_a_plot_run_through_bash_with_j_cli_exec_reaches_the_model_as_the_runs_p
     assert f"[outputs kept in {runs[0].parent}]" in answer, answer  # where the image is, for a read
     assert seen.images() == [] and base64_leaks(seen, runs[0].read_bytes()) == []
     assert "iVBOR" not in answer
+
+
+# ---- A model that takes no images.
+#
+# OpenCode tells the plugin each request's model in `chat.params`; for a
+# model whose config declares no image input the plugin asks j-cli for
+# `text_only`, and the model receives j-cli's description of the image instead
+# of it: the session goes on, and the model can read a text form. Without
+# that, OpenCode 1.18.33 turns the image into "ERROR: Cannot read image ...
+# Inform the user." on the chat-completions route, and sends it anyway inside
+# the tool result on the Responses and Anthropic routes.
+
+READ_TEXT_FORM = ToolCall("read_notebook_output", {"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0, "mime_type": "text/plain"})
+
+
+def _told_as_text(seen) -> str:
+    (caption, *_) = tool_texts(seen)
+    assert seen.images() == [] and base64_leaks(seen, _png()) == []
+    assert not any("Cannot read image" in part.text for part in seen.parts)
+    return caption
+
+
+@pytest.mark.parametrize("npm", PACKAGES)
+def test_a_model_without_image_input_receives_j_clis_description_of_the_png_and_goes_on_to_its_text_form(host_bin, tmp_path, npm):
+    world = OpenCode(host_bin, tmp_path)
+    model = world.turn([READ_PNG, READ_TEXT_FORM, Say("read it")], npm=npm, images=False)
+    after_read, last = model.turn[1], model.turn[-1]
+    caption = _told_as_text(after_read)
+    label = f"{world.project / NOTEBOOK} cell 2 output 0"
+    assert caption == (
+        f"[image/png from {label}; 3630 bytes, 150x100 px; not sent: the model takes no image input; "
+        "its text forms: text/plain (35 bytes); read one with mime_type='text/plain']"
+    ), caption
+    assert tool_texts(last)[1] == _notebook_text(2, 0)  # the text form, as the caption said to read it
+    assert last.images() == []
+
+
+def test_a_model_with_no_modalities_in_its_config_is_text_only_to_opencode_and_gets_the_description(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    seen = world.turn([READ_PNG, Say()], images=None).turn[-1]
+    assert "not sent: the model takes no image input" in _told_as_text(seen)
+
+
+def test_jcli_text_only_on_tells_the_png_as_text_even_to_a_model_that_takes_images(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    seen = world.turn([READ_PNG, Say()], npm="@ai-sdk/anthropic", env={"JCLI_TEXT_ONLY": "1"}).turn[-1]
+    assert "not sent: the model takes no image input" in _told_as_text(seen)
+
+
+def test_jcli_text_only_off_sends_the_png_even_to_a_model_opencode_says_takes_none(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path, scope="user")
+    seen = world.turn([READ_PNG, Say()], npm="@ai-sdk/anthropic", images=False, env={"JCLI_TEXT_ONLY": "off"}).turn[-1]
+    (image,) = seen.images()
+    assert image.data == _png() and image.role == "tool"
