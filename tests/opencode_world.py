@@ -12,16 +12,22 @@ The provider packages a turn uses (``@ai-sdk/openai-compatible``,
 ``@ai-sdk/openai``, ``@ai-sdk/anthropic``) are bundled in OpenCode's binary:
 OpenCode installs a provider package into its cache only when it is not one
 of its bundled ones, so a turn needs nothing but the seeded plugin
-dependency. Every turn runs with a registry address on a closed loopback
-port, so any install OpenCode tried would fail there instead of reaching out.
+dependency. A turn runs in a network namespace of its own whose only
+interface is its loopback, shared with the model server (:class:`LoopbackOnly`),
+and with a registry address on a closed port there: nothing it tried could
+reach beyond it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from helpers import BIN, FIXTURES, run_cli
 from hostbins import host_env, offline_prefix, seed_opencode_dir
@@ -37,6 +43,8 @@ QUIET = {
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
 }
 LOAD_FAILURES = ("failed to load plugin", "Plugin export is not a function")
+T = TypeVar("T")
+_CLONE_NEWNET = 0x40000000
 #: A registry that refuses every connection, asked once (npm's retries would wait a minute).
 NO_REGISTRY = {"npm_config_registry": "http://127.0.0.1:9/", "npm_config_fetch_retries": "0"}
 
@@ -60,6 +68,67 @@ def provider_config(url: str, npm: str = "@ai-sdk/openai-compatible", images: bo
         "permission": {"bash": "allow", "edit": "allow"},
         "provider": {"scripted": provider},
     }
+
+
+class LoopbackOnly:
+    """A network namespace whose only interface is its own loopback, up: a context manager.
+
+    A holder process (``unshare -n``) keeps the namespace; :meth:`bound`
+    creates a listening socket inside it (from a thread that joined it, so
+    this process's own network is untouched), and :attr:`prefix` runs a
+    command inside it (``nsenter``). Where the machine cannot make one (no
+    ``unshare``, ``nsenter`` or ``ip``, no privilege), or with ``enabled``
+    False, it is a no-op: the machine's own loopback.
+    """
+
+    def __init__(self, enabled: bool = True):
+        tools = [shutil.which(name) for name in ("nsenter", "ip")]
+        self.enabled = enabled and bool(offline_prefix()) and all(tools)
+        self.prefix: list[str] = []
+        self._holder: subprocess.Popen | None = None
+
+    def __enter__(self) -> LoopbackOnly:
+        if self.enabled:
+            holder = subprocess.Popen(
+                [*offline_prefix(), "sh", "-c", "ip link set lo up && echo up && exec cat"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            self._holder = holder
+            assert holder.stdout is not None and holder.stdout.readline() == b"up\n", "no loopback in a new network namespace"
+            self.prefix = [shutil.which("nsenter") or "nsenter", f"--net=/proc/{holder.pid}/ns/net", "--"]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._holder is not None:
+            self._holder.communicate(timeout=30)  # closes its stdin: the holder ends, and the namespace with it
+
+    def bound(self, make: Callable[[], T]) -> T:
+        """``make()``, run in a thread inside the namespace: a socket it binds listens there."""
+        if self._holder is None:
+            return make()
+        result: list = []
+
+        def inside() -> None:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open(f"/proc/{self._holder.pid}/ns/net", os.O_RDONLY)  # type: ignore[union-attr]
+            try:
+                if libc.setns(fd, _CLONE_NEWNET) != 0:
+                    result.append(OSError(ctypes.get_errno(), "setns"))
+                    return
+            finally:
+                os.close(fd)
+            try:
+                result.append(make())
+            except BaseException as exc:  # handed to the caller's thread
+                result.append(exc)
+
+        thread = threading.Thread(target=inside)  # its namespace ends with it; the socket keeps the namespace's
+        thread.start()
+        thread.join()
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
 
 
 class OpenCode:
@@ -113,24 +182,31 @@ class OpenCode:
         npm: str = "@ai-sdk/openai-compatible",
         images: bool | None = True,
         env: dict[str, str] | None = None,
+        offline: bool = True,
     ) -> ScriptedModel:
         """One ``opencode run`` turn whose model plays ``script``; returns the model with what it received.
 
-        The turn must end well: OpenCode exits 0, loads the plugin, and every
-        step of the script was answered by a tool result.
+        ``offline``: OpenCode and the model server share a network namespace
+        whose only interface is its own loopback (:class:`LoopbackOnly`), so
+        the turn cannot reach anything else; a turn whose tools need this
+        machine's loopback (a Jupyter Server) passes False. The turn must end
+        well: OpenCode exits 0, loads the plugin, and every step of the
+        script was answered by a tool result.
         """
-        with ScriptedModel(script) as model:
-            (self.user_config / "opencode.json").write_text(json.dumps(provider_config(model.url, npm, images)))
-            # OpenCode takes the session directory from PWD, not from the process's cwd.
-            extra = {"PATH": self.path, "PWD": str(self.project), "JCLI_SIDECAR": "off", **NO_REGISTRY, **(env or {}), **QUIET}
-            proc = subprocess.run(
-                [str(self.bin), "run", "--print-logs", "go"],
-                cwd=self.project,
-                env=host_env(self.home, **extra),
-                capture_output=True,
-                text=True,
-                timeout=100,
-            )
+        with LoopbackOnly(offline) as net:
+            model = net.bound(lambda: ScriptedModel(script))
+            with model:
+                (self.user_config / "opencode.json").write_text(json.dumps(provider_config(model.url, npm, images)))
+                # OpenCode takes the session directory from PWD, not from the process's cwd.
+                extra = {"PATH": self.path, "PWD": str(self.project), "JCLI_SIDECAR": "off", **NO_REGISTRY, **(env or {}), **QUIET}
+                proc = subprocess.run(
+                    [*net.prefix, str(self.bin), "run", "--print-logs", "go"],
+                    cwd=self.project,
+                    env=host_env(self.home, **extra),
+                    capture_output=True,
+                    text=True,
+                    timeout=100,
+                )
         for failure in LOAD_FAILURES:
             assert failure not in proc.stderr
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -141,9 +141,9 @@ def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_wha
 # a whole turn instead: `opencode run` against a provider whose "model" is
 # tests/model_server.py on loopback, answering with the scripted tool calls,
 # one per step, then "done". Everything else is OpenCode's own: its session
-# loop, its bash/read/edit tools, its plugin hooks. The endpoint is on
-# loopback, so these runs are not under `unshare -n`; OpenCode's own fetches
-# stay switched off.
+# loop, its bash/read/edit tools, its plugin hooks. OpenCode and the model
+# share a network namespace whose only interface is its loopback, and
+# OpenCode's own fetches stay switched off.
 
 
 def _turn(world: OpenCode, calls: list[tuple[str, dict]], extra_env: dict[str, str] | None = None) -> list[str]:

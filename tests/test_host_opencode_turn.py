@@ -14,7 +14,8 @@ Where OpenCode puts an image a tool returned depends on the provider package:
   image is inside the tool result, beside the caption.
 
 The three packages are bundled in OpenCode's binary (nothing is installed for
-them); every turn runs with a registry on a closed loopback port anyway.
+them); every turn but the one that reaches the test's Jupyter Server runs in a
+network namespace with nothing but its own loopback.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def test_a_plot_run_through_bash_with_j_cli_exec_reaches_the_model_as_the_runs_p
 ):
     world = OpenCode(host_bin, tmp_path)
     command = f"j-cli exec {kernel_session} -c {shlex.quote(PLOT)}"
-    seen = world.turn([ToolCall("bash", {"command": command, "description": "Plot"}), Say()], npm=npm).turn[-1]
+    script = [ToolCall("bash", {"command": command, "description": "Plot"}), Say()]
+    seen = world.turn(script, npm=npm, offline=False).turn[-1]  # j-cli exec reaches the test's Jupyter Server on loopback
     (answer,) = tool_texts(seen)
     runs = sorted((world.project / ".j-cli").rglob("*.png"))
     assert len(runs) == 1, answer
