@@ -211,6 +211,7 @@ class OpenCode:
             assert failure not in proc.stderr
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert {seen.dialect for seen in model.requests} == {PROVIDER_PACKAGES[npm]}
+        assert not list((self.home / ".cache").rglob("@ai-sdk")), "OpenCode installed a provider package it bundles"
         calls = sum(1 for step in script if not isinstance(step, Say))
         assert model.turn and len(model.turn[-1].tool_results) == calls, proc.stderr[-2000:]
         return model
