@@ -508,6 +508,26 @@ test("with a sidecar running, every fixture case comes through the socket, equal
   assert.deepEqual(socketed, spawned);
 });
 
+test("with a sidecar running, a read for a model that takes no images comes through the socket as the same description, and spawns nothing", async (t) => {
+  withTextOnly(t, undefined);
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const hooks = await JcliPlugin({});
+  const tool = hooks.tool.read_notebook_output;
+  await hooks["chat.params"](chatParams("s", "build", false), {});
+  const requests = [PNG, cases.find((c) => c.name === "html").request];
+  const spawned = await spawnedOutcomes(tool, dir, requests);
+  assert.match(spawned[0].result.output, /not sent: the model takes no image input/);
+  sidecarOn(t, counting.bin);
+  startSidecar(t, dir);
+  await outcome(tool, dir, requests[0]); // learns the j-cli version once
+  const spawnsBefore = counting.spawns();
+  const socketed = [];
+  for (const request of requests) socketed.push(await outcome(tool, dir, request));
+  assert.equal(counting.spawns(), spawnsBefore, "no j-cli was spawned for a read");
+  assert.deepEqual(socketed, spawned);
+});
+
 test("with no sidecar, the read spawns j-cli (which starts one for next time)", async (t) => {
   const dir = workspace();
   const counting = countingJcli(dir);
