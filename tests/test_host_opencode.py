@@ -24,62 +24,9 @@ import subprocess
 
 import pytest
 from helpers import BIN, FIXTURES, load_cases, run_cli
-from hostbins import host_env, offline_prefix, seed_opencode_dir
-
-NOTEBOOK = "kernel_v4.5.ipynb"
-#: Switches for everything OpenCode would otherwise fetch or start on its own.
-_QUIET = {
-    "OPENCODE_DISABLE_MODELS_FETCH": "1",
-    "OPENCODE_DISABLE_AUTOUPDATE": "1",
-    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    "OPENCODE_DISABLE_SHARE": "1",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-}
-_LOAD_FAILURES = ("failed to load plugin", "Plugin export is not a function")
-
-
-class OpenCode:
-    """One temporary OpenCode world: a HOME, a project, and the j-cli plugin in it."""
-
-    def __init__(self, host_bin, tmp_path, scope="project"):
-        self.bin = host_bin / "opencode"
-        self.home = tmp_path / "home"
-        self.project = tmp_path / "project"
-        self.project.mkdir()
-        shutil.copyfile(FIXTURES / NOTEBOOK, self.project / NOTEBOOK)
-        self.path = f"{BIN}{os.pathsep}{os.environ['PATH']}"  # a project file names plain j-cli: PATH finds it
-        self.user_config = self.home / ".config" / "opencode"
-        env = host_env(self.home, PATH=self.path)
-        setup = run_cli("-j", "setup", "opencode", f"--{scope}", cwd=self.project, env=env)
-        assert setup.returncode == 0, setup.stderr
-        self.setup = setup.json()
-        seed_opencode_dir(self.user_config)
-        seed_opencode_dir(self.project / ".opencode")
-
-    def run_tool(self, params: dict, path: str | None = None, sidecar: bool = False) -> subprocess.CompletedProcess:
-        env = host_env(self.home, PATH=path or self.path, JCLI_SIDECAR="on" if sidecar else "off", **_QUIET)
-        argv = [
-            *offline_prefix(),
-            str(self.bin),
-            "debug",
-            "agent",
-            "build",
-            "--print-logs",
-            "--tool",
-            "read_notebook_output",
-            "--params",
-            json.dumps(params),
-        ]
-        proc = subprocess.run(argv, cwd=self.project, env=env, capture_output=True, text=True, timeout=100)
-        for failure in _LOAD_FAILURES:
-            assert failure not in proc.stderr, [ln for ln in proc.stderr.splitlines() if failure in ln]
-        assert "Tool read_notebook_output not found" not in proc.stderr, proc.stderr[-2000:]
-        return proc
-
-    def read(self, params: dict, path: str | None = None, sidecar: bool = False) -> dict:
-        proc = self.run_tool(params, path, sidecar)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        return json.loads(proc.stdout)["result"]
+from hostbins import host_env, offline_prefix
+from model_server import ToolCall
+from opencode_world import NO_REGISTRY, NOTEBOOK, QUIET, OpenCode, tool_texts
 
 
 def _case(name: str) -> dict:
@@ -191,94 +138,18 @@ def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_wha
 #
 # `opencode debug agent --tool` calls a tool's execute directly, without
 # OpenCode's `tool.execute.before`/`after` hooks, so the guards are driven by
-# a whole turn instead: `opencode run` against a provider whose "model" is a
-# local OpenAI-compatible endpoint that answers with the scripted tool calls,
+# a whole turn instead: `opencode run` against a provider whose "model" is
+# tests/model_server.py on loopback, answering with the scripted tool calls,
 # one per step, then "done". Everything else is OpenCode's own: its session
-# loop, its bash/read/edit tools, its plugin hooks. The endpoint is on
-# loopback, so these runs are not under `unshare -n`; OpenCode's own fetches
-# stay switched off.
-
-
-class ScriptedModel:
-    """An OpenAI-compatible chat endpoint that streams one scripted tool call per step."""
-
-    def __init__(self, calls: list[tuple[str, dict]]):
-        import http.server
-        import threading
-
-        self.calls = list(calls)
-        self.tool_messages: list[str] = []
-        model = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                model.tool_messages = [m["content"] for m in body["messages"] if m.get("role") == "tool"]
-                step = len(model.tool_messages)
-                if body.get("tools") and step < len(model.calls):  # a title request has no tools
-                    name, args = model.calls[step]
-                    call = {"index": 0, "id": f"call_{step}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                    chunks = [
-                        {"delta": {"role": "assistant", "tool_calls": [call]}, "finish_reason": None},
-                        {"delta": {}, "finish_reason": "tool_calls"},
-                    ]
-                else:
-                    chunks = [
-                        {"delta": {"role": "assistant", "content": "done"}, "finish_reason": None},
-                        {"delta": {}, "finish_reason": "stop"},
-                    ]
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for chunk in chunks:
-                    doc = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [{"index": 0, **chunk}]}
-                    self.wfile.write(f"data: {json.dumps(doc)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def config(self) -> dict:
-        base = f"http://127.0.0.1:{self.server.server_port}/v1"
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "scripted",
-            "options": {"baseURL": base, "apiKey": "none"},
-            "models": {"m": {"name": "m", "tool_call": True}},
-        }
-        return {
-            "model": "scripted/m",
-            "small_model": "scripted/m",
-            "permission": {"bash": "allow", "edit": "allow"},
-            "provider": {"scripted": provider},
-        }
+# loop, its bash/read/edit tools, its plugin hooks. OpenCode and the model
+# share a network namespace whose only interface is its loopback, and
+# OpenCode's own fetches stay switched off.
 
 
 def _turn(world: OpenCode, calls: list[tuple[str, dict]], extra_env: dict[str, str] | None = None) -> list[str]:
     """One `opencode run` turn whose model makes `calls`; returns what each tool answered the model."""
-    model = ScriptedModel(calls)
-    try:
-        (world.user_config / "opencode.json").write_text(json.dumps(model.config()))
-        # OpenCode takes the session directory from PWD, not from the process's cwd.
-        env = host_env(world.home, PATH=world.path, PWD=str(world.project), JCLI_SIDECAR="off", **(extra_env or {}), **_QUIET)
-        proc = subprocess.run(
-            [str(world.bin), "run", "--print-logs", "go"], cwd=world.project, env=env, capture_output=True, text=True, timeout=100
-        )
-    finally:
-        model.close()
-    for failure in _LOAD_FAILURES:
-        assert failure not in proc.stderr
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert len(model.tool_messages) == len(calls), (model.tool_messages, proc.stderr[-2000:])
-    return model.tool_messages
+    model = world.turn([ToolCall(name, args) for name, args in calls], env=extra_env)
+    return tool_texts(model.turn[-1])
 
 
 def _paired(world: OpenCode) -> None:
@@ -330,9 +201,6 @@ def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of
 # -n`; for the scripted turn, which needs loopback, a registry address on a
 # closed loopback port), so that install fails as it does offline.
 
-#: A registry that refuses every connection, asked once (npm's retries would wait a minute).
-_NO_REGISTRY = {"npm_config_registry": "http://127.0.0.1:9/", "npm_config_fetch_retries": "0"}
-
 
 def _unseeded_project(world: OpenCode) -> None:
     for name in ("node_modules", "package.json", "package-lock.json"):
@@ -344,7 +212,7 @@ def _unseeded_project(world: OpenCode) -> None:
 def test_offline_without_the_plugin_package_the_read_tool_loads_and_says_why(host_bin, tmp_path):
     world = OpenCode(host_bin, tmp_path)
     _unseeded_project(world)
-    env = host_env(world.home, PATH=world.path, JCLI_SIDECAR="off", **_NO_REGISTRY, **_QUIET)
+    env = host_env(world.home, PATH=world.path, JCLI_SIDECAR="off", **NO_REGISTRY, **QUIET)
     params = json.dumps({"file_path": NOTEBOOK, "cell_index": 2})
     argv = [
         *offline_prefix(),
@@ -376,7 +244,7 @@ def test_offline_without_the_plugin_package_the_guards_still_refuse(host_bin, tm
             ("bash", {"command": "touch denied-ran && papermill a.ipynb b.ipynb", "description": "Run the notebook"}),
             ("edit", {"filePath": str(world.project / "a.ipynb"), "oldString": "x = 1", "newString": "x = 3"}),
         ],
-        extra_env=_NO_REGISTRY,
+        extra_env=NO_REGISTRY,
     )
     assert answers[0].startswith("j-cli notebook-exec-guard: `papermill` runs a notebook outside j-cli (a.ipynb)"), answers[0]
     assert answers[1].startswith("j-cli notebook-edit-guard: a.ipynb is paired with the py:percent a.py"), answers[1]

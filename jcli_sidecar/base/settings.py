@@ -207,6 +207,13 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting("JCLI_DEBUG", "flag", False, "any value: an INTERNAL_ERROR shows its traceback"),
         Setting("JCLI_BIN", "text", "", "the OpenCode and DSH plugins: the j-cli to run (default: j-cli on PATH)"),
+        Setting(
+            "JCLI_TEXT_ONLY",
+            "text",
+            "",
+            "the OpenCode plugin: on (or 1, true, yes) tells every image as text (text_only); off (or 0, false, no, disabled) "
+            "always sends images; unset: as OpenCode says the session's model takes (images until it has said)",
+        ),
         Setting("JCLI_SIDECAR_SPAWN_LOCK_FD", "text", "", "the spawner hands its held spawn lock to the sidecar", internal=True),
         Setting("JCLI_SIDECAR_TEST_STALL_AT", "text", "", "tests: the sidecar step to stall at", internal=True),
         Setting("JCLI_SIDECAR_TEST_STALL_FIFO", "text", "", "tests: the FIFO a stalled sidecar waits on", internal=True),

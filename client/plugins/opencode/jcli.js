@@ -13,6 +13,17 @@
 // with `agent_text: true`, the line every j-cli client shows; nothing here
 // words it. A coded j-cli error becomes a thrown Error carrying the code and message.
 //
+// A model that takes no images: OpenCode tells a plugin the model of every
+// request it sends in `chat.params` (`model.capabilities.input.image`, from
+// the model's `modalities` in the config or OpenCode's catalog), keyed here
+// by session and agent, the two the read tool's context names. When that
+// model takes no images the read asks j-cli for `text_only: true`, and j-cli
+// (not this file) tells the image as text: what it is, its size, where it is,
+// why it was not sent, how to read a text form. JCLI_TEXT_ONLY overrides
+// what OpenCode said: on (1, true, yes) always, off (0, false, no, disabled)
+// never. When OpenCode has said nothing for the session (no model request
+// yet, as in `opencode debug agent --tool`) the image is sent.
+//
 // The guards (docs/guards.md) hold no logic here: `tool.execute.before` and
 // `tool.execute.after` pass the call to `j-cli _hooks NAME --platform
 // opencode` as `{tool_name, tool_input, cwd}` on stdin. A deny (exit 2)
@@ -180,8 +191,55 @@ function toToolResult(doc) {
       attachments: [{ type: "file", mime: sel.mime_type, url: `data:${sel.mime_type};base64,${sel.data}` }],
     };
   }
+  if (!("data" in sel)) {
+    // An image told as text (text_only): the caption says what it is, where, why it was not sent, and how to read a text form.
+    return { title: caption, output: caption, metadata: { mime_type: sel.mime_type, bytes: sel.bytes, withheld: sel.withheld } };
+  }
   const output = sel.encoding === "json" ? JSON.stringify(sel.data, null, 2) : sel.data;
   return { title: caption, output, metadata: { mime_type: sel.mime_type } };
+}
+
+/** What turns JCLI_TEXT_ONLY off, as j-cli reads its switches (any case). */
+const OFF_WORDS = new Set(["off", "0", "false", "no", "disabled"]);
+/** Sessions whose model this plugin remembers (the oldest is forgotten first). */
+const REMEMBERED_SESSIONS = 256;
+
+/**
+ * What OpenCode said each session's model takes, from `chat.params`:
+ * `note(input)` records `input.model.capabilities.input.image` under the
+ * input's session and agent (the last request's model wins), and
+ * `takesImages(sessionID, agent)` answers true, false, or undefined when
+ * OpenCode has said nothing for them.
+ */
+function modelInputs(limit = REMEMBERED_SESSIONS) {
+  const seen = new Map();
+  const key = (sessionID, agent) => `${sessionID}\0${agent ?? ""}`;
+  return {
+    note(input) {
+      const image = input?.model?.capabilities?.input?.image;
+      if (typeof image !== "boolean" || typeof input.sessionID !== "string") return;
+      const k = key(input.sessionID, input.agent);
+      seen.delete(k);
+      seen.set(k, image);
+      if (seen.size > limit) seen.delete(seen.keys().next().value);
+    },
+    takesImages(sessionID, agent) {
+      return typeof sessionID === "string" ? seen.get(key(sessionID, agent)) : undefined;
+    },
+  };
+}
+
+/** JCLI_TEXT_ONLY: true (on), false (off), or null when unset or blank. */
+function textOnlySetting(env = process.env) {
+  const raw = String(env.JCLI_TEXT_ONLY ?? "").trim().toLowerCase();
+  return raw === "" ? null : !OFF_WORDS.has(raw);
+}
+
+/** Whether a read in tool `context` asks j-cli for `text_only`: JCLI_TEXT_ONLY when set, else what OpenCode said of the model. */
+function wantsTextOnly(models, context, env = process.env) {
+  const forced = textOnlySetting(env);
+  if (forced !== null) return forced;
+  return models.takesImages(context?.sessionID, context?.agent) === false;
 }
 
 /** How long one guard may take before the call goes through unguarded. */
@@ -320,11 +378,12 @@ function unavailableReadTool(why) {
 }
 
 /** The `read_notebook_output` tool, built with `tool` from `@opencode-ai/plugin`. */
-function readNotebookOutputTool(tool) {
+function readNotebookOutputTool(tool, models) {
   return tool({
     description:
       "Read a saved Jupyter notebook output in one call. Without output_index: the cell's outputs and MIME types. " +
-      "With it: that output, text and HTML verbatim, images as attachments. Works for .ipynb and py:percent .py pairs.",
+      "With it: that output, text and HTML verbatim, images as attachments (told as text to a model that takes no images). " +
+      "Works for .ipynb and py:percent .py pairs.",
     // The fields, types, bounds and descriptions of j-cli's one request spec
     // (jcli_sidecar/read/request_spec.py); a test fails when this drifts from it.
     args: {
@@ -349,6 +408,7 @@ function readNotebookOutputTool(tool) {
         host: "opencode",
         max_response_bytes: RESPONSE_BUDGET,
         agent_text: true, // j-cli builds the caption this tool shows
+        text_only: wantsTextOnly(models, context) || undefined, // j-cli tells the image as text
       };
       for (const key of Object.keys(request)) if (request[key] === undefined) delete request[key];
       const pending = viaSidecar({ key: jcliCommand().join("\0"), cwd: context.directory, request, signal: context.abort });
@@ -368,13 +428,15 @@ const JcliPlugin = async (input) => {
   const directory = input?.directory || process.cwd();
   const helper = await loadToolHelper();
   if (helper.missing) console.warn(`[j-cli] read_notebook_output is unavailable: ${helper.missing}; the guards still run`);
+  const models = modelInputs();
   return {
+    "chat.params": async (chatInput) => models.note(chatInput), // reads the model OpenCode is about to ask; changes nothing
     "tool.execute.before": (toolInput, output) => guardBefore(toolInput, output, directory),
     "tool.execute.after": (toolInput, output) => guardAfter(toolInput, output, directory),
-    tool: { read_notebook_output: helper.tool ? readNotebookOutputTool(helper.tool) : unavailableReadTool(helper.missing) },
+    tool: { read_notebook_output: helper.tool ? readNotebookOutputTool(helper.tool, models) : unavailableReadTool(helper.missing) },
   };
 };
 
-JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, HOOK_TIMEOUT_MS, runJcli, runHook, toToolResult };
+JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, HOOK_TIMEOUT_MS, runJcli, runHook, toToolResult, modelInputs, wantsTextOnly };
 
 export default JcliPlugin;

@@ -96,6 +96,103 @@ test("an image arrives as exactly one attachment with the notebook's bytes", asy
   }
 });
 
+// ---- A model that takes no images: OpenCode says so in chat.params; the read asks j-cli for text_only.
+
+const PNG = { file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 };
+
+function chatParams(sessionID, agent, image) {
+  return { sessionID, agent, model: { id: "m", providerID: "p", capabilities: { input: { text: true, image } } }, provider: {}, message: {} };
+}
+
+function withTextOnly(t, value) {
+  const saved = process.env.JCLI_TEXT_ONLY;
+  t.after(() => {
+    if (saved === undefined) delete process.env.JCLI_TEXT_ONLY;
+    else process.env.JCLI_TEXT_ONLY = saved;
+  });
+  if (value === undefined) delete process.env.JCLI_TEXT_ONLY;
+  else process.env.JCLI_TEXT_ONLY = value;
+}
+
+test("a read for a model OpenCode says takes no images is j-cli's text_only answer: its caption, no attachment, no base64", async (t) => {
+  withTextOnly(t, undefined);
+  const dir = workspace();
+  const hooks = await JcliPlugin({});
+  const output = { temperature: 0, topP: 1, topK: 0, maxOutputTokens: undefined, options: {} };
+  await hooks["chat.params"](chatParams("s", "build", false), output);
+  assert.deepEqual(output, { temperature: 0, topP: 1, topK: 0, maxOutputTokens: undefined, options: {} }, "the hook changes nothing it is asked");
+  const result = await hooks.tool.read_notebook_output.execute(PNG, context(dir));
+  const file = path.join(dir, PNG.file_path); // as execute() resolves it
+  const expected = jcliJson(dir, ["notebook", "output", file, "--cell", "2", "--output", "0", "--host", "opencode", "--text-only", "--agent-text"]);
+  assert.equal(result.attachments, undefined);
+  assert.equal(result.output, expected.agent_text.caption);
+  assert.equal(result.title, expected.agent_text.caption);
+  assert.match(result.output, /; 3630 bytes, 150x100 px; not sent: the model takes no image input; its text forms: text\/plain/);
+  assert.deepEqual(result.metadata, { mime_type: "image/png", bytes: 3630, withheld: "the model takes no image input" });
+  assert.ok(!/[A-Za-z0-9+/]{40,}/.test(JSON.stringify(result)), "base64 in a text-only result");
+});
+
+test("text_only follows the model of the read's own session and agent, the last one OpenCode named", async (t) => {
+  withTextOnly(t, undefined);
+  const dir = workspace();
+  const hooks = await JcliPlugin({});
+  const read = (sessionID, agent) => hooks.tool.read_notebook_output.execute(PNG, { ...context(dir), sessionID, agent });
+  await hooks["chat.params"](chatParams("s1", "build", false), {});
+  await hooks["chat.params"](chatParams("s2", "build", true), {});
+  await hooks["chat.params"](chatParams("s1", "title", true), {}); // the title request's small model is another agent
+  assert.equal((await read("s1", "build")).attachments, undefined);
+  assert.equal((await read("s2", "build")).attachments.length, 1);
+  assert.equal((await read("s3", "build")).attachments.length, 1, "a session OpenCode said nothing of gets the image");
+  await hooks["chat.params"](chatParams("s1", "build", true), {}); // the user switched to a model that takes images
+  assert.equal((await read("s1", "build")).attachments.length, 1);
+});
+
+test("chat.params input without a model's capabilities changes nothing and never throws", async (t) => {
+  withTextOnly(t, undefined);
+  const dir = workspace();
+  const hooks = await JcliPlugin({});
+  for (const input of [undefined, null, {}, { sessionID: "s" }, { sessionID: "s", agent: "build", model: {} }, { sessionID: 7, model: { capabilities: { input: { image: false } } } }, { sessionID: "s", agent: "build", model: { capabilities: { input: { image: "no" } } } }]) {
+    await hooks["chat.params"](input, {});
+  }
+  assert.equal((await hooks.tool.read_notebook_output.execute(PNG, context(dir))).attachments.length, 1);
+});
+
+test("JCLI_TEXT_ONLY on or off wins over what OpenCode said; blank is unset", async (t) => {
+  const { modelInputs, wantsTextOnly } = JcliPlugin.internals;
+  const models = modelInputs();
+  models.note(chatParams("s", "build", true));
+  models.note(chatParams("t", "build", false));
+  const at = (sessionID) => ({ sessionID, agent: "build" });
+  for (const on of ["1", "true", "YES", "on", " 1 "]) {
+    assert.equal(wantsTextOnly(models, at("s"), { JCLI_TEXT_ONLY: on }), true, on);
+  }
+  for (const off of ["0", "false", "No", "off", "disabled"]) {
+    assert.equal(wantsTextOnly(models, at("t"), { JCLI_TEXT_ONLY: off }), false, off);
+  }
+  for (const unset of [{}, { JCLI_TEXT_ONLY: "" }, { JCLI_TEXT_ONLY: "  " }]) {
+    assert.equal(wantsTextOnly(models, at("s"), unset), false);
+    assert.equal(wantsTextOnly(models, at("t"), unset), true);
+    assert.equal(wantsTextOnly(models, at("u"), unset), false);
+    assert.equal(wantsTextOnly(models, undefined, unset), false);
+  }
+  withTextOnly(t, "1");
+  const dir = workspace();
+  const result = await (await readTool()).execute(PNG, context(dir));
+  assert.equal(result.attachments, undefined);
+  assert.match(result.output, /not sent: the model takes no image input/);
+});
+
+test("the sessions remembered are bounded: the oldest is forgotten first", () => {
+  const models = JcliPlugin.internals.modelInputs(2);
+  models.note(chatParams("a", "build", false));
+  models.note(chatParams("b", "build", false));
+  models.note(chatParams("a", "build", false)); // a is the newest again
+  models.note(chatParams("c", "build", false));
+  assert.equal(models.takesImages("b", "build"), undefined);
+  assert.equal(models.takesImages("a", "build"), false);
+  assert.equal(models.takesImages("c", "build"), false);
+});
+
 test("every text case of the shared fixtures is verbatim", async () => {
   const dir = workspace();
   const tool = await readTool();
@@ -408,6 +505,26 @@ test("with a sidecar running, every fixture case comes through the socket, equal
   assert.equal(counting.spawns(), spawnsBefore, `no j-cli was spawned for a read: ${fs.readFileSync(path.join(dir, "spawns.log"), "utf8")}`);
   assert.equal(sidecar.requests(), servedBefore + requests.length + 1, "the sidecar served every read (and one status call)");
   assert.equal(counting.versions(), 1, "the version is learned once");
+  assert.deepEqual(socketed, spawned);
+});
+
+test("with a sidecar running, a read for a model that takes no images comes through the socket as the same description, and spawns nothing", async (t) => {
+  withTextOnly(t, undefined);
+  const dir = workspace();
+  const counting = countingJcli(dir);
+  const hooks = await JcliPlugin({});
+  const tool = hooks.tool.read_notebook_output;
+  await hooks["chat.params"](chatParams("s", "build", false), {});
+  const requests = [PNG, cases.find((c) => c.name === "html").request];
+  const spawned = await spawnedOutcomes(tool, dir, requests);
+  assert.match(spawned[0].result.output, /not sent: the model takes no image input/);
+  sidecarOn(t, counting.bin);
+  startSidecar(t, dir);
+  await outcome(tool, dir, requests[0]); // learns the j-cli version once
+  const spawnsBefore = counting.spawns();
+  const socketed = [];
+  for (const request of requests) socketed.push(await outcome(tool, dir, request));
+  assert.equal(counting.spawns(), spawnsBefore, "no j-cli was spawned for a read");
   assert.deepEqual(socketed, spawned);
 });
 
