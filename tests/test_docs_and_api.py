@@ -111,7 +111,7 @@ def test_output_show_has_one_flag_per_run_request_field_of_the_same_type():
     from jcli.output_cmd import output_show
     from jcli_sidecar.read.request_spec import RUN_SPEC
 
-    kinds = {"integer": "integer", "text": "string"}
+    kinds = {"integer": "integer", "text": "string", "boolean": "boolean"}
     flags = {p.name: kinds[p.type.name] for p in output_show.params if p.name != "ref"}
     assert flags == {f.name: f.type for f in RUN_SPEC if f.name != "run"}  # RUN is the positional argument
 

@@ -201,7 +201,10 @@ def mcp() -> None:
 @mcp.command("serve")
 @click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False), help="Allow reads under DIR (repeatable).")
 @click.option("--host", metavar="NAME", help=f"Fit images to this host's types and limits: {HOST_NAMES}.")
-def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
+@click.option(
+    "--text-only", is_flag=True, help="The host's model takes no image input: tell images as text (what, size, where, text forms)."
+)
+def mcp_serve(roots: tuple[str, ...], host: str | None, text_only: bool) -> None:
     """Serve read_notebook_output and read_run_output over stdio."""
     from jcli_sidecar.base import JcliError
 
@@ -209,7 +212,7 @@ def mcp_serve(roots: tuple[str, ...], host: str | None) -> None:
     from .outcome import json_mode
 
     try:
-        raise SystemExit(serve(list(roots), host))
+        raise SystemExit(serve(list(roots), host, text_only))
     except JcliError as err:
         ctx = click.get_current_context()
         ctx.exit(emit.error(err, json_mode(ctx)))

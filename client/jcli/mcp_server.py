@@ -73,14 +73,14 @@ _CACHE_HINTS = {"cacheScope": "private", "ttlMs": 0}  # modern era: nothing list
 _READ_ONLY = {"destructiveHint": False, "idempotentHint": True, "openWorldHint": False, "readOnlyHint": True}
 
 
-def serve(roots: list[str], host: str | None = None) -> int:
-    """Serve MCP over stdio until the client goes away; images fit ``host`` when given."""
+def serve(roots: list[str], host: str | None = None, text_only: bool = False) -> int:
+    """Serve MCP over stdio until the client goes away; images fit ``host`` when given, or are told as text (``text_only``)."""
     if host is not None:
         from jcli_sidecar.read import view_spec
 
         view_spec(host=host)  # an unknown host fails here, before serving
     out = _protocol_stdout()
-    session = McpSession(rpc.FrameWriter(out), [os.path.realpath(r) for r in roots], host)
+    session = McpSession(rpc.FrameWriter(out), [os.path.realpath(r) for r in roots], host, text_only)
     try:
         for line in rpc.read_lines(0):
             try:
@@ -211,9 +211,10 @@ def _is_id(value: Any) -> bool:
 class McpSession:
     """One client's session: routes each message, answers requests, runs calls on worker threads."""
 
-    def __init__(self, writer: rpc.FrameWriter, roots: list[str], host: str | None) -> None:
+    def __init__(self, writer: rpc.FrameWriter, roots: list[str], host: str | None, text_only: bool = False) -> None:
         self._writer = writer
         self._host = host
+        self._text_only = text_only
         self._fixed_roots = bool(roots)
         self._roots: list[str] | None = roots or None
         self._client_has_roots = False
@@ -405,7 +406,7 @@ class McpSession:
 
     def _call_result(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
-            doc = mcp_tools.call_tool(name, arguments, self._allowed_roots(), self._host)
+            doc = mcp_tools.call_tool(name, arguments, self._allowed_roots(), self._host, self._text_only)
         except JcliError as err:
             return _error_result(f"{err.code}: {display_name(err.message)}")  # a file name that is not UTF-8 comes out valid
         except Exception as exc:  # a bug: still a coded tool error, never a protocol crash

@@ -95,6 +95,8 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         block = doc["error"]
         return [("text", block["data"] if "data" in block else json_text(block)), note]
     selected = doc["selected"]
+    if "withheld" in selected:  # an image told as text (text_only): the caption says it all
+        return [note]
     text = of_selected(selected).as_text(selected["data"])
     if text is None:  # an image
         data = selected["data"]
@@ -106,17 +108,20 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     return [("text", text), note]
 
 
-def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | None = None) -> dict[str, Any]:
+def call_tool(tool: str, args: dict[str, Any], roots: list[str], host: str | None = None, text_only: bool = False) -> dict[str, Any]:
     """Run one tool call against the core (through the sidecar when one answers).
 
-    ``host`` (from ``mcp serve --host``) fits images to that host's limits.
+    ``host`` (from ``mcp serve --host``) fits images to that host's limits;
+    ``text_only`` (``mcp serve --text-only``) tells images as text.
 
     Raises:
         UsageError, PathAmbiguous, PathNotAllowed, and every read error.
     """
-    args = {k: v for k, v in (args or {}).items() if k != "host"}
+    args = {k: v for k, v in (args or {}).items() if k not in ("host", "text_only")}
     if host is not None:
         args["host"] = host
+    if text_only:
+        args["text_only"] = True
     if tool == READ_NOTEBOOK_OUTPUT:
         from .transport import read
 

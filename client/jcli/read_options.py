@@ -91,6 +91,9 @@ AS = ReadOption(
 MAX_EDGE = ReadOption(("--max-edge",), "max_edge", "int", "Downscale an image whose long edge is over PX pixels.", "PX")
 MAX_PIXELS = ReadOption(("--max-pixels",), "max_pixels", "int", "Downscale an image of more than N pixels.", "N")
 MAX_BYTES = ReadOption(("--max-bytes",), "max_bytes", "int", "Shrink an image larger than B bytes.", "B")
+TEXT_ONLY = ReadOption(
+    ("--text-only",), "text_only", "flag", "For a model that takes no image input: tell an image as text, never its data.", None
+)
 AGENT_TEXT = ReadOption(
     ("--agent-text",), "agent_text", "flag", "With -j: add agent_text, the caption every client shows beside the data.", None
 )
@@ -109,6 +112,7 @@ RUN_SHOW_OPTIONS: tuple[ReadOption, ...] = (
     LIMIT,
     MAX_RESPONSE,
     *VIEW_OPTIONS,
+    TEXT_ONLY,
 )
 
 #: command name -> (help, options). ``outputs`` is the catalog only.
@@ -119,6 +123,6 @@ READ_COMMANDS: dict[str, tuple[str, tuple[ReadOption, ...]]] = {
     ),
     "output": (
         "Read one saved output (text and HTML verbatim, images as base64 in -j mode).",
-        (CELL, OUTPUT, MIME, OFFSET, LIMIT, MAX_RESPONSE, *VIEW_OPTIONS, AGENT_TEXT, REQUEST_OPTION),
+        (CELL, OUTPUT, MIME, OFFSET, LIMIT, MAX_RESPONSE, *VIEW_OPTIONS, TEXT_ONLY, AGENT_TEXT, REQUEST_OPTION),
     ),
 }

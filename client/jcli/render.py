@@ -80,6 +80,8 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
             return _text(f"{block['ename']}: {block['evalue']}\n" + "\n".join(block["traceback"])), note
         return _text(block["data"]), note
     sel = doc["selected"]
+    if "withheld" in sel:  # an image told as text (--text-only): the caption says it all
+        return note + "\n", None
     text = of_selected(sel).as_text(sel["data"])
     if text is None:  # an image
         return note + "\n", "[use -j to get the image data]"

@@ -122,5 +122,11 @@ __all__, __getattr__ = lazy_face(
             "is_whole",
             "window",
         ),
+        "withheld": (
+            "WITHHELD_ENCODING",
+            "WITHHELD_WHY",
+            "text_forms",
+            "withheld_image",
+        ),
     },
 )

@@ -4,7 +4,8 @@ The CLI's human mode, the MCP tools and the OpenCode and DSH plugins all
 show a read the same way: the data itself (verbatim text, an image, a
 catalog), and one bracketed line, the *caption*, saying what it is, where it
 came from (the envelope's ``source.label``) and what else to know: an
-image's size and how it was fitted, and, when a text window is cut, which
+image's size and how it was fitted (or, for a model that takes no images,
+why it was not sent and how to read its text form), and, when a text window is cut, which
 characters came back and the offset to continue at. Every client prints
 the strings built here as they are and composes none of its own; the
 plugins, which get the envelope as JSON, ask for them with the request
@@ -57,6 +58,18 @@ def _image_facts(selected: dict[str, Any]) -> str:
     return facts
 
 
+def _withheld_notices(selected: dict[str, Any]) -> list[str]:
+    """Why an image was not sent, and how a text-only model reads the same output instead."""
+    notices = [f"not sent: {selected['withheld']}"]
+    forms = selected.get("text_forms") or []
+    if not forms:
+        notices.append("it has no text form: have the kernel print what the image shows (j-cli exec)")
+        return notices
+    listed = ", ".join(f"{form['mime_type']} ({form['bytes']} bytes)" for form in forms)
+    notices.append(f"its text forms: {listed}; read one with mime_type={forms[0]['mime_type']!r}")
+    return notices
+
+
 def _window_block(envelope: dict[str, Any]) -> dict[str, Any]:
     """The block of a single-output envelope that may carry a text window."""
     for key in ("stream", "error", "selected"):
@@ -79,6 +92,11 @@ def caption(envelope: dict[str, Any]) -> str:
         '[image/png from run r1 output 0; 3630 bytes, 150x100 px]'
         >>> caption({"source": {"label": "a.ipynb cell 2"}, "output_count": 2, "outputs": []})
         '[2 output(s) of a.ipynb cell 2]'
+        >>> caption({"source": {"label": "a.ipynb cell 3 output 0"},
+        ...          "selected": {"mime_type": "image/png", "encoding": "none", "bytes": 3630, "width": 150, "height": 100,
+        ...                       "withheld": "the model takes no image input",
+        ...                       "text_forms": [{"mime_type": "text/plain", "bytes": 33}]}})
+        "[image/png from a.ipynb cell 3 output 0; 3630 bytes, 150x100 px; not sent: the model takes no image input; its text forms: text/plain (33 bytes); read one with mime_type='text/plain']"
     """
     label = envelope["source"]["label"]
     if "outputs" in envelope:
@@ -95,6 +113,9 @@ def caption(envelope: dict[str, Any]) -> str:
             notices.append(_image_facts(selected))
             if selected.get("note"):
                 notices.append(selected["note"])
+        elif "withheld" in selected:  # an image a text-only model was told about instead
+            notices.append(_image_facts(selected))
+            notices.extend(_withheld_notices(selected))
     window = window_notice(_window_block(envelope))
     if window is not None:
         notices.append(window)

@@ -43,6 +43,8 @@ class OutputQuery:
             host, in memory (see :func:`jcli_sidecar.read.imageview.view_spec`).
         agent_text: also carry, as ``agent_text``, the strings every client
             shows beside the data (:func:`jcli_sidecar.read.agent_text.agent_strings`).
+        text_only: the model takes no image input: a selected image is told
+            as text (:mod:`jcli_sidecar.read.withheld`), and no view is made.
 
     Raises:
         InvalidWindow: a bad ``offset``/``limit``.
@@ -50,11 +52,11 @@ class OutputQuery:
 
     Example:
         >>> OutputQuery(limit=10)
-        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None, agent_text=False)
+        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None, agent_text=False, text_only=False)
     """
 
     # A plain class, not a dataclass: importing dataclasses costs every cold read milliseconds.
-    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view", "agent_text")
+    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view", "agent_text", "text_only")
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class OutputQuery:
         binary: bool = False,
         view: ViewSpec | None = None,
         agent_text: bool = False,
+        text_only: bool = False,
     ) -> None:
         check_window(offset, limit)
         check_max_response_bytes(max_response_bytes)
@@ -75,8 +78,9 @@ class OutputQuery:
         self.limit = limit
         self.max_response_bytes = max_response_bytes
         self.binary = binary
-        self.view = view
+        self.view = None if text_only else view  # nothing is converted for a model that takes no images
         self.agent_text = agent_text
+        self.text_only = text_only
 
     def __repr__(self) -> str:
         return "OutputQuery(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
@@ -270,7 +274,12 @@ def output_envelope(
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
         notebook, key = memo
-        envelope["selected"] = _select(chosen, out.bundle[chosen], query, (notebook, (key, chosen)))
+        selected = _select(chosen, out.bundle[chosen], query, (notebook, (key, chosen)))
+        if query.text_only and selected.get("encoding") == "base64":
+            from .withheld import withheld_image
+
+            selected = withheld_image(selected, out.bundle)
+        envelope["selected"] = selected
     return envelope
 
 

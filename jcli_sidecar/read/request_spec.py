@@ -77,6 +77,12 @@ VIEW_FIELDS: tuple[str, ...] = ("host", *(f.name for f in _VIEW))
 _ADAPTER = (
     Field("max_response_bytes", "integer", "Refuse responses larger than this many bytes.", minimum=1, model=False),
     Field("host", "string", "Fit images to this host's types and limits.", model=False),
+    Field(
+        "text_only",
+        "boolean",
+        "The model takes no image input: tell an image as text (what, size, where, its text forms) instead of sending it.",
+        model=False,
+    ),
 )
 
 #: Asked by the plugins, which show the envelope they get as JSON (``jcli_sidecar.read.agent_text``).

@@ -1,7 +1,7 @@
 """Read requests as plain maps, checked against the one spec (``request_spec``).
 
 A notebook read is ``{file_path, cell_index, output_index?, mime_type?,
-offset?, limit?, max_response_bytes?, agent_text?}`` plus the view fields
+offset?, limit?, max_response_bytes?, agent_text?, text_only?}`` plus the view fields
 ``{host?, as_mime_type?, max_edge?, max_pixels?, max_bytes?}``, the same
 names as the MCP tool arguments and the plugins' parameters; a run read has
 ``run`` in place of ``file_path`` and ``cell_index`` (and no ``agent_text``). Every read becomes one
@@ -93,6 +93,7 @@ def query_of(args: dict[str, Any], *, binary: bool = False) -> OutputQuery:
         binary=binary,
         view=view_of(args),
         agent_text=args.get("agent_text", False),
+        text_only=args.get("text_only", False),
     )
 
 
