@@ -79,14 +79,16 @@ class Dsh:
             (self.dsh_home / "cordis.patch.yml").write_text(rows[0] + "\n")
 
     def configure_plugin(self, config: dict) -> None:
-        """Give the j-cli row setup wrote a ``config`` (as a user would, in the patch file that holds it)."""
-        patch = self.dsh_home / "cordis.patch.yml"
-        text = patch.read_text()
-        marker = "name: "
-        assert text.count("id: j-cli") == 1 and marker in text, text
-        plugin = self.setup["plugin"]
-        assert plugin in text, text
-        patch.write_text(text.replace(f"{marker}{plugin}", f"{marker}{plugin}, config: {json.dumps(config)}"))
+        """Give the j-cli row setup wrote a ``config``, as a user would: a line under its ``name``."""
+        composition = self.project / ".dsh" / "cordis.yml" if "project" in str(self.setup["config"]) else self.dsh_home / "cordis.patch.yml"
+        assert str(composition) == self.setup["config"], self.setup
+        lines = composition.read_text().splitlines(keepends=True)
+        [at] = [i for i, line in enumerate(lines) if line.strip() == "- id: j-cli"]
+        name = lines[at + 1]
+        assert name.lstrip().startswith("name: "), lines
+        indent = name[: len(name) - len(name.lstrip())]
+        lines.insert(at + 2, f"{indent}config: {json.dumps(config)}\n")
+        composition.write_text("".join(lines))
 
     def turns(
         self,
@@ -119,10 +121,16 @@ def dsh(dsh_node, tmp_path):
 
 
 def request_errors(events: list[dict]) -> list[str]:
-    """What went wrong in a turn, as the session logged it: failed model requests, a turn that did not complete."""
-    found = [json.dumps(e["data"])[:300] for e in events if "error" in e["type"]]
-    ends = [e["data"] for e in events if e["type"] == "turn/end"]
-    found += [json.dumps(end)[:300] for end in ends if end.get("outcome", "completed") != "completed"]
+    """What went wrong in a turn, as the session logged it: a model request's error finish, a turn ended by an error."""
+    found = []
+    for event in events:
+        reason = (event["data"].get("chunk") or {}).get("reason") if event["type"] == "assistant/chunk" else event["data"].get("reason")
+        if event["type"] in ("assistant/chunk", "turn/end") and isinstance(reason, dict) and reason.get("kind") != "completed":
+            if reason.get("kind") in ("error", "aborted"):
+                found.append(f"{event['type']}: {json.dumps(reason)[:300]}")
+    ends = [e for e in events if e["type"] == "turn/end"]
+    if len(ends) != 1:
+        found.append(f"{len(ends)} turn/end events")
     return found
 
 
@@ -245,3 +253,66 @@ def test_a_plot_run_with_j_cli_exec_through_bash_gives_the_model_the_paths_and_n
     finally:
         stopped = run_cli("server", "stop", cwd=dsh.project, env=dsh.env)
         assert stopped.returncode == 0, stopped.stderr
+
+
+# ---- (e) a model that takes no image: reading one never breaks the session.
+
+
+@pytest.mark.parametrize("route", ["deepseek", "responses", "anthropic"])
+def test_a_text_only_model_reading_a_png_gets_its_description_and_the_turn_and_the_next_one_go_on(dsh, route):
+    script = [ToolCall("read_notebook_output", CASES["png"]["request"]), Say("seen")]
+    # DSH's default model on the DeepSeek route (its default catalog says text only); a route
+    # declaring text only for the pi-ai ones.
+    deepseek = route == "deepseek"
+    with ScriptedModel(script) as model:
+        turns = dsh.turns(
+            model,
+            route,
+            ["Show me the plot.", "And now?"],
+            model_id=DEFAULT_MODEL if deepseek else MODEL,
+            images=False,
+            catalog="default" if deepseek else None,
+        )
+    assert [request_errors(events) for events in turns] == [[], []]
+    assert len(model.turn) == 3, "the next request of the turn and the second turn's did not reach the model"
+    after_png, second_turn = model.turn[1], model.turn[2]
+    print(route, "text-only request:", content_parts(after_png))
+    png = notebook_bytes("png")
+    for seen in (after_png, second_turn):
+        assert seen.images() == []
+        assert base64_leaks(seen, png) == []
+    result, after = tool_result(after_png)
+    assert after == [], "DSH added something after the tool result"
+    [text] = [p.text for p in result]
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert f"{width}x{height}" in text, text
+    assert str(dsh.project / NOTEBOOK) in text and "cell 2 output 0" in text, text
+    assert "not sent" in text and "text" in text, text
+
+
+def test_config_text_only_false_sends_the_image_and_dsh_then_refuses_every_request_of_the_session(dsh):
+    # What the plugin's choice prevents, pinned: DSH itself refuses a text-only model's request
+    # once an image sits in the session's history, on this turn and every later one.
+    dsh.configure_plugin({"textOnly": False})
+    script = [ToolCall("read_notebook_output", CASES["png"]["request"]), Say("seen")]
+    with ScriptedModel(script) as model:
+        turns = dsh.turns(model, "deepseek", ["Show me the plot.", "And now?"], model_id=DEFAULT_MODEL, images=False, catalog="default")
+    assert len(model.turn) == 1, "a request holding the image reached the model"
+    for events in turns:
+        errors = request_errors(events)
+        assert any(
+            "UNSUPPORTED_CONTENT" in e and f'DeepSeek model \\"{DEFAULT_MODEL}\\" does not accept image input' in e for e in errors
+        ), errors
+
+
+@pytest.mark.parametrize("route", ["deepseek", "anthropic"])
+def test_config_text_only_true_tells_the_image_as_text_even_to_a_model_that_takes_images(dsh, route):
+    dsh.configure_plugin({"textOnly": True})
+    script = [ToolCall("read_notebook_output", CASES["png"]["request"]), Say("seen")]
+    with ScriptedModel(script) as model:
+        [events] = dsh.turns(model, route, ["Show me the plot."])
+    assert request_errors(events) == []
+    seen = model.turn[1]
+    assert seen.images() == []
+    [text] = [p.text for p in tool_result(seen)[0]]
+    assert "not sent: the model takes no image input" in text, text
