@@ -287,7 +287,36 @@ def test_a_text_only_model_reading_a_png_gets_its_description_and_the_turn_and_t
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert f"{width}x{height}" in text, text
     assert str(dsh.project / NOTEBOOK) in text and "cell 2 output 0" in text, text
-    assert "not sent" in text and "text" in text, text
+    assert "not sent: the model takes no image input" in text, text
+    assert "its text forms: text/plain" in text and "read one with mime_type='text/plain'" in text, text
+
+
+def test_a_text_only_model_is_sent_no_image_however_it_asks_for_one(dsh):
+    # A JPEG, a PNG converted, downscaled or shrunk, a bundle's JPEG: all told as text; an SVG asked as an image is its source.
+    png = CASES["png"]["request"]
+    svg = {"file_path": NOTEBOOK, "cell_index": 8, "output_index": 0, "mime_type": "image/svg+xml", "as_mime_type": "image/png"}
+    asks = [
+        CASES["jpeg"]["request"],
+        {**png, "as_mime_type": "image/webp", "max_edge": 10},
+        {**png, "max_bytes": 1},
+        svg,
+        CASES["bundle_jpeg"]["request"],
+    ]
+    script = [*(ToolCall("read_notebook_output", ask) for ask in asks), Say("seen")]
+    with ScriptedModel(script) as model:
+        [events] = dsh.turns(model, "deepseek", ["Show me every picture."], model_id=DEFAULT_MODEL, images=False, catalog="default")
+    assert request_errors(events) == []
+    assert len(model.turn) == len(asks) + 1
+    last = model.turn[-1]
+    assert last.images() == []
+    captions = [part.text for result in last.tool_results for part in result]
+    assert len(captions) == len(asks), captions
+    for ask, caption in zip(asks, captions, strict=True):
+        if ask is svg:  # an SVG is text already: its source, verbatim, not an image
+            assert caption.startswith("<svg ") and caption.rstrip().endswith("</svg>"), caption[:200]
+            continue
+        assert caption.startswith("[image/") and "not sent: the model takes no image input" in caption, (ask, caption)
+    assert not any(re.search(r"[A-Za-z0-9+/]{60,}", part.text) for part in last.texts()), "base64 in a text part"
 
 
 def test_config_text_only_false_sends_the_image_and_dsh_then_refuses_every_request_of_the_session(dsh):

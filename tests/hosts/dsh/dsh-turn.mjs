@@ -11,10 +11,12 @@
 // `j-cli setup dsh --project` quotes. Nothing here loads the plugin itself.
 //
 // SPEC (JSON): { project, route: 'deepseek' | 'responses' | 'anthropic',
-// baseURL, model, imageModel (declare the model as taking images), prompts
-// (one string per turn) }. Prints one JSON document: per turn, the session
-// events of that turn (tool calls and results, request errors), and what the
-// boot logged as warnings or errors.
+// baseURL, model, imageModel (the route declares the model as taking images,
+// or as text only), catalog ('default': the DeepSeek route keeps its default
+// catalog, where DSH's default model takes text only), prompts (one string
+// per turn) }. Prints one JSON document: per turn, the session events of that
+// turn (tool calls and results, request errors), and what the boot logged as
+// warnings or errors.
 import fs from 'node:fs'
 import path from 'node:path'
 
