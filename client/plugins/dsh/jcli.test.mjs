@@ -726,3 +726,27 @@ test("a stop while DSH looks the model up throws, and starts no j-cli", async (t
   await assert.rejects(h.call(PNG_READ, controller.signal, agentOn("p", "m")), /^JcliToolError: ABORTED: /);
   assert.equal(h.shell.commands.length, 0);
 });
+
+test("a text-only read through a running sidecar equals the spawned one, and spawns no j-cli", async (t) => {
+  const dir = sidecarWorkspace(t);
+  const counting = countingJcli(dir);
+  const agent = agentOn("p", "flash");
+  const llm = llmDeclaring({ flash: ["text"] });
+  const spawned = host(dir, {}, {}, { llm });
+  const alone = await spawned.call(PNG_READ, undefined, agent);
+  assertWithheld(spawned, alone, "spawned");
+  const saved = process.env.JCLI_SIDECAR;
+  delete process.env.JCLI_SIDECAR;
+  t.after(() => {
+    process.env.JCLI_SIDECAR = saved;
+  });
+  const sidecar = startSidecar(null, dir);
+  const h = host(dir, {}, { bin: counting.bin }, { llm });
+  await h.call(cases[1].request); // learns the j-cli version once (through the host's shell)
+  const spawnsBefore = counting.spawns();
+  const servedBefore = sidecar.requests();
+  const socketed = await h.call(PNG_READ, undefined, agent);
+  assert.equal(counting.spawns(), spawnsBefore, "no j-cli was spawned for the read");
+  assert.equal(sidecar.requests(), servedBefore + 2, "the sidecar served the read (and one status call)");
+  assert.deepEqual(socketed, alone);
+});
