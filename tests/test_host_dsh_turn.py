@@ -337,6 +337,8 @@ def test_config_text_only_false_sends_the_image_and_dsh_then_refuses_every_reque
 @pytest.mark.parametrize("route", ["deepseek", "anthropic"])
 def test_config_text_only_true_tells_the_image_as_text_even_to_a_model_that_takes_images(dsh, route):
     dsh.configure_plugin({"textOnly": True})
+    again = run_cli("-j", "setup", "dsh", "--project", cwd=dsh.project, env=dsh.env)  # an update keeps the row's config
+    assert again.returncode == 0 and again.json()["row"]["config"] == {"textOnly": True}, again.stdout + again.stderr
     script = [ToolCall("read_notebook_output", CASES["png"]["request"]), Say("seen")]
     with ScriptedModel(script) as model:
         [events] = dsh.turns(model, route, ["Show me the plot."])
