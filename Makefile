@@ -61,15 +61,16 @@ lint: $(VENV)/.deps
 # The JS plugins' tests (node:test) run against the real j-cli and the real
 # host packages, installed here from the pinned package-lock.json files. The
 # DSH plugin is type-checked with tsc against the transcribed host types first,
-# then loaded by the real DSH runtime (tests/hosts/dsh). The other real hosts
-# (OpenCode, Codex, Claude Code, the MCP Inspector) run inside pytest.
+# then loaded by the real DSH runtime (tests/hosts/dsh, installed like every
+# host by tests/hostbins.py). The other real hosts (OpenCode, Codex, Claude
+# Code, the MCP Inspector) and DSH's model turns run inside pytest.
 NODE_ENV_FOR_TESTS := JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python
 node-test: $(VENV)/.installed
 	cd client/plugins/opencode && npm ci --no-audit --no-fund --silent
 	$(NODE_ENV_FOR_TESTS) node --test client/plugins/opencode/jcli.test.mjs
 	cd client/plugins/dsh && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json
 	cd client/plugins/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test jcli.test.mjs
-	cd tests/hosts/dsh && npm ci --no-audit --no-fund --ignore-scripts --silent
+	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	cd tests/hosts/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test dsh-real-host.test.mjs
 
 bench: $(VENV)/.installed

@@ -29,6 +29,7 @@ KERNEL_FIXTURES = frozenset(
         "kernel_session",
         "exec_path",
         "host_bin",
+        "dsh_node",
         "starts_jupyter",
         "gateway",
         "on_gateway",
@@ -180,6 +181,14 @@ def host_bin():
     from hostbins import host_bin_dir
 
     return host_bin_dir()
+
+
+@pytest.fixture(scope="session")
+def dsh_node():
+    """The Node 22 pinned beside the DSH runtime (tests/hosts/dsh), which DSH's agent loop needs."""
+    from hostbins import dsh_node
+
+    return dsh_node()
 
 
 @pytest.fixture

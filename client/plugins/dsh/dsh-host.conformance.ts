@@ -3,7 +3,7 @@
 // contract; a mismatch is a type error, so `make test` fails.
 import type * as Host from './dsh-host.d.ts'
 import { apply, inject, name, postExecuteGuard, preExecuteGuard, readNotebookOutputTool, render } from './jcli.ts'
-import type { Block, Config, ImageRef, ReadToolDefinition, ShellRequest, ShellResult, SaveImageInput } from './jcli.ts'
+import type { AgentView, Block, Config, ImageRef, Llm, ReadToolDefinition, ShellRequest, ShellResult, SaveImageInput } from './jcli.ts'
 
 type Is<A, B> = [A] extends [B] ? true : false
 type Check<T extends true> = T
@@ -34,13 +34,16 @@ export type Checks = [
   Check<Is<typeof render, (args: unknown, value: Host.JsonValue) => Unbranded<Host.ContentBlock>[]>>,
   // execute accepts the host's run context.
   Check<Is<Host.ToolRunContext, Parameters<ReadToolDefinition['execute']>[1]>>,
+  // What the plugin reads of the calling agent and of ctx.llm, the host has.
+  Check<Is<Host.Agent, AgentView>>,
+  Check<Is<Host.LlmRuntime, Llm>>,
 ]
 
 // The plugin module has the shape DSH loads from a composition row, and the
 // tool is built from the host's own ctx.shell and ctx.attachments, uncast.
 declare const ctx: Host.Context
 export const plugin: Pick<Host.PluginModule, 'name' | 'inject'> = { name, inject }
-export const tool: ReadToolDefinition = readNotebookOutputTool(ctx.shell, ctx.attachments)
+export const tool: ReadToolDefinition = readNotebookOutputTool(ctx.shell, ctx.attachments, {}, () => ctx.get('llm'))
 // The guards are listeners the host's waterfalls accept, over its own ctx.shell.
 export const preGuard: Host.PreExecuteListener = preExecuteGuard(ctx.shell)
 export const postGuard: Host.PostExecuteListener = postExecuteGuard<Host.ShellExecSpec, Host.ContentBlock>(ctx.shell)

@@ -191,7 +191,7 @@ export interface ToolExecutionInput {
   readonly rootCallId?: CallId
   readonly name: string
   readonly arguments: unknown
-  readonly agent?: unknown // `Agent` from @deepseek-ai/dsh-agent; the plugin never touches it
+  readonly agent?: Agent // the agent on whose behalf the call runs (set by the agent loop)
   readonly parent?: ToolExecutionToken
   readonly signal: AbortSignal
 }
@@ -244,10 +244,14 @@ export declare const TOOL_ABORTED = 'ABORTED'
 // (toninfo/deepseek-harness@00af040daba1dcdf98efbef1e257f67784cd4d22
 //   packages/attachment/attachment/src/invariant.ts shows the
 //   `name` / `inject` / `apply` module shape).
+// `get` is from @deepseek-ai/cordis 4.0.4, src/reflect.ts (`ReflectService.get`,
+// mixed into every context): how a plugin reads a service it does not inject.
 export interface Context {
   tools: ToolRegistry
   shell: ShellExecutor
   attachments: AttachmentStore
+  /** Read a service without the inject requirement: undefined when not (yet) provided. */
+  get(name: 'llm', strict?: boolean): LlmRuntime | undefined
 }
 
 /** A Cordis plugin module as DSH loads it from a composition row. */
@@ -276,3 +280,46 @@ export interface ToolExecutionResultView {
 
 export type PreExecuteListener = (exec: ToolExecution, next: () => Promise<PreToolDecision>) => Promise<PreToolDecision>
 export type PostExecuteListener = (exec: ToolExecution, result: ToolExecutionResultView, next: () => Promise<PostToolDecision>) => Promise<PostToolDecision>
+
+// ---------------------------------------------------------------------------
+// What a tool learns of the model it runs for. From the published 0.1.0-rc.8
+// type declarations: @deepseek-ai/dsh-agent lib/types/runtime-types.d.ts
+// (`Agent.session`), @deepseek-ai/dsh-session lib/types/index.d.ts
+// (`Session.requestContext()`) and lib/types/types.d.ts (`RequestContext`),
+// @deepseek-ai/dsh-llm lib/types/index.d.ts (`LlmRuntime.resolveModelInfo`)
+// and lib/types/types.d.ts (`LlmModelInfo`, `ModelModalityMap`). Only what the
+// plugin reads.
+
+/** Route metadata of the latest conversation request (the `request/context` event). */
+export interface RequestContext {
+  provider: string
+  model: string
+  contextWindow?: number
+}
+
+export interface Session {
+  requestContext(): RequestContext | undefined
+}
+
+export interface Agent {
+  readonly session: Session
+}
+
+export interface ModelModalityMap {
+  text: 'text'
+  image: 'image'
+}
+export type ModelModality = ModelModalityMap[keyof ModelModalityMap]
+
+export interface LlmModelInfo {
+  provider: string
+  id: string
+  name: string
+  description?: string
+  /** Accepted request modalities; absent means unknown, while an explicit omission is negative capability. */
+  inputModalities?: readonly ModelModality[]
+}
+
+export interface LlmRuntime {
+  resolveModelInfo(provider: string, model: string, signal?: AbortSignal): Promise<LlmModelInfo>
+}

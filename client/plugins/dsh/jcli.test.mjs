@@ -180,8 +180,8 @@ function conforms(schema, value) {
   }
 }
 
-/** A fake DSH host: registry + services + the registry's dispatch invariants. */
-function host(dir, shellOptions = {}, config = {}) {
+/** A fake DSH host: registry + services + the registry's dispatch invariants; `services` are what `ctx.get` finds. */
+function host(dir, shellOptions = {}, config = {}, services = {}) {
   const shell = new LocalShell(dir, shellOptions);
   const attachments = new AttachmentStore();
   const registered = [];
@@ -199,17 +199,19 @@ function host(dir, shellOptions = {}, config = {}) {
         return () => registered.splice(registered.indexOf(definition), 1);
       },
     },
+    get: (name) => services[name],
   };
   const dispose = plugin.apply(ctx, config);
   const tool = registered[0];
   const effects = { deferred: 0, concluded: 0 };
   /** One Native dispatch: value checked against output.schema, then rendered. */
-  async function call(args, signal = new AbortController().signal) {
+  async function call(args, signal = new AbortController().signal, agent = undefined) {
     const exec = {
       callId: "c1",
       rootCallId: "c1",
       name: tool.name,
       arguments: args,
+      ...(agent === undefined ? {} : { agent }),
       signal,
       deferContext: () => effects.deferred++,
       concludeTurn: () => effects.concluded++,
@@ -230,7 +232,7 @@ test("the plugin registers read_notebook_output in the host's tool shape", (t) =
   assert.equal(h.tool.name, "read_notebook_output");
   assert.deepEqual(h.tool.parameters.required, ["file_path", "cell_index"]);
   assert.equal(typeof h.tool.output.render, "function");
-  assert.ok(h.tool.output.schema.oneOf.length === 3);
+  assert.ok(h.tool.output.schema.oneOf.length === 4);
   assert.equal(h.listeners["tools/pre-execute"].length, 1);
   assert.equal(h.listeners["tools/post-execute"].length, 1);
   h.dispose();
@@ -614,4 +616,137 @@ test("with no sidecar, the read spawns j-cli through the host's shell", async (t
   assert.equal(counting.spawns(), 1);
   assert.equal(JSON.stringify(got.out), JSON.stringify(spawned.out));
   assert.ok(got.saved[0][1].equals(spawned.saved[0][1]));
+});
+
+// ---- A model that takes no image input (the read's text_only).
+
+/** An agent as the loop hands it to a tool: its session knows the route of its latest model request. */
+function agentOn(provider, model) {
+  return { id: "s1", session: { requestContext: () => (provider === undefined ? undefined : { provider, model }) } };
+}
+
+/** ctx.llm as DSH's runtime answers: what each route's adapter declares of a model; `asked` records the lookups. */
+function llmDeclaring(models) {
+  const asked = [];
+  return {
+    asked,
+    async resolveModelInfo(provider, model, signal) {
+      asked.push({ provider, model, signal });
+      if (!(model in models)) throw Object.assign(new Error(`no adapter owns ${provider}`), { code: "NO_ADAPTER" });
+      const inputModalities = models[model];
+      return { provider, id: model, name: model, ...(inputModalities === undefined ? {} : { inputModalities }) };
+    },
+  };
+}
+
+const PNG_READ = { file_path: "kernel_v4.5.ipynb", cell_index: 2, output_index: 0 };
+
+function assertWithheld(h, { value, content }, label) {
+  assert.equal(value.kind, "withheld", `${label}: ${JSON.stringify(value).slice(0, 200)}`);
+  assert.equal(value.withheld, "the model takes no image input", label);
+  assert.deepEqual(content, [{ type: "text", text: value.caption }], `${label}: the caption alone`);
+  assert.equal(h.attachments.saved.size, 0, `${label}: an image was saved`);
+  assert.ok(!BASE64_RUN.test(JSON.stringify(value)), `${label}: base64 in the value`);
+}
+
+test("a text-only model (by what DSH's adapter declares) gets j-cli's text-only caption: what, size, where, why, its text forms", async (t) => {
+  const dir = fs.realpathSync(workspace(t));
+  const llm = llmDeclaring({ "deepseek-v4-flash": ["text"] });
+  const h = host(dir, {}, {}, { llm });
+  const signal = new AbortController().signal;
+  const request = { ...PNG_READ, file_path: path.join(dir, PNG_READ.file_path) };
+  const shown = await h.call(request, signal, agentOn("deepseek-official", "deepseek-v4-flash"));
+  assertWithheld(h, shown, "text-only");
+  assert.deepEqual(llm.asked, [{ provider: "deepseek-official", model: "deepseek-v4-flash", signal }], "the route of the agent's latest request, under the call's signal");
+  // The caption is j-cli's own for `--text-only`, word for word.
+  const [{ cli }] = shownByCliAndMcp(dir, [{ ...request, host: "dsh", text_only: true }]);
+  assert.equal(cli.stdout, `${shown.value.caption}\n`);
+  assert.match(shown.value.caption, /^\[image\/png from .*kernel_v4\.5\.ipynb cell 2 output 0; 3630 bytes, \d+x\d+ px; not sent: the model takes no image input; /);
+  assert.deepEqual(h.shell.commands.length, 1, "one j-cli for the read");
+});
+
+test("a model DSH declares as taking images gets the image, and a call on no agent's behalf does too", async (t) => {
+  const llm = llmDeclaring({ "vision": ["text", "image"] });
+  const h = host(workspace(t), {}, {}, { llm });
+  const forAgent = await h.call(PNG_READ, undefined, agentOn("deepseek-official", "vision"));
+  assert.equal(forAgent.value.kind, "image");
+  assert.deepEqual(forAgent.content.map((b) => b.type), ["text", "image"]);
+  const noAgent = await h.call(PNG_READ);
+  assert.equal(noAgent.value.kind, "image", "no agent: no model session will hold the image");
+  assert.equal(llm.asked.length, 1, "no lookup for a call on no agent's behalf");
+});
+
+test("when DSH tells nothing about the agent's model, the read is text only", async (t) => {
+  const declared = { "no-modalities": undefined, "text-only": ["text"] };
+  const rejecting = { resolveModelInfo: () => Promise.reject(new Error("lookup failed")) };
+  const throwing = { resolveModelInfo: () => { throw new Error("sync failure"); } };
+  const unknowns = [
+    ["no ctx.llm", {}, agentOn("p", "text-only")],
+    ["no request recorded yet", { llm: llmDeclaring(declared) }, agentOn(undefined)],
+    ["no modalities declared", { llm: llmDeclaring(declared) }, agentOn("p", "no-modalities")],
+    ["a route no adapter owns", { llm: llmDeclaring(declared) }, agentOn("p", "unknown-model")],
+    ["a lookup that rejects", { llm: rejecting }, agentOn("p", "m")],
+    ["a lookup that throws", { llm: throwing }, agentOn("p", "m")],
+    ["an agent of another shape", { llm: llmDeclaring(declared) }, { id: "s1" }],
+    ["a session whose requestContext throws", { llm: llmDeclaring(declared) }, { session: { requestContext: () => { throw new Error("x"); } } }],
+    ["modalities that are not a list", { llm: { resolveModelInfo: async () => ({ inputModalities: "image" }) } }, agentOn("p", "m")],
+    ["a lookup answering nothing", { llm: { resolveModelInfo: async () => null } }, agentOn("p", "m")],
+  ];
+  for (const [label, services, agent] of unknowns) {
+    const h = host(workspace(t), {}, {}, services);
+    assertWithheld(h, await h.call(PNG_READ, undefined, agent), label);
+  }
+});
+
+test("the row's config.textOnly overrides what DSH says: true withholds every image, false sends them even to a text-only model", async (t) => {
+  const llm = llmDeclaring({ "vision": ["text", "image"], "flash": ["text"] });
+  const always = host(workspace(t), {}, { textOnly: true }, { llm });
+  assertWithheld(always, await always.call(PNG_READ, undefined, agentOn("p", "vision")), "textOnly true, image model");
+  assertWithheld(always, await always.call(PNG_READ), "textOnly true, no agent");
+  const never = host(workspace(t), {}, { textOnly: false }, { llm });
+  assert.equal((await never.call(PNG_READ, undefined, agentOn("p", "flash"))).value.kind, "image");
+  assert.equal(llm.asked.length, 0, "a configured choice asks DSH nothing");
+});
+
+test("text only changes nothing for text: HTML and a stream stay verbatim, with no text_only effect", async (t) => {
+  const h = host(workspace(t), {}, {}, { llm: llmDeclaring({ flash: ["text"] }) });
+  for (const name of ["html", "stream_stdout"]) {
+    const c = cases.find((x) => x.name === name);
+    const { value, content } = await h.call(c.request, undefined, agentOn("p", "flash"));
+    const expected = c.expect.envelope.selected?.data ?? c.expect.envelope.stream.data;
+    assert.equal(value.kind, "text", name);
+    assert.deepEqual(content, [{ type: "text", text: expected }], name);
+  }
+});
+
+test("a stop while DSH looks the model up throws, and starts no j-cli", async (t) => {
+  const controller = new AbortController();
+  const llm = { resolveModelInfo: async () => { controller.abort(); return { inputModalities: ["text"] }; } };
+  const h = host(workspace(t), {}, {}, { llm });
+  await assert.rejects(h.call(PNG_READ, controller.signal, agentOn("p", "m")), /^JcliToolError: ABORTED: /);
+  assert.equal(h.shell.commands.length, 0);
+});
+
+test("a text-only read through a running sidecar equals the spawned one, and spawns no j-cli", async (t) => {
+  const dir = sidecarWorkspace(t);
+  const counting = countingJcli(dir);
+  const agent = agentOn("p", "flash");
+  const llm = llmDeclaring({ flash: ["text"] });
+  const spawned = host(dir, {}, {}, { llm });
+  const alone = await spawned.call(PNG_READ, undefined, agent);
+  assertWithheld(spawned, alone, "spawned");
+  const saved = process.env.JCLI_SIDECAR;
+  delete process.env.JCLI_SIDECAR;
+  t.after(() => {
+    process.env.JCLI_SIDECAR = saved;
+  });
+  const sidecar = startSidecar(null, dir);
+  const h = host(dir, {}, { bin: counting.bin }, { llm });
+  await h.call(cases[1].request); // learns the j-cli version once (through the host's shell)
+  const spawnsBefore = counting.spawns();
+  const servedBefore = sidecar.requests();
+  const socketed = await h.call(PNG_READ, undefined, agent);
+  assert.equal(counting.spawns(), spawnsBefore, "no j-cli was spawned for the read");
+  assert.equal(sidecar.requests(), servedBefore + 2, "the sidecar served the read (and one status call)");
+  assert.deepEqual(socketed, alone);
 });

@@ -20,6 +20,17 @@
 // `output.render` turns that reference into an image block for the model.
 // A stop (`exec.signal` aborted) throws: the host discards any success that
 // settles after an abort, and a thrown error is what reaches the model.
+//
+// A model that takes no image input must never get one: DSH refuses every
+// later request of a session whose history holds an image such a model
+// cannot take. So each read asks j-cli for `text_only` (the image told as
+// text: what, size, where, why, its text forms) unless the model is known to
+// take images. What DSH tells a tool: the calling agent (`exec.agent`), whose
+// session records the route of its latest model request
+// (`session.requestContext()`), and `ctx.llm.resolveModelInfo(provider,
+// model)`, whose `inputModalities` the route's adapter declares (absent:
+// unknown). The row's `config.textOnly` (true or false) overrides; see
+// textOnlyFor for the rest.
 
 // The guards (docs/guards.md) hold no logic here: a `tools/pre-execute`
 // listener passes each `bash`, `edit` and `write` call to `j-cli _hooks NAME
@@ -81,8 +92,19 @@ interface Attachments {
   saveImage(input: SaveImageInput): Promise<ImageRef>
 }
 
+/** What the plugin reads of the calling DSH agent: the route of its session's latest model request. */
+export interface AgentView {
+  readonly session: { requestContext(): { provider: string; model: string } | undefined }
+}
+
 interface RunContext {
   readonly signal: AbortSignal
+  readonly agent?: unknown
+}
+
+/** `ctx.llm`, read at call time (`ctx.get('llm')`): what a model route's adapter declares of a model. */
+export interface Llm {
+  resolveModelInfo(provider: string, model: string, signal?: AbortSignal): Promise<{ readonly inputModalities?: readonly string[] }>
 }
 
 /** JSON values, as the host's canonical tool value. */
@@ -138,6 +160,8 @@ interface PluginContext<Spec> {
   on(name: 'tools/post-execute', listener: PostListener): () => void
   shell: Shell<Spec>
   attachments: Attachments
+  /** A service the plugin does not wait for: `llm` is read when a call needs it (undefined when absent). */
+  get(name: 'llm'): Llm | undefined
 }
 
 export interface Config {
@@ -145,6 +169,11 @@ export interface Config {
   bin?: string
   /** How long one read may take, in milliseconds. */
   timeoutMs?: number
+  /**
+   * Tell images as text (true) or send them (false) whatever the model; unset:
+   * by what DSH says of the calling model (textOnlyFor).
+   */
+  textOnly?: boolean
 }
 
 import { sidecarReader } from '../sidecar-client.mjs' // inlined by j-cli setup
@@ -178,6 +207,7 @@ export type ReadValue =
   | { kind: 'outputs'; source: string; text: string }
   | { kind: 'text'; source: string; mime_type: string; text: string; caption: string; window?: string }
   | { kind: 'image'; source: string; mime_type: string; image: ImageRef; caption: string; note?: string }
+  | { kind: 'withheld'; source: string; mime_type: string; caption: string; withheld: string }
 
 const STRING: Schema = { type: 'string' }
 const VALUE_SCHEMA: Schema = {
@@ -218,6 +248,12 @@ const VALUE_SCHEMA: Schema = {
           },
         },
       },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['kind', 'source', 'mime_type', 'caption', 'withheld'],
+      properties: { kind: { type: 'string', enum: ['withheld'] }, source: STRING, mime_type: STRING, caption: STRING, withheld: STRING },
     },
   ],
 }
@@ -261,7 +297,7 @@ function quoteForShell(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`
 }
 
-function requestFrom(args: unknown): Record<string, unknown> {
+function requestFrom(args: unknown, textOnly: boolean): Record<string, unknown> {
   if (typeof args !== 'object' || args === null) throw new JcliToolError('USAGE_ERROR', 'arguments must be an object')
   const given = args as Record<string, unknown>
   const request: Record<string, unknown> = {}
@@ -269,6 +305,7 @@ function requestFrom(args: unknown): Record<string, unknown> {
   request.host = 'dsh' // j-cli fits images to DSH's types and limits
   request.max_response_bytes = RESPONSE_BUDGET
   request.agent_text = true // j-cli builds the caption this tool shows
+  if (textOnly) request.text_only = true // j-cli tells an image as text, and sends none
   return request
 }
 
@@ -349,6 +386,7 @@ export async function toValue(doc: any, attachments: Attachments, signal: AbortS
     return textValue(source, 'error', 'data' in b ? b.data : JSON.stringify(b, null, 2), caption, window)
   }
   const sel = envelope.selected
+  if (typeof sel.withheld === 'string') return { kind: 'withheld', source, mime_type: sel.mime_type, caption, withheld: sel.withheld }
   if (sel.encoding === 'base64') {
     const data = Buffer.from(sel.data, 'base64')
     const ref = await attachments.saveImage({ data: new Uint8Array(data.buffer, data.byteOffset, data.length), mediaType: sel.mime_type })
@@ -372,6 +410,8 @@ function textValue(source: string, mime: string, text: string, caption: string, 
 export function render(_args: unknown, value: Json): Block[] {
   const v = value as unknown as ReadValue
   if (v.kind === 'image') return [{ type: 'text', text: v.caption }, { type: 'image', attachment: { ...v.image }, alt: v.caption }]
+  // An image told as text is j-cli's caption alone: what, size, where, why not sent, how to read a text form.
+  if (v.kind === 'withheld') return [{ type: 'text', text: v.caption }]
   // Whole text stands alone; a cut window is followed by its caption (j-cli's, with the offset to go on at).
   if (v.kind === 'text' && v.window !== undefined) return [{ type: 'text', text: v.text }, { type: 'text', text: v.caption }]
   return [{ type: 'text', text: v.text }]
@@ -394,8 +434,34 @@ function sidecarFor<Spec>(shell: Shell<Spec>, command: readonly string[]) {
   return (request: Record<string, unknown>, signal: AbortSignal) => read({ key: command.join('\0'), cwd: shellDirectory(shell), request, signal })
 }
 
-/** The `read_notebook_output` tool over the given host services. */
-export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: Attachments, config: Config = {}): ReadToolDefinition {
+/**
+ * Whether this call's read tells images as text. The row's `config.textOnly`
+ * decides when set. Otherwise: a call on no agent's behalf (a program or
+ * another plugin calling the registry) gets images, as no model's session
+ * will hold them; a call for an agent follows the `inputModalities` DSH's
+ * adapter declares for the route of the agent's latest model request, the
+ * one that asked for this call. When DSH tells nothing of that model (no
+ * `ctx.llm`, no request recorded, no modalities declared, a lookup that
+ * fails), the answer is text only: a withheld image costs the model one
+ * caption, a sent one a session DSH refuses from then on. Answers at once
+ * (not a promise) when nothing needs asking.
+ */
+export function textOnlyFor(exec: RunContext, llm: () => Llm | undefined, config: Config): boolean | Promise<boolean> {
+  if (typeof config.textOnly === 'boolean') return config.textOnly
+  if (exec.agent === undefined || exec.agent === null) return false
+  const takesNoImage = (info: { readonly inputModalities?: readonly string[] } | undefined) => !(Array.isArray(info?.inputModalities) && info.inputModalities.includes('image'))
+  try {
+    const route = (exec.agent as AgentView).session.requestContext()
+    const runtime = llm()
+    if (route === undefined || runtime === undefined) return true
+    return runtime.resolveModelInfo(route.provider, route.model, exec.signal).then(takesNoImage).catch(() => true)
+  } catch {
+    return true
+  }
+}
+
+/** The `read_notebook_output` tool over the given host services (`llm`: ctx.llm when present). */
+export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: Attachments, config: Config = {}, llm: () => Llm | undefined = () => undefined): ReadToolDefinition {
   const bin = config.bin || process.env.JCLI_BIN
   const command = bin ? [bin] : INSTALLED_COMMAND
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS
@@ -404,13 +470,17 @@ export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: At
     name: 'read_notebook_output',
     description:
       'Read a saved Jupyter notebook output in one call. Without output_index: the cell\'s outputs and MIME types. ' +
-      'With it: that output, text and HTML verbatim, images as images. Works for .ipynb and py:percent .py pairs.',
+      'With it: that output, text and HTML verbatim, images as images (for a model that takes no image input: described as text). ' +
+      'Works for .ipynb and py:percent .py pairs.',
     parameters: PARAMETERS,
     timeoutMs: timeoutMs + 5_000,
     output: { schema: VALUE_SCHEMA, render },
     isConcurrencySafe: () => true,
     async execute(args, exec) {
-      const request = requestFrom(args)
+      const decided = textOnlyFor(exec, llm, config)
+      const textOnly = typeof decided === 'boolean' ? decided : await decided
+      if (exec.signal.aborted) throw stopped()
+      const request = requestFrom(args, textOnly)
       const pending = viaSidecar(request, exec.signal) // null at once when no sidecar may be used
       const answer = pending === null ? null : await pending
       if (answer?.error) throw new JcliToolError(answer.error.code, answer.error.message)
@@ -530,7 +600,7 @@ export function apply<Spec>(ctx: PluginContext<Spec>, config: Config = {}): () =
     ctx.on('tools/post-execute', postExecuteGuard(ctx.shell, config)),
   ]
   try {
-    disposers.push(ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config)))
+    disposers.push(ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config, () => (typeof ctx.get === 'function' ? ctx.get('llm') : undefined))))
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err)
     console.warn(`[j-cli] read_notebook_output is unavailable: the host refused it (${why.split('\n')[0]}); the guards still run`)
