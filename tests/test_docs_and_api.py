@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import json
 import importlib
 import pickle
 import pkgutil
@@ -184,3 +185,25 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
         command = setup.commands[name]
         flags = {opt for param in command.params for opt in param.opts}
         assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"}
+
+
+def test_what_the_model_receives_names_each_hosts_pinned_version_and_its_turn_suite():
+    text = (REPO / "docs" / "hosts.md").read_text(encoding="utf-8")
+    section = text[text.index("## What the model receives") :]
+    section = section[: section.index("\n## ")] if "\n## " in section else section
+    rows = re.findall(r"^\| (Claude Code|Codex|OpenCode|DSH) ([0-9][^ |]*)[^|]*\| [^|]+ \| .+ \| (`tests/[^|]+`) \|$", section, re.M)
+    hosts = json.loads((REPO / "tests" / "hosts" / "package.json").read_text())["dependencies"]
+    dsh = json.loads((REPO / "tests" / "hosts" / "dsh" / "package.json").read_text())["devDependencies"]
+    pinned = {
+        "Claude Code": hosts["@anthropic-ai/claude-code"],
+        "Codex": hosts["@openai/codex"],
+        "OpenCode": hosts["opencode-ai"],
+        "DSH": dsh["@deepseek-ai/dsh-agent-loop"],
+    }
+    assert {host for host, _, _ in rows} == set(pinned)  # every host has its turn, and only those
+    for host, version, suites in rows:
+        assert version == pinned[host], (host, version)
+        for suite in re.findall(r"`([^`]+)`", suites):
+            assert (REPO / suite).is_file(), suite
+    turn_suites = {f"tests/{p.name}" for p in (REPO / "tests").glob("test_host_*_turn.py")}
+    assert turn_suites == {s for _, _, suites in rows for s in re.findall(r"`([^`]+)`", suites)}
