@@ -16,10 +16,10 @@ each fed its payload on stdin:
                     needs (``socket, msgpack, json, base64``): starting
                     Python at all.
 
-The target compares medians from the same run: ours unrelated / floor <= 1.3.
-The notebook line is printed for information: a line that names a notebook
-runner is parsed, and bashlex builds its parse tables when imported (about
-0.1 s), which no flag of its avoids.
+The targets compare medians from the same run: ours unrelated / floor <= 1.3,
+and ours notebook / floor <= 1.5: a line that names a notebook runner is
+parsed with bashlex, whose parse tables ship ready
+(``jcli_sidecar.guards.shell_tables``) instead of being built at its import.
 Nothing is asserted; the script exits non-zero only if our hook answers
 wrongly (not 0 on the unrelated payload, not 2 on the notebook one).
 """
@@ -40,7 +40,6 @@ from harness import (
     ensure_upstream,
     medians,
     print_targets,
-    ratio_line,
     rotated,
     stats_header,
     stats_row,
@@ -48,7 +47,7 @@ from harness import (
 )
 
 UNRELATED, NOTEBOOK, UPSTREAM, FLOOR = "ours unrelated", "ours notebook", "upstream", "floor"
-TARGETS = [(UNRELATED, FLOOR, "<=", 1.3), (UPSTREAM, UNRELATED, ">=", 1.0)]
+TARGETS = [(UNRELATED, FLOOR, "<=", 1.3), (NOTEBOOK, FLOOR, "<=", 1.5), (UPSTREAM, UNRELATED, ">=", 1.0)]
 WARMUP = 2
 
 
@@ -109,8 +108,6 @@ def main() -> int:
         print(stats_row(name, samples[name], width, 1))
     values = medians(samples)
     print_targets(values, TARGETS, 34)
-    # No target: a line that names a notebook runner pays for the shell parser (bashlex builds its tables at import).
-    print(ratio_line(f"{NOTEBOOK} / {FLOOR}", values[NOTEBOOK] / values[FLOOR], "for information: parsed with bashlex", 34))
     return 0
 
 

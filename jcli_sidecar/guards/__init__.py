@@ -55,6 +55,11 @@ __all__, __getattr__ = lazy_face(
             "guard_table",
             "guards_for",
         ),
+        "shell_tables": (
+            "grammar_signature",
+            "import_bashlex",
+            "table_source",
+        ),
         "shell_commands": (
             "Command",
             "Feed",

@@ -19,7 +19,8 @@ Three rules, each a pure function of a :class:`~jcli_sidecar.guards.hook_payload
 A shell line is looked at only when its text mentions something that could
 matter (:func:`might_run_notebook`: a notebook runner's name for
 notebook-exec, ``.py`` for python-run); only then is the shell parser
-imported (bashlex builds its parse tables at import, about 0.1 s).
+imported (bashlex, with its parse tables shipped ready:
+:mod:`jcli_sidecar.guards.shell_tables`).
 """
 
 from __future__ import annotations

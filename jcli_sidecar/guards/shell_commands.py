@@ -198,9 +198,9 @@ def _read(text: str, dirs: Dirs, out: list[Command], depth: int, values: dict[st
     if literal:  # the parser refuses a quoted delimiter; the body is literal either way (remembered here)
         text = _HEREDOC_QUOTED.sub(lambda m: f"<<{m.group(1)}{m.group(2) or m.group(3) or m.group(4)}", text)
     try:
-        import bashlex
+        from .shell_tables import import_bashlex
 
-        trees = bashlex.parse(text)
+        trees = import_bashlex().parse(text)
     except Exception:  # bashlex raises its own errors and NotImplementedError; anything: scan instead
         return _scan(text, dirs, out, depth)
     walk = _Walk(text, out, depth, literal)
