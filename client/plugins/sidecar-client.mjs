@@ -346,74 +346,151 @@ export function sidecarUnpack(buf) {
   return value;
 }
 
-// ---- One read.
+// ---- A held connection, one per sidecar, for as long as this process lives.
 
 /**
- * Send `frames` (hello, then one request) to the socket and resolve the
- * answer maps: `[hello, reply]`, or `[hello]` alone when `helloOk(hello)`
- * says no (the connection is closed at once). Rejects on any transport
- * problem, no hello within `helloMs`, a frame over the cap, or `signal`.
+ * One connection to a sidecar, kept between reads: the hello (protocol,
+ * version, workspace, and that the answering process is ours) is asked once,
+ * when it opens; then each `call(op, args, signal)` is one request frame,
+ * answered by id, several in flight at once. It closes for good on any
+ * transport problem (and rejects every call in flight); the next read opens
+ * another. Idle, it keeps no event loop alive.
  */
-function sidecarExchange(socketPath, frames, signal, helloOk, helloMs = SIDECAR_HELLO_MS) {
-  return new Promise((resolve, reject) => {
-    const conn = sidecarNet.createConnection({ path: socketPath });
-    const answers = [];
-    const chunks = [];
-    let held = 0;
-    let settled = false;
-    let helloTimer; // from the connection on
-    const finish = (error) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(connectTimer);
-      clearTimeout(helloTimer);
-      clearTimeout(requestTimer);
-      signal?.removeEventListener("abort", onAbort);
-      conn.destroy();
-      if (error) reject(error);
-      else resolve(answers);
-    };
-    const onAbort = () => finish(new Error("aborted"));
-    const connectTimer = setTimeout(() => finish(new Error("connect timed out")), SIDECAR_CONNECT_MS);
-    const requestTimer = setTimeout(() => finish(new Error("no answer in time")), SIDECAR_REQUEST_MS);
-    if (signal?.aborted) return finish(new Error("aborted"));
-    signal?.addEventListener("abort", onAbort, { once: true });
-    conn.on("connect", () => {
-      clearTimeout(connectTimer); // a stopped sidecar still accepts: its silence is what tells
-      helloTimer = setTimeout(() => finish(new Error("no hello in time")), helloMs);
-      conn.write(frames);
-    });
-    let size = -1; // of the frame being received, once its header is in
-    conn.on("data", (chunk) => {
-      clearTimeout(helloTimer);
-      chunks.push(chunk);
-      held += chunk.length;
-      try {
-        for (;;) {
-          if (size < 0) {
-            if (held < 4) return;
-            if (chunks[0].length < 4) chunks.splice(0, chunks.length, Buffer.concat(chunks));
-            size = chunks[0].readUInt32BE(0);
-            if (size > SIDECAR_MAX_FRAME) throw new Error("a frame over the cap");
-          }
-          if (held < 4 + size) return;
-          const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
-          const answer = sidecarUnpack(all.subarray(4, 4 + size));
-          if (answer === null || typeof answer !== "object" || Array.isArray(answer)) throw new Error("a frame that is not a map");
-          answers.push(answer);
-          chunks.splice(0, chunks.length, all.subarray(4 + size));
-          held -= 4 + size;
-          size = -1;
-          if (answers.length === 1 && !helloOk(answer)) return finish(null);
-          if (answers.length === 2) return finish(null);
+class SidecarConnection {
+  constructor(conn) {
+    this.conn = conn;
+    this.pending = new Map(); // id -> { resolve, reject, timer }
+    this.nextId = 1;
+    this.closed = false;
+    this.chunks = [];
+    this.held = 0;
+    this.size = -1; // of the frame being received, once its header is in
+    this.onFrame = null; // the hello's, until it is answered
+    conn.on("data", (chunk) => this.receive(chunk));
+    conn.on("error", (error) => this.close(error));
+    conn.on("close", () => this.close(new Error("the sidecar closed the connection")));
+  }
+
+  receive(chunk) {
+    this.chunks.push(chunk);
+    this.held += chunk.length;
+    try {
+      for (;;) {
+        if (this.size < 0) {
+          if (this.held < 4) return;
+          if (this.chunks[0].length < 4) this.chunks.splice(0, this.chunks.length, Buffer.concat(this.chunks));
+          this.size = this.chunks[0].readUInt32BE(0);
+          if (this.size > SIDECAR_MAX_FRAME) throw new Error("a frame over the cap");
         }
-      } catch (error) {
-        finish(error);
+        if (this.held < 4 + this.size) return;
+        const all = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks);
+        const answer = sidecarUnpack(all.subarray(4, 4 + this.size));
+        if (answer === null || typeof answer !== "object" || Array.isArray(answer)) throw new Error("a frame that is not a map");
+        this.chunks.splice(0, this.chunks.length, all.subarray(4 + this.size));
+        this.held -= 4 + this.size;
+        this.size = -1;
+        if (this.onFrame !== null) this.onFrame(answer);
+        else this.settle(answer);
       }
+    } catch (error) {
+      this.close(error);
+    }
+  }
+
+  settle(answer) {
+    const waiter = this.pending.get(answer.id);
+    if (waiter === undefined) return; // its caller stopped waiting
+    this.pending.delete(answer.id);
+    clearTimeout(waiter.timer);
+    if (this.pending.size === 0) this.conn.unref();
+    waiter.resolve(answer);
+  }
+
+  /** Send one request; resolves its answer map, rejects when the connection fails, `signal` aborts or no answer comes in time. */
+  call(op, args, signal) {
+    return new Promise((resolve, reject) => {
+      if (this.closed) return reject(new Error("the connection is closed"));
+      if (signal?.aborted) return reject(new Error("aborted"));
+      const id = this.nextId++;
+      const drop = (error) => {
+        if (!this.pending.delete(id)) return;
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (this.pending.size === 0) this.conn.unref();
+        reject(error);
+      };
+      const onAbort = () => drop(new Error("aborted"));
+      const timer = setTimeout(() => this.close(new Error("no answer in time")), SIDECAR_REQUEST_MS);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.pending.set(id, {
+        resolve: (answer) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(answer);
+        },
+        reject: drop,
+        timer,
+      });
+      this.conn.ref();
+      this.conn.write(sidecarPackFrame({ id, op, args }));
     });
-    conn.on("error", (error) => finish(error));
-    conn.on("close", () => finish(new Error("the sidecar closed the connection")));
+  }
+
+  close(error) {
+    if (this.closed) return;
+    this.closed = true;
+    this.conn.destroy();
+    if (this.onFrame !== null) this.onFrame(null, error);
+    for (const waiter of [...this.pending.values()]) waiter.reject(error);
+  }
+}
+
+const sidecarHeld = new Map(); // socket path -> Promise<{ connection } | { otherVersion } | null>
+
+/**
+ * Open a connection to `where.socket` and say hello as `version`: resolves
+ * `{ connection }`, `{ otherVersion: true }` (a sidecar of another version:
+ * closed at once), or null (no sidecar, a wrong answer, not ours, no hello in
+ * time).
+ */
+function sidecarOpen(where, version, helloMs) {
+  return new Promise((resolve) => {
+    const conn = sidecarNet.createConnection({ path: where.socket });
+    const connection = new SidecarConnection(conn);
+    let timer = setTimeout(() => connection.close(new Error("connect timed out")), SIDECAR_CONNECT_MS);
+    connection.onFrame = (answer, error) => {
+      clearTimeout(timer);
+      connection.onFrame = null;
+      if (error !== undefined || answer === null) return resolve(null);
+      const r = answer.ok === true ? answer.result : null;
+      let verdict = null;
+      if (answer.id !== 0 || r === null || typeof r !== "object") verdict = null;
+      else if (r.protocol !== SIDECAR_PROTOCOL || r.version !== version) verdict = { otherVersion: true };
+      else if (r.workspace === where.workspace && sidecarPeerIsOurs(r.pid, where.socket)) verdict = { connection };
+      if (verdict === null || verdict.otherVersion) connection.close(new Error("not used"));
+      else conn.unref();
+      resolve(verdict);
+    };
+    conn.on("connect", () => {
+      clearTimeout(timer); // a stopped sidecar still accepts: its silence is what tells
+      timer = setTimeout(() => connection.close(new Error("no hello in time")), helloMs);
+      conn.write(sidecarPackFrame({ id: 0, op: "hello", args: { protocol: SIDECAR_PROTOCOL, version, workspace: where.workspace } }));
+    });
   });
+}
+
+/** The held connection for `where` as `version`, opening one when there is none (or it closed). */
+async function sidecarConnection(where, version, helloMs) {
+  const key = `${where.socket}\0${where.workspace}\0${version}`;
+  let opening = sidecarHeld.get(key);
+  if (opening !== undefined) {
+    const held = await opening;
+    if (held !== null && held.connection !== undefined && !held.connection.closed) return held;
+  }
+  opening = sidecarOpen(where, version, helloMs);
+  sidecarHeld.set(key, opening);
+  const held = await opening;
+  if (held === null || held.otherVersion) sidecarHeld.delete(key); // asked again on the next read
+  return held;
 }
 
 /** What `sidecarRead` answers when the sidecar is another version (a fallback, like null). */
@@ -423,34 +500,27 @@ export const SIDECAR_OTHER_VERSION = Object.freeze({ otherVersion: true });
  * Read through the workspace sidecar of `cwd`: `{ doc }`, `{ error }`, or
  * null or SIDECAR_OTHER_VERSION (fall back to spawning j-cli). `version` is the version of the j-cli
  * the plugin would spawn: a sidecar of another version is never used (nor
- * asked to exit: the spawned j-cli does that).
+ * asked to exit: the spawned j-cli does that). The connection is held for
+ * the next read; one that has closed since (the sidecar retired) is
+ * replaced once before falling back.
  */
 export async function sidecarRead({ cwd, op = "notebook.read", request, version, signal, env = process.env, located }) {
   try {
     if (typeof version !== "string" || !version) return null;
     const where = located ?? sidecarLocate(cwd, env);
     if (where === null) return null;
-    const hello = { protocol: SIDECAR_PROTOCOL, version, workspace: where.workspace };
-    const frames = Buffer.concat([sidecarPackFrame({ id: 0, op: "hello", args: hello }), sidecarPackFrame({ id: 1, op, args: request })]);
-    let peer = null;
-    let otherVersion = false;
-    const helloOk = (answer) => {
-      const r = answer.ok === true ? answer.result : null;
-      if (answer.id !== 0 || r === null || typeof r !== "object") return false;
-      if (r.protocol !== SIDECAR_PROTOCOL || r.version !== version) {
-        otherVersion = true;
-        return false;
+    let reply = null;
+    for (let attempt = 0; reply === null && attempt < 2; attempt++) {
+      const held = await sidecarConnection(where, version, sidecarHelloMs(env));
+      if (held === null) return null;
+      if (held.otherVersion) return SIDECAR_OTHER_VERSION;
+      try {
+        reply = await held.connection.call(op, request, signal);
+      } catch (error) {
+        if (signal?.aborted || !held.connection.closed) return null;
       }
-      if (r.workspace !== where.workspace) return false;
-      peer = r.pid;
-      return true;
-    };
-    const answers = await sidecarExchange(where.socket, frames, signal, helloOk, sidecarHelloMs(env));
-    if (otherVersion) return SIDECAR_OTHER_VERSION;
-    if (answers.length !== 2) return null;
-    const reply = answers[1];
-    if (!sidecarPeerIsOurs(peer, where.socket)) return null;
-    if (reply.id !== 1) return null;
+    }
+    if (reply === null) return null;
     if (reply.ok === true) {
       const doc = reply.result;
       return doc !== null && typeof doc === "object" && !Array.isArray(doc) ? { doc } : null;

@@ -621,3 +621,76 @@ test("msgpack: what Python's msgpack packs decodes to what j-cli's JSON gives, a
   assert.deepEqual(JSON.parse(back.toString()), { n: [0, 127, 128, -33, 2 ** 40, 1.5], s: "é".repeat(100), o: { k: null } });
   assert.throws(() => sidecarClient.sidecarUnpack(Buffer.from([0xa2, 0xc3, 0x28])), /./, "text that is not UTF-8 is refused");
 });
+
+// ---- One held connection per sidecar (sidecar-client.mjs), for as long as the plugin's process lives.
+
+function jcliVersion() {
+  return execFileSync(process.env.JCLI_PYTHON || "python3", ["-c", "import jcli_sidecar; print(jcli_sidecar.__version__)"]).toString().trim();
+}
+
+/** The sidecar's open connections, not counting the status call's own. */
+function heldConnections(dir) {
+  return jcliJson(dir, ["sidecar", "status"]).connections - 1;
+}
+
+test("reads share one held connection: one hello, then each read is one request, several at once", async (t) => {
+  const dir = workspace();
+  sidecarOn(t, countingJcli(dir).bin);
+  const sidecar = startSidecar(t, dir);
+  const version = jcliVersion();
+  const request = cases.find((c) => c.name === "html").request;
+  const first = await sidecarClient.sidecarRead({ cwd: dir, request, version });
+  assert.ok(first?.doc, "the first read came through the socket");
+  const held = heldConnections(dir);
+  assert.ok(held >= 1, "the connection stays open after the read");
+  const served = sidecar.requests();
+  const many = await Promise.all(Array.from({ length: 6 }, () => sidecarClient.sidecarRead({ cwd: dir, request, version })));
+  for (const answer of many) assert.deepEqual(answer, first);
+  assert.equal(heldConnections(dir), held, "no new connection for the next reads");
+  assert.equal(sidecar.requests(), served + 6 + 2, "six reads and two status calls: no hello is a request");
+});
+
+test("a held connection the sidecar closed is replaced at the next read, which still comes through the socket", async (t) => {
+  const dir = workspace();
+  sidecarOn(t, countingJcli(dir).bin);
+  startSidecar(t, dir);
+  const version = jcliVersion();
+  const request = cases.find((c) => c.name === "png").request;
+  const before = await sidecarClient.sidecarRead({ cwd: dir, request, version });
+  assert.ok(before?.doc);
+  stopSidecar(dir);
+  const sidecar = startSidecar(t, dir);
+  const served = sidecar.requests();
+  assert.deepEqual(await sidecarClient.sidecarRead({ cwd: dir, request, version }), before);
+  assert.equal(sidecar.requests(), served + 1 + 1, "the new sidecar served the read");
+});
+
+test("a read whose caller stops waiting leaves the held connection to the others", async (t) => {
+  const dir = workspace();
+  sidecarOn(t, countingJcli(dir).bin);
+  startSidecar(t, dir);
+  const version = jcliVersion();
+  const request = cases.find((c) => c.name === "html").request;
+  const first = await sidecarClient.sidecarRead({ cwd: dir, request, version });
+  const held = heldConnections(dir);
+  const stop = new AbortController();
+  const stopped = sidecarClient.sidecarRead({ cwd: dir, request, version, signal: stop.signal });
+  const other = sidecarClient.sidecarRead({ cwd: dir, request, version });
+  stop.abort();
+  assert.equal(await stopped, null, "a stopped read falls back (the plugin then reports the stop)");
+  assert.deepEqual(await other, first);
+  assert.equal(heldConnections(dir), held);
+});
+
+test("an idle held connection keeps no process alive", async (t) => {
+  const dir = workspace();
+  sidecarOn(t, countingJcli(dir).bin);
+  startSidecar(t, dir);
+  const script = [
+    `import * as c from ${JSON.stringify(new URL("../sidecar-client.mjs", import.meta.url).href)};`,
+    `const got = await c.sidecarRead({ cwd: ${JSON.stringify(dir)}, request: ${JSON.stringify(cases.find((c) => c.name === "html").request)}, version: ${JSON.stringify(jcliVersion())} });`,
+    `process.stdout.write(got?.doc ? "read" : "fell back");`,
+  ].join("\n");
+  const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { env: process.env, timeout: 30_000 }).toString();
+  assert.equal(out, "read", "the child read through the socket and then exited on its own");
+});
