@@ -71,6 +71,7 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         "a running cell's partial outputs.",
         None,
     ),
+    ReadOption(("--stream",), "stream", "flag", "Upstream jupyter-jcli's spelling of the default.", None, hidden=True),
     ReadOption(
         ("--py-wins",),
         "py_wins",
@@ -112,8 +113,9 @@ def run_exec(
     display_mode: str | None = None,
     no_stream: bool = False,
     any_kernel: bool = False,
+    stream: bool = False,
 ) -> int:
-    """Do one ``j-cli exec``; returns the process exit code."""
+    """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     stop = StopSwitch()

@@ -260,6 +260,7 @@ def _session_path(ctx: click.Context, name: str) -> str:
 
 @session.command("list")
 @click.option("--vars", "with_vars", is_flag=True, help="Also preview each idle kernel's first variable names (one request per kernel).")
+@click.option("--no-vars", "with_vars", flag_value=False, hidden=True)  # upstream jupyter-jcli's spelling of the default
 @click.pass_context
 def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""
