@@ -183,7 +183,7 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     for name, host in HOST_SETUPS.items():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
         command = setup.commands[name]
-        flags = {opt for param in command.params for opt in param.opts}
+        flags = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
         assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"}
 
 

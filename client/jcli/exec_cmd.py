@@ -204,6 +204,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     if not json_mode:
         if settings.no_stream:
             emit.show_outputs(result.outputs)
+        emit.show_stored_outputs(doc)  # each rich output: what it is and where it was kept
         for note in result.notes:  # the outputs themselves were shown live (or just now, with --no-stream)
             sys.stderr.write(f"note: {note}\n")
         if "run" in doc:

@@ -115,6 +115,10 @@ __all__, __getattr__ = lazy_face(
             "os_error",
             "os_reason",
         ),
+        "plain_text": (
+            "strip_ansi",
+            "strip_ansi_lines",
+        ),
         "process_record": (
             "ALIVE",
             "GONE",
