@@ -212,7 +212,9 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     if failure is not None:
         return emit.error(failure, json_mode)
     if json_mode:
-        emit.document(doc, True)
+        from .upstream_fields import with_inline
+
+        emit.document(with_inline(doc), True)
     return emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
 
 

@@ -7,6 +7,7 @@ anything was left out.
 
 from __future__ import annotations
 
+from ..base.errors import EXECUTION_ERROR_ALIASES
 from ..base.plain_text import strip_ansi_lines
 from ..base.protocol import SCHEMA_VERSION
 from ..ipynb.multiline import join_text
@@ -188,7 +189,11 @@ def build_result(
         doc["truncated"] = True
         doc["truncation_notice"] = "; ".join(notices)
     if result.status == "error" and result.error:
-        doc["error"] = {**result.error, "traceback": strip_ansi_lines(result.error.get("traceback"))}
+        doc["error"] = {
+            **result.error,
+            "traceback": strip_ansi_lines(result.error.get("traceback")),
+            "code_aliases": list(EXECUTION_ERROR_ALIASES),  # upstream jupyter-jcli's code for code that raised
+        }
     if result.notes:
         doc["notes"] = list(result.notes)
     return doc
