@@ -192,7 +192,7 @@ def test_errors_are_coded(tmp_path):
         (("py-to-ipynb", "plain.py"), "NOTEBOOK_READ_FAILED"),
         (("py-to-ipynb", "fifo.py"), "NOTEBOOK_READ_FAILED"),
         (("assign-ids", "bad.ipynb"), "NOTEBOOK_READ_FAILED"),
-        (("assign-ids", "plain.py"), "USAGE_ERROR"),
+        (("assign-ids", "plain.py"), "NOTEBOOK_READ_FAILED"),
         (("py-to-ipynb", "plain.py", "--outputs", "keep"), "USAGE_ERROR"),
     ]
     for args, code in cases:

@@ -74,7 +74,8 @@ def test_errors_survive_pickling_and_the_wire(code):
     assert err.code == code and err.details == {"extra": 1}
     again = pickle.loads(pickle.dumps(err))
     assert (type(again), again.code, again.message, again.details) == (type(err), code, "a message", {"extra": 1})
-    assert err.to_dict() == {"code": code, "message": "a message", "extra": 1}
+    aliases = {"code_aliases": list(err.code_aliases)} if err.code_aliases else {}
+    assert err.to_dict() == {"code": code, "message": "a message", **aliases, "extra": 1}
 
 
 def test_unknown_codes_from_a_newer_peer_are_kept():
@@ -183,7 +184,7 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     for name, host in HOST_SETUPS.items():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
         command = setup.commands[name]
-        flags = {opt for param in command.params for opt in param.opts}
+        flags = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
         assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"}
 
 

@@ -116,7 +116,7 @@ def test_display_mode_in_a_notebook_run(kernel_session, ws, own_mode):
     assert ["".join(o["data"]["text/plain"]) for o in nb["cells"][1]["outputs"]] == ["3", "4"]
     assert kernel_mode(kernel_session, ws)[0] == own_mode
     human = run_cli("exec", kernel_session, "-f", "nb.py", "--cell", "0:2", "--display-mode", "none", cwd=ws)
-    assert human.returncode == 0 and human.stdout == b""
+    assert human.returncode == 0 and human.stdout == b"[cell 0] 1/2\n[cell 1] 2/2\n"
     assert kernel_mode(kernel_session, ws)[0] == own_mode
 
 
@@ -208,7 +208,7 @@ def test_no_stream_prints_each_cell_when_it_finishes(kernel_session, ws):
     run.stalled()
     assert nothing_to_read(run.proc.stdout)
     status, out, err = run.finish()
-    assert status == 1 and out == b"a\nb\nc\n"
+    assert status == 1 and out == b"[cell 0] 1/3\na\nb\n[cell 1] 2/3\nc\n[cell 2] 3/3\n"
     assert b"ZeroDivisionError" in err
     assert_no_traceback(err)
 
@@ -292,23 +292,19 @@ def run_on_pty(args: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
 PROGRESS_NB = "# %% [markdown]\n# title\n\n# %%\nprint('one')\n\n# %%\nprint('two')\n\n# %%\nprint('three')\n"
 
 
-def test_a_terminal_shows_which_cell_of_how_many_is_running(kernel_session, ws):
+def test_every_cell_run_prints_its_header_on_a_terminal_and_through_a_pipe(kernel_session, ws):
     (ws / "nb.py").write_text(PROGRESS_NB)
+    expected = b"[cell 1] 1/3\none\n[cell 2] 2/3\ntwo\n[cell 3] 3/3\nthree\n"
     status, out, terminal = run_on_pty(["exec", kernel_session, "-f", "nb.py"], ws)
-    assert status == 0 and out == b"one\ntwo\nthree\n"
-    assert [line for line in terminal.splitlines() if line.startswith(b"[cell ")] == [
-        b"[cell 1/3] index 1",
-        b"[cell 2/3] index 2",
-        b"[cell 3/3] index 3",
-    ]
-    status, _, terminal = run_on_pty(["exec", kernel_session, "-f", "nb.py", "--cell", "2:"], ws)
-    assert status == 0 and b"[cell 1/2] index 2" in terminal and b"[cell 2/2] index 3" in terminal
-
-
-def test_pipes_and_json_mode_show_no_progress(kernel_session, ws):
-    (ws / "nb.py").write_text(PROGRESS_NB)
+    assert status == 0 and out == expected
     piped = run_cli("exec", kernel_session, "-f", "nb.py", cwd=ws)
-    assert piped.returncode == 0 and piped.stdout == b"one\ntwo\nthree\n" and b"[cell " not in piped.stderr
+    assert piped.returncode == 0 and piped.stdout == expected and b"[cell " not in piped.stderr
+    some = run_cli("exec", kernel_session, "-f", "nb.py", "--cell", "2:", cwd=ws)
+    assert some.returncode == 0 and some.stdout == b"[cell 2] 1/2\ntwo\n[cell 3] 2/2\nthree\n"
+
+
+def test_json_mode_shows_no_headers(kernel_session, ws):
+    (ws / "nb.py").write_text(PROGRESS_NB)
     status, out, terminal = run_on_pty(["-j", "exec", kernel_session, "-f", "nb.py"], ws)
-    assert status == 0 and b"[cell " not in terminal
+    assert status == 0 and b"[cell " not in terminal + out
     assert [json.loads(line).get("cell_index") for line in out.splitlines()] == [1, 2, 3, None]

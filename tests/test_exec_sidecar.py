@@ -84,8 +84,8 @@ def test_the_same_run_gives_the_same_document_through_the_sidecar_and_in_process
     human_through = run_cli("exec", kernel_session, "-c", code, cwd=ws)
     human_direct = in_process("exec", kernel_session, "-c", code, cwd=ws)
     assert human_through.returncode == human_direct.returncode
-    assert human_through.stdout == human_direct.stdout
     scrub = re.compile(rb"\d{8}T\d{6}[^/\]\n]*|In\[\d+\]")
+    assert scrub.sub(b"", human_through.stdout) == scrub.sub(b"", human_direct.stdout)  # a stored output's line names its run
     assert scrub.sub(b"", human_through.stderr) == scrub.sub(b"", human_direct.stderr)
     assert kernels(ws)["opened"] == 1  # every run through the sidecar used its one connection
 

@@ -177,5 +177,5 @@ def test_a_cell_cut_short_carries_upstreams_fields_too(ws, fresh_session):
 
 def test_human_mode_is_unchanged(ws, fresh_session):
     result = run_cli("exec", fresh_session, "-f", "compat.py", "--cell", "1", cwd=ws)
-    assert result.returncode == 0 and result.stdout == b"hello\n42\n"
+    assert result.returncode == 0 and result.stdout == b"[cell 1] 1/1\nhello\n42\n"
     assert b"source_preview" not in result.stdout + result.stderr

@@ -59,6 +59,8 @@ def _make_exec_command() -> click.Command:
 def _make_read_command(name: str, help_text: str, options) -> click.Command:
     params: list[click.Parameter] = [click.Argument(["file_path"], required=False, metavar="FILE")]
     params.extend(table_options(options))
+    if name == "output":  # upstream jupyter-jcli's: pick the first of these MIME types the output has
+        params.append(click.Option(["--supported-mime", "supported_mime"], multiple=True, hidden=True))
 
     @click.pass_context
     def callback(ctx: click.Context, file_path: str | None, **values) -> None:
@@ -118,18 +120,53 @@ def _make_host_setup_command(host: HostSetup) -> click.Command:
     params: list[click.Parameter] = [click.Option([f"--{first[0]}", "scope"], flag_value=first[0], default=True, help=first[1])]
     params += [click.Option([f"--{scope}", "scope"], flag_value=scope, help=text) for scope, text in others]
     params.append(click.Option(["--remove"], is_flag=True, help=host.remove_help))
+    params.extend(_upstream_setup_options(host))
 
-    def callback(scope: str, remove: bool) -> None:
+    def callback(scope: str, remove: bool, force: bool, only: tuple[str, ...], skill_dir: str | None) -> None:
         import importlib
 
         from jcli_sidecar.base import workspace_of
 
         from .setup.host_path import with_path_check
 
+        _refuse_upstream_setup_options(only, skill_dir)
+
         run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
         _run_setup(lambda: with_path_check(run(scope, workspace_of(), remove)))
 
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
+
+
+#: Upstream jupyter-jcli's scope flags that j-cli spells otherwise, per host: flag -> j-cli scope.
+_UPSTREAM_SCOPES = {
+    "claude": {},
+    "codex": {"local": "project"},
+    "opencode": {"local": "project"},
+    "dsh": {"local": "project", "proj": "project", "global": "user"},
+}
+
+
+def _upstream_setup_options(host: HostSetup) -> list[click.Parameter]:
+    """Upstream's ``setup HOST`` spellings, hidden: its scope names, ``--force``, ``--only``, ``--skill-dir``."""
+    params: list[click.Parameter] = [
+        click.Option([f"--{flag}", "scope"], flag_value=scope, hidden=True) for flag, scope in _UPSTREAM_SCOPES[host.name].items()
+    ]
+    params.append(click.Option(["--force"], is_flag=True, hidden=True))  # j-cli always replaces its own entries
+    params.append(click.Option(["--only"], multiple=True, type=click.Choice(["skill", "hook", "tool"]), hidden=True))
+    params.append(click.Option(["--skill-dir", "skill_dir"], hidden=True))
+    return params
+
+
+def _refuse_upstream_setup_options(only: tuple[str, ...], skill_dir: str | None) -> None:
+    """``--only`` of part of the set and ``--skill-dir``: upstream's, which j-cli does not do (a usage error that says so)."""
+    if only and set(only) != {"skill", "hook", "tool"}:
+        raise click.UsageError(
+            "j-cli's setup installs a host's skill, hooks and tool together; --only is not supported (see docs/migration.md)"
+        )
+    if skill_dir is not None:
+        raise click.UsageError(
+            "j-cli's setup puts the skill where the host reads it for the scope chosen; --skill-dir is not supported (see docs/migration.md)"
+        )
 
 
 for _host in HOST_SETUPS.values():
@@ -156,7 +193,10 @@ def setup_status_command() -> None:
 @click.option("--hooks", is_flag=True, help="Also install the pre-commit hook that refuses a .py and its notebook out of line.")
 @click.option("--include", multiple=True, metavar="GLOB", help="With --hooks: check only pairs whose .py matches GLOB (repeatable).")
 @click.option("--remove", is_flag=True, help="Remove only j-cli's block (with --hooks: and its hook, restoring a chained one).")
-def setup_git_command(hooks: bool, include: tuple[str, ...], remove: bool) -> None:
+@click.option("--local", "hooks", flag_value=True, hidden=True)  # upstream jupyter-jcli's: these install the hook
+@click.option("--project", "hooks", flag_value=True, hidden=True)
+@click.option("--force", is_flag=True, hidden=True)  # j-cli chains a hook that is there, never needs to replace it
+def setup_git_command(hooks: bool, include: tuple[str, ...], remove: bool, force: bool) -> None:
     """Add a managed block ignoring **/.j-cli/ to this directory's .gitignore (--hooks: and the pre-commit hook)."""
     from jcli_sidecar.base import workspace_of
 

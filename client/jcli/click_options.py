@@ -37,8 +37,8 @@ def table_options(options) -> list[click.Parameter]:
     A ``"flag"`` entry takes no value and is true when given.
     """
     return [
-        click.Option([*opt.flags, opt.field], is_flag=True, help=opt.help)
+        click.Option([*opt.flags, opt.field], is_flag=True, help=opt.help, hidden=opt.hidden)
         if opt.kind == "flag"
-        else click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help)
+        else click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help, hidden=opt.hidden)
         for opt in options
     ]

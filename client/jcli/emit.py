@@ -9,15 +9,33 @@ prints readable text and never base64.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from jcli_sidecar.base import JcliError, UsageError, dump_json, error_envelope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "document", "error", "exit_code", "live_output", "show_outputs", "unexpected"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "document",
+    "error",
+    "exit_code",
+    "human_size",
+    "live_output",
+    "rich_output",
+    "say",
+    "show_outputs",
+    "show_stored_outputs",
+    "shown_path",
+    "stored_output_lines",
+    "unexpected",
+]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -98,11 +116,24 @@ def error(err: JcliError, json_mode: bool) -> int:
     return exit_code(err)
 
 
-def live_output(event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
+def live_output(
+    event: str,
+    output: dict[str, Any],
+    index: int,
+    outputs: list[dict[str, Any]],
+    chunk: str | None = None,
+    *,
+    rich: Callable[[int, str, int], None] | None = None,
+) -> None:
     """Human mode's ``on_output`` hook: show outputs as they arrive (stream text chunk by chunk).
 
-    A reader that went away (``| head``) stops the showing, never the run.
+    A traceback loses its terminal colours. An output with more than plain
+    text (:func:`rich_output`) shows its plain text, if any, then
+    ``rich(index, mime, size)`` tells where to get it (inline runs print
+    that line when their outputs are stored). A reader that went away
+    (``| head``) stops the showing, never the run.
     """
+    from jcli_sidecar.base import strip_ansi_lines
     from jcli_sidecar.kernel import output_text
 
     kind = output.get("output_type")
@@ -112,13 +143,95 @@ def live_output(event: str, output: dict[str, Any], index: int, outputs: list[di
     if event != "append":
         return
     if kind == "error":
-        _write(sys.stderr, ("\n".join(output.get("traceback") or []) + "\n").encode("utf-8", "backslashreplace"))
-    else:
-        text = output_text(output) or f"[{', '.join(output.get('data') or {})}]"
+        _write(sys.stderr, ("\n".join(strip_ansi_lines(output.get("traceback") or [])) + "\n").encode("utf-8", "backslashreplace"))
+        return
+    found = rich_output(output)
+    text = output_text(output) or ("" if found else f"[{', '.join(output.get('data') or {})}]")
+    if text:
         _write(sys.stdout, (text if text.endswith("\n") else text + "\n").encode("utf-8", "backslashreplace"))
+    if found is not None and rich is not None:
+        rich(index, *found)
 
 
-def show_outputs(outputs: list[dict[str, Any]]) -> None:
+def rich_output(output: dict[str, Any]) -> tuple[str, int] | None:
+    """``(MIME, bytes)`` of what ``notebook output`` shows for a display output with more than plain text; else None.
+
+    Example:
+        >>> rich_output({"output_type": "display_data", "data": {"text/plain": "<Figure>", "image/png": "iVBORw0KGgo="}})
+        ('image/png', 8)
+        >>> rich_output({"output_type": "execute_result", "data": {"text/plain": "42"}}) is None
+        True
+    """
+    from jcli_sidecar.read import auto_select, decoded_size, is_raster_image
+
+    data = output.get("data")
+    if output.get("output_type") not in ("display_data", "execute_result") or not isinstance(data, dict):
+        return None
+    others = [mime for mime in data if isinstance(mime, str) and mime != "text/plain"]
+    if not others:
+        return None
+    mime = auto_select(others) or others[0]
+    value = data[mime]
+    if isinstance(value, list) and all(isinstance(part, str) for part in value):
+        value = "".join(value)
+    if isinstance(value, str) and is_raster_image(mime):
+        try:
+            return mime, decoded_size(value)
+        except JcliError:
+            return mime, len(value)
+    if isinstance(value, str):
+        return mime, len(value.encode("utf-8", "surrogatepass"))
+    return mime, len(dump_json(value))
+
+
+def human_size(size: int) -> str:
+    """A byte count as a person reads it.
+
+    Example:
+        >>> human_size(900), human_size(10957), human_size(3 * 1024 * 1024)
+        ('900 B', '10.7 KiB', '3.0 MiB')
+    """
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the current directory when it is under it, else as it is."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
+def say(line: str) -> None:
+    """Human mode: one line on stdout (a reader that went away is not an error)."""
+    _write(sys.stdout, (line + "\n").encode("utf-8", "backslashreplace"))
+
+
+def show_stored_outputs(doc: dict[str, Any]) -> None:
+    """Human mode, after an inline run: one line per stored rich output (:func:`stored_output_lines`)."""
+    lines = stored_output_lines(doc)
+    if lines:
+        _write(sys.stdout, ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
+
+
+def stored_output_lines(doc: dict[str, Any]) -> list[str]:
+    """Plain lines for an inline run's stored rich outputs: ``image/png 10.7 KiB -> .j-cli/outputs/RUN/output-0001-0.png``."""
+    lines = []
+    for item in doc.get("outputs") or ():
+        if item.get("type") in ("stream", "error") or not isinstance(item.get("path"), str):
+            continue
+        size = item.get("bytes")
+        what = f"{item.get('mime')} {human_size(size)}" if isinstance(size, int) else str(item.get("mime"))
+        lines.append(f"{what} -> {shown_path(item['path'])}")
+    return lines
+
+
+def show_outputs(outputs: list[dict[str, Any]], rich: Callable[[int, str, int], None] | None = None) -> None:
     """Human mode with ``--no-stream``: finished outputs, shown as :func:`live_output` shows them live."""
     for index, output in enumerate(outputs):
-        live_output("append", output, index, outputs)
+        live_output("append", output, index, outputs, rich=rich)

@@ -71,6 +71,7 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         "a running cell's partial outputs.",
         None,
     ),
+    ReadOption(("--stream",), "stream", "flag", "Upstream jupyter-jcli's spelling of the default.", None, hidden=True),
     ReadOption(
         ("--py-wins",),
         "py_wins",
@@ -112,8 +113,9 @@ def run_exec(
     display_mode: str | None = None,
     no_stream: bool = False,
     any_kernel: bool = False,
+    stream: bool = False,
 ) -> int:
-    """Do one ``j-cli exec``; returns the process exit code."""
+    """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     stop = StopSwitch()
@@ -202,6 +204,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     if not json_mode:
         if settings.no_stream:
             emit.show_outputs(result.outputs)
+        emit.show_stored_outputs(doc)  # each rich output: what it is and where it was kept
         for note in result.notes:  # the outputs themselves were shown live (or just now, with --no-stream)
             sys.stderr.write(f"note: {note}\n")
         if "run" in doc:
@@ -209,7 +212,9 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     if failure is not None:
         return emit.error(failure, json_mode)
     if json_mode:
-        emit.document(doc, True)
+        from .upstream_fields import with_inline
+
+        emit.document(with_inline(doc), True)
     return emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
 
 

@@ -14,6 +14,7 @@ from jcli_sidecar.base import JcliError, UsageError, setting
 from jcli_sidecar.kernel import session_summary
 
 from .outcome import fail, failing, finish
+from .upstream_fields import with_health, with_session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def healthcheck(ctx: click.Context) -> None:
     }
     counted = f"{kernels} kernel(s)" if kernels is not None else "kernels not listed"
     human = f"ok: {srv.shown_url} ({info.kind.replace('_', ' ')} {info.gateway_version or info.version}), {counted}, default kernel {doc['default_kernel']}"
-    finish(ctx, doc, "\n".join([human, *notes]))
+    finish(ctx, with_health(doc), "\n".join([human, *notes]))
 
 
 def _listing_allowed(srv) -> list[dict[str, Any]] | None:
@@ -227,7 +228,7 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
         if row["kernel_in_cwd"]
         else f"\nkernel runs in {row['kernel_cwd'] or 'a directory the server chose'}, not here: {row['kernel_cwd_note']}"
     )
-    finish(ctx, row, f"{row['id']}  {row['name']}  ({row['kernel_name']})" + where + "".join(f"\nnote: {n}" for n in notes))
+    finish(ctx, with_session(row), f"{row['id']}  {row['name']}  ({row['kernel_name']})" + where + "".join(f"\nnote: {n}" for n in notes))
 
 
 def _placed(ctx: click.Context, srv, row: dict[str, Any]) -> dict[str, Any]:
@@ -260,6 +261,7 @@ def _session_path(ctx: click.Context, name: str) -> str:
 
 @session.command("list")
 @click.option("--vars", "with_vars", is_flag=True, help="Also preview each idle kernel's first variable names (one request per kernel).")
+@click.option("--no-vars", "with_vars", flag_value=False, hidden=True)  # upstream jupyter-jcli's spelling of the default
 @click.pass_context
 def session_list(ctx: click.Context, with_vars: bool) -> None:
     """List sessions."""

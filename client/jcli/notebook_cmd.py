@@ -13,6 +13,7 @@ import re
 import click
 
 from .outcome import attempt, finish
+from .upstream_fields import with_map, with_summary
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
     from jcli_sidecar.read import summarise
 
     doc = attempt(ctx, lambda: summarise(file_path, cell_spec), "read")
-    finish(ctx, doc, _summary_text(doc))
+    finish(ctx, with_summary(doc), _summary_text(doc))
 
 
 @click.command("show")
@@ -214,7 +215,7 @@ def map_command(ctx: click.Context, file_path: str) -> None:
     from jcli_sidecar.read import map_pair
 
     doc = attempt(ctx, lambda: map_pair(file_path), "read")
-    finish(ctx, doc, _map_text(doc))
+    finish(ctx, with_map(doc), _map_text(doc))
 
 
 #: The commands this module adds to ``j-cli notebook``.

@@ -99,13 +99,13 @@ def run_notebook(
         run.on_cell_complete = _print_line
         run.on_cell_error = _print_line
     else:
-        if sys.stderr.isatty():
-            _Progress().attach(run)
+        cells = _CellLines()
+        cells.attach(run)
         if live:
-            run.on_output = emit.live_output
+            run.on_output = cells.on_output
             run.on_cell_error = _print_error
         else:
-            _Finished().attach(run)
+            _Finished(cells).attach(run)
     try:
         summary = run.execute(server, session, stop=stop)
     except Exception as exc:
@@ -139,26 +139,53 @@ def _print_error(cell_index: int, line: dict[str, Any], error: JcliError) -> Non
     sys.stderr.write(f"j-cli: error [{error.code}]: {error.message}\n")
 
 
-class _Progress:
-    """Human mode on a terminal: ``[cell K/N] index I`` on stderr as each code cell starts."""
+class _CellLines:
+    """Human mode: a ``[cell I] K/N`` line on stdout as each code cell starts, and a read command for each rich output.
 
-    __slots__ = ("positions",)
+    ``I`` is the notebook's cell index, the one ``notebook output --cell``
+    takes; an output with more than plain text gets
+    ``MIME SIZE -> j-cli notebook output NB --cell I --output K``.
+    """
+
+    __slots__ = ("positions", "notebook", "running")
 
     def __init__(self) -> None:
         self.positions: dict[int, int] = {}
+        self.notebook = ""
+        self.running = -1
 
     def attach(self, run: NotebookRun) -> None:
         run.on_notebook_start = self.on_notebook_start
         run.on_cell_start = self.on_cell_start
 
     def on_notebook_start(self, notebook: str, cell_indexes: list[int]) -> None:
+        self.notebook = notebook
         self.positions = {cell_index: number for number, cell_index in enumerate(cell_indexes, start=1)}
 
     def on_cell_start(self, cell_index: int, cell: dict[str, Any]) -> None:
+        self.running = cell_index
+        self.header(cell_index)
+
+    def header(self, cell_index: int) -> None:
+        """Print cell ``cell_index``'s header line."""
         number = self.positions.get(cell_index)
         if number is not None:
-            sys.stderr.write(f"[cell {number}/{len(self.positions)}] index {cell_index}\n")
-            sys.stderr.flush()
+            emit.say(f"[cell {cell_index}] {number}/{len(self.positions)}")
+
+    def on_output(self, event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
+        emit.live_output(event, output, index, outputs, chunk, rich=self.reader(self.running))
+
+    def reader(self, cell_index: int) -> Callable[[int, str, int], None]:
+        """The ``rich`` hook for one cell's outputs: prints how to read output K."""
+        import shlex
+
+        def say(index: int, mime: str, size: int) -> None:
+            command = shlex.join(
+                ["j-cli", "notebook", "output", emit.shown_path(self.notebook), "--cell", str(cell_index), "--output", str(index)]
+            )
+            emit.say(f"{mime} {emit.human_size(size)} -> {command}")
+
+        return say
 
 
 class _Finished:
@@ -169,15 +196,14 @@ class _Finished:
     kept per cell.
     """
 
-    __slots__ = ("outputs", "running", "on_start")
+    __slots__ = ("outputs", "running", "cells")
 
-    def __init__(self) -> None:
+    def __init__(self, cells: _CellLines) -> None:
         self.outputs: dict[int, list[dict[str, Any]]] = {}
         self.running = -1
-        self.on_start: Any = None
+        self.cells = cells
 
     def attach(self, run: NotebookRun) -> None:
-        self.on_start = run.on_cell_start  # the progress line, on a terminal
         run.on_cell_start = self.on_cell_start
         run.on_output = self.on_output
         run.on_cell_complete = self.on_cell_complete
@@ -185,14 +211,13 @@ class _Finished:
 
     def on_cell_start(self, cell_index: int, cell: dict[str, Any]) -> None:
         self.running = cell_index
-        if self.on_start is not None:
-            self.on_start(cell_index=cell_index, cell=cell)
 
     def on_output(self, event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
         self.outputs[self.running] = outputs  # the running cell's outputs, kept up to date by the run
 
     def on_cell_complete(self, cell_index: int, line: dict[str, Any]) -> None:
-        emit.show_outputs(self.outputs.pop(cell_index, []))
+        self.cells.header(cell_index)  # with its outputs: a cell ends after the next one may have started
+        emit.show_outputs(self.outputs.pop(cell_index, []), rich=self.cells.reader(cell_index))
 
     def on_cell_error(self, cell_index: int, line: dict[str, Any], error: JcliError) -> None:
         self.on_cell_complete(cell_index, line)

@@ -62,12 +62,17 @@ output_show.params.extend(table_options(RUN_SHOW_OPTIONS))  # the run request's 
     "--max-age-days", type=int, metavar="N", help="Delete completed runs older than N days (env JCLI_OUTPUT_MAX_AGE_DAYS; default 7)."
 )
 @click.option("--max-runs", type=int, metavar="N", help="Keep at most N completed runs (env JCLI_OUTPUT_MAX_RUNS; default 50).")
+@click.option("--days", "days", type=int, hidden=True)  # upstream jupyter-jcli's name for --max-age-days
 @click.pass_context
-def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs) -> None:
+def output_clean(ctx: click.Context, dry_run: bool, max_age_days, max_runs, days) -> None:
     """Delete old runs by age and count, under the outputs lock (whole runs only)."""
     from jcli_sidecar.base import Outputs, workspace_of
     from jcli_sidecar.runs import clean_workspace, resolve_policy
 
+    if days is not None:
+        if max_age_days is not None and max_age_days != days:
+            raise click.UsageError("--days is another name for --max-age-days; give one")
+        max_age_days = days
     cwd = workspace_of()
     try:
         report = clean_workspace(cwd, resolve_policy(max_age_days, max_runs), dry_run=dry_run)

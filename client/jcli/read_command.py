@@ -68,10 +68,42 @@ def run_read(command: str, json_mode: bool, file_path: str | None, values: dict[
     from .transport import read
 
     op = "notebook.list" if command == "outputs" else "notebook.read"
+    supported = values.pop("supported_mime", None) or ()
     try:
-        envelope = read(build_request(command, file_path, values), op)
+        request = build_request(command, file_path, values)
+        if supported and request.get("mime_type") is None:
+            request["mime_type"] = _first_supported(request, supported)
+        envelope = read(request, op)
     except JcliError as err:
         return emit.error(err, json_mode)
     except Exception as exc:  # a bug: still one coded line, never a traceback
         return emit.unexpected(exc, json_mode)
     return emit.document(envelope, json_mode)
+
+
+def _first_supported(request: dict[str, Any], supported: tuple[str, ...]) -> str:
+    """``--supported-mime`` (upstream jupyter-jcli's): the output's first representation that is one of ``supported``.
+
+    Raises:
+        UsageError: no ``--output`` was given.
+        MimeNotFound: the output has none of them.
+    """
+    from jcli_sidecar.base import MimeNotFound
+
+    from .transport import read
+
+    index = request.get("output_index")
+    if index is None:
+        raise UsageError("--supported-mime needs --output K")
+    catalog = read({k: v for k, v in request.items() if k in (FILE_ARGUMENT, "cell_index", "max_response_bytes")}, "notebook.list")
+    outputs = [o for o in catalog.get("outputs", ()) if o.get("output_index") == index]
+    available = outputs[0].get("available_mime_types", []) if outputs else []
+    for mime in available:
+        if mime in supported:
+            return mime
+    if not outputs:
+        return supported[0]  # the read names the missing output
+    raise MimeNotFound(
+        f"output {index} of cell {request.get('cell_index')} has none of {', '.join(supported)} (it has {', '.join(available) or 'none'})",
+        available_mime_types=available,
+    )

@@ -59,11 +59,13 @@ class ReadOption:
         kind: ``"int"``, ``"float"``, ``"timeout"`` (seconds or ``none``), ``"str"``, or ``"flag"`` (no value; true when given).
         help: one line for ``--help``.
         required: needed unless ``--request`` is used.
+        hidden: left out of ``--help`` (another tool's spelling, kept working).
     """
 
-    __slots__ = ("flags", "field", "kind", "help", "metavar", "required")
+    __slots__ = ("flags", "field", "kind", "help", "metavar", "required", "hidden")
 
-    def __init__(self, flags, field, kind, help, metavar, required=False):
+    def __init__(self, flags, field, kind, help, metavar, required=False, hidden=False):
+        self.hidden = hidden
         self.flags = flags
         self.field = field
         self.kind = kind

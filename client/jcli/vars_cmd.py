@@ -8,6 +8,7 @@ from jcli_sidecar.base import JcliError
 from jcli_sidecar.kernel import VARS_TIMEOUT
 
 from .outcome import fail, finish
+from .upstream_fields import with_vars
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def vars_command(ctx: click.Context, session_key: str, name: str | None, rich: b
         doc = read_variables(srv, row, name=name, rich=rich, modules=modules, timeout=timeout)
     except JcliError as err:
         fail(ctx, err)
-    finish(ctx, doc, _human_variable(doc) if name else _human_table(doc))
+    finish(ctx, with_vars(doc), _human_variable(doc) if name else _human_table(doc))
 
 
 def _size(row: dict[str, Any]) -> str:

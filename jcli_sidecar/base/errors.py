@@ -63,10 +63,12 @@ __all__ = [
     "ConfigConflict",
     "ConfigInvalid",
     "ERROR_CODES",
+    "EXECUTION_ERROR_ALIASES",
     "FileNotFound",
     "Forbidden",
     "GitFailed",
     "HOST_PLUGIN_CODES",
+    "INTERRUPT_FAILED_ALIASES",
     "ImageTooLarge",
     "InternalError",
     "Interrupted",
@@ -101,6 +103,7 @@ __all__ = [
     "SidecarError",
     "SidecarUnavailable",
     "Timeout",
+    "UPSTREAM_CODES",
     "UsageError",
     "VariableNotFound",
     "WorkspaceUnsafe",
@@ -123,6 +126,8 @@ class JcliError(Exception):
     """
 
     code = "INTERNAL_ERROR"
+    #: Upstream jupyter-jcli 0.9.7's codes for this condition (:data:`UPSTREAM_CODES`); one error may add its own.
+    code_aliases: tuple[str, ...] = ()
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -135,6 +140,8 @@ class JcliError(Exception):
     def to_dict(self) -> dict[str, Any]:
         """The ``error{code, message, ...}`` map that goes on the wire."""
         out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.code_aliases:
+            out["code_aliases"] = list(self.code_aliases)
         out.update(self.details)
         return out
 
@@ -364,6 +371,25 @@ def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:
 
 _BY_CODE: dict[str, type[JcliError]] = {c.code: c for c in _all_leaves(JcliError)}
 ERROR_CODES: frozenset[str] = frozenset(_BY_CODE)
+
+#: Upstream jupyter-jcli 0.9.7's error codes, each with j-cli's code for the same condition; the
+#: error of that code lists it in ``code_aliases``. ``EXECUTION_ERROR`` (the code raised) is no
+#: j-cli error: a result with ``status: "error"`` says it, and its ``error`` object (and a notebook
+#: run's summary) lists the alias. ``INTERRUPT_FAILED`` is an ``INTERRUPTED`` whose kernel could not
+#: be interrupted: that error alone lists it.
+UPSTREAM_CODES: dict[str, str | None] = {
+    "CONNECTION_FAILED": "SERVER_UNAVAILABLE",
+    "EXECUTION_ERROR": None,
+    "INTERRUPT_FAILED": None,
+    "KERNEL_NOT_FOUND": "KERNELSPEC_NOT_FOUND",
+    "MIME_NOT_SUPPORTED": "MIME_NOT_FOUND",
+}
+#: The upstream code of code that raised (see :data:`UPSTREAM_CODES`).
+EXECUTION_ERROR_ALIASES: tuple[str, ...] = ("EXECUTION_ERROR",)
+#: The upstream code of a kernel that could not be interrupted (see :data:`UPSTREAM_CODES`).
+INTERRUPT_FAILED_ALIASES: tuple[str, ...] = ("INTERRUPT_FAILED",)
+for _code, _cls in _BY_CODE.items():
+    _cls.code_aliases = tuple(upstream for upstream, ours in UPSTREAM_CODES.items() if ours == _code)
 #: Codes only the host plugins raise, about running j-cli itself (j-cli never
 #: reports them): the call was stopped, j-cli could not be run at all, or the
 #: read tool's host package could not be loaded (the guards run regardless).
@@ -380,12 +406,16 @@ def error_from_code(code: str, message: str, **details: Any) -> JcliError:
         >>> type(error_from_code("OUTPUT_NOT_FOUND", "no output 4")).__name__
         'OutputNotFound'
     """
+    aliases = details.pop("code_aliases", None)
     cls = _BY_CODE.get(code)
     if cls is None:
         err = JcliError(message, **details)
         err.code = code
-        return err
-    return cls(message, **details)
+    else:
+        err = cls(message, **details)
+    if isinstance(aliases, list) and all(isinstance(a, str) for a in aliases):
+        err.code_aliases = tuple(aliases)  # as the peer said: one error may add its own
+    return err
 
 
 def _rebuild(code: str, message: str, details: dict[str, Any]) -> JcliError:

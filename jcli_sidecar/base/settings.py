@@ -131,6 +131,15 @@ SETTINGS: dict[str, Setting] = {
             expect="a positive integer (0 never means 'delete all')",
         ),
         Setting(
+            "JCLI_OUTPUT_RETENTION_DAYS",
+            "integer",
+            7,
+            "upstream jupyter-jcli's name for JCLI_OUTPUT_MAX_AGE_DAYS, used when that one is unset",
+            minimum=1,
+            on_bad="error",
+            expect="a positive integer (0 never means 'delete all')",
+        ),
+        Setting(
             "JCLI_OUTPUT_MAX_RUNS",
             "integer",
             50,

@@ -7,6 +7,8 @@ anything was left out.
 
 from __future__ import annotations
 
+from ..base.errors import EXECUTION_ERROR_ALIASES
+from ..base.plain_text import strip_ansi_lines
 from ..base.protocol import SCHEMA_VERSION
 from ..ipynb.multiline import join_text
 
@@ -73,7 +75,7 @@ def _item(index: int, output: dict[str, Any]) -> dict[str, Any]:
             "output_index": index,
             "ename": output.get("ename"),
             "evalue": output.get("evalue"),
-            "traceback": output.get("traceback", []),
+            "traceback": strip_ansi_lines(output.get("traceback", [])),
         }
     data = output.get("data") or {}
     item: dict[str, Any] = {"type": "display", "output_index": index, "output_type": kind, "mime_types": list(data)}
@@ -187,7 +189,11 @@ def build_result(
         doc["truncated"] = True
         doc["truncation_notice"] = "; ".join(notices)
     if result.status == "error" and result.error:
-        doc["error"] = result.error
+        doc["error"] = {
+            **result.error,
+            "traceback": strip_ansi_lines(result.error.get("traceback")),
+            "code_aliases": list(EXECUTION_ERROR_ALIASES),  # upstream jupyter-jcli's code for code that raised
+        }
     if result.notes:
         doc["notes"] = list(result.notes)
     return doc

@@ -18,8 +18,7 @@ something was cut, ``cell.truncated`` is true.
 
 from __future__ import annotations
 
-import re
-
+from ..base.plain_text import strip_ansi
 from .exec_result import ITEM_BUDGET, TEXT_BUDGET
 
 TYPE_CHECKING = False
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SOURCE_PREVIEW_CHARS", "cell_fields", "source_preview", "summary_fields"]
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: How much of a cell's source ``cell.source_preview`` shows (newlines become spaces).
 SOURCE_PREVIEW_CHARS = 80
 
@@ -95,7 +93,7 @@ def _output(output: dict[str, Any], budget: _Budget) -> dict[str, Any]:
     if kind == "stream":
         return {"type": "stream", "name": output.get("name"), "text": budget.take(_text(output.get("text")))}
     if kind == "error":
-        traceback = [budget.take(_ANSI.sub("", str(line))) for line in output.get("traceback") or []]
+        traceback = [budget.take(strip_ansi(str(line))) for line in output.get("traceback") or []]
         return {
             "type": "error",
             "ename": output.get("ename"),

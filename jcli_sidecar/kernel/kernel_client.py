@@ -28,7 +28,7 @@ import json
 import os
 import time
 
-from ..base.errors import Interrupted, JcliError, KernelDied, Timeout
+from ..base.errors import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, Timeout
 from ..base.stall import stall_point
 from .exec_result import ExecutionResult
 from .exec_timeout import check_timeout
@@ -306,6 +306,7 @@ class _Pump:
         if why is not None:
             err = self.stop.interrupted(f"the kernel could not be interrupted ({why})", executed=True)
             err.details["outputs"] = self._outputs()
+            err.code_aliases = INTERRUPT_FAILED_ALIASES
             raise err
         return time.monotonic() + IDLE_AFTER_INTERRUPT
 

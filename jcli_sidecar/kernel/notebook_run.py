@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import Interrupted, JcliError, internal_error
+from ..base.errors import EXECUTION_ERROR_ALIASES, Interrupted, JcliError, internal_error
 from ..base.protocol import SCHEMA_VERSION
 from ..base.stall import stall_point
 from ..ipynb.cell_spec import parse_cell_spec
@@ -346,7 +346,12 @@ class NotebookRun:
         if self.on_cell_complete is not None:
             self.on_cell_complete(cell_index=cell_index, line=line)
         if doc["status"] == "error":
-            self.summary.update(status="error", cells_failed=self.summary["cells_failed"] + 1, stopped_at=cell_index)
+            self.summary.update(
+                status="error",
+                cells_failed=self.summary["cells_failed"] + 1,
+                stopped_at=cell_index,
+                code_aliases=list(EXECUTION_ERROR_ALIASES),  # upstream jupyter-jcli's code for a cell that raised
+            )
             return False
         return True
 

@@ -100,5 +100,6 @@ __all__, __getattr__ = lazy_face(
             "NOTEBOOK_ONLY_METADATA",
             "write_percent",
         ),
+        "py_ids": ("assign_py_ids",),
     },
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 
 from ..base.errors import InvalidWindow, MimeNotFound, OutputDataInvalid, OutputTooLarge, UsageError
+from ..base.plain_text import strip_ansi_lines
 from ..base.protocol import SCHEMA_VERSION, check_max_response_bytes, dump_json, json_size, json_text, utf8_size
 from ..ipynb.multiline import join_text
 from . import image_headers, representations
@@ -180,7 +181,7 @@ def _parse_output(raw: Any, index: int) -> _Output:
             raise OutputDataInvalid(f"{where} (error) has no ename/evalue", output_index=index)
         if not isinstance(tb, list) or not all(isinstance(x, str) for x in tb):
             raise OutputDataInvalid(f"{where} (error) has no traceback list", output_index=index)
-        return _Output(kind, {}, {}, error={"ename": ename, "evalue": evalue, "traceback": tb})
+        return _Output(kind, {}, {}, error={"ename": ename, "evalue": evalue, "traceback": strip_ansi_lines(tb)})
     if kind in ("display_data", "execute_result"):
         data = raw.get("data")
         if not isinstance(data, dict):

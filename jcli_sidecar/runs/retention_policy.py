@@ -11,6 +11,8 @@ that resolving it imports nothing else.
 
 from __future__ import annotations
 
+import os
+
 from ..base.errors import UsageError
 from ..base.settings import SETTINGS, setting
 
@@ -69,6 +71,9 @@ def _positive(name: str, value: Any) -> int:
 def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None, env: Mapping[str, str] | None = None) -> Policy:
     """The policy: a flag wins over the environment, which wins over the default.
 
+    ``JCLI_OUTPUT_RETENTION_DAYS`` (upstream jupyter-jcli's name) counts when
+    ``JCLI_OUTPUT_MAX_AGE_DAYS`` is unset.
+
     Raises:
         UsageError: a zero, negative or non-integer value anywhere.
 
@@ -76,6 +81,11 @@ def resolve_policy(max_age_days: int | None = None, max_runs: int | None = None,
         >>> resolve_policy(max_runs=3, env={"JCLI_OUTPUT_MAX_RUNS": "9", "JCLI_OUTPUT_MAX_AGE_DAYS": "2"}).to_wire()
         {'max_age_days': 2, 'max_runs': 3, 'staging_grace_seconds': 86400}
     """
-    age = max_age_days if max_age_days is not None else setting("JCLI_OUTPUT_MAX_AGE_DAYS", env)
+    if max_age_days is not None:
+        age = max_age_days
+    elif (os.environ if env is None else env).get("JCLI_OUTPUT_MAX_AGE_DAYS", "").strip():
+        age = setting("JCLI_OUTPUT_MAX_AGE_DAYS", env)
+    else:  # upstream jupyter-jcli's name, when ours is unset
+        age = setting("JCLI_OUTPUT_RETENTION_DAYS", env)
     runs = max_runs if max_runs is not None else setting("JCLI_OUTPUT_MAX_RUNS", env)
     return Policy(age, runs, setting("JCLI_STAGING_GRACE_SECONDS", env))

@@ -73,8 +73,11 @@ j-cli -j output show RUN_ID --output 0
 j-cli output list
 ```
 
+Without `-j`, each kept rich output prints one line with its file:
+`image/png 10.7 KiB -> .j-cli/outputs/<run-id>/output-0000-1.png`.
+
 Code that raised is `status: "error"` with `ename`, `evalue` and
-`traceback` (exit 1). There is no stdin: `input()` fails. Each cell may run
+`traceback` (exit 1; no terminal colour codes). There is no stdin: `input()` fails. Each cell may run
 600 s before the kernel is interrupted (`TIMEOUT`): `--timeout 30` (or
 `JCLI_EXEC_TIMEOUT`) changes that, `--timeout none` lifts it.
 `--display-mode all` shows every bare expression of the code, not only the
@@ -109,7 +112,10 @@ j-cli -j exec main -f analysis.py --cell 1:3   # cells 1 and 2 (A:B excludes B; 
 
 The first run creates `analysis.ipynb` beside the `.py`; nothing goes under
 `.j-cli`. With `-j`, one JSON line per cell as it finishes, then a summary
-line; a cell that raises stops the run (exit 1).
+line; a cell that raises stops the run (exit 1). Without `-j`, each cell
+starts with `[cell I] K/N`, and each image or other rich output prints the
+command that reads it (`image/png 21.6 KiB -> j-cli notebook output
+analysis.ipynb --cell 2 --output 0`).
 
 Magics and shell commands are commented in the `.py` the jupytext way
 (`# !pip list`, `# %time f()`, `# %%bash` on the marker line's cell) and are

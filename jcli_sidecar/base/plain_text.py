@@ -1,0 +1,38 @@
+"""Terminal escapes out of text that j-cli prints or returns (IPython colours its tracebacks).
+
+A kernel's error output carries ANSI colour codes (``\\x1b[31m``) meant for a
+terminal; to a reader without one (an agent, a script, a JSON parser) they
+are noise that costs tokens on every error. Every traceback j-cli prints or
+returns goes through :func:`strip_ansi`; the notebook keeps the raw output.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["strip_ansi", "strip_ansi_lines"]
+
+# CSI sequences (colours, cursor moves), OSC sequences (titles, links) ended by BEL or ST, and two-byte escapes.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences.
+
+    Example:
+        >>> strip_ansi("\\x1b[31mZeroDivisionError\\x1b[39m: division by zero")
+        'ZeroDivisionError: division by zero'
+    """
+    return _ESCAPES.sub("", text) if "\x1b" in text else text
+
+
+def strip_ansi_lines(lines: object) -> list[str]:
+    """A traceback's lines without escapes; a value that is not a list is an empty traceback.
+
+    Example:
+        >>> strip_ansi_lines(["\\x1b[36mCell\\x1b[39m In[1]", 7])
+        ['Cell In[1]', '7']
+    """
+    if not isinstance(lines, list):
+        return []
+    return [strip_ansi(line if isinstance(line, str) else str(line)) for line in lines]
