@@ -282,4 +282,4 @@ def test_no_stream_human_mode_shows_each_cells_own_outputs_when_cells_are_queued
     env = {**os.environ, "JCLI_WRITEBACK_PACE": "1e9"}
     result = run_cli("exec", kernel_session, "-f", "nb.ipynb", "--no-stream", cwd=ws, env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.decode() == "one\ncell 1 outputs in the file: 0\nlast\n"
+    assert result.stdout.decode() == "[cell 0] 1/4\n[cell 1] 2/4\none\n[cell 2] 3/4\ncell 1 outputs in the file: 0\n[cell 3] 4/4\nlast\n"
