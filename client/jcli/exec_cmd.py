@@ -80,6 +80,21 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         None,
     ),
     ReadOption(
+        ("--background",),
+        "background",
+        "flag",
+        "Hand the run to the workspace's sidecar and return at once with a job id (see j-cli job; docs/jobs.md). "
+        "Use it when a run may outlast the caller's shell timeout.",
+        None,
+    ),
+    ReadOption(
+        ("--queue",),
+        "queue",
+        "flag",
+        "With --background: when the session's kernel runs another job, run after it (otherwise KERNEL_BUSY).",
+        None,
+    ),
+    ReadOption(
         ("--any-kernel",),
         "any_kernel",
         "flag",
@@ -112,9 +127,30 @@ def run_exec(
     display_mode: str | None = None,
     no_stream: bool = False,
     any_kernel: bool = False,
+    background: bool = False,
+    queue: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
+
+    if background or queue:
+        from .background import start_background
+
+        return start_background(
+            json_mode,
+            server_url,
+            token,
+            session_key,
+            code,
+            file_path,
+            cell_spec,
+            timeout,
+            py_wins,
+            display_mode,
+            no_stream,
+            any_kernel,
+            queue,
+        )
 
     stop = StopSwitch()
     settings = _Settings(display_mode, no_stream, any_kernel)

@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(
             "loads",
         ),
         "errors": (
+            "BackgroundUnavailable",
             "CellIdDuplicate",
             "CellMappingUnreliable",
             "CellNotFound",
@@ -32,6 +33,8 @@ __all__, __getattr__ = lazy_face(
             "Interrupted",
             "InvalidWindow",
             "JcliError",
+            "JobAmbiguous",
+            "JobNotFound",
             "KernelBusy",
             "KernelDied",
             "KernelMismatch",
@@ -85,6 +88,9 @@ __all__, __getattr__ = lazy_face(
         ),
         "layout": (
             "JCLI_DIR",
+            "JOBS_DIR",
+            "JOB_OUTPUT",
+            "JOB_RECORD",
             "LOCK_FILE",
             "MANAGED_BY",
             "MANIFEST",
@@ -193,6 +199,7 @@ __all__, __getattr__ = lazy_face(
         "workspace_dir": (
             "CACHEDIR_FILES",
             "ensure_outputs_dir",
+            "open_jobs",
             "open_outputs",
             "open_outputs_root",
             "open_staging",
