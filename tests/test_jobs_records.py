@@ -237,3 +237,8 @@ def test_background_without_a_sidecar_is_a_coded_error_never_a_foreground_run(tm
     assert envelope["code"] == "BACKGROUND_UNAVAILABLE" and envelope["executed"] is False
     assert "JCLI_SIDECAR=off" in envelope["message"]
     assert not (tmp_path / "ran").exists() and not (tmp_path / ".j-cli").exists()
+
+
+def test_queue_without_background_is_a_usage_error(tmp_path):
+    result = run_cli("-j", "exec", "main", "-c", "1", "--queue", cwd=tmp_path)
+    assert result.returncode == 2 and json.loads(result.stderr)["code"] == "USAGE_ERROR"

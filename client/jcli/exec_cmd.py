@@ -133,7 +133,9 @@ def run_exec(
     """Do one ``j-cli exec``; returns the process exit code."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
-    if background or queue:
+    if queue and not background:
+        return emit.error(UsageError("--queue applies to --background runs"), json_mode)
+    if background:
         from .background import start_background
 
         return start_background(
