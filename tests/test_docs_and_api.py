@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import doctest
-import json
 import importlib
+import json
 import pickle
 import pkgutil
 import re
