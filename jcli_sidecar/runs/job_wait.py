@@ -41,6 +41,11 @@ def poll_interval(age_seconds: float) -> float:
     return min(1.0, max(0.25, age_seconds * 0.1))
 
 
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
+
+
 def _snapshot(cwd: str, job_id: str) -> dict[str, Any]:
     try:
         return read_job(cwd, job_id)
@@ -75,7 +80,7 @@ def wait_jobs(
         status`` shows it) in the order asked; ``failed`` is the id of a job
         that ended other than ``ok`` (with ``every``), else None.
     """
-    sleep = sleep or (lambda seconds: time.sleep(seconds) or False)
+    sleep = sleep or _sleep
     started = clock()
     deadline = None if not timeout else started + timeout
     stopped = False
