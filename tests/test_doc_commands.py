@@ -82,6 +82,24 @@ PARSE_ONLY = {
     ),
 }
 
+#: Background jobs need the sidecar, which the docs' workspace runs without; tests/test_jobs_run.py runs each for real.
+_JOBS = "needs the workspace's sidecar to hold a job (the docs' workspace runs with JCLI_SIDECAR=off); tests/test_jobs_run.py runs it"
+PARSE_ONLY.update(
+    {
+        (kind, argv): _JOBS
+        for kind, argv in (
+            ("block", ("-j", "exec", "main", "-f", "analysis.py", "--background")),
+            ("block", ("-j", "job", "wait", "JOB_ID")),
+            ("block", ("-j", "job", "status", "JOB_ID")),
+            ("block", ("-j", "job", "output", "JOB_ID", "--offset", "0", "--limit", "4000")),
+            ("block", ("-j", "job", "cancel", "JOB_ID")),
+            ("inline", ("-j", "job", "status", "JOB_ID")),
+            ("inline", ("-j", "job", "output", "JOB_ID")),
+            ("inline", ("-j", "job", "cancel", "JOB_ID")),
+        )
+    }
+)
+
 #: What to run after a command that takes away what later commands need.
 RESTORE = {
     ("session", "kill", SESSION): ("session", "create", "-n", SESSION),

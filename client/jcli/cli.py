@@ -17,6 +17,7 @@ from .click_options import table_options
 from .convert_cmd import convert
 from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
 from .fastpath import JSON_FLAGS
+from .job_cmd import job
 from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
 from .notebook_cmd import NOTEBOOK_COMMANDS
 from .output_cmd import output
@@ -79,6 +80,7 @@ app.add_command(sidecar)
 for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output, convert):
     app.add_command(_command)
 app.add_command(vars_command)
+app.add_command(job)
 
 
 @app.group()

@@ -81,6 +81,21 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         None,
     ),
     ReadOption(
+        ("--background",),
+        "background",
+        "flag",
+        "Hand the run to the workspace's sidecar and return at once with a job id (see j-cli job; docs/jobs.md). "
+        "Use it when a run may outlast the caller's shell timeout.",
+        None,
+    ),
+    ReadOption(
+        ("--queue",),
+        "queue",
+        "flag",
+        "With --background: when the session's kernel runs another job, run after it (otherwise KERNEL_BUSY).",
+        None,
+    ),
+    ReadOption(
         ("--any-kernel",),
         "any_kernel",
         "flag",
@@ -114,9 +129,32 @@ def run_exec(
     no_stream: bool = False,
     any_kernel: bool = False,
     stream: bool = False,
+    background: bool = False,
+    queue: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
+
+    if queue and not background:
+        return emit.error(UsageError("--queue applies to --background runs"), json_mode)
+    if background:
+        from .background import start_background
+
+        return start_background(
+            json_mode,
+            server_url,
+            token,
+            session_key,
+            code,
+            file_path,
+            cell_spec,
+            timeout,
+            py_wins,
+            display_mode,
+            no_stream,
+            any_kernel,
+            queue,
+        )
 
     stop = StopSwitch()
     settings = _Settings(display_mode, no_stream, any_kernel)

@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(
             "loads",
         ),
         "errors": (
+            "BackgroundUnavailable",
             "CellIdDuplicate",
             "CellMappingUnreliable",
             "CellNotFound",
@@ -34,6 +35,8 @@ __all__, __getattr__ = lazy_face(
             "Interrupted",
             "InvalidWindow",
             "JcliError",
+            "JobAmbiguous",
+            "JobNotFound",
             "KernelBusy",
             "KernelDied",
             "KernelMismatch",
@@ -88,6 +91,9 @@ __all__, __getattr__ = lazy_face(
         ),
         "layout": (
             "JCLI_DIR",
+            "JOBS_DIR",
+            "JOB_OUTPUT",
+            "JOB_RECORD",
             "LOCK_FILE",
             "MANAGED_BY",
             "MANIFEST",
@@ -200,6 +206,7 @@ __all__, __getattr__ = lazy_face(
         "workspace_dir": (
             "CACHEDIR_FILES",
             "ensure_outputs_dir",
+            "open_jobs",
             "open_outputs",
             "open_outputs_root",
             "open_staging",

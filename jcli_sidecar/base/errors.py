@@ -17,6 +17,9 @@ The tree::
     ├── PathNotAllowed                PATH_NOT_ALLOWED (also a PermissionError)
     ├── PathAmbiguous                 PATH_AMBIGUOUS
     ├── RunNotFound                   RUN_NOT_FOUND
+    ├── JobNotFound                   JOB_NOT_FOUND (no job of that id or prefix)
+    ├── JobAmbiguous                  JOB_AMBIGUOUS (a prefix that names several jobs)
+    ├── BackgroundUnavailable         BACKGROUND_UNAVAILABLE (exec --background with no sidecar to hold the job)
     ├── OutputSaveFailed              OUTPUT_SAVE_FAILED
     ├── WorkspaceUnsafe               WORKSPACE_UNSAFE (.j-cli, outputs or a run another user owns or can write)
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "BackgroundUnavailable",
     "CellIdDuplicate",
     "CellMappingUnreliable",
     "CellNotFound",
@@ -74,6 +78,8 @@ __all__ = [
     "Interrupted",
     "InvalidWindow",
     "JcliError",
+    "JobAmbiguous",
+    "JobNotFound",
     "KernelBusy",
     "KernelDied",
     "KernelMismatch",
@@ -207,6 +213,24 @@ class RunNotFound(JcliError):
     code = "RUN_NOT_FOUND"
 
 
+class JobNotFound(JcliError):
+    """No job has that id or id prefix (it may have been cleaned)."""
+
+    code = "JOB_NOT_FOUND"
+
+
+class JobAmbiguous(JcliError):
+    """A job id prefix that names several jobs (``matches`` lists them)."""
+
+    code = "JOB_AMBIGUOUS"
+
+
+class BackgroundUnavailable(JcliError):
+    """``exec --background`` needs the workspace's sidecar to hold the job, and there can be none (``reason``)."""
+
+    code = "BACKGROUND_UNAVAILABLE"
+
+
 class OutputSaveFailed(JcliError):
     code = "OUTPUT_SAVE_FAILED"
 
@@ -274,7 +298,7 @@ class ServerError(JcliError):
 
 
 class KernelBusy(JcliError):
-    """The kernel runs code and has no debugger to answer beside it."""
+    """The kernel runs code and has no debugger to answer beside it, or runs a background job (``job_id``)."""
 
     code = "KERNEL_BUSY"
 

@@ -11,6 +11,10 @@
         <run-id>/                       Outputs.run_dir: a published run
           manifest.json                 MANIFEST (written last, via MANIFEST_TMP)
           output-0001-0.png ...         payload files the manifest lists
+      jobs/                             JOBS_DIR: background runs (jcli_sidecar.runs.jobs)
+        <job-id>/
+          job.json                      JOB_RECORD (rewritten whole: temp file plus rename)
+          output.txt                    JOB_OUTPUT: the text captured so far
 
 The runtime dir's files (sidecar, embedded server, write-back locks) are named
 in :mod:`jcli_sidecar.base.runtime`. Nothing here touches the disk.
@@ -28,6 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JCLI_DIR",
+    "JOBS_DIR",
+    "JOB_OUTPUT",
+    "JOB_RECORD",
     "LOCK_FILE",
     "MANAGED_BY",
     "MANIFEST",
@@ -52,6 +59,9 @@ STAGING_DIR = ".staging"
 #: written before any payload, so a cleaner can tell a live writer from a dead one.
 WRITER_RECORD = ".writer.json"
 LOCK_FILE = ".lock"
+JOBS_DIR = "jobs"
+JOB_RECORD = "job.json"
+JOB_OUTPUT = "output.txt"
 
 
 class Outputs:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 
 from .errors import OutputSaveFailed
-from .layout import JCLI_DIR, OUTPUTS_DIR, STAGING_DIR, Outputs
+from .layout import JCLI_DIR, JOBS_DIR, OUTPUTS_DIR, STAGING_DIR, Outputs
 from .nofollow import Dir, LinkRefused
 from .os_errors import os_error
 from .trust import DIR_MODE, check_dir
 
-__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_outputs", "open_outputs_root", "open_staging", "opened_for_writing"]
+__all__ = ["CACHEDIR_FILES", "ensure_outputs_dir", "open_jobs", "open_outputs", "open_outputs_root", "open_staging", "opened_for_writing"]
 
 CACHEDIR_FILES: dict[str, bytes] = {
     "README.md": (
@@ -91,6 +91,30 @@ def open_outputs(cwd: str, *, create: bool = False) -> Dir:
         outputs.close()
         raise
     return outputs
+
+
+def open_jobs(cwd: str, *, create: bool = False) -> Dir:
+    """``<cwd>/.j-cli/jobs``, opened without following a link on the way (made with ``.j-cli`` when ``create``).
+
+    Raises:
+        LinkRefused: ``.j-cli`` or ``jobs`` is a symlink or a file.
+        WorkspaceUnsafe: ``.j-cli`` or ``jobs`` is owned or writable by another user.
+        FileNotFoundError: missing (without ``create``).
+    """
+    with Dir.open(cwd) as top:
+        if create and not top.is_dir(JCLI_DIR):
+            try:
+                top.lstat(JCLI_DIR)
+            except FileNotFoundError:
+                _make_jcli_dir(top)
+        with top.sub(JCLI_DIR) as jcli:
+            check_dir(jcli, ".j-cli")
+            jobs = jcli.sub(JOBS_DIR, create=create, mode=DIR_MODE)
+    try:
+        return check_dir(jobs, "jobs")
+    except BaseException:
+        jobs.close()
+        raise
 
 
 def open_staging(outputs: Dir, *, create: bool = False) -> Dir:

@@ -216,6 +216,10 @@ class NotebookRun:
             self.summary["notes"] = list(opened.notes)
         return self.summary
 
+    def code_cells(self) -> list[int]:
+        """The file indexes of the code cells this run runs, in order (after :meth:`prepare`)."""
+        return [requested for requested, index in self._placed() if _is_code(self.cells[index])]
+
     def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
         """Run the prepared cells in order over ``kernel``, each written back as it finishes.
 

@@ -1,4 +1,5 @@
-"""Inline runs on disk: staging and publishing a run, reading runs back, retention and staged runs left behind.
+"""Inline runs on disk: staging and publishing a run, reading runs back, retention and staged runs left behind;
+background job records.
 
 This face re-exports the public names of the modules below; each module is imported on first use.
 """
@@ -8,6 +9,24 @@ from ..base.face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "job_retention": ("clean_jobs",),
+        "job_wait": (
+            "DEFAULT_WAIT_SECONDS",
+            "poll_interval",
+            "wait_jobs",
+        ),
+        "jobs": (
+            "ENDED_STATES",
+            "JOB_STATES",
+            "JobRecord",
+            "is_job_id",
+            "job_view",
+            "list_jobs",
+            "new_job_id",
+            "read_job",
+            "read_job_output",
+            "resolve_job",
+        ),
         "retention": (
             "clean",
             "clean_in",

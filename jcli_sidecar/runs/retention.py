@@ -235,7 +235,7 @@ def _open(outputs_dir: str) -> Dir | None:
 
 
 def clean_workspace(cwd: str, policy: Policy, *, dry_run: bool = False) -> dict[str, Any]:
-    """``j-cli output clean``: take the outputs lock of ``cwd`` and apply ``policy``.
+    """``j-cli output clean``: take the outputs lock of ``cwd`` and apply ``policy``, then clean ended jobs (``jobs``).
 
     A dry run takes the lock only if its file exists (it creates nothing).
 
@@ -243,6 +243,14 @@ def clean_workspace(cwd: str, policy: Policy, *, dry_run: bool = False) -> dict[
         UsageError: a symlinked ``.j-cli``, ``outputs`` or ``.lock``.
         OSError: the lock cannot be taken (e.g. a read-only workspace).
     """
+    from .job_retention import clean_jobs
+
+    report = _clean_outputs(cwd, policy, dry_run)
+    report["jobs"] = clean_jobs(cwd, policy, dry_run=dry_run)  # ended job records age like runs
+    return report
+
+
+def _clean_outputs(cwd: str, policy: Policy, dry_run: bool) -> dict[str, Any]:
     outputs_dir = Outputs.of_workspace(cwd).root
     outputs = _open(outputs_dir)
     if outputs is None:

@@ -43,6 +43,11 @@ __all__, __getattr__ = lazy_face(
             "STOP_GRACE",
             "exec_through",
         ),
+        "held_jobs": (
+            "FLUSH_SECONDS",
+            "HeldJobs",
+            "state_of",
+        ),
         "held_kernels": (
             "HeldKernels",
             "IDLE_SECONDS",

@@ -23,7 +23,7 @@ import contextlib
 import threading
 import time
 
-from ..base.errors import ProtocolError
+from ..base.errors import KernelBusy, ProtocolError
 from ..kernel.exec_result import ExecutionResult
 from ..kernel.kernel_client import KernelConnection
 from ..kernel.stop_switch import StopSwitch
@@ -55,6 +55,9 @@ class HeldKernels:
         self._idle: dict[_Key, list[tuple[KernelConnection, float]]] = {}
         self._servers: dict[tuple[str, str], JupyterServer] = {}
         self._runs: dict[str, StopSwitch] = {}
+        #: kernel id -> the background job running on it (one run per kernel while a job holds it)
+        self._jobs: dict[str, str] = {}
+        self._freed = threading.Condition(self._lock)
         self.opened = 0
         self.reused = 0
 
@@ -88,9 +91,58 @@ class HeldKernels:
         self.opened += 1
         return KernelConnection(server, kernel_id)
 
+    def claim(self, kernel_id: str, job_id: str, *, queue: bool = False, cancelled: Callable[[], bool] | None = None) -> str | None:
+        """Mark ``kernel_id`` as running job ``job_id``; returns the job it waited behind (or None).
+
+        With ``queue``, waits until the kernel's job ends (or ``cancelled()``
+        turns true: then returns without claiming, and the caller checks it).
+
+        Raises:
+            KernelBusy: another job runs on the kernel (``job_id`` names it) and ``queue`` is false.
+        """
+        waited = None
+        with self._lock:
+            while kernel_id in self._jobs:
+                busy = self._jobs[kernel_id]
+                if not queue:
+                    raise KernelBusy(
+                        f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}), "
+                        "cancel it, or pass --queue to run after it",
+                        job_id=busy,
+                    )
+                waited = busy
+                if cancelled is not None and cancelled():
+                    return waited
+                self._freed.wait(0.25)
+            if cancelled is None or not cancelled():
+                self._jobs[kernel_id] = job_id
+        return waited
+
+    def release(self, kernel_id: str, job_id: str) -> None:
+        """Job ``job_id`` no longer runs on ``kernel_id``: the next queued run may start."""
+        with self._lock:
+            if self._jobs.get(kernel_id) == job_id:
+                del self._jobs[kernel_id]
+            self._freed.notify_all()
+
+    def job_on(self, kernel_id: str) -> str | None:
+        """The background job running on ``kernel_id``, if any."""
+        with self._lock:
+            return self._jobs.get(kernel_id)
+
     @contextlib.contextmanager
-    def holding(self, server: JupyterServer, kernel_id: str) -> Iterator[KernelConnection]:
-        """A connection for one run (:meth:`take`): kept afterwards when the run ended cleanly, else closed."""
+    def holding(self, server: JupyterServer, kernel_id: str, *, job_id: str | None = None) -> Iterator[KernelConnection]:
+        """A connection for one run (:meth:`take`): kept afterwards when the run ended cleanly, else closed.
+
+        A kernel that runs a background job other than ``job_id`` is refused
+        (``KERNEL_BUSY``, before any code goes out).
+        """
+        busy = self.job_on(kernel_id)
+        if busy is not None and busy != job_id:
+            raise KernelBusy(
+                f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}), cancel it, or pass --queue to run after it",
+                job_id=busy,
+            )
         kernel = self.take(server, kernel_id)
         try:
             yield kernel

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from .held_jobs import HeldJobs
     from .held_kernels import HeldKernels
 
     class Sidecar(Protocol):
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
         workspace: str | None
         kernels: HeldKernels
+        jobs: HeldJobs
 
         def load(self, path: str) -> Any: ...
         def stats(self) -> dict[str, Any]: ...
@@ -140,6 +142,25 @@ def kernel_stop(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(run_id, str) or signum not in (signal.SIGINT, signal.SIGTERM):
         raise ProtocolError("kernel.stop needs run_id and signal (SIGINT or SIGTERM, as a number)")
     return {"stopped": sidecar.kernels.stop_run(run_id, signum)}
+
+
+@op("job.start", blocking=True)
+def job_start(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Start a background job (``exec --background``): ``{job_id, status, session, kind, file, cells}`` at once.
+
+    The run goes on on a thread of this sidecar, whatever becomes of the
+    client; its record is ``.j-cli/jobs/<job-id>/`` (see docs/jobs.md).
+    """
+    return sidecar.jobs.start(args, sidecar.workspace)
+
+
+@op("job.cancel")
+def job_cancel(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Interrupt a job this sidecar holds: ``{job_id, cancelling}`` (false: it holds no such job)."""
+    job_id = args.get("job_id")
+    if not isinstance(job_id, str):
+        raise ProtocolError("job.cancel needs job_id")
+    return sidecar.jobs.cancel(job_id)
 
 
 @op("shutdown")

@@ -38,6 +38,7 @@ from ..base.protocol import PROTOCOL_VERSION
 from ..base.runtime import workspace_hash
 from ..base.settings import SETTINGS
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
+from .held_jobs import HeldJobs
 from .held_kernels import HeldKernels
 from .memory import Trimmer
 from .ops import OPS, STREAMING_OPS
@@ -143,6 +144,7 @@ class Sidecar:
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
         self.kernels = HeldKernels()
+        self.jobs = HeldJobs(self.kernels)
 
     # -- what the ops use ----------------------------------------------------
 
@@ -164,6 +166,7 @@ class Sidecar:
             "idle_seconds": self.idle_seconds,
             "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted},
             "kernels": self.kernels.stats(),
+            "jobs": self.jobs.running(),
             "memory": self.memory.stats(),
         }
 
@@ -209,6 +212,7 @@ class Sidecar:
                 self._loop.remove_signal_handler(sig)
             self._pool.shutdown(wait=False, cancel_futures=True)
             self.kernels.close(signal.SIGTERM)  # runs in flight interrupt their kernels, as a client's SIGTERM would
+            self.jobs.close(signal.SIGTERM)  # so do background jobs (they end interrupted, their records written)
         log.info("stopping: %s", self.stop_reason)
         try:
             await asyncio.wait_for(self._workers_idle.wait(), STOP_GRACE_SECONDS)
@@ -234,6 +238,8 @@ class Sidecar:
 
     async def _idle_watch(self) -> None:
         while True:
+            if self.jobs.running():  # never idle while it holds a job: the idle time starts when the last one ends
+                self.last_active = time.monotonic()
             remaining = self.idle_seconds - (time.monotonic() - self.last_active)
             if remaining <= 0 and self.inflight == 0:
                 self.request_stop(f"idle for {self.idle_seconds:g} s")

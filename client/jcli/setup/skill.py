@@ -154,6 +154,29 @@ an image to that host. With the MCP tools,
 images. Reads never run code or change a file.
 """
 
+_LONG_RUNS = """
+## Runs longer than a shell call
+
+Your shell tool stops a command after a while (Claude Code's Bash: 2
+minutes by default). When a cell or a notebook may take longer, start it in
+the background and wait in a loop:
+
+```sh
+j-cli -j exec main -f analysis.py --background
+j-cli -j job wait JOB_ID
+```
+
+The first returns at once with `job_id`. `job wait` returns when the job
+ends (`jobs[0].state`: `ok`, `error`, `timeout`, `cancelled`,
+`kernel_died`, `lost`; `jobs[0].result` is what the run would have printed)
+or after 100 s with `timed_out: true`: then call `job wait` again. The job
+runs on between calls and if your call is stopped. `j-cli -j job status
+JOB_ID` shows the progress (cells done of N), `j-cli -j job output JOB_ID`
+the text so far, `j-cli -j job cancel JOB_ID` interrupts it. Read images
+as usual with `notebook output` once the cell is written back. A
+kernel busy with a job refuses other runs (`KERNEL_BUSY`): wait for it.
+"""
+
 _CLEANUP = """
 ## Interrupt, restart, clean up
 
@@ -245,7 +268,7 @@ j-cli setup status
 )
 
 #: The skill's sections, in the order an agent meets them.
-_SECTIONS = (_HEAD, _SESSIONS, _INLINE, _NOTEBOOKS, _READING, *_INSPECTING, _CLEANUP)
+_SECTIONS = (_HEAD, _SESSIONS, _INLINE, _NOTEBOOKS, _LONG_RUNS, _READING, *_INSPECTING, _CLEANUP)
 
 SKILL_MD = "".join(_SECTIONS)
 

@@ -1,0 +1,82 @@
+"""Retention of job records: the runs' policy (:mod:`jcli_sidecar.runs.retention_policy`) applied to ``.j-cli/jobs``.
+
+An ended job's record ages like a run: from when it ended (a ``lost`` one
+from its last update), deleted past ``max_age_days``, and beyond the newest
+``max_runs`` ended jobs. A ``running`` job (its holder alive) is never
+deleted. Nothing is followed through a link: a symlinked ``.j-cli`` or
+``jobs`` is refused, and a link, a damaged record or anything that is not
+a job directory under ``jobs`` is kept and reported, never entered.
+"""
+
+from __future__ import annotations
+
+import stat
+import time
+
+from ..base.errors import JobNotFound, OutputDataInvalid, UsageError
+from ..base.os_errors import os_reason
+from .jobs import _open_jobs, _read_record, is_job_id, job_view
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .retention_policy import Policy
+
+__all__ = ["clean_jobs"]
+
+DAY_NS = 86_400 * 1_000_000_000
+
+
+def clean_jobs(cwd: str, policy: Policy, *, dry_run: bool = False, now_ns: int | None = None, alive: Any = None) -> dict[str, Any]:
+    """Apply ``policy`` to ``<cwd>/.j-cli/jobs``.
+
+    Args:
+        now_ns: the clock (injectable). alive: as :func:`~jcli_sidecar.runs.jobs.job_view`.
+
+    Returns:
+        ``{deleted[{job_id, reason}], kept[{job_id, reason}], errors[{job_id, error}]}``.
+
+    Raises:
+        UsageError: ``.j-cli`` or ``jobs`` is a link (refused).
+        WorkspaceUnsafe: another user owns or can write it.
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    report: dict[str, Any] = {"deleted": [], "kept": [], "errors": []}
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        return report
+    with jobs:
+        ended: list[tuple[int, str]] = []
+        for name in sorted(jobs.names()):
+            if not is_job_id(name):
+                continue
+            try:
+                mode = jobs.lstat(name).st_mode
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(mode):
+                report["kept"].append({"job_id": name, "reason": "symlink" if stat.S_ISLNK(mode) else "not_a_directory"})
+                continue
+            try:
+                view = job_view(_read_record(jobs, name), alive=alive)
+            except (JobNotFound, UsageError, OutputDataInvalid, OSError):
+                report["kept"].append({"job_id": name, "reason": "unreadable"})
+                continue
+            if view.get("state") == "running":
+                report["kept"].append({"job_id": name, "reason": "running"})
+                continue
+            when = view.get("finished_ns") if isinstance(view.get("finished_ns"), int) else view.get("updated_ns")
+            ended.append((when if isinstance(when, int) else 0, name))
+        ended.sort(reverse=True)
+        doomed = [(name, "expired") for when, name in ended if now_ns - when > policy.max_age_days * DAY_NS]
+        young = [name for when, name in ended if now_ns - when <= policy.max_age_days * DAY_NS]
+        doomed += [(name, "over_count") for name in young[policy.max_runs :]]
+        for name, reason in doomed:
+            try:
+                if not dry_run:
+                    jobs.remove_tree(name, depth=2)
+                report["deleted"].append({"job_id": name, "reason": reason})
+            except OSError as exc:
+                report["errors"].append({"job_id": name, "error": os_reason(exc)})
+    return report

@@ -1,0 +1,308 @@
+"""Job records: ``<cwd>/.j-cli/jobs/<job-id>/`` for runs the workspace's sidecar holds (``exec --background``).
+
+A job directory holds ``job.json`` (the record, rewritten whole each time:
+temp file plus rename, so a reader never sees half of one) and
+``output.txt`` (the text the run captured so far, rewritten the same way).
+Every name is reached through an open directory without following a link
+(:mod:`jcli_sidecar.base.nofollow`): a symlinked ``.j-cli``, ``jobs``, job
+directory or record is refused, never followed.
+
+States: ``running``, then one of ``ok``, ``error``, ``timeout``,
+``interrupted``, ``cancelled``, ``kernel_died``, ``lost``. Only the holder
+(a sidecar, recorded as ``holder``: pid plus start time) writes a record.
+A reader changes nothing: a ``running`` record whose holder is provably
+gone (:class:`~jcli_sidecar.base.process_record.ProcessRecord`) reads as
+``lost``, with the time of its last update and what it had saved.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+
+from ..base.errors import JobAmbiguous, JobNotFound, OutputDataInvalid, UsageError
+from ..base.layout import JOB_OUTPUT, JOB_RECORD, MANAGED_BY
+from ..base.nofollow import Dir, LinkRefused
+from ..base.os_errors import os_error
+from ..base.protocol import SCHEMA_VERSION
+from ..base.trust import DIR_MODE, check_dir
+from ..base.workspace_dir import open_jobs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "ENDED_STATES",
+    "JOB_STATES",
+    "JobRecord",
+    "is_job_id",
+    "job_view",
+    "list_jobs",
+    "new_job_id",
+    "read_job",
+    "read_job_output",
+    "resolve_job",
+]
+
+JOB_STATES = ("running", "ok", "error", "timeout", "interrupted", "cancelled", "kernel_died", "lost")
+#: Every state but ``running``: the job is over.
+ENDED_STATES = frozenset(JOB_STATES[1:])
+#: The largest record read back (a result document is bounded far below this).
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+_ID = re.compile(r"^\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{8}$")
+_TMP = ".{}.tmp"
+LOST_NOTE = (
+    "the sidecar that held this job stopped without ending it (killed?); what was saved is kept, "
+    "and the kernel may still be running the code"
+)
+
+
+def new_job_id(now_ns: int | None = None) -> str:
+    """A job id that sorts by creation time: UTC to the nanosecond, then random bits (the form of a run id).
+
+    Example:
+        >>> new_job_id(1_700_000_000_123_456_789)[:26], is_job_id(new_job_id())
+        ('20231114T221320.123456789Z', True)
+    """
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    seconds, nanos = divmod(now_ns, 1_000_000_000)
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(seconds))}.{nanos:09d}Z-{os.urandom(4).hex()}"
+
+
+def is_job_id(name: str) -> bool:
+    """Whether ``name`` has the form of a job id (nothing else under ``jobs`` is a job)."""
+    return bool(_ID.match(name))
+
+
+def _write_atomic(directory: Dir, name: str, data: bytes) -> None:
+    """Write ``name`` in ``directory`` whole: a fresh temp file (never through a link), then rename."""
+    tmp = _TMP.format(name)
+    try:
+        directory.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = directory.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    directory.rename(tmp, directory, name)
+
+
+def _encode(doc: dict[str, Any]) -> bytes:
+    import json
+
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogateescape")
+
+
+class JobRecord:
+    """The holder's handle on one job directory: create it, then rewrite its record and text as the run goes."""
+
+    __slots__ = ("cwd", "job_id", "dir", "doc")
+
+    def __init__(self, cwd: str, job_id: str, directory: Dir, doc: dict[str, Any]) -> None:
+        self.cwd = cwd
+        self.job_id = job_id
+        self.dir = directory
+        self.doc = doc
+
+    @classmethod
+    def create(cls, cwd: str, doc: dict[str, Any]) -> JobRecord:
+        """Make ``.j-cli/jobs/<doc["job_id"]>/`` and write its first record.
+
+        Raises:
+            OutputSaveFailed: the directory or record could not be written (a
+                link in the way, no permission, a full disk).
+            WorkspaceUnsafe: ``.j-cli`` or ``jobs`` is owned or writable by another user.
+        """
+        job_id = doc["job_id"]
+        place = os.path.join(cwd, ".j-cli", "jobs", job_id)
+        try:
+            with open_jobs(cwd, create=True) as jobs:
+                jobs.mkdir(job_id, DIR_MODE)
+                directory = check_dir(jobs.sub(job_id), "job directory")
+        except LinkRefused as exc:
+            raise os_error(exc, "write", f"the job record {place}", path=place) from None
+        except OSError as exc:
+            raise os_error(exc, "write", f"the job record {place}", path=place) from None
+        record = cls(cwd, job_id, directory, {})
+        record.write(doc)
+        return record
+
+    def write(self, doc: dict[str, Any]) -> None:
+        """Replace the record with ``doc`` (``updated_ns`` is set here).
+
+        Raises:
+            OutputSaveFailed: it could not be written.
+        """
+        doc = {"managed_by": MANAGED_BY, "schema_version": SCHEMA_VERSION, **doc, "updated_ns": time.time_ns()}
+        try:
+            _write_atomic(self.dir, JOB_RECORD, _encode(doc))
+        except OSError as exc:
+            raise os_error(exc, "write", f"the job record {self.dir.path}", path=self.dir.path) from None
+        self.doc = doc
+
+    def update(self, **fields: Any) -> None:
+        """Rewrite the record with ``fields`` changed."""
+        self.write({**self.doc, **fields})
+
+    def write_output(self, text: str) -> None:
+        """Replace the captured text (``output.txt``)."""
+        try:
+            _write_atomic(self.dir, JOB_OUTPUT, text.encode("utf-8", "replace"))
+        except OSError as exc:
+            raise os_error(exc, "write", f"the job output {self.dir.path}", path=self.dir.path) from None
+
+    def close(self) -> None:
+        self.dir.close()
+
+
+def _open_jobs(cwd: str) -> Dir | None:
+    """``.j-cli/jobs`` for reading; None when there is none.
+
+    Raises:
+        UsageError: ``.j-cli`` or ``jobs`` is a link or not a directory (refused, named).
+        WorkspaceUnsafe: another user owns or can write it.
+    """
+    try:
+        return open_jobs(cwd)
+    except FileNotFoundError:
+        return None
+    except LinkRefused as exc:
+        raise UsageError(f"{exc.describe()}; refusing to read jobs through it", path=exc.filename, kind=exc.kind) from None
+
+
+def _read_record(jobs: Dir, job_id: str) -> dict[str, Any]:
+    """The raw record of ``job_id``; links refused.
+
+    Raises:
+        JobNotFound: no such job directory (or record yet).
+        UsageError: a link in the way. OutputDataInvalid: not a record of ours.
+    """
+    from ..base.boundedjson import loads
+
+    try:
+        with jobs.sub(job_id) as directory:
+            raw = directory.read_bytes(JOB_RECORD)
+    except FileNotFoundError:
+        raise JobNotFound(f"no job {job_id} in this workspace (it may have been cleaned)", job_id=job_id) from None
+    except LinkRefused as exc:
+        raise UsageError(f"{exc.describe()}; refusing to read a job through it", path=exc.filename, kind=exc.kind) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id) from None
+        raise os_error(exc, "read", f"the job record of {job_id}") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise OutputDataInvalid(f"the record of job {job_id} is too large ({len(raw)} bytes)", job_id=job_id)
+    try:
+        doc = loads(raw)
+    except ValueError:
+        raise OutputDataInvalid(f"the record of job {job_id} is not JSON", job_id=job_id) from None
+    if not isinstance(doc, dict) or doc.get("managed_by") != MANAGED_BY or doc.get("job_id") != job_id:
+        raise OutputDataInvalid(f"the record of job {job_id} is not a j-cli job record", job_id=job_id)
+    return doc
+
+
+def job_view(doc: dict[str, Any], *, alive: Any = None) -> dict[str, Any]:
+    """The record as a reader sees it now: a ``running`` job whose holder is gone reads ``lost``.
+
+    ``alive(holder)`` (injectable) says whether the holder record names a live
+    process; the default proves it by pid and start time. A holder that cannot
+    be checked (another host) counts as alive.
+    """
+    view = {k: v for k, v in doc.items() if k not in ("managed_by",)}
+    if view.get("state") != "running":
+        return view
+    from ..base.process_record import GONE, ProcessRecord
+
+    holder = ProcessRecord.from_dict(doc.get("holder"))
+    gone = (holder is None or holder.state() == GONE) if alive is None else not alive(doc.get("holder"))
+    if gone:
+        view["state"] = "lost"
+        view["lost"] = {"last_update_ns": doc.get("updated_ns"), "note": LOST_NOTE}
+        view["kernel_may_be_running"] = True
+    return view
+
+
+def read_job(cwd: str, job_id: str) -> dict[str, Any]:
+    """The job ``job_id`` (a full id) as it stands (:func:`job_view`); reads only.
+
+    Raises:
+        JobNotFound, UsageError, OutputDataInvalid: as :func:`_read_record`.
+    """
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        raise JobNotFound(f"no job {job_id} in this workspace (no job was started here)", job_id=job_id)
+    with jobs:
+        return job_view(_read_record(jobs, job_id))
+
+
+def _job_names(jobs: Dir) -> list[str]:
+    return sorted(name for name in jobs.names() if is_job_id(name) and jobs.is_dir(name))
+
+
+def list_jobs(cwd: str) -> list[dict[str, Any]]:
+    """Every job of the workspace, oldest first (a link or a damaged record is listed as such); reads only."""
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        return []
+    found: list[dict[str, Any]] = []
+    with jobs:
+        for name in sorted(n for n in jobs.names() if is_job_id(n)):
+            if not jobs.is_dir(name):
+                found.append({"job_id": name, "state": "unreadable", "reason": "not a directory (a link?)"})
+                continue
+            try:
+                found.append(job_view(_read_record(jobs, name)))
+            except (JobNotFound, UsageError, OutputDataInvalid) as exc:
+                found.append({"job_id": name, "state": "unreadable", "reason": exc.message})
+            except OSError as exc:
+                found.append({"job_id": name, "state": "unreadable", "reason": os_error(exc, "read").message})
+    return found
+
+
+def resolve_job(cwd: str, name: str) -> str:
+    """The full id of the job ``name`` names: a full id, or a prefix of exactly one.
+
+    Raises:
+        JobNotFound: none matches. JobAmbiguous: several do (``matches``).
+        UsageError: an empty name, or one that cannot be part of an id.
+    """
+    if not name or "/" in name or name in (".", ".."):
+        raise UsageError(f"{name!r} is not a job id")
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        raise JobNotFound(f"no job {name} in this workspace (no job was started here)", job_id=name)
+    with jobs:
+        names = _job_names(jobs)
+    if name in names:
+        return name
+    matches = [n for n in names if n.startswith(name)]
+    if not matches:
+        raise JobNotFound(f"no job {name} in this workspace (it may have been cleaned)", job_id=name)
+    if len(matches) > 1:
+        raise JobAmbiguous(f"{name} names {len(matches)} jobs; give more of the id", matches=matches[:10])
+    return matches[0]
+
+
+def read_job_output(cwd: str, job_id: str) -> str:
+    """The text job ``job_id`` captured so far ('' when none yet); reads only.
+
+    Raises:
+        JobNotFound, UsageError: as :func:`read_job`.
+    """
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id)
+    with jobs:
+        _read_record(jobs, job_id)
+        try:
+            with jobs.sub(job_id) as directory:
+                return directory.read_bytes(JOB_OUTPUT).decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+        except LinkRefused as exc:
+            raise UsageError(f"{exc.describe()}; refusing to read a job through it", path=exc.filename, kind=exc.kind) from None
+        except OSError as exc:
+            raise os_error(exc, "read", f"the output of job {job_id}") from None

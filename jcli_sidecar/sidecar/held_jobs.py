@@ -1,0 +1,362 @@
+"""Background jobs in the sidecar (``exec --background``): runs held by the sidecar, detached from any client.
+
+:meth:`HeldJobs.start` checks the request, finds the session, claims its
+kernel (one job per kernel: ``KERNEL_BUSY`` names the job that holds it,
+unless the request queues behind it), writes the job record
+(:class:`~jcli_sidecar.runs.jobs.JobRecord`) and starts the run on a thread
+of its own; the client gets the job id at once. The run is the core's, the
+one a foreground exec runs: :func:`~jcli_sidecar.kernel.inline_run.run_inline`
+then :func:`~jcli_sidecar.kernel.inline_run.finish_inline` (its run directory
+published here), or :class:`~jcli_sidecar.kernel.notebook_run.NotebookRun`
+(each cell written back as it ends, the running one checkpointed), over a
+connection the sidecar holds. Its progress (cells done of N, the running
+cell, the text captured so far, the final result document) goes into the
+record as it goes. A job ends in one state of
+:data:`~jcli_sidecar.runs.jobs.JOB_STATES`; :meth:`HeldJobs.cancel`
+interrupts it (``cancelled``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import threading
+import time
+
+from ..base.errors import JcliError, ProtocolError, internal_error
+from ..kernel.stop_switch import StopSwitch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..runs.jobs import JobRecord
+    from .held_kernels import HeldKernels
+
+__all__ = ["FLUSH_SECONDS", "HeldJobs", "state_of"]
+
+#: How often a job's captured text is written out while it changes.
+FLUSH_SECONDS = 0.25
+#: Failure codes that name a job's end state (any other failure is ``error``).
+_STATE_OF_CODE = {"TIMEOUT": "timeout", "KERNEL_DIED": "kernel_died", "INTERRUPTED": "interrupted"}
+
+
+def state_of(status: str | None, code: str | None, *, cancelled: bool) -> str:
+    """A job's end state from its result's ``status`` and the code of the failure that cut it short.
+
+    Example:
+        >>> state_of("ok", None, cancelled=False), state_of("error", "INTERRUPTED", cancelled=True)
+        ('ok', 'cancelled')
+    """
+    if code is not None:
+        state = _STATE_OF_CODE.get(code, "error")
+        return "cancelled" if state == "interrupted" and cancelled else state
+    return "ok" if status == "ok" else "error"
+
+
+class _Job:
+    """One job in flight: its record, stop switch, kernel and captured text."""
+
+    def __init__(self, job_id: str, record: JobRecord, kernel_id: str) -> None:
+        self.job_id = job_id
+        self.record = record
+        self.kernel_id = kernel_id
+        self.stop = StopSwitch()
+        self.stop.defer()  # a cancel is recorded from the start; the run checks it before sending
+        self.cancelled = False
+        self.done = threading.Event()
+        self.finished_text: list[str] = []  # the text of the notebook cells that ended
+        self.current: list[dict[str, Any]] = []  # the running code's outputs
+        self.dirty = False
+        self.lock = threading.Lock()
+
+    def text(self) -> str:
+        from ..kernel.exec_result import output_text
+
+        return "".join(self.finished_text) + "".join(output_text(o) for o in self.current)
+
+    def on_output(self, *, event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None = None) -> None:
+        with self.lock:
+            self.current = outputs
+            self.dirty = True
+
+    def flush(self) -> None:
+        with self.lock:
+            if not self.dirty:
+                return
+            self.dirty = False
+            text = self.text()
+        try:
+            self.record.write_output(text)
+        except JcliError:
+            pass  # the record says what ran; its text is best effort until the end
+
+    def flusher(self) -> None:
+        while not self.done.wait(FLUSH_SECONDS):
+            self.flush()
+
+
+class HeldJobs:
+    """The sidecar's background jobs (thread-safe)."""
+
+    def __init__(self, kernels: HeldKernels) -> None:
+        self.kernels = kernels
+        self._lock = threading.Lock()
+        self._jobs: dict[str, _Job] = {}
+
+    def running(self) -> int:
+        """How many jobs this sidecar holds (running or queued)."""
+        with self._lock:
+            return len(self._jobs)
+
+    def start(self, args: dict[str, Any], workspace: str | None) -> dict[str, Any]:
+        """Start the job ``args`` asks for; returns ``{job_id, status, session, kind, file, cells, queued_behind}`` at once.
+
+        Raises:
+            JcliError: nothing was started (``SESSION_NOT_FOUND``, ``KERNEL_BUSY``, a record that cannot be written...).
+        """
+        from ..kernel.session_lookup import find_session
+        from ..runs.jobs import JobRecord, new_job_id
+
+        cwd, kind = args.get("cwd"), args.get("kind")
+        if not isinstance(cwd, str) or os.path.realpath(cwd) != workspace:
+            raise ProtocolError("job.start is only for this sidecar's workspace")
+        if kind not in ("inline", "notebook"):
+            raise ProtocolError("job.start needs kind: inline or notebook")
+        server_args = args.get("server") if isinstance(args.get("server"), dict) else {}
+        url, token, key = server_args.get("url"), server_args.get("token"), args.get("session")
+        if not isinstance(url, str) or not isinstance(token, str) or not isinstance(key, str):
+            raise ProtocolError("job.start needs server {url, token} and session")
+        server = self.kernels.server(url, token)
+        session = find_session(server, key)
+        job_id = new_job_id()
+        queue = bool(args.get("queue"))
+        behind = self.kernels.job_on(session["kernel_id"])
+        if behind is not None and not queue:
+            self.kernels.claim(session["kernel_id"], job_id)  # raises KERNEL_BUSY naming the job
+        from ..base.process_record import ProcessRecord
+
+        doc = {
+            "job_id": job_id,
+            "state": "running",
+            "kind": kind,
+            "session": key,
+            "session_id": session["id"],
+            "kernel_id": session["kernel_id"],
+            "file": args.get("file") if kind == "notebook" else None,
+            "cells": args.get("cells") if kind == "notebook" else 1,
+            "cell_spec": args.get("cell_spec"),
+            "cells_done": 0,
+            "running_cell": None,
+            "written_back": [],
+            "executed": False,
+            "queued_behind": behind,
+            "created_ns": time.time_ns(),
+            "started_ns": None,
+            "finished_ns": None,
+            "holder": ProcessRecord.current().to_dict(),
+            "result": None,
+            "error": None,
+        }
+        record = JobRecord.create(cwd, doc)
+        job = _Job(job_id, record, session["kernel_id"])
+        with self._lock:
+            self._jobs[job_id] = job
+        thread = threading.Thread(target=self._run, args=(job, server, session, args, queue), name=f"job-{job_id}")
+        thread.start()
+        threading.Thread(target=job.flusher, name=f"job-text-{job_id}", daemon=True).start()
+        return {
+            "job_id": job_id,
+            "status": "running",
+            "session": key,
+            "kind": kind,
+            "file": doc["file"],
+            "cells": doc["cells"],
+            "queued_behind": behind,
+        }
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Interrupt job ``job_id`` (it ends ``cancelled``): ``{job_id, cancelling}`` (false: this sidecar does not hold it)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return {"job_id": job_id, "cancelling": False}
+            job.cancelled = True
+            job.stop.handle(signal.SIGINT)
+        return {"job_id": job_id, "cancelling": True}
+
+    def close(self, signum: int) -> None:
+        """The sidecar is stopping: every job is interrupted (it ends ``interrupted``, its record written)."""
+        with self._lock:
+            for job in self._jobs.values():
+                job.stop.handle(signum)
+
+    # -- the run, on the job's thread ------------------------------------------------------------
+
+    def _run(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], queue: bool) -> None:
+        claimed = False
+        end: dict[str, Any] = {}
+        try:
+            self.kernels.claim(session["kernel_id"], job.job_id, queue=queue, cancelled=lambda: job.cancelled)
+            claimed = self.kernels.job_on(session["kernel_id"]) == job.job_id
+            if not claimed:  # cancelled while queued: nothing ran
+                end = {"state": "cancelled", "executed": False, "error": {"code": "INTERRUPTED", "message": "cancelled before it started"}}
+                return
+            job.record.update(started_ns=time.time_ns())
+            open_kernel = functools.partial(self.kernels.holding, job_id=job.job_id)
+            if args["kind"] == "inline":
+                end = self._inline(job, server, session, args, open_kernel)
+            else:
+                end = self._notebook(job, server, session, args, open_kernel)
+        except JcliError as err:
+            end = {"state": "error", "error": err.to_dict()}
+        except Exception as exc:  # a bug: the record still ends
+            end = {"state": "error", "error": internal_error(exc).to_dict()}
+        finally:
+            if claimed:
+                self.kernels.release(session["kernel_id"], job.job_id)
+            job.done.set()
+            job.flush()
+            job.dirty = True
+            job.flush()
+            try:
+                job.record.update(**end, running_cell=None, finished_ns=time.time_ns())
+            except JcliError:
+                pass
+            job.record.close()
+            job.stop.close()
+            with self._lock:
+                self._jobs.pop(job.job_id, None)
+            self._clean(args)
+
+    def _clean(self, args: dict[str, Any]) -> None:
+        """Apply the client's retention policy to ended jobs (best effort, as after a publish)."""
+        from ..runs.job_retention import clean_jobs
+        from ..runs.retention_policy import Policy
+
+        try:
+            clean_jobs(args["cwd"], Policy.from_wire(args.get("policy")))
+        except (JcliError, OSError):
+            pass
+
+    def _inline(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:
+        from ..kernel.exec_result import ExecutionResult
+        from ..kernel.inline_run import finish_inline, run_inline
+        from ..runs.retention_policy import Policy
+
+        result = ExecutionResult()
+        started_ns = time.time_ns()
+        row, failure = run_inline(
+            server,
+            session["id"],
+            args["code"],
+            timeout=args.get("timeout"),
+            display_mode=args.get("display_mode"),
+            result=result,
+            stop=job.stop,
+            on_output=job.on_output,
+            on_send=lambda _session: job.record.update(executed=True),
+            open_kernel=open_kernel,
+        )
+        doc, failure = finish_inline(
+            result,
+            failure,
+            row,
+            args["code"],
+            started_ns=started_ns,
+            policy=Policy.from_wire(args.get("policy")),
+            publish=_publish,
+            stop=job.stop,
+        )
+        code = None if failure is None else failure.code
+        end: dict[str, Any] = {
+            "state": state_of(doc.get("status"), code, cancelled=job.cancelled),
+            "executed": True,
+            "result": doc,
+            "cells_done": 1,
+        }
+        if failure is not None:
+            end["error"] = {k: v for k, v in failure.to_dict().items() if k != "result"}
+        return end
+
+    def _notebook(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:
+        from ..kernel.notebook_run import NotebookRun
+        from ..kernel.run_options import RunOptions
+
+        options = RunOptions(
+            cells=args.get("cell_spec"),
+            timeout=args.get("timeout"),
+            checkpoint_seconds=args.get("checkpoint_seconds"),
+            kernel_name=args.get("kernel_name"),
+            py_wins=bool(args.get("py_wins")),
+            display_mode=args.get("display_mode"),
+            writeback_pace=float(args.get("writeback_pace") or 0.0),
+            kernel_language=args.get("kernel_language"),
+            any_kernel=bool(args.get("any_kernel")),
+        )
+        run = NotebookRun(args["file"], options)
+        progress = _Progress(job)
+        progress.attach(run)
+        try:
+            summary = run.execute(server, session, stop=job.stop, open_kernel=open_kernel)
+        except JcliError as err:
+            err.details["executed"] = run.sent
+            return {"state": "error", "executed": run.sent, "error": err.to_dict(), "cells_done": progress.done}
+        code = progress.failure if summary.get("code") is None else summary.get("code")
+        state = state_of(summary.get("status"), code, cancelled=job.cancelled)
+        return {"state": state, "executed": run.sent, "result": summary, "cells_done": progress.done}
+
+
+def _publish(cwd: str, run_id: str, policy: Any) -> dict[str, Any]:
+    """The sidecar publishes a job's inline run itself, under the outputs lock (the client is gone)."""
+    from ..base.layout import Outputs
+    from ..base.os_errors import os_error
+    from ..runs.store import publish_run
+
+    try:
+        return publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
+    except OSError as exc:
+        raise os_error(exc, "publish", run_id, run_id=run_id) from None
+
+
+class _Progress:
+    """A notebook job's hooks: the record follows the run (cells done, the running cell, what was written back)."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
+        self.done = 0
+        self.failure: str | None = None
+        self.written: list[int] = []
+
+    def attach(self, run: Any) -> None:
+        run.on_notebook_start = self.on_notebook_start
+        run.on_cell_start = self.on_cell_start
+        run.on_output = self.job.on_output
+        run.on_cell_complete = self.on_cell_complete
+        run.on_cell_error = self.on_cell_error
+
+    def on_notebook_start(self, *, notebook: str, cell_indexes: list[int]) -> None:
+        self.job.record.update(cells=len(cell_indexes), notebook=notebook, cell_indexes=cell_indexes)
+
+    def on_cell_start(self, *, cell_index: int, cell: dict[str, Any]) -> None:
+        from ..kernel.exec_result import output_text
+
+        with self.job.lock:  # the cell before is over: its text is kept, the new one's starts empty
+            self.job.finished_text.append("".join(output_text(o) for o in self.job.current))
+            self.job.current = []
+            self.job.dirty = True
+        self.job.record.update(running_cell=cell_index, executed=True)
+
+    def _ended(self, cell_index: int, line: dict[str, Any]) -> None:
+        self.done += 1
+        if line.get("notebook_updated", True):
+            self.written.append(cell_index)
+        self.job.record.update(cells_done=self.done, written_back=list(self.written))
+
+    def on_cell_complete(self, *, cell_index: int, line: dict[str, Any]) -> None:
+        self._ended(cell_index, line)
+
+    def on_cell_error(self, *, cell_index: int, line: dict[str, Any], error: JcliError) -> None:
+        self.failure = error.code
+        self._ended(cell_index, line)
