@@ -29,6 +29,11 @@ __all__, __getattr__ = lazy_face(
             "read_job_output",
             "resolve_job",
         ),
+        "lost_jobs": (
+            "RUNNING_MARK",
+            "clear_running_mark",
+            "settle_lost_jobs",
+        ),
         "retention": (
             "clean",
             "clean_in",

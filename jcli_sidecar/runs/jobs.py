@@ -132,6 +132,26 @@ class JobRecord:
         record.write(doc)
         return record
 
+    @classmethod
+    def open(cls, cwd: str, job_id: str) -> JobRecord:
+        """The existing record of ``job_id``, to rewrite it (a new sidecar settling a lost job).
+
+        Raises:
+            JobNotFound, UsageError, OutputDataInvalid: as :func:`read_job`.
+        """
+        jobs = _open_jobs(cwd)
+        if jobs is None:
+            raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id)
+        with jobs:
+            doc = _read_record(jobs, job_id)
+            try:
+                directory = check_dir(jobs.sub(job_id), "job directory")
+            except LinkRefused as exc:
+                raise UsageError(f"{exc.describe()}; refusing to write a job through it", path=exc.filename) from None
+            except OSError as exc:
+                raise os_error(exc, "write", f"the job record of {job_id}") from None
+        return cls(cwd, job_id, directory, doc)
+
     def write(self, doc: dict[str, Any]) -> None:
         """Replace the record with ``doc`` (``updated_ns`` is set here).
 
