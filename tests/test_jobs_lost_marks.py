@@ -82,4 +82,5 @@ def test_a_lost_jobs_running_mark_is_cleared_by_the_next_sidecar_and_its_checkpo
     assert jcli(ws, "sidecar", "start").returncode == 0
     assert nb.read_text() == after and status(ws, doc["job_id"])["lost"] == settled["lost"]
     barrier.release()  # the kernel was left running the cell: let it finish
-    assert run_cli("-j", "exec", kernel_session, "-c", "'free'", cwd=ws).json()["text"].strip() == "'free'"
+    free = run_cli("-j", "exec", kernel_session, "-c", "'free'", cwd=ws, env={**os.environ, "JCLI_SIDECAR": "off"})
+    assert free.returncode == 0 and free.json()["text"].strip() == "'free'"  # a lost job holds no kernel
