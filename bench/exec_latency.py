@@ -15,6 +15,11 @@ A. Whole CLI processes, from spawn to exit, running ``1+1`` in a session on
                   sidecar (started before, stopped after), which holds the
                   kernel connection: the target is at most 1.5x the floor
                   plus one kernel round trip (raw ZMQ, from B);
+   * ours, background -- ``j-cli -j exec bench --code '1+1' --background``
+                  through the same sidecar: the time until the job id is
+                  printed (the job's end is then awaited with ``job wait``,
+                  untimed, and its result checked); the target is at most
+                  2x the foreground through the sidecar;
    * upstream  -- ``jupyter-jcli`` (pinned in harness.py, its own venv),
                   the same command line, in a session made with its own
                   ``j-cli -j session create -k python3 -n bench-upstream``;
@@ -136,11 +141,13 @@ PNGS, PNG_SIDE, PNG_SEED = 200, 183, 20240602  # 183x183 RGB noise: ~100 KB each
 # Names used in the tables and in the ratios.
 OURS, UPSTREAM, FLOOR = "ours", "upstream", "floor"
 OURS_SIDECAR = "ours sidecar"
+OURS_BACKGROUND = "ours background"
 OURS_EXEC, JKC, ZMQ = "ours held connection", "jupyter-kernel-client", "raw ZMQ"
 WS_ONLY, FRESH = "ours ws only", "ours fresh connection"  # information only: where ours' time goes
 LABELS = {
     OURS: "ours (JCLI_SIDECAR=off)",
     OURS_SIDECAR: "ours (sidecar, warm)",
+    OURS_BACKGROUND: "ours (--background start)",
     OURS_EXEC: "ours (KernelConnection, held)",
     WS_ONLY: "  info: ws open+close only",
     FRESH: "  info: ours, new connection/call",
@@ -154,6 +161,7 @@ TARGETS = [
     (OURS, FLOOR, "<=", 5.0),
     (JKC, OURS_EXEC, ">=", 3.0),
     (OURS_EXEC, ZMQ, "<=", 1.5),
+    (OURS_BACKGROUND, OURS_SIDECAR, "<=", 2.0),
 ]
 #: ``exec -c 1+1`` through the warm sidecar: at most this times the floor, plus one raw ZMQ round trip.
 SIDECAR_FLOOR_FACTOR = 1.5
@@ -313,14 +321,38 @@ def cli_commands(env: dict[str, str], upstream: Path | None, sidecar: bool) -> d
     commands = {OURS: [str(J_CLI), "-j", "exec", "bench", "--code", CODE]}
     if sidecar:
         commands[OURS_SIDECAR] = list(commands[OURS])
+        commands[OURS_BACKGROUND] = [*commands[OURS], "--background"]
     if upstream is not None:
         commands[UPSTREAM] = [str(upstream), "-j", "exec", "bench-upstream", "--code", CODE]
     commands[FLOOR] = FLOOR_ARGV
     return commands
 
 
+def finish_job(r: subprocess.CompletedProcess, env: dict[str, str]) -> None:
+    """Wait (untimed) for the job a ``--background`` start printed, and check it printed 2; fatal otherwise.
+
+    The next command runs on the same kernel: it must be free (else ``KERNEL_BUSY``).
+    """
+    if r.returncode != 0:
+        raise BenchError(describe_failure("ours (j-cli exec --background)", r))
+    try:
+        job_id = json.loads(r.stdout)["job_id"]
+    except (ValueError, KeyError, TypeError):
+        raise BenchError(f"ours --background printed no job id: {r.stdout[:300]!r}") from None
+    w = run_child([str(J_CLI), "-j", "job", "wait", job_id, "--timeout", "60"], env)
+    try:
+        job = json.loads(w.stdout)["jobs"][0]
+        good = w.returncode == 0 and job["state"] == "ok" and job["result"]["text"] == "2\n"
+    except (ValueError, KeyError, TypeError, IndexError):
+        good = False
+    if not good:
+        raise BenchError(describe_failure(f"ours background job {job_id} (j-cli job wait)", w))
+
+
 def check_cli(name: str, r: subprocess.CompletedProcess) -> bool:
     """True if the run is good; a bad ``ours`` is fatal, a bad peer is reported (False)."""
+    if name == OURS_BACKGROUND:
+        return True  # finish_job has checked the start and the job's result
     if name in (OURS, OURS_SIDECAR):
         if r.returncode != 0:
             raise BenchError(describe_failure("ours (j-cli exec)", r))
@@ -341,15 +373,21 @@ def measure_cli(
 ) -> tuple[dict, dict]:
     """A: returns ``(timings ms by command, peak RSS MiB by command)``."""
     commands = cli_commands(env, upstream if with_upstream else None, sidecar is not None)
-    envs = {name: with_sidecar(env) if name == OURS_SIDECAR else env for name in commands}
+    envs = {name: with_sidecar(env) if name in (OURS_SIDECAR, OURS_BACKGROUND) else env for name in commands}
 
     def run_named(name: str) -> subprocess.CompletedProcess:
         return run_child(commands[name], envs[name])
+
+    def done(name: str, r: subprocess.CompletedProcess) -> None:
+        """After a timed run: a background start's job is awaited and checked (untimed)."""
+        if name == OURS_BACKGROUND:
+            finish_job(r, envs[name])
 
     last: dict[str, bytes] = {}
     for _ in range(WARMUP):  # the first one also waits for the kernels to finish starting
         for name in list(commands):
             r = run_named(name)
+            done(name, r)
             if check_cli(name, r):
                 last[name] = r.stdout
             else:
@@ -363,7 +401,8 @@ def measure_cli(
     if UPSTREAM in commands:
         doc = json.loads(last[UPSTREAM])
         print(f"check: upstream prints 2: True  (status {doc['status']!r}, outputs {doc['outputs']})")
-    rss = {name: peak_rss_mib(argv, envs[name]) for name, argv in commands.items()}
+    # a background start's RSS run would leave its job running on the kernel: not measured
+    rss = {name: peak_rss_mib(argv, envs[name]) for name, argv in commands.items() if name != OURS_BACKGROUND}
 
     times: dict[str, list[float]] = {name: [] for name in commands}
     up_done = 0
@@ -373,6 +412,7 @@ def measure_cli(
             names.remove(UPSTREAM)  # upstream runs in upstream_runs of the rounds, evenly spread
         for name in rotated(names, i):
             elapsed, r = timed(run_named, name)
+            done(name, r)
             if not check_cli(name, r):
                 del commands[name]
                 times.pop(name)
@@ -846,6 +886,8 @@ def print_ratios(samples: dict[str, list[float]], store) -> None:
         )
         print(ratio_line("sidecar / floor", values[OURS_SIDECAR] / values[FLOOR], "information", 36))
         print(ratio_line("sidecar / ours (sidecar off)", values[OURS_SIDECAR] / values[OURS], "information", 36))
+    if OURS_BACKGROUND in values and OURS in values:
+        print(ratio_line("background / ours (sidecar off)", values[OURS_BACKGROUND] / values[OURS], "information", 36))
     if UPSTREAM in samples and OURS in values:
         fast, slow = upstream_modes(samples[UPSTREAM])
         if fast and slow:

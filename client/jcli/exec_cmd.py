@@ -106,6 +106,16 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
 )
 
 
+def _open_free(server, kernel_id: str):
+    """A connection for a foreground run that does not go through the sidecar: refused (``KERNEL_BUSY``) while a job runs there."""
+    from jcli_sidecar.base import workspace_of
+    from jcli_sidecar.kernel import KernelConnection
+    from jcli_sidecar.runs import check_kernel_free
+
+    check_kernel_free(workspace_of(), kernel_id)
+    return KernelConnection(server, kernel_id)
+
+
 def _select(server_url: str | None, token: str | None, key: str):
     from jcli_sidecar.kernel import find_session
 
@@ -269,6 +279,7 @@ def _run_here(srv, request: dict[str, Any], result, live, stop) -> tuple[dict[st
         result=result,
         stop=stop,
         on_output=live,
+        open_kernel=_open_free,
     )
 
 
@@ -305,4 +316,4 @@ def _exec_notebook(
         any_kernel=settings.any_kernel,
         server=srv,
     )
-    return run_notebook(json_mode, srv, row, file_path, options, stop=stop, live=not settings.no_stream)
+    return run_notebook(json_mode, srv, row, file_path, options, stop=stop, live=not settings.no_stream, open_kernel=_open_free)

@@ -89,10 +89,12 @@ def run_notebook(
     *,
     stop: StopSwitch | None = None,
     live: bool = True,
+    open_kernel: Any = None,
 ) -> int:
     """Run ``file_path``'s cells in the session's kernel, printing as they finish; returns the exit code.
 
     ``live`` (human mode) shows outputs as they arrive; else each cell's when it finishes.
+    ``open_kernel`` opens the connection (default: a fresh one).
     """
     run = NotebookRun(file_path, options)
     if json_mode:
@@ -107,7 +109,11 @@ def run_notebook(
         else:
             _Finished(cells).attach(run)
     try:
-        summary = run.execute(server, session, stop=stop)
+        summary = (
+            run.execute(server, session, stop=stop)
+            if open_kernel is None
+            else run.execute(server, session, stop=stop, open_kernel=open_kernel)
+        )
     except Exception as exc:
         if not run.sent:
             raise  # nothing ran: the caller reports it (executed: false)

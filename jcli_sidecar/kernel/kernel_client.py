@@ -6,7 +6,9 @@ outputs (:mod:`~jcli_sidecar.kernel.output_collector`) until the kernel is
 idle and the reply has arrived. Beyond the outputs it handles:
 
 - ``input_request``: j-cli has no stdin; the request is refused clearly;
-- the kernel dying, or the connection dropping;
+- the kernel dying, restarting (an iopub ``shutdown_reply``, a ``status``
+  of ``dead``, ``restarting`` or ``starting``: a restart through ``j-cli
+  kernel restart`` or the server's REST API), or the connection dropping;
 - a timeout: interrupt the kernel, wait for idle, then ``TIMEOUT``;
 - a stop request (:class:`~jcli_sidecar.kernel.stop_switch.StopSwitch`,
   tripped by SIGINT or SIGTERM): interrupt the kernel, wait for idle, then
@@ -47,6 +49,33 @@ __all__ = ["KernelConnection", "execute"]
 
 STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data in the code instead"
 ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
+
+
+def _kernel_gone(msg: dict[str, Any], *, ran: bool) -> str | None:
+    """What an iopub message says of the kernel, when it says the one running our code is gone; None otherwise.
+
+    ``dead`` and ``restarting`` always say so. A ``shutdown_reply`` (the
+    kernel answering the server's shutdown: a restart starts with it) and a
+    ``starting`` status (a new kernel process on the same channels) count only
+    once ``ran``: the kernel had begun our request. Before that they are the
+    tail of an earlier restart, and the request goes to the new kernel.
+
+    Example:
+        >>> starting = {"channel": "iopub", "header": {"msg_type": "status"}, "content": {"execution_state": "starting"}}
+        >>> _kernel_gone(starting, ran=True), _kernel_gone(starting, ran=False)
+        ('restarted', None)
+    """
+    if msg.get("channel") != "iopub":
+        return None
+    kind = (msg.get("header") or {}).get("msg_type") or msg.get("msg_type")
+    state = (msg.get("content") or {}).get("execution_state") if kind == "status" else None
+    if state in ("dead", "restarting"):
+        return "died" if state == "dead" else "restarting"
+    if ran and kind == "shutdown_reply":
+        return "was shut down (restarted?)"
+    if ran and state == "starting":
+        return "restarted"
+    return None
 
 
 def _message(msg_type: str, content: dict[str, Any], session: str, channel: str) -> tuple[str, str]:
@@ -104,9 +133,7 @@ class KernelConnection:
             while self.ws.buffered() or select.select([self.ws.fileno()], [], [], 0)[0]:
                 raw = self.ws.recv(partial_seconds)
                 msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
-                state = ((msg or {}).get("content") or {}).get("execution_state")
-                kind = ((msg or {}).get("header") or {}).get("msg_type")
-                if (msg or {}).get("channel") == "iopub" and (state in ("dead", "restarting") or kind == "shutdown_reply"):
+                if msg is not None and _kernel_gone(msg, ran=True) is not None:
                     return False
         except (TimeoutError, OSError, ValueError):
             return False
@@ -141,8 +168,8 @@ class KernelConnection:
             if msg is None:
                 continue
             reply = msg.get("content") or {}
-            if msg.get("channel") == "iopub" and reply.get("execution_state") in ("dead", "restarting"):
-                raise KernelDied(f"the kernel {reply['execution_state']} while j-cli waited for it")
+            if (gone := _kernel_gone(msg, ran=False)) is not None:
+                raise KernelDied(f"the kernel {gone} while j-cli waited for it")
             if msg.get("channel") == channel and (msg.get("parent_header") or {}).get("msg_id") == msg_id:
                 return reply
         raise Timeout(f"the kernel did not answer {msg_type} within {timeout:g} s")
@@ -267,7 +294,7 @@ class _Pump:
     so the outputs printed until then are kept; then it raises.
     """
 
-    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle")
+    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle", "ran")
 
     def __init__(self, kernel: KernelConnection, msg_id: str, collector: OutputCollector, stop: StopSwitch | None) -> None:
         self.ws = kernel.ws
@@ -279,6 +306,7 @@ class _Pump:
         self.seen = 0 if stop is None else stop.count
         self.cause: str | None = None  # "timeout" or "signal" once the kernel was interrupted
         self.idle = False  # the kernel is done with this request
+        self.ran = False  # the kernel began this request (a message answered it)
 
     def _outputs(self) -> int:
         return len(self.collector.result.outputs)
@@ -376,10 +404,11 @@ class _Pump:
             msg_type = header.get("msg_type") or msg.get("msg_type")
             content = msg.get("content") or {}
             parent = (msg.get("parent_header") or {}).get("msg_id")
-            if msg_type == "status" and content.get("execution_state") in ("dead", "restarting"):
-                raise KernelDied(f"the kernel {content['execution_state']} during the run", executed=True, outputs=self._outputs())
+            if (gone := _kernel_gone(msg, ran=self.ran)) is not None:
+                raise KernelDied(f"the kernel {gone} during the run", executed=True, outputs=self._outputs())
             if parent != self.msg_id:
                 continue
+            self.ran = True
             channel = msg.get("channel")
             if channel == "iopub":
                 if msg_type == "status":

@@ -22,7 +22,7 @@ import os
 import re
 import time
 
-from ..base.errors import JobAmbiguous, JobNotFound, OutputDataInvalid, UsageError
+from ..base.errors import JobAmbiguous, JobNotFound, KernelBusy, OutputDataInvalid, UsageError
 from ..base.layout import JOB_OUTPUT, JOB_RECORD, MANAGED_BY
 from ..base.nofollow import Dir, LinkRefused
 from ..base.os_errors import os_error
@@ -38,7 +38,9 @@ __all__ = [
     "ENDED_STATES",
     "JOB_STATES",
     "JobRecord",
+    "check_kernel_free",
     "is_job_id",
+    "job_on_kernel",
     "job_view",
     "list_jobs",
     "new_job_id",
@@ -129,6 +131,26 @@ class JobRecord:
         record = cls(cwd, job_id, directory, {})
         record.write(doc)
         return record
+
+    @classmethod
+    def open(cls, cwd: str, job_id: str) -> JobRecord:
+        """The existing record of ``job_id``, to rewrite it (a new sidecar settling a lost job).
+
+        Raises:
+            JobNotFound, UsageError, OutputDataInvalid: as :func:`read_job`.
+        """
+        jobs = _open_jobs(cwd)
+        if jobs is None:
+            raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id)
+        with jobs:
+            doc = _read_record(jobs, job_id)
+            try:
+                directory = check_dir(jobs.sub(job_id), "job directory")
+            except LinkRefused as exc:
+                raise UsageError(f"{exc.describe()}; refusing to write a job through it", path=exc.filename) from None
+            except OSError as exc:
+                raise os_error(exc, "write", f"the job record of {job_id}") from None
+        return cls(cwd, job_id, directory, doc)
 
     def write(self, doc: dict[str, Any]) -> None:
         """Replace the record with ``doc`` (``updated_ns`` is set here).
@@ -306,3 +328,35 @@ def read_job_output(cwd: str, job_id: str) -> str:
             raise UsageError(f"{exc.describe()}; refusing to read a job through it", path=exc.filename, kind=exc.kind) from None
         except OSError as exc:
             raise os_error(exc, "read", f"the output of job {job_id}") from None
+
+
+def job_on_kernel(cwd: str, kernel_id: str) -> str | None:
+    """The id of a job of this workspace running on ``kernel_id`` (its holder alive), or None; reads only.
+
+    A record that cannot be read counts as no job (it is listed as
+    ``unreadable`` by ``job list``); a lost job holds no kernel.
+    """
+    for job in list_jobs(cwd):
+        if job.get("state") == "running" and job.get("kernel_id") == kernel_id:
+            return str(job["job_id"])
+    return None
+
+
+def check_kernel_free(cwd: str, kernel_id: str) -> None:
+    """Refuse a foreground run on a kernel a background job of this workspace runs on.
+
+    What the sidecar checks from its memory, read from the job records: for
+    a run that does not go through the sidecar (``JCLI_SIDECAR=off``, a
+    notebook run, a fallback). Nothing is sent.
+
+    Raises:
+        KernelBusy: ``job_id`` names the job (``executed: false``).
+        UsageError: ``.j-cli`` or ``jobs`` is a link (refused, never followed).
+    """
+    busy = job_on_kernel(cwd, kernel_id)
+    if busy is not None:
+        raise KernelBusy(
+            f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}) or cancel it (j-cli job cancel {busy})",
+            job_id=busy,
+            executed=False,
+        )

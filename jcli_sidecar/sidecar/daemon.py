@@ -119,6 +119,8 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         if workspace:
             os.chdir(workspace)
         write_pid_file(paths, workspace)
+        if workspace:
+            _settle_lost_jobs(workspace)
         # logged before the lock goes: whoever wakes on it may read the log at once
         log.info("serving %s on %s (pid %d)", workspace or f"instance {instance}", paths.socket, os.getpid())
         _release_spawn_lock()
@@ -133,6 +135,21 @@ def serve(workspace: str | None = None, instance: str | None = None) -> int:
         os.close(lock_fd)
         if sidecar is not None and sidecar.busy:
             _exit_now()
+
+
+def _settle_lost_jobs(workspace: str) -> None:
+    """End the jobs a dead sidecar of this workspace left running, and clear their notebooks' running marks.
+
+    Before the spawn lock goes, so the call that started this sidecar finds
+    them settled. Best effort: a failure is logged, never stops the sidecar.
+    """
+    from ..runs.lost_jobs import settle_lost_jobs
+
+    try:
+        for done in settle_lost_jobs(workspace):
+            log.info("settled lost job %s (running marks cleared: %s)", done["job_id"], done["marks_cleared"])
+    except (JcliError, OSError) as exc:
+        log.warning("could not settle lost jobs: %s", exc)
 
 
 def _exit_now() -> None:
