@@ -22,7 +22,7 @@ import os
 import re
 import time
 
-from ..base.errors import JobAmbiguous, JobNotFound, KernelBusy, OutputDataInvalid, UsageError
+from ..base.errors import JcliError, JobAmbiguous, JobNotFound, KernelBusy, OutputDataInvalid, UsageError
 from ..base.layout import JOB_OUTPUT, JOB_RECORD, MANAGED_BY
 from ..base.nofollow import Dir, LinkRefused
 from ..base.os_errors import os_error
@@ -349,11 +349,17 @@ def check_kernel_free(cwd: str, kernel_id: str) -> None:
     a run that does not go through the sidecar (``JCLI_SIDECAR=off``, a
     notebook run, a fallback). Nothing is sent.
 
+    A workspace whose ``.j-cli`` or ``jobs`` cannot be trusted or read (a
+    link, a file, another user's) holds no job this check believes: the run
+    goes on, and its own store step says what is wrong with the workspace.
+
     Raises:
         KernelBusy: ``job_id`` names the job (``executed: false``).
-        UsageError: ``.j-cli`` or ``jobs`` is a link (refused, never followed).
     """
-    busy = job_on_kernel(cwd, kernel_id)
+    try:
+        busy = job_on_kernel(cwd, kernel_id)
+    except (JcliError, OSError):
+        return
     if busy is not None:
         raise KernelBusy(
             f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}) or cancel it (j-cli job cancel {busy})",
