@@ -2,6 +2,10 @@
 // run j-cli's guards around OpenCode's own tools.
 // managed by j-cli setup (`j-cli setup opencode --remove` deletes this file)
 //
+// A second tool, wait_notebook_job, waits for background jobs (`exec
+// --background`): it spawns `j-cli -j job wait -- IDS` and returns j-cli's
+// document; a stop sends j-cli SIGTERM and returns the snapshot it answers.
+//
 // A thin translation layer: the request goes straight to the workspace's
 // j-cli sidecar over its Unix socket when one runs and is the spawned j-cli's
 // version (sidecar-client.mjs, inlined here by setup; docs/protocol.md), else
