@@ -149,8 +149,10 @@ class OpenCode:
         seed_opencode_dir(self.user_config)
         seed_opencode_dir(self.project / ".opencode")
 
-    def run_tool(self, params: dict, path: str | None = None, sidecar: bool = False) -> subprocess.CompletedProcess:
-        """``opencode debug agent build --tool read_notebook_output``: OpenCode runs the tool, no model."""
+    def run_tool(
+        self, params: dict, path: str | None = None, sidecar: bool = False, tool: str = "read_notebook_output"
+    ) -> subprocess.CompletedProcess:
+        """``opencode debug agent build --tool TOOL`` (the read by default): OpenCode runs the tool, no model."""
         env = host_env(self.home, PATH=path or self.path, JCLI_SIDECAR="on" if sidecar else "off", **QUIET)
         argv = [
             *offline_prefix(),
@@ -160,14 +162,14 @@ class OpenCode:
             "build",
             "--print-logs",
             "--tool",
-            "read_notebook_output",
+            tool,
             "--params",
             json.dumps(params),
         ]
         proc = subprocess.run(argv, cwd=self.project, env=env, capture_output=True, text=True, timeout=100)
         for failure in LOAD_FAILURES:
             assert failure not in proc.stderr, [ln for ln in proc.stderr.splitlines() if failure in ln]
-        assert "Tool read_notebook_output not found" not in proc.stderr, proc.stderr[-2000:]
+        assert f"Tool {tool} not found" not in proc.stderr, proc.stderr[-2000:]
         return proc
 
     def read(self, params: dict, path: str | None = None, sidecar: bool = False) -> dict:

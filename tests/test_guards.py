@@ -196,6 +196,28 @@ def test_the_denial_names_a_command_our_cli_accepts(work):
     assert sum(assert_jcli_lines_parse(reason) for reason in reasons) >= 3
 
 
+@pytest.mark.parametrize(
+    ("guard", "command", "file"),
+    [
+        ("notebook-exec-guard", "papermill analysis.ipynb o.ipynb", "analysis.ipynb"),
+        ("notebook-exec-guard", "timeout 7200 jupyter nbconvert --to notebook --execute analysis.ipynb", "analysis.ipynb"),
+        ("notebook-exec-guard", "nohup jupyter execute analysis.ipynb &", "analysis.ipynb"),
+        ("python-run-guard", "python analysis.py", "analysis.py"),
+        ("python-run-guard", "nohup python3 analysis.py > log.txt 2>&1 &", "analysis.py"),
+    ],
+    ids=["papermill", "timeout-wrapped", "nohup-backgrounded", "paired-py", "nohup-paired-py"],
+)
+def test_a_notebook_run_denial_teaches_the_background_run_and_its_wait(work, guard, command, file):
+    """A long run the shell call would cut short (or one an agent tried to detach with nohup/&): ``--background``, then ``job wait``."""
+    reason = assert_denied(hook(guard, shell(command, work)))
+    lines = [line.strip() for line in reason.splitlines()]
+    assert f"j-cli exec SESSION -f {file}" in lines  # the plain run stays first
+    assert f"j-cli exec SESSION -f {file} --background" in lines and "j-cli job wait JOB_ID" in lines
+    assert lines.index(f"j-cli exec SESSION -f {file} --background") < lines.index("j-cli job wait JOB_ID")
+    assert "timed_out: true" in reason  # how the agent knows to wait again
+    assert assert_jcli_lines_parse(reason) == 4  # session list, exec, exec --background, job wait: each flag exists
+
+
 def assert_jcli_lines_parse(reason: str) -> int:
     """Every ``j-cli …`` line of ``reason`` parses with the click app (every flag exists); returns how many there were."""
     from jcli.cli import app

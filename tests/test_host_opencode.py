@@ -134,6 +134,46 @@ def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_wha
             assert "CELL_NOT_FOUND: cell 99 is outside" in got.stderr and "CELL_NOT_FOUND: cell 99 is outside" in want.stderr
 
 
+# ---- wait_notebook_job: the plugin's `j-cli -j job wait`, on a real background job.
+
+
+def test_wait_notebook_job_answers_a_timed_out_snapshot_then_the_ended_job(host_bin, tmp_path, use_jupyter, sidecar_on, kernel_session):
+    """A real job held at a kernel-side barrier: a 1 s wait is ``timed_out`` (running), and once released the next wait is ``ok``."""
+    from test_jobs_run import Barrier
+
+    world = OpenCode(host_bin, tmp_path)
+    barrier = Barrier(tmp_path, "opencode")
+    started = run_cli(
+        "-j", "exec", kernel_session, "-c", "print('held')\n" + barrier.code() + "print('done')\n", "--background", cwd=world.project
+    )
+    assert started.returncode == 0, started.stderr
+    job_id = started.json()["job_id"]
+    barrier.reached()
+
+    snapshot = world.run_tool({"job_ids": [job_id], "timeout_seconds": 1}, tool="wait_notebook_job")
+    assert snapshot.returncode == 0, snapshot.stderr[-2000:]
+    held = json.loads(snapshot.stdout)["result"]
+    assert held["title"] == f"still running after 1 s: {job_id}; wait again"
+    mine = {key: held["metadata"][key] for key in ("timed_out", "stopped", "ended", "pending", "failed")}  # OpenCode adds its own keys
+    assert mine == {"timed_out": True, "stopped": False, "ended": [], "pending": [job_id], "failed": None}
+    assert json.loads(held["output"])["jobs"][0]["state"] == "running"
+
+    barrier.release()
+    ended = world.run_tool({"job_ids": [job_id[:12]], "timeout_seconds": 30}, tool="wait_notebook_job")  # a unique prefix names it too
+    assert ended.returncode == 0, ended.stderr[-2000:]
+    result = json.loads(ended.stdout)["result"]
+    assert result["title"] == f"ended: {job_id} ok" and result["metadata"]["ended"] == [job_id]
+    (job,) = json.loads(result["output"])["jobs"]
+    assert job["state"] == "ok" and job["result"]["text"] == "held\ndone\n"
+
+
+def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(host_bin, tmp_path):
+    world = OpenCode(host_bin, tmp_path)
+    proc = world.run_tool({"job_ids": ["nosuch"]}, tool="wait_notebook_job")
+    assert proc.returncode != 0
+    assert "JOB_NOT_FOUND: no job nosuch" in proc.stderr
+
+
 # ---- The guards: a real `opencode run` turn, its model scripted on loopback.
 #
 # `opencode debug agent --tool` calls a tool's execute directly, without

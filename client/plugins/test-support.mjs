@@ -162,3 +162,37 @@ export async function otherVersionSidecar(t, cwd, { sidecarPackFrame, sidecarUnp
   t.after(close);
   return { hellos, close };
 }
+
+/**
+ * A stand-in for `j-cli -j job wait` that is waiting when the test stops it:
+ * it records its arguments (one per line in `<dir>/wait-args`), opens
+ * `<dir>/wait-ready` (a FIFO: `ready()` returns once it is there and listens
+ * for SIGTERM), then answers SIGTERM as j-cli does: the INTERRUPTED envelope
+ * carrying `snapshot` on stderr, exit 143. Only the stop itself is staged:
+ * a real job that never ends on cue cannot be had in a unit test.
+ */
+export function stoppableWait(dir, snapshot) {
+  const ready = path.join(dir, "wait-ready");
+  const hold = path.join(dir, "wait-hold");
+  const args = path.join(dir, "wait-args");
+  execFileSync("mkfifo", [ready, hold]);
+  const envelope = JSON.stringify({ schema_version: 1, status: "error", code: "INTERRUPTED", message: "SIGTERM stopped the wait; the job(s) run on: wait again with j-cli job wait", signal: "SIGTERM", ...snapshot, stopped: true });
+  const answer = path.join(dir, "wait-answer");
+  fs.writeFileSync(answer, `${envelope}\n`);
+  const bin = path.join(dir, "stoppable-j-cli");
+  const script = [
+    "#!/bin/sh",
+    `for a in "$@"; do printf '%s\\n' "$a"; done > ${JSON.stringify(args)}`,
+    `cat ${JSON.stringify(hold)} > /dev/null &`,
+    "held=$!",
+    `trap 'kill "$held"; cat ${JSON.stringify(answer)} >&2; exit 143' TERM`,
+    `: > ${JSON.stringify(ready)}`,
+    "wait",
+  ].join("\n");
+  fs.writeFileSync(bin, `${script}\n`, { mode: 0o755 });
+  return {
+    bin,
+    ready: () => fs.readFileSync(ready),
+    args: () => fs.readFileSync(args, "utf8").split("\n").slice(0, -1),
+  };
+}

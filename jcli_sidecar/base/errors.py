@@ -415,9 +415,10 @@ INTERRUPT_FAILED_ALIASES: tuple[str, ...] = ("INTERRUPT_FAILED",)
 for _code, _cls in _BY_CODE.items():
     _cls.code_aliases = tuple(upstream for upstream, ours in UPSTREAM_CODES.items() if ours == _code)
 #: Codes only the host plugins raise, about running j-cli itself (j-cli never
-#: reports them): the call was stopped, j-cli could not be run at all, or the
-#: read tool's host package could not be loaded (the guards run regardless).
-HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE", "READ_TOOL_UNAVAILABLE"})
+#: reports them): the call was stopped (a stopped DSH wait is JOB_WAIT_STOPPED:
+#: the jobs run on), j-cli could not be run at all, or the read tool's host
+#: package could not be loaded (the guards run regardless).
+HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE", "JOB_WAIT_STOPPED", "READ_TOOL_UNAVAILABLE"})
 
 
 def error_from_code(code: str, message: str, **details: Any) -> JcliError:

@@ -81,7 +81,11 @@ EXEC_HINT = (
     "Run it through j-cli instead, in a kernel session (outputs go into the notebook, kernel state is kept):\n"
     "  j-cli session list\n"
     "  j-cli exec SESSION -f {file}\n"
-    "(pick SESSION from the list, or start one with `j-cli session create`; `--cell N` or `--cell A:B` runs some cells only)"
+    "(pick SESSION from the list, or start one with `j-cli session create`; `--cell N` or `--cell A:B` runs some cells only)\n"
+    "A long run that may outlast this shell call goes to the background (it answers a job id at once and runs on), then wait on it:\n"
+    "  j-cli exec SESSION -f {file} --background\n"
+    "  j-cli job wait JOB_ID\n"
+    "(each wait returns within its --timeout, 100 s by default: call it again while it answers timed_out: true)"
 )
 
 

@@ -206,6 +206,17 @@ function host(dir, shellOptions = {}, config = {}, services = {}) {
   const effects = { deferred: 0, concluded: 0 };
   /** One Native dispatch: value checked against output.schema, then rendered. */
   async function call(args, signal = new AbortController().signal, agent = undefined) {
+    return dispatch(tool, args, signal, agent);
+  }
+  /** The same dispatch of the wait tool. */
+  async function wait(args, signal = new AbortController().signal) {
+    return dispatch(
+      registered.find((d) => d.name === "wait_notebook_job"),
+      args,
+      signal,
+    );
+  }
+  async function dispatch(tool, args, signal, agent) {
     const exec = {
       callId: "c1",
       rootCallId: "c1",
@@ -222,7 +233,7 @@ function host(dir, shellOptions = {}, config = {}, services = {}) {
     assert.ok(conforms(tool.output.schema, value), `value violates output.schema: ${JSON.stringify(value).slice(0, 200)}`);
     return { value, content: tool.output.render(args, value) };
   }
-  return { ctx, shell, attachments, tool, call, effects, dispose, registered, listeners };
+  return { ctx, shell, attachments, tool, call, wait, effects, dispose, registered, listeners };
 }
 
 test("the plugin registers read_notebook_output in the host's tool shape", (t) => {
@@ -486,8 +497,9 @@ test("a read tool the host refuses costs only the read tool: the guards still de
   } finally {
     console.warn = warn;
   }
-  assert.equal(warnings.length, 1);
+  assert.equal(warnings.length, 2); // one per tool: the read, then the wait
   assert.match(warnings[0], /^\[j-cli\] read_notebook_output is unavailable: the host refused it \(tool read_notebook_output is already registered by plugin other\); the guards still run$/);
+  assert.match(warnings[1], /^\[j-cli\] wait_notebook_job is unavailable: the host refused it \(.*\); the guards still run$/);
   const [listener] = listeners["tools/pre-execute"];
   const decision = await listener({ name: "bash", arguments: { command: "papermill a.ipynb b.ipynb" }, signal: new AbortController().signal }, async () => ({ kind: "allow" }));
   assert.equal(decision.kind, "deny");
@@ -495,6 +507,85 @@ test("a read tool the host refuses costs only the read tool: the guards still de
   assert.equal(listeners["tools/post-execute"].length, 1);
   dispose();
   assert.equal(listeners["tools/pre-execute"].length + listeners["tools/post-execute"].length, 0);
+});
+
+// ---- wait_notebook_job: `j-cli -j job wait`, through the host's shell (a real job: tests/hosts/dsh/dsh-real-host.test.mjs).
+
+/** A j-cli that prints `doc` as `job wait` would, and records its arguments. */
+function answeringWait(dir, doc) {
+  const bin = path.join(dir, "answering-j-cli");
+  const answer = path.join(dir, "wait-answer.json");
+  fs.writeFileSync(answer, JSON.stringify(doc));
+  fs.writeFileSync(bin, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > ${JSON.stringify(path.join(dir, "wait-args"))}\ncat ${JSON.stringify(answer)}\n`, { mode: 0o755 });
+  return { bin, args: () => fs.readFileSync(path.join(dir, "wait-args"), "utf8").split("\n").slice(0, -1) };
+}
+
+const RUNNING = { job_id: "j1", state: "running", kind: "inline", session: "main", cells: 1, cells_done: 0, running_cell: 0 };
+
+test("wait_notebook_job is registered beside the read tool, in the host's tool shape", (t) => {
+  const h = host(workspace(t));
+  assert.deepEqual(
+    h.registered.map((d) => d.name),
+    ["read_notebook_output", "wait_notebook_job"],
+  );
+  const tool = h.registered[1];
+  assert.deepEqual(tool.parameters.required, ["job_ids"]);
+  assert.deepEqual(Object.keys(tool.parameters.properties).sort(), ["job_ids", "timeout_seconds"]);
+  assert.ok(tool.timeoutMs > plugin.MAX_WAIT_SECONDS * 1000, "the host never cuts a wait the call asked for");
+  assert.equal(tool.isConcurrencySafe({}), true);
+  h.dispose();
+  assert.equal(h.registered.length, 0);
+});
+
+test("the wait is j-cli's document as the value, and the model reads it as the JSON j-cli prints", async (t) => {
+  const dir = workspace(t);
+  const doc = { schema_version: 1, timed_out: true, stopped: false, waited_seconds: 1.001, jobs: [RUNNING], ended: [], pending: ["j1"], failed: null };
+  const fake = answeringWait(dir, doc);
+  const h = host(dir, {}, { bin: fake.bin });
+  const { value, content } = await h.wait({ job_ids: ["j1"], timeout_seconds: 1 });
+  const { schema_version: _v, ...expected } = doc;
+  assert.deepEqual(value, expected);
+  assert.deepEqual(content, [{ type: "text", text: JSON.stringify(expected) }]);
+  assert.deepEqual(fake.args(), ["-j", "job", "wait", "--timeout", "1", "--", "j1"]);
+  await h.wait({ job_ids: ["j1", "20261202T073330.6Z-742cd278"] });
+  assert.deepEqual(fake.args(), ["-j", "job", "wait", "--timeout", "100", "--", "j1", "20261202T073330.6Z-742cd278"]); // j-cli's default
+});
+
+test("bad job ids or timeouts are USAGE_ERROR and run nothing: an id never reaches the shell unchecked", async (t) => {
+  const dir = workspace(t);
+  const h = host(dir);
+  for (const args of [{}, { job_ids: [] }, { job_ids: "j1" }, { job_ids: ["$(touch pwned)"] }, { job_ids: ["-x"] }, { job_ids: ["a b"] }, { job_ids: [""] }]) {
+    await assert.rejects(h.wait(args), /^JcliToolError: USAGE_ERROR: job_ids/, JSON.stringify(args));
+  }
+  for (const timeout_seconds of [0, -5, plugin.MAX_WAIT_SECONDS + 1, "10", Number.NaN]) {
+    await assert.rejects(h.wait({ job_ids: ["j1"], timeout_seconds }), /^JcliToolError: USAGE_ERROR: timeout_seconds/, String(timeout_seconds));
+  }
+  assert.deepEqual(h.shell.commands, []);
+  assert.equal(fs.existsSync(path.join(dir, "pwned")), false);
+});
+
+test("an unknown job id is j-cli's JOB_NOT_FOUND, at once", async (t) => {
+  const h = host(workspace(t));
+  await assert.rejects(h.wait({ job_ids: ["nosuch"], timeout_seconds: 60 }), (err) => err.code === "JOB_NOT_FOUND" && /^JOB_NOT_FOUND: no job nosuch/.test(err.message));
+});
+
+test("a stopped wait throws its own error naming the jobs (never a snapshot DSH would replace), and the jobs run on", async (t) => {
+  const dir = workspace(t);
+  const h = host(dir, {}, { bin: blockedExecutable(dir) });
+  const controller = new AbortController();
+  const ids = ["j1", "j2", "j3", "j4"];
+  const pending = h.wait({ job_ids: ids, timeout_seconds: 60 }, controller.signal);
+  controller.abort();
+  await assert.rejects(
+    pending,
+    (err) =>
+      err.code === "JOB_WAIT_STOPPED" &&
+      err.message === "JOB_WAIT_STOPPED: the wait for j1, j2, j3 (+1 more) was stopped; the job(s) run on: call wait_notebook_job again to go on waiting",
+  );
+  const before = new AbortController();
+  before.abort();
+  await assert.rejects(h.wait({ job_ids: ["j1"] }, before.signal), /^JcliToolError: JOB_WAIT_STOPPED: the wait for j1 was stopped/);
+  assert.equal(h.shell.commands.length, 1, "a wait stopped before it starts runs nothing");
 });
 
 test("pre-execute: bash running papermill or a paired .py is denied with j-cli's reason; ordinary commands pass on", async (t) => {

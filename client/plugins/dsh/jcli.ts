@@ -32,6 +32,12 @@
 // unknown). The row's `config.textOnly` (true or false) overrides; see
 // textOnlyFor for the rest.
 
+// A second tool, wait_notebook_job, waits for background jobs (`exec
+// --background`): `j-cli -j job wait --timeout S -- IDS` through `ctx.shell`
+// (each id checked against the job id alphabet first), j-cli's document as
+// the value. A stop throws JOB_WAIT_STOPPED, for the reason above; the jobs
+// run on.
+//
 // The guards (docs/guards.md) hold no logic here: a `tools/pre-execute`
 // listener passes each `bash`, `edit` and `write` call to `j-cli _hooks NAME
 // --platform dsh` (through `ctx.shell`, the payload on stdin) and turns a
@@ -322,16 +328,29 @@ function unavailable(command: readonly string[], why: string): JcliToolError {
 
 /** Run j-cli once and return its parsed JSON answer, or throw a coded error. */
 export async function runJcli<Spec>(shell: Shell<Spec>, request: Record<string, unknown>, options: { command: readonly string[]; timeoutMs: number; signal: AbortSignal }): Promise<any> {
-  if (options.signal.aborted) throw stopped()
+  return runJcliWith(shell, ['-j', 'notebook', 'output', '--request', '-'], JSON.stringify(request), { ...options, onStop: stopped })
+}
+
+/**
+ * Run `j-cli ARGS` once (an argument quoted for the shell when it is not plain) and return its
+ * parsed JSON answer, or throw a coded error; a stop throws `onStop()`.
+ */
+async function runJcliWith<Spec>(
+  shell: Shell<Spec>,
+  args: readonly string[],
+  stdin: string,
+  options: { command: readonly string[]; timeoutMs: number; signal: AbortSignal; onStop: () => Error },
+): Promise<any> {
+  if (options.signal.aborted) throw options.onStop()
   const spec = shell.resolve({
-    command: `${options.command.map(quoteForShell).join(' ')} -j notebook output --request -`,
-    stdin: JSON.stringify(request),
+    command: [...options.command.map(quoteForShell), ...args.map((arg) => (/^[A-Za-z0-9._=/-]+$/.test(arg) ? arg : quoteForShell(arg)))].join(' '),
+    stdin,
     stdoutMaxBytes: STDOUT_LIMIT,
     timeoutMs: options.timeoutMs,
     signal: options.signal,
   })
   const result = await shell.run(spec)
-  if (result.aborted || options.signal.aborted) throw stopped()
+  if (result.aborted || options.signal.aborted) throw options.onStop()
   if (result.timedOut) throw new JcliToolError('TIMEOUT', `j-cli did not answer within ${result.timeoutMs} ms`)
   if (result.exitCode !== 0) {
     let coded: { code?: unknown; message?: unknown } | null = null
@@ -490,6 +509,127 @@ export function readNotebookOutputTool<Spec>(shell: Shell<Spec>, attachments: At
   }
 }
 
+// ---- The wait tool: `j-cli -j job wait`, for jobs `exec --background` started.
+
+/** The longest wait one call may ask for, in seconds (j-cli's own default is 100). */
+export const MAX_WAIT_SECONDS = 3600
+/** j-cli's default wait, when the call names none. */
+const DEFAULT_WAIT_SECONDS = 100
+/** What a job id (or a prefix of one) is made of: anything else never reaches the shell. */
+const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
+
+/** The value of one wait: `j-cli -j job wait`'s document (without its schema_version). */
+export interface WaitValue {
+  timed_out: boolean
+  stopped: boolean
+  waited_seconds: number
+  jobs: Json[]
+  ended: string[]
+  pending: string[]
+  failed: string | null
+}
+
+const IDS: Schema = { type: 'array', items: { type: 'string' } }
+const WAIT_SCHEMA: Schema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['timed_out', 'stopped', 'waited_seconds', 'jobs', 'ended', 'pending', 'failed'],
+  properties: {
+    timed_out: { type: 'boolean' },
+    stopped: { type: 'boolean' },
+    waited_seconds: { type: 'number' },
+    jobs: { type: 'array', items: { description: "each job's status, as `j-cli -j job status` gives it" } },
+    ended: IDS,
+    pending: IDS,
+    failed: { oneOf: [{ type: 'string' }, { type: 'null' }] },
+  },
+}
+
+const WAIT_PARAMETERS = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['job_ids'],
+  properties: {
+    job_ids: {
+      type: 'array',
+      minItems: 1,
+      items: { type: 'string', minLength: 1 },
+      description: 'The job ids (or unique prefixes) to wait for; returns on the first to end.',
+    },
+    timeout_seconds: { type: 'number', minimum: 1, maximum: MAX_WAIT_SECONDS, description: 'Return after this many seconds with timed_out: true (default 100).' },
+  },
+}
+
+export interface WaitToolDefinition extends Omit<ReadToolDefinition, 'execute'> {
+  execute(args: unknown, exec: RunContext): Promise<WaitValue>
+}
+
+/** The ids and the seconds of one call, checked: a bad one is USAGE_ERROR, before anything runs. */
+export function waitRequest(args: unknown): { ids: string[]; seconds: number } {
+  const given = (typeof args === 'object' && args !== null ? args : {}) as Record<string, unknown>
+  const ids = given.job_ids
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string' && JOB_ID.test(id))) {
+    throw new JcliToolError('USAGE_ERROR', 'job_ids must be a non-empty array of job ids (as `exec --background` printed them)')
+  }
+  const seconds = given.timeout_seconds ?? DEFAULT_WAIT_SECONDS
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 1 || seconds > MAX_WAIT_SECONDS) {
+    throw new JcliToolError('USAGE_ERROR', `timeout_seconds must be a number of seconds from 1 to ${MAX_WAIT_SECONDS}`)
+  }
+  return { ids: ids as string[], seconds }
+}
+
+/** j-cli's wait document as the tool's value. */
+export function toWaitValue(doc: any): WaitValue {
+  if (typeof doc?.timed_out !== 'boolean' || !Array.isArray(doc.jobs)) throw new JcliToolError('PROTOCOL_ERROR', "j-cli's answer is not a job wait")
+  return {
+    timed_out: doc.timed_out,
+    stopped: Boolean(doc.stopped),
+    waited_seconds: Number(doc.waited_seconds),
+    jobs: doc.jobs,
+    ended: Array.isArray(doc.ended) ? doc.ended : [],
+    pending: Array.isArray(doc.pending) ? doc.pending : [],
+    failed: typeof doc.failed === 'string' ? doc.failed : null,
+  }
+}
+
+/** Pure: the model reads the wait as the JSON `j-cli -j job wait` prints. */
+export function renderWait(_args: unknown, value: Json): Block[] {
+  return [{ type: 'text', text: JSON.stringify(value) }]
+}
+
+/**
+ * A stopped wait throws its own error (DSH replaces a success that settles
+ * after a stop with a generic abort, so a snapshot would never reach the
+ * model); the jobs run on.
+ */
+function waitStopped(ids: readonly string[]): JcliToolError {
+  const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? ` (+${ids.length - 3} more)` : '')
+  return new JcliToolError('JOB_WAIT_STOPPED', `the wait for ${shown} was stopped; the job(s) run on: call wait_notebook_job again to go on waiting`)
+}
+
+/** The `wait_notebook_job` tool: `j-cli -j job wait -- IDS --timeout S` through the host's shell. */
+export function waitNotebookJobTool<Spec>(shell: Shell<Spec>, config: Config = {}): WaitToolDefinition {
+  const command = commandOf(config)
+  return {
+    name: 'wait_notebook_job',
+    description:
+      'Wait for background j-cli jobs (started with `j-cli exec SESSION ... --background`, which prints the job_id). ' +
+      'Returns as soon as one of them ends (its state and result), or when timeout_seconds pass with timed_out: true ' +
+      'and the jobs as they stand: then call it again. The jobs run on whatever happens to the wait. ' +
+      'Read a notebook job\'s images with read_notebook_output.',
+    parameters: WAIT_PARAMETERS,
+    timeoutMs: (MAX_WAIT_SECONDS + 30) * 1000,
+    output: { schema: WAIT_SCHEMA, render: renderWait },
+    isConcurrencySafe: () => true,
+    async execute(args, exec) {
+      const { ids, seconds } = waitRequest(args)
+      const argv = ['-j', 'job', 'wait', '--timeout', String(seconds), '--', ...ids]
+      const doc = await runJcliWith(shell, argv, '', { command, timeoutMs: (seconds + 30) * 1000, signal: exec.signal, onStop: () => waitStopped(ids) })
+      return toWaitValue(doc)
+    },
+  }
+}
+
 // ---- The guards.
 
 /** How long one guard may take before the call goes through unguarded. */
@@ -599,11 +739,17 @@ export function apply<Spec>(ctx: PluginContext<Spec>, config: Config = {}): () =
     ctx.on('tools/pre-execute', preExecuteGuard(ctx.shell, config)),
     ctx.on('tools/post-execute', postExecuteGuard(ctx.shell, config)),
   ]
-  try {
-    disposers.push(ctx.tools.register(readNotebookOutputTool(ctx.shell, ctx.attachments, config, () => (typeof ctx.get === 'function' ? ctx.get('llm') : undefined))))
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err)
-    console.warn(`[j-cli] read_notebook_output is unavailable: the host refused it (${why.split('\n')[0]}); the guards still run`)
+  const tools: [string, () => ReadToolDefinition | WaitToolDefinition][] = [
+    ['read_notebook_output', () => readNotebookOutputTool(ctx.shell, ctx.attachments, config, () => (typeof ctx.get === 'function' ? ctx.get('llm') : undefined))],
+    ['wait_notebook_job', () => waitNotebookJobTool(ctx.shell, config)],
+  ]
+  for (const [toolName, make] of tools) {
+    try {
+      disposers.push(ctx.tools.register(make() as ReadToolDefinition))
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err)
+      console.warn(`[j-cli] ${toolName} is unavailable: the host refused it (${why.split('\n')[0]}); the guards still run`)
+    }
   }
   return () => {
     for (const dispose of disposers.reverse()) dispose()

@@ -2,6 +2,10 @@
 // run j-cli's guards around OpenCode's own tools.
 // managed by j-cli setup (`j-cli setup opencode --remove` deletes this file)
 //
+// A second tool, wait_notebook_job, waits for background jobs (`exec
+// --background`): it spawns `j-cli -j job wait -- IDS` and returns j-cli's
+// document; a stop sends j-cli SIGTERM and returns the snapshot it answers.
+//
 // A thin translation layer: the request goes straight to the workspace's
 // j-cli sidecar over its Unix socket when one runs and is the spawned j-cli's
 // version (sidecar-client.mjs, inlined here by setup; docs/protocol.md), else
@@ -71,8 +75,13 @@ function unavailable(command, why) {
   );
 }
 
-/** Run j-cli privately with `request` on stdin; resolves the parsed JSON document. */
-function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}) {
+/**
+ * Run j-cli privately with `request` on stdin; resolves the parsed JSON document.
+ * An abort kills j-cli (SIGKILL) and rejects ABORTED, unless `onStop` is given:
+ * then j-cli gets SIGTERM, and its coded answer on stderr goes to `onStop`,
+ * whose value (if not undefined) resolves the call.
+ */
+function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT, onStop } = {}) {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(new Error("ABORTED: the tool call was cancelled"));
@@ -85,7 +94,13 @@ function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}
     let outBytes = 0;
     let errBytes = 0;
     let failure = null;
+    let stopping = false;
     const onAbort = () => {
+      if (onStop) {
+        stopping = true; // j-cli answers a stop itself (a snapshot on stderr)
+        child.kill("SIGTERM");
+        return;
+      }
       failure = new Error("ABORTED: the tool call was cancelled");
       child.kill("SIGKILL");
     };
@@ -116,6 +131,10 @@ function runJcli(args, request, { cwd, signal, stdoutLimit = STDOUT_LIMIT } = {}
           coded = JSON.parse(text);
         } catch {
           coded = null;
+        }
+        if (stopping) {
+          const value = coded && typeof coded.code === "string" ? onStop(coded) : undefined;
+          return value === undefined ? reject(new Error("ABORTED: the tool call was cancelled")) : resolve(value);
         }
         if (coded && typeof coded.code === "string") {
           return reject(new Error(`${coded.code}: ${coded.message}`.replace(BASE64_RUN, "[data]")));
@@ -424,6 +443,77 @@ function readNotebookOutputTool(tool, models) {
   });
 }
 
+/** The longest wait one call may ask for, in seconds (j-cli's own default is 100). */
+const MAX_WAIT_SECONDS = 3600;
+
+/** `j-cli -j job wait` arguments for the tool's arguments (ids as data, never through a shell). */
+function waitArgs(args) {
+  const ids = args?.job_ids;
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === "string" && id.length > 0)) {
+    throw new Error("USAGE_ERROR: job_ids must be a non-empty array of job ids (as `exec --background` printed them)");
+  }
+  const argv = ["-j", "job", "wait"];
+  const timeout = args.timeout_seconds;
+  if (timeout !== undefined) {
+    if (typeof timeout !== "number" || !Number.isFinite(timeout) || timeout < 1 || timeout > MAX_WAIT_SECONDS) {
+      throw new Error(`USAGE_ERROR: timeout_seconds must be a number of seconds from 1 to ${MAX_WAIT_SECONDS}`);
+    }
+    argv.push("--timeout", String(timeout));
+  }
+  return [...argv, "--", ...ids];
+}
+
+/**
+ * Translate `j-cli -j job wait`'s document into an OpenCode ToolResult: the
+ * document as j-cli printed it (the model reads the same JSON a shell call
+ * gives), titled by what it says. A stopped wait is the same snapshot, with
+ * `stopped: true`: the jobs run on.
+ */
+function toWaitResult(doc) {
+  const { schema_version: _version, status: _status, code: _code, message: _message, signal: _signal, ...wait } = doc;
+  const ended = Array.isArray(wait.ended) ? wait.ended : [];
+  const pending = Array.isArray(wait.pending) ? wait.pending : [];
+  const states = Object.fromEntries((Array.isArray(wait.jobs) ? wait.jobs : []).map((job) => [job.job_id, job.state]));
+  const title =
+    wait.stopped ? `wait stopped; still running: ${pending.join(", ")} (they run on)`
+    : wait.timed_out ? `still running after ${Number(Number(wait.waited_seconds).toFixed(1))} s: ${pending.join(", ")}; wait again`
+    : `ended: ${ended.map((id) => `${id} ${states[id] ?? ""}`.trim()).join(", ")}`;
+  return {
+    title,
+    output: JSON.stringify(wait),
+    metadata: { timed_out: Boolean(wait.timed_out), stopped: Boolean(wait.stopped), ended, pending, failed: wait.failed ?? null },
+  };
+}
+
+/** The snapshot a stopped `job wait` carries in its INTERRUPTED answer, or undefined. */
+function stoppedSnapshot(coded) {
+  return coded.code === "INTERRUPTED" && Array.isArray(coded.jobs) ? { ...coded, stopped: true } : undefined;
+}
+
+/** The `wait_notebook_job` tool: `j-cli -j job wait IDS --timeout S`, translated. */
+function waitNotebookJobTool(tool) {
+  return tool({
+    description:
+      "Wait for background j-cli jobs (started with `j-cli exec SESSION ... --background`, which prints the job_id). " +
+      "Returns as soon as one of them ends (its state and result), or when timeout_seconds pass with timed_out: true " +
+      "and the jobs as they stand: then call it again. The jobs run on whatever happens to the wait. " +
+      "Read a notebook job's images with read_notebook_output.",
+    args: {
+      job_ids: tool.schema.array(tool.schema.string().min(1)).min(1).describe("The job ids (or unique prefixes) to wait for; returns on the first to end."),
+      timeout_seconds: tool.schema
+        .number()
+        .min(1)
+        .max(MAX_WAIT_SECONDS)
+        .optional()
+        .describe("Return after this many seconds with timed_out: true (default 100)."),
+    },
+    async execute(args, context) {
+      const doc = await runJcli(waitArgs(args), {}, { cwd: context.directory, signal: context.abort, onStop: stoppedSnapshot });
+      return toWaitResult(doc);
+    },
+  });
+}
+
 const JcliPlugin = async (input) => {
   const directory = input?.directory || process.cwd();
   const helper = await loadToolHelper();
@@ -433,10 +523,13 @@ const JcliPlugin = async (input) => {
     "chat.params": async (chatInput) => models.note(chatInput), // reads the model OpenCode is about to ask; changes nothing
     "tool.execute.before": (toolInput, output) => guardBefore(toolInput, output, directory),
     "tool.execute.after": (toolInput, output) => guardAfter(toolInput, output, directory),
-    tool: { read_notebook_output: helper.tool ? readNotebookOutputTool(helper.tool, models) : unavailableReadTool(helper.missing) },
+    tool: {
+      read_notebook_output: helper.tool ? readNotebookOutputTool(helper.tool, models) : unavailableReadTool(helper.missing),
+      ...(helper.tool ? { wait_notebook_job: waitNotebookJobTool(helper.tool) } : {}),
+    },
   };
 };
 
-JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, HOOK_TIMEOUT_MS, runJcli, runHook, toToolResult, modelInputs, wantsTextOnly };
+JcliPlugin.internals = { RESPONSE_BUDGET, STDOUT_LIMIT, HOOK_TIMEOUT_MS, MAX_WAIT_SECONDS, runJcli, runHook, toToolResult, toWaitResult, waitArgs, modelInputs, wantsTextOnly };
 
 export default JcliPlugin;

@@ -9,7 +9,18 @@ import test from "node:test";
 import { fileURLToPath } from "node:url";
 
 import * as sidecarClient from "../sidecar-client.mjs";
-import { assertMatchesSpec, countingJcli, jcliJson, otherVersionSidecar, shownByCliAndMcp, startSidecar, stopSidecar, writeBigPngNotebook } from "../test-support.mjs";
+import {
+  assertMatchesSpec,
+  blockedExecutable,
+  countingJcli,
+  jcliJson,
+  otherVersionSidecar,
+  shownByCliAndMcp,
+  startSidecar,
+  stopSidecar,
+  stoppableWait,
+  writeBigPngNotebook,
+} from "../test-support.mjs";
 
 import * as pluginModule from "./jcli.js";
 
@@ -291,6 +302,99 @@ test("a coded j-cli error is thrown with its code and no base64", async () => {
     tool.execute({ file_path: "kernel_v4.5.ipynb", cell_index: 5, output_index: 0, mime_type: "image/png" }, context(dir)),
     /MIME_NOT_FOUND/,
   );
+});
+
+// ---- wait_notebook_job: `j-cli -j job wait`, translated (the real binary with a real job: tests/test_host_opencode.py).
+
+const { toWaitResult, waitArgs, MAX_WAIT_SECONDS } = JcliPlugin.internals;
+
+async function waitTool() {
+  const hooks = await JcliPlugin({});
+  return hooks.tool.wait_notebook_job;
+}
+
+function jobView(id, state) {
+  return { job_id: id, state, kind: "inline", session: "main", cells: 1, cells_done: state === "running" ? 0 : 1, running_cell: state === "running" ? 0 : null };
+}
+
+test("wait_notebook_job is offered beside read_notebook_output, with job_ids and timeout_seconds", async () => {
+  const hooks = await JcliPlugin({});
+  assert.deepEqual(Object.keys(hooks.tool).sort(), ["read_notebook_output", "wait_notebook_job"]);
+  const tool = hooks.tool.wait_notebook_job;
+  assert.deepEqual(Object.keys(tool.args).sort(), ["job_ids", "timeout_seconds"]);
+  assert.match(tool.description, /--background/);
+});
+
+test("the wait's arguments reach j-cli as data after --, each id its own argument", () => {
+  assert.deepEqual(waitArgs({ job_ids: ["a1"] }), ["-j", "job", "wait", "--", "a1"]);
+  assert.deepEqual(waitArgs({ job_ids: ["--all", "$(touch x); b"], timeout_seconds: 2.5 }), ["-j", "job", "wait", "--timeout", "2.5", "--", "--all", "$(touch x); b"]);
+  for (const bad of [{}, { job_ids: [] }, { job_ids: "a1" }, { job_ids: [""] }, { job_ids: [7] }, null]) {
+    assert.throws(() => waitArgs(bad), /^Error: USAGE_ERROR: job_ids/, JSON.stringify(bad));
+  }
+  for (const timeout of [0, -1, MAX_WAIT_SECONDS + 1, Number.NaN, Infinity, "5"]) {
+    assert.throws(() => waitArgs({ job_ids: ["a1"], timeout_seconds: timeout }), /^Error: USAGE_ERROR: timeout_seconds/, String(timeout));
+  }
+});
+
+test("an ended wait is j-cli's document verbatim, titled by the job that ended and its state", () => {
+  const doc = { schema_version: 1, timed_out: false, stopped: false, waited_seconds: 0.4, jobs: [{ ...jobView("j1", "ok"), result: { status: "ok", text: "2\n" } }], ended: ["j1"], pending: [], failed: null };
+  const result = toWaitResult(doc);
+  const { schema_version: _v, ...wait } = doc;
+  assert.deepEqual(JSON.parse(result.output), wait);
+  assert.equal(result.title, "ended: j1 ok");
+  assert.deepEqual(result.metadata, { timed_out: false, stopped: false, ended: ["j1"], pending: [], failed: null });
+});
+
+test("a timed-out wait says the jobs still run and to wait again", () => {
+  const doc = { schema_version: 1, timed_out: true, stopped: false, waited_seconds: 1, jobs: [jobView("j1", "running"), jobView("j2", "running")], ended: [], pending: ["j1", "j2"], failed: null };
+  const result = toWaitResult(doc);
+  assert.equal(result.title, "still running after 1 s: j1, j2; wait again");
+  assert.equal(JSON.parse(result.output).timed_out, true);
+  assert.deepEqual(result.metadata.pending, ["j1", "j2"]);
+});
+
+test("an unknown job id is j-cli's JOB_NOT_FOUND at once", async () => {
+  const dir = workspace();
+  const tool = await waitTool();
+  await assert.rejects(tool.execute({ job_ids: ["nosuch"], timeout_seconds: 30 }, context(dir)), /^Error: JOB_NOT_FOUND: no job nosuch/);
+});
+
+test("a stopped wait sends j-cli SIGTERM and returns the snapshot it answers, marked stopped: true", async (t) => {
+  const dir = workspace();
+  const snapshot = { timed_out: false, waited_seconds: 3, jobs: [jobView("j1", "running")], ended: [], pending: ["j1"], failed: null };
+  const fake = stoppableWait(dir, snapshot);
+  const saved = process.env.JCLI_BIN;
+  process.env.JCLI_BIN = fake.bin;
+  t.after(() => {
+    process.env.JCLI_BIN = saved;
+  });
+  const tool = await waitTool();
+  const controller = new AbortController();
+  const pending = tool.execute({ job_ids: ["j1"], timeout_seconds: 60 }, context(dir, controller.signal));
+  fake.ready(); // j-cli is waiting
+  controller.abort();
+  const result = await pending;
+  assert.deepEqual(fake.args(), ["-j", "job", "wait", "--timeout", "60", "--", "j1"]);
+  assert.equal(result.title, "wait stopped; still running: j1 (they run on)");
+  const shown = JSON.parse(result.output);
+  assert.equal(shown.stopped, true);
+  assert.deepEqual(shown.jobs, snapshot.jobs);
+  assert.equal(shown.code, undefined); // the snapshot, not the error envelope around it
+  assert.deepEqual(result.metadata, { timed_out: false, stopped: true, ended: [], pending: ["j1"], failed: null });
+});
+
+test("a stop that j-cli does not answer with a snapshot is ABORTED", async (t) => {
+  const dir = workspace();
+  const saved = process.env.JCLI_BIN;
+  t.after(() => {
+    process.env.JCLI_BIN = saved;
+  });
+  process.env.JCLI_BIN = blockedExecutable(dir); // says nothing, and SIGTERM ends it
+  const tool = await waitTool();
+  const controller = new AbortController();
+  const pending = tool.execute({ job_ids: ["j1"] }, context(dir, controller.signal));
+  controller.abort();
+  await assert.rejects(pending, /ABORTED/);
 });
 
 // ---- The guards: tool.execute.before / tool.execute.after against the real j-cli.

@@ -603,3 +603,52 @@ test('10. with a sidecar running, reads go through its socket (no j-cli spawned 
   assert.equal(readsSpawned(), requests.length, 'no j-cli was spawned for a read through the socket')
   assert.deepEqual(socketed, spawned)
 })
+
+// ---- wait_notebook_job: `j-cli -j job wait` on a real background job (an embedded Jupyter Server, a real kernel and sidecar).
+
+/** A point in a cell: the cell closes `ready` (the test sees it got there), then waits until the test opens and closes `go`. */
+function barrier(dir, name) {
+  const ready = path.join(dir, `${name}-ready`)
+  const go = path.join(dir, `${name}-go`)
+  execFileSync('mkfifo', [ready, go])
+  return {
+    code: `open(${JSON.stringify(ready)}, 'w').close()\nopen(${JSON.stringify(go)}).read()\n`,
+    reached: () => fs.readFileSync(ready),
+    release: () => fs.writeFileSync(go, ''),
+  }
+}
+
+test('11. wait_notebook_job: a 1 s wait on a job held at a barrier is a timed-out snapshot, and the next wait gets the ended job', { timeout: 2 * TIMEOUT }, async (t) => {
+  const s = scratch(t)
+  const { ctx } = await projectHost(t, { scratch: s })
+  const jobsEnv = { ...process.env }
+  delete jobsEnv.JCLI_SIDECAR // a background job needs the sidecar; the plugin's waits do not
+  const jcli = (...args) => JSON.parse(execFileSync(JCLI, ['-j', ...args], { cwd: s.project, env: jobsEnv, encoding: 'utf8' }))
+  jcli('session', 'create', '-n', 'jobs') // starts the workspace's embedded Jupyter Server
+  s.defer(() => execFileSync(JCLI, ['server', 'stop'], { cwd: s.project, env: jobsEnv }))
+  s.defer(() => execFileSync(JCLI, ['sidecar', 'stop'], { cwd: s.project, env: jobsEnv }))
+  const hold = barrier(s.root, 'dsh')
+  const started = jcli('exec', 'jobs', '-c', `print('held')\n${hold.code}print('done')\n`, '--background')
+  assert.equal(started.status, 'running')
+  hold.reached()
+
+  const wait = (args) => ctx.tools.execute({ callId: `jcli-${++calls}`, name: 'wait_notebook_job', arguments: args, signal: new AbortController().signal })
+  const snapshot = await wait({ job_ids: [started.job_id], timeout_seconds: 1 })
+  assert.equal(snapshot.isError, false, snapshot.error?.message)
+  assert.equal(snapshot.value.timed_out, true)
+  assert.deepEqual(snapshot.value.pending, [started.job_id])
+  assert.equal(snapshot.value.jobs[0].state, 'running')
+  assert.deepEqual(JSON.parse(snapshot.content[0].text), snapshot.value) // the model reads the JSON j-cli prints
+
+  hold.release()
+  const ended = await wait({ job_ids: [started.job_id], timeout_seconds: 30 })
+  assert.equal(ended.isError, false, ended.error?.message)
+  assert.equal(ended.value.timed_out, false)
+  assert.deepEqual(ended.value.ended, [started.job_id])
+  assert.equal(ended.value.jobs[0].state, 'ok')
+  assert.equal(ended.value.jobs[0].result.text, 'held\ndone\n')
+
+  const unknown = await wait({ job_ids: ['nosuch'] })
+  assert.equal(unknown.isError, true)
+  assert.match(unknown.error.message, /^JOB_NOT_FOUND: no job nosuch/)
+})
