@@ -12,7 +12,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
 
-.PHONY: demo test python-test quick lint node-test bench fixtures install clean
+.PHONY: demo test quick lint node-test bench fixtures install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,12 +42,8 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed lint
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import gateways; gateways.build_all()'
-	$(MAKE) --no-print-directory -j2 --output-sync=target python-test node-test
-
-# pytest and the node suites run side by side (each target's output is shown
-# whole when it ends); pytest's tail leaves cores idle that the node suites use.
-python-test: $(VENV)/.installed
 	$(PYTEST) $(PYTEST_PARALLEL)
+	$(MAKE) node-test
 
 # The fast tier, for between two edits: every test that needs no Jupyter Server,
 # kernel, gateway or agent host (tests/conftest.py marks those from the fixtures
