@@ -28,6 +28,7 @@ import os
 import subprocess
 
 import pytest
+from claude_world import approve
 from helpers import BIN, run_cli
 from hostbins import host_env
 
@@ -126,17 +127,6 @@ def test_claude_loads_our_server_from_a_hand_formatted_config_and_remove_keeps_i
     assert_nothing_listed(host_bin, home, project)
     entry = json.loads(config.read_text())["projects"][key]  # Claude Code may have added keys of its own by now
     assert entry["mcpServers"] == {} and entry["allowedTools"] == []
-
-
-def approve(home, project, how):
-    """What an interactive ``claude`` records when the user trusts the folder and approves the server."""
-    config = home / ".claude.json"
-    doc = json.loads(config.read_text()) if config.exists() else {}  # Claude Code has written its own keys by now
-    doc.setdefault("projects", {}).setdefault(os.path.realpath(project), {})["hasTrustDialogAccepted"] = True
-    config.write_text(json.dumps(doc, indent=2))
-    local = project / ".claude" / "settings.local.json"
-    local.parent.mkdir(exist_ok=True)
-    local.write_text(json.dumps({"enabledMcpjsonServers": ["jcli"]} if how == "one" else {"enableAllProjectMcpServers": True}))
 
 
 @pytest.mark.parametrize("how", ["one", "all"], ids=["enabledMcpjsonServers", "enableAllProjectMcpServers"])

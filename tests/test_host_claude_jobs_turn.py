@@ -13,28 +13,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 
 import pytest
-from helpers import FIXTURES
+from claude_world import FINAL, claude_turn, home_fixture, project_fixture, setup_claude  # noqa: F401 (fixtures)
 from model_server import Say, Seen, ToolCall
-from test_host_claude_turn import FINAL, claude_turn, setup_claude
 from test_jobs_run import Barrier
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    return folder
-
-
-@pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    shutil.copytree(FIXTURES, folder)
-    return folder
 
 
 @pytest.fixture

@@ -36,73 +36,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import BIN, FIXTURES, load_cases, run_cli
-from hostbins import host_env
+from claude_world import FINAL, claude_turn, home_fixture, project_fixture, project_setup, run_claude, setup_claude  # noqa: F401 (fixtures)
+from helpers import load_cases, run_cli
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
-from test_host_claude import approve
 
 READ = "mcp__jcli__read_notebook_output"
 LOAD = ToolCall("ToolSearch", {"query": f"select:{READ}"})
 CASES = {case["name"]: case for case in load_cases()}
-FINAL = "scripted turn over"
 #: Claude Code's own text block after an MCP image: where it saved its copy.
 CLAUDE_IMAGE_NOTE = re.compile(r"\[Image: source: (?P<path>/.+/tool-results/[^/\]]+)\]")
-TURN_TIMEOUT = 60
-
-
-def run_claude(host_bin, home, project, script, allowed, *options, prefix=()) -> tuple[ScriptedModel, str]:
-    """Run ``claude -p`` once against a scripted model: the model server (with what it received), and what Claude printed."""
-    with ScriptedModel(script) as model:
-        env = host_env(
-            home,
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1,
-            CLAUDE_CODE_MAX_RETRIES=0,
-            ANTHROPIC_API_KEY="sk-scripted",
-            ANTHROPIC_BASE_URL=model.url,
-        )
-        env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])  # `j-cli` on PATH, as on a user's machine
-        argv = [*prefix, str(host_bin / "claude"), "-p", "go", "--allowedTools", ",".join(allowed), *options]
-        proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, timeout=TURN_TIMEOUT)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return model, proc.stdout
-
-
-def claude_turn(host_bin, home, project, script, *allowed, prefix=()) -> ScriptedModel:
-    """One turn; what the user of ``claude -p`` sees is the model's last words."""
-    model, shown = run_claude(host_bin, home, project, script, allowed, prefix=prefix)
-    assert shown.strip() == FINAL, shown[-2000:]
-    return model
-
-
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    return folder
-
-
-@pytest.fixture
-def project(tmp_path):
-    folder = tmp_path / "project"
-    shutil.copytree(FIXTURES, folder)
-    return folder
-
-
-def setup_claude(project, *args) -> dict:
-    done = run_cli("-j", "setup", "claude", *args, cwd=project)
-    assert done.returncode == 0, done.stderr
-    return done.json()
-
-
-def project_setup(home, project) -> None:
-    """``j-cli setup claude --project``, then what a user's approval in an interactive ``claude`` records."""
-    setup_claude(project, "--project")
-    approve(home, project, "one")
 
 
 def stored_image(notebook: Path, cell: int, output: int, mime: str) -> bytes:

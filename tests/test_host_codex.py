@@ -41,7 +41,8 @@ import subprocess
 
 import pytest
 from codex_app_server import OFFLINE_CONFIG, AppServer, AppServerError
-from helpers import BIN, FIXTURES, load_cases, run_cli
+from codex_world import no_process_outlives, notebook_png, protocol_case
+from helpers import BIN, FIXTURES, run_cli
 from hostbins import host_env
 
 SERVER = "jcli"
@@ -133,39 +134,7 @@ class Host:
 def host(host_bin, tmp_path, monkeypatch):
     made = Host(host_bin, tmp_path, monkeypatch)
     yield made
-    import psutil
-
-    leaked = _processes_in(tmp_path)
-    for proc in leaked:
-        proc.kill()
-    psutil.wait_procs(leaked, timeout=10)
-    assert not leaked, f"processes working in the test's directories survived: {[(p.pid, p.info['cmdline']) for p in leaked]}"
-
-
-def _processes_in(tmp_path) -> list:
-    """Live processes (not this one) whose cwd or command line is under ``tmp_path``."""
-    import psutil
-
-    root = os.path.realpath(tmp_path)
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
-        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        cwd = proc.info["cwd"] or ""
-        if cwd == root or cwd.startswith(root + os.sep) or any(root in part for part in proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
-
-
-def _case(name: str) -> dict:
-    return next(case for case in load_cases() if case["name"] == name)
-
-
-def _notebook_png(path) -> bytes:
-    """The PNG bytes the notebook stores for cell 2, output 0 (its base64, decoded here)."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)["cells"][2]["outputs"][0]["data"]["image/png"]
-    return base64.b64decode("".join(data) if isinstance(data, list) else data)
+    no_process_outlives(tmp_path, "processes working in the test's directories survived")
 
 
 def _no_jcli(server: AppServer, thread_id: str) -> None:
@@ -202,19 +171,19 @@ def test_a_tool_call_through_codex_returns_the_png_bytes_and_the_html_verbatim(h
         server.wait_mcp_ready(thread, SERVER)
         notebook = os.path.realpath(host.project / "kernel_v4.5.ipynb")
 
-        png = _case("png")
+        png = protocol_case("png")
         got = server.call_tool(thread, SERVER, "read_notebook_output", {**png["request"], "file_path": notebook})
         assert not got.get("isError") and "structuredContent" not in got, got
         image, note = got["content"]
         assert image["type"] == "image" and image["mimeType"] == "image/png", {k: v for k, v in image.items() if k != "data"}
-        expected = _notebook_png(notebook)
+        expected = notebook_png(notebook)
         assert base64.b64decode(image["data"], validate=True) == expected
         assert len(expected) == png["expect"]["envelope"]["selected"]["bytes"]
         assert note["type"] == "text", note
         assert note["text"].startswith(f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes"), note
         assert image["data"] not in note["text"]
 
-        html = _case("html")
+        html = protocol_case("html")
         got = server.call_tool(thread, SERVER, "read_notebook_output", {**html["request"], "file_path": notebook})
         assert not got.get("isError"), got
         body, note = got["content"]
@@ -254,7 +223,7 @@ def test_trusted_project_scope_runs_plain_jcli_rooted_at_the_project(host):
         assert argv and all(a[-4:] == ["mcp", "serve", "--host", "codex"] for a in argv), argv
         assert all(a[-5] == str(BIN / "j-cli") for a in argv), argv
 
-        html = _case("html")  # file_path relative: the root is the project dir, with no --root
+        html = protocol_case("html")  # file_path relative: the root is the project dir, with no --root
         got = server.call_tool(thread, SERVER, "read_notebook_output", html["request"])
         assert not got.get("isError"), got
         body, note = got["content"]

@@ -33,7 +33,6 @@ reports.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -41,7 +40,8 @@ import subprocess
 
 import pytest
 from codex_app_server import AppServer
-from helpers import BIN, FIXTURES, load_cases, run_cli
+from codex_world import no_process_outlives, notebook_png, protocol_case
+from helpers import BIN, FIXTURES, run_cli
 from hostbins import host_env
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
@@ -55,16 +55,6 @@ NAMESPACE = "mcp__jcli"
 TURN_TIMEOUT = 50
 
 PNG_READ = {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}
-
-
-def _case(name: str) -> dict:
-    return next(case for case in load_cases() if case["name"] == name)
-
-
-def _notebook_png(path) -> bytes:
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)["cells"][2]["outputs"][0]["data"]["image/png"]
-    return base64.b64decode("".join(data) if isinstance(data, list) else data)
 
 
 def _search() -> ToolCall:
@@ -139,19 +129,7 @@ class Codex:
 def codex(host_bin, tmp_path):
     made = Codex(host_bin, tmp_path)
     yield made
-    import psutil
-
-    root = os.path.realpath(tmp_path)
-    leaked = []
-    for proc in psutil.process_iter(["pid", "cmdline", "cwd", "status"]):
-        if proc.pid != os.getpid() and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            cwd = proc.info["cwd"] or ""
-            if cwd == root or cwd.startswith(root + os.sep) or any(root in part for part in proc.info["cmdline"] or []):
-                leaked.append(proc)
-    for proc in leaked:
-        proc.kill()
-    psutil.wait_procs(leaked, timeout=10)
-    assert not leaked, f"processes of the turn outlived codex exec: {[p.info['cmdline'] for p in leaked]}"
+    no_process_outlives(tmp_path, "processes of the turn outlived codex exec")
 
 
 def _tool_result(seen: Seen, index: int = -1):
@@ -183,7 +161,7 @@ def test_a_direct_tool_read_gives_the_model_one_image_part_with_the_notebook_byt
     namespaces = json.loads(listing.text)
     assert [ns["name"] for ns in namespaces] == [NAMESPACE]
     assert {t["name"] for t in namespaces[0]["tools"]} == {"read_notebook_output", "read_run_output"}
-    expected = _notebook_png(codex.project / "kernel_v4.5.ipynb")
+    expected = notebook_png(codex.project / "kernel_v4.5.ipynb")
     image = _only_image(after, expected)
     result = _tool_result(after)
     assert image in result
@@ -201,14 +179,14 @@ def test_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_i
     first, after = model.turn
     (namespace,) = [t for t in first.body["tools"] if t.get("type") == "namespace" and t["name"] == NAMESPACE]
     assert {t["name"] for t in namespace["tools"]} == {"read_notebook_output", "read_run_output"}
-    _only_image(after, _notebook_png(codex.project / "kernel_v4.5.ipynb"))
+    _only_image(after, notebook_png(codex.project / "kernel_v4.5.ipynb"))
 
 
 # -- (b) HTML and a stream come back verbatim ----------------------------------------------------
 
 
 def test_b_html_and_a_stream_reach_the_model_verbatim(codex):
-    html, stream = _case("html"), _case("stream_stdout")
+    html, stream = protocol_case("html"), protocol_case("stream_stdout")
     with ScriptedModel([_search(), _read(html["request"]), _read(stream["request"]), Say("seen")]) as model:
         codex.configure(model, DIRECT_MODEL)
         codex.setup("--project")
@@ -328,7 +306,7 @@ def test_e_in_code_mode_a_script_passing_the_image_to_image_gives_the_model_the_
         codex.exec()
     first, after = model.turn
     assert "tools" not in first.body  # code mode: the tools come in an additional_tools item
-    expected = _notebook_png(codex.project / "kernel_v4.5.ipynb")
+    expected = notebook_png(codex.project / "kernel_v4.5.ipynb")
     _only_image(after, expected)
     result = _tool_result(after)
     assert [p.kind for p in result] == ["text", "image", "text"]
@@ -344,7 +322,7 @@ def test_e_in_code_mode_a_script_that_does_not_pass_the_image_on_gives_the_model
         codex.exec()
     after = model.turn[-1]
     assert after.images() == []
-    assert base64_leaks(after, _notebook_png(codex.project / "kernel_v4.5.ipynb")) != []
+    assert base64_leaks(after, notebook_png(codex.project / "kernel_v4.5.ipynb")) != []
 
 
 def test_e_in_code_mode_the_tool_description_tells_the_model_to_pass_the_image_to_image(codex):
@@ -377,7 +355,7 @@ def test_e_a_text_only_server_gives_the_model_no_image_and_says_what_the_image_i
     described = {t["name"]: t["description"] for t in json.loads(_tool_result(found)[0].text)[0]["tools"]}
     assert all(d.endswith(TEXT_ONLY_IMAGE) for d in described.values()), described
     assert after.images() == []
-    expected = _notebook_png(codex.project / "kernel_v4.5.ipynb")
+    expected = notebook_png(codex.project / "kernel_v4.5.ipynb")
     assert base64_leaks(after, expected) == []
     wall, caption = _tool_result(after)
     notebook = os.path.realpath(codex.project / "kernel_v4.5.ipynb")
@@ -396,7 +374,7 @@ def test_e_a_text_only_server_in_code_mode_gives_the_script_only_the_caption(cod
         codex.exec()
     after = model.turn[-1]
     assert after.images() == []
-    assert base64_leaks(after, _notebook_png(codex.project / "kernel_v4.5.ipynb")) == []
+    assert base64_leaks(after, notebook_png(codex.project / "kernel_v4.5.ipynb")) == []
     (_, printed) = _tool_result(after)
     (block,) = json.loads(printed.text)["content"]
     assert block["type"] == "text" and "; not sent: " in block["text"]

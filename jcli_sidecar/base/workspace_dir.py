@@ -62,6 +62,27 @@ def _make_jcli_dir(top: Dir) -> None:
             pass
 
 
+def _open_in_jcli(cwd: str, name: str, *, create: bool) -> Dir:
+    """``<cwd>/.j-cli/<name>``, opened and checked step by step (made with ``.j-cli`` when ``create``).
+
+    The one walk behind :func:`open_outputs` and :func:`open_jobs`.
+    """
+    with Dir.open(cwd) as top:
+        if create and not top.is_dir(JCLI_DIR):
+            try:
+                top.lstat(JCLI_DIR)
+            except FileNotFoundError:
+                _make_jcli_dir(top)
+        with top.sub(JCLI_DIR) as jcli:
+            check_dir(jcli, ".j-cli")
+            sub = jcli.sub(name, create=create, mode=DIR_MODE)
+    try:
+        return check_dir(sub, name)
+    except BaseException:
+        sub.close()
+        raise
+
+
 def open_outputs(cwd: str, *, create: bool = False) -> Dir:
     """``<cwd>/.j-cli/outputs``, opened without following a link on the way.
 
@@ -74,22 +95,13 @@ def open_outputs(cwd: str, *, create: bool = False) -> Dir:
             ``.staging``) is owned or writable by another user.
         FileNotFoundError: missing (without ``create``).
     """
-    with Dir.open(cwd) as top:
-        if create and not top.is_dir(JCLI_DIR):
-            try:
-                top.lstat(JCLI_DIR)
-            except FileNotFoundError:
-                _make_jcli_dir(top)
-        with top.sub(JCLI_DIR) as jcli:
-            check_dir(jcli, ".j-cli")
-            outputs = jcli.sub(OUTPUTS_DIR, create=create, mode=DIR_MODE)
-    try:
-        check_dir(outputs, "outputs")
-        if create:
+    outputs = _open_in_jcli(cwd, OUTPUTS_DIR, create=create)
+    if create:
+        try:
             open_staging(outputs, create=True).close()
-    except BaseException:
-        outputs.close()
-        raise
+        except BaseException:
+            outputs.close()
+            raise
     return outputs
 
 
@@ -101,20 +113,7 @@ def open_jobs(cwd: str, *, create: bool = False) -> Dir:
         WorkspaceUnsafe: ``.j-cli`` or ``jobs`` is owned or writable by another user.
         FileNotFoundError: missing (without ``create``).
     """
-    with Dir.open(cwd) as top:
-        if create and not top.is_dir(JCLI_DIR):
-            try:
-                top.lstat(JCLI_DIR)
-            except FileNotFoundError:
-                _make_jcli_dir(top)
-        with top.sub(JCLI_DIR) as jcli:
-            check_dir(jcli, ".j-cli")
-            jobs = jcli.sub(JOBS_DIR, create=create, mode=DIR_MODE)
-    try:
-        return check_dir(jobs, "jobs")
-    except BaseException:
-        jobs.close()
-        raise
+    return _open_in_jcli(cwd, JOBS_DIR, create=create)
 
 
 def open_staging(outputs: Dir, *, create: bool = False) -> Dir:

@@ -14,6 +14,7 @@ __all__, __getattr__ = lazy_face(
             "check_py_ids",
             "describe_duplicates",
             "duplicate_ids",
+            "fresh_cell_id",
             "renew_duplicate_ids",
         ),
         "convert": (

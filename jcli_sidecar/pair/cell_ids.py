@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from .percent import PercentCell
 
-__all__ = ["ambiguous_ids", "check_py_ids", "describe_duplicates", "duplicate_ids", "renew_duplicate_ids"]
+__all__ = ["ambiguous_ids", "check_py_ids", "describe_duplicates", "duplicate_ids", "fresh_cell_id", "renew_duplicate_ids"]
 
 
 def duplicate_ids(py_cells: list[PercentCell]) -> dict[str, list[int]]:
@@ -103,7 +103,8 @@ def check_py_ids(py_cells: list[PercentCell], py_path: str = "the .py") -> None:
     )
 
 
-def _fresh(taken: set[str]) -> str:
+def fresh_cell_id(taken: set[str]) -> str:
+    """A random 8-hex-digit id not in ``taken`` (added to it)."""
     while True:
         candidate = os.urandom(4).hex()
         if candidate not in taken:
@@ -138,7 +139,7 @@ def renew_duplicate_ids(cells: list[Any], claims: dict[int, str] | None = None) 
         owner = owners.setdefault(cell_id, i)
         if owner == i:
             continue
-        new_id = _fresh(taken)
+        new_id = fresh_cell_id(taken)
         cells[i]["id"] = new_id
         renewed.append({"cell_index": i, "id": cell_id, "new_id": new_id})
     return renewed

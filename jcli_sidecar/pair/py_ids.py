@@ -28,14 +28,6 @@ __all__ = ["assign_py_ids"]
 _PLAIN_MARKER = re.compile(r"^\s*#\s*%%(?:%*)(?:\s.*)?$")
 
 
-def _fresh(taken: set[str]) -> str:
-    while True:
-        candidate = os.urandom(4).hex()
-        if candidate not in taken:
-            taken.add(candidate)
-            return candidate
-
-
 def assign_py_ids(py_path: str) -> dict[str, Any]:
     """Write a fresh id on the marker of each cell of ``py_path`` that has none; atomically, only if needed.
 
@@ -46,7 +38,7 @@ def assign_py_ids(py_path: str) -> dict[str, Any]:
         OutputSaveFailed: it cannot be written.
     """
     from ..base.fileio import write_text_atomic
-    from .cell_ids import check_py_ids
+    from .cell_ids import check_py_ids, fresh_cell_id
     from .convert import _read_py
     from .percent import read_percent
 
@@ -61,7 +53,7 @@ def assign_py_ids(py_path: str) -> dict[str, Any]:
     for index, cell in enumerate(cells):
         if cell.cell_id:
             continue
-        new_id = _fresh(taken)
+        new_id = fresh_cell_id(taken)
         given.append((index, new_id))
         row = cell.start_line - 1
         line = lines[row] if row < len(lines) else ""

@@ -139,10 +139,7 @@ class JobRecord:
         Raises:
             JobNotFound, UsageError, OutputDataInvalid: as :func:`read_job`.
         """
-        jobs = _open_jobs(cwd)
-        if jobs is None:
-            raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id)
-        with jobs:
+        with _jobs_holding(cwd, job_id) as jobs:
             doc = _read_record(jobs, job_id)
             try:
                 directory = check_dir(jobs.sub(job_id), "job directory")
@@ -193,6 +190,19 @@ def _open_jobs(cwd: str) -> Dir | None:
         return None
     except LinkRefused as exc:
         raise UsageError(f"{exc.describe()}; refusing to read jobs through it", path=exc.filename, kind=exc.kind) from None
+
+
+def _jobs_holding(cwd: str, job_id: str) -> Dir:
+    """``.j-cli/jobs`` for reading the record of ``job_id``.
+
+    Raises:
+        JobNotFound: the workspace has no jobs folder (no job was started here).
+        UsageError, WorkspaceUnsafe: as :func:`_open_jobs`.
+    """
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        raise JobNotFound(f"no job {job_id} in this workspace (no job was started here)", job_id=job_id)
+    return jobs
 
 
 def _read_record(jobs: Dir, job_id: str) -> dict[str, Any]:
@@ -253,10 +263,7 @@ def read_job(cwd: str, job_id: str) -> dict[str, Any]:
     Raises:
         JobNotFound, UsageError, OutputDataInvalid: as :func:`_read_record`.
     """
-    jobs = _open_jobs(cwd)
-    if jobs is None:
-        raise JobNotFound(f"no job {job_id} in this workspace (no job was started here)", job_id=job_id)
-    with jobs:
+    with _jobs_holding(cwd, job_id) as jobs:
         return job_view(_read_record(jobs, job_id))
 
 
