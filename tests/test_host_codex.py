@@ -196,7 +196,8 @@ def test_project_scope_is_ignored_by_codex_until_trusted_and_setup_says_so(host)
     assert result["server"]["command"] == "j-cli"
     assert result["server"]["args"] == ["mcp", "serve", "--host", "codex"]
     assert result["project_trusted"] is False
-    (warning,) = result["warnings"]
+    warning, hooks = result["warnings"]
+    assert "open /hooks" in hooks and str(host.project / ".codex" / "hooks.json") in hooks
     assert json.dumps(os.path.realpath(host.project)) in warning and 'trust_level = "trusted"' in warning
     assert str(host.user_config) in warning
     before = host.user_config.read_text()
@@ -210,7 +211,7 @@ def test_project_scope_is_ignored_by_codex_until_trusted_and_setup_says_so(host)
 def test_trusted_project_scope_runs_plain_jcli_rooted_at_the_project(host):
     host.trust_project()
     result = host.setup("--project")
-    assert result["project_trusted"] is True and result["warnings"] == []
+    assert result["project_trusted"] is True and [w for w in result["warnings"] if "open /hooks" not in w] == []
     assert "--root" not in result["server"]["args"]
     with host.app_server() as server:
         thread = server.start_thread()

@@ -86,7 +86,8 @@ def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(co
     assert ours["command"] == "j-cli" and ours["args"] == ["mcp", "serve", "--host", "codex"]
     assert str(tmp_path) not in text  # a file teammates commit names no path of this machine
     assert result["project_trusted"] is False
-    (warning,) = [w for w in result["warnings"] if "not on PATH" not in w]  # the PATH check is test_hostile_setup's
+    warning, hooks = [w for w in result["warnings"] if "not on PATH" not in w]  # the PATH check is test_hostile_setup's
+    assert hooks.startswith(f"Codex runs the hooks in {project.resolve() / '.codex' / 'hooks.json'} only once you trust them")
     assert "trusted" in warning and json.dumps(str(project.resolve())) in warning and str(codex_home / "config.toml") in warning
     human = run_cli("setup", "codex", "--project", cwd=project)
     assert human.returncode == 0 and b"warning: Codex ignores" in human.stderr
@@ -106,7 +107,9 @@ def test_codex_project_trusted_by_the_user_gives_no_warning(codex_home, tmp_path
     with open(codex_home / "config.toml", "a") as fh:
         fh.write(f'\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = "trusted"\n')
     result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
-    assert result["project_trusted"] is True and [w for w in result["warnings"] if "not on PATH" not in w] == []
+    assert result["project_trusted"] is True and [w for w in result["warnings"] if "not on PATH" not in w and "open /hooks" not in w] == []
+    again = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
+    assert [w for w in again["warnings"] if "not on PATH" not in w] == []  # hooks unchanged: trusted ones stay trusted
 
 
 def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp_path):

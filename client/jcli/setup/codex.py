@@ -151,6 +151,14 @@ def _trust_warning(project: str) -> str:
     )
 
 
+def _hooks_trust_warning(hooks_file: str) -> str:
+    """Codex skips a hook, without a word, until the user trusts its exact definition in ``/hooks``."""
+    return (
+        f"Codex runs the hooks in {hooks_file} only once you trust them: start codex, open /hooks and trust "
+        "j-cli's hooks (until then Codex skips them silently; it asks again whenever setup changes them)"
+    )
+
+
 def _toml_key(key: str) -> str:
     import json
 
@@ -408,6 +416,8 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         result["project_trusted"] = project_trusted(project)
         if not result["project_trusted"]:
             warnings.append(_trust_warning(project))
+    if hooks_changed:
+        warnings.append(_hooks_trust_warning(hooks_file))
     flag = hooks_flag_warning([config] if scope == "user" else [config, codex_paths("user", project)[0]])
     if flag:
         warnings.append(flag)
