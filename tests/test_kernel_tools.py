@@ -121,8 +121,8 @@ def test_a_file_that_asks_for_nothing_says_so(offline, name, text):
     assert ("(language: python)" in human.stdout.decode()) == name.endswith(".py")
 
 
-def test_a_header_that_is_not_yaml_is_a_coded_read_error(offline):
-    (offline / "bad.py").write_text("# ---\n# jupyter: [unclosed\n# ---\n\n# %%\nx = 1\n")
+def test_a_jupyter_section_that_is_not_yaml_is_a_coded_read_error(offline):
+    (offline / "bad.py").write_text("# ---\n# jupyter:\n#   kernelspec: [unclosed\n# ---\n\n# %%\nx = 1\n")
     for flags in (["-j"], []):
         result, _ = inspect("bad.py", offline, *flags)
         assert result.returncode == 1 and b"NOTEBOOK_READ_FAILED" in result.stderr and b"YAML" in result.stderr
@@ -134,6 +134,7 @@ def test_header_parsing_is_yaml_not_patterns():
     assert read_header(quoted, "q.py") == {"kernelspec": {"name": "py # 3", "display_name": "x: y"}}
     assert read_header("# ---\n# jupyter: 1\n", "open.py") is None  # never closed: no header
     assert read_header("x = 1\n# ---\n", "late.py") is None
+    assert read_header("# ---\n# jupyter: [unclosed\n# ---\n", "front.py") == {}  # not a jupyter: section: a raw cell, as in jupytext
 
 
 @pytest.mark.parametrize("kind", ["missing", "fifo", "directory", "other-extension"])

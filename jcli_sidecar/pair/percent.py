@@ -14,10 +14,13 @@ restated (see ``docs/py-percent.md``):
   come an optional title, ``[markdown]``/``[md]``/``[raw]``, and cell
   metadata as ``key=value`` (JSON values) or one JSON object. ``id="…"``
   is the cell's id (jupytext itself reads it as metadata ``id``).
-- **Header.** Leading commented YAML between ``# ---`` lines (after an
-  optional ``#!`` line and coding line) is notebook metadata (its
-  ``jupyter:`` section); other keys in it become a raw cell. One blank
-  line after the header belongs to it.
+- **Header.** A leading commented block between ``# ---`` lines (after an
+  optional ``#!`` line and coding line) is the header. Its ``jupyter:``
+  section (a line ``jupyter:`` and the indented lines under it) is the
+  notebook metadata, read as YAML; everything else in the block becomes a
+  raw cell ``---`` … ``---``, verbatim, and is never parsed, so front
+  matter that is not YAML, or not a mapping, is a raw cell like any other.
+  One blank line after the header belongs to it.
 - **Code before the first marker** is a code cell, as are code cells at all.
 - **Magics.** In a code cell, a line that reads as an IPython magic is
   commented in the file (``# %time f()``, ``# !ls``, ``# x?``, ``# %%time``,
@@ -247,10 +250,11 @@ _HEADER_FENCE = re.compile(r"^---\s*$")
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-_.a-zA-Z0-9]+)")
 
 
-def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any]]:
-    """``(first line after the header, its jupyter: lines, its other lines, shebang/coding metadata)``."""
+def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any], list[int]]:
+    """``(first line after the header, its jupyter: lines, its other lines, shebang/coding metadata, where each jupyter: line is)``."""
     start, extra = 0, {}
     jupyter: list[str] = []
+    at: list[int] = []
     other: list[str] = []
     started = in_jupyter = False
     for i, line in enumerate(lines):
@@ -270,7 +274,7 @@ def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any]
             end = i + 1
             if end < len(lines) and _BLANK.match(uncomment_lines([lines[end]])[0]):
                 end += 1
-            return end, jupyter, other, extra
+            return end, jupyter, other, extra, at
         if not started:
             if text.strip():
                 break
@@ -279,8 +283,12 @@ def _header(lines: list[str]) -> tuple[int, list[str], list[str], dict[str, Any]
             in_jupyter = True
         elif text and not text[0].isspace():
             in_jupyter = False
-        (jupyter if in_jupyter else other).append(text)
-    return start, [], [], extra
+        if in_jupyter:
+            jupyter.append(text)
+            at.append(i)
+        else:
+            other.append(text)
+    return start, [], [], extra, []
 
 
 def _comment_magics_flag(jupyter: list[str]) -> bool:
@@ -416,7 +424,7 @@ def parse_percent(text: str) -> list[PercentCell]:
         [('code', '!ls', 'a1'), ('markdown', 'Hi', None)]
     """
     lines = _lines(text)
-    start, jupyter, other, _ = _header(lines)
+    start, jupyter, other, _, _ = _header(lines)
     escape = _comment_magics_flag(jupyter)
     cells = [_cell(lines, span, escape) for span in _split(lines, start)]
     if other:
@@ -424,40 +432,52 @@ def parse_percent(text: str) -> list[PercentCell]:
     return cells
 
 
+def _jupyter_section(lines: list[str], at: list[int], path: str) -> dict[str, Any] | None:
+    """One ``jupyter:`` section of a header, read as YAML (``at``: the file line of each of its lines)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        loaded = YAML(typ="safe", pure=True).load("\n".join(lines))
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {at[min(mark.line, len(at) - 1)] + 1})" if mark is not None else ""
+        raise NotebookReadFailed(f"{path}: the 'jupyter:' section of its '# ---' header is not valid YAML{where}", path=path) from None
+    section = loaded.get("jupyter") if isinstance(loaded, dict) else None
+    if section is not None and not isinstance(section, dict):
+        raise NotebookReadFailed(f"{path}: the 'jupyter:' section of its '# ---' header is not a YAML mapping", path=path)
+    return section
+
+
 def read_header(text: str, path: str = "the .py") -> dict[str, Any] | None:
     """The notebook metadata a py:percent text's ``# ---`` header gives; None when it has no header.
 
     The header's ``jupyter:`` section, read with a YAML parser, plus the
-    ``#!`` and coding lines (under ``jupytext``).
+    ``#!`` and coding lines (under ``jupytext``). The rest of the header is
+    not metadata but a raw cell (:func:`parse_percent`), whatever it holds,
+    as jupytext reads it.
 
     Raises:
-        NotebookReadFailed: the header is not valid YAML, or its ``jupyter:`` is not a mapping.
+        NotebookReadFailed: the ``jupyter:`` section is not valid YAML, or
+            not a mapping (jupytext cannot read such a file either).
 
     Example:
         >>> read_header("# ---\\n# jupyter:\\n#   kernelspec: {name: 'py # 3'}\\n# ---\\n")
         {'kernelspec': {'name': 'py # 3'}}
+        >>> read_header("# ---\\n# title: Exception: not YAML\\n# ---\\n")
+        {}
         >>> read_header("x = 1\\n") is None
         True
     """
     lines = _lines(text)
-    end, jupyter, other, extra = _header(lines)
+    end, jupyter, other, extra, at = _header(lines)
     if not (jupyter or other or extra) and end == 0:
         return None
     metadata: dict[str, Any] = {}
-    if jupyter or other:  # the whole header is YAML; its jupyter: block is the notebook's metadata
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
-
-        try:
-            loaded = YAML(typ="safe", pure=True).load("\n".join(jupyter + other))
-        except YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (header line {mark.line + 2})" if mark is not None else ""
-            raise NotebookReadFailed(f"{path}: its '# ---' header is not valid YAML{where}", path=path) from None
-        section = loaded.get("jupyter") if isinstance(loaded, dict) else None
-        if section is not None and not isinstance(section, dict):
-            raise NotebookReadFailed(f"{path}: the 'jupyter:' of its '# ---' header is not a YAML mapping", path=path)
-        metadata = section or {}
+    starts = [k for k, line in enumerate(jupyter) if not line[:1].isspace() and line.strip()] + [len(jupyter)]
+    for first, stop in zip(starts, starts[1:], strict=False):  # a repeated 'jupyter:' replaces the earlier one, as in jupytext
+        section = _jupyter_section(jupyter[first:stop], at[first:stop], path)
+        metadata = section if section is not None else {}
     if extra:
         jupytext = metadata.setdefault("jupytext", {})
         if isinstance(jupytext, dict):
@@ -469,11 +489,6 @@ def read_percent(text: str, path: str = "the .py") -> PercentNotebook:
     """The cells and the header's notebook metadata (see :func:`read_header`).
 
     Raises:
-        NotebookReadFailed: the header is not valid YAML.
+        NotebookReadFailed: the header's ``jupyter:`` section is not valid YAML.
     """
     return PercentNotebook(parse_percent(text), read_header(text, path) or {})
-
-
-# --- writing -------------------------------------------------------------
-
-#: Cell metadata that stays in the notebook and never goes on a marker (jupytext's list, and j-cli's own).
