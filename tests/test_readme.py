@@ -23,7 +23,7 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 #: The most words README.md may have (``wc -w``); the reference lives in docs/.
 MAX_WORDS = 1500
 #: Where the README's shown output says it ran; the test's workspace path becomes this.
-SHOWN_WORKSPACE = "/home/me/work"
+SHOWN_WORKSPACE = "/home/me/project"
 #: What may differ between the README's output and a real run, and what both sides become. Nothing else may differ.
 NORMALISE = (
     (re.compile(r"\b\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{8}\b"), "RUN_ID"),  # a run id: its UTC time and random bits
