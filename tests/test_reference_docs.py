@@ -7,6 +7,7 @@ when a committed page differs, naming the command that fixes it.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -92,3 +93,26 @@ def test_the_commands_page_holds_every_visible_commands_help():
         if not app.get_command(click.Context(app), name).hidden:
             assert f"j-cli {name}" in titles
     assert "Usage: j-cli exec [OPTIONS] SESSION" in text and "-h, --help" in text
+
+
+def test_each_help_on_the_commands_page_is_what_that_command_prints():
+    """The installed ``j-cli ... --help`` (the read fast path included), run off a terminal, prints each section's block."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from helpers import JCLI
+
+    sections = re.findall(
+        r"^## (j-cli[^\n]*)\n\n```text\n(.*?)\n```$", (COMMITTED / "commands.md").read_text(encoding="utf-8"), re.M | re.S
+    )
+    assert len(sections) > 40
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+    def printed(title: str) -> str:
+        proc = subprocess.run([JCLI, *title.split()[1:], "--help"], capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, (title, proc.stderr)
+        return proc.stdout.rstrip()
+
+    with ThreadPoolExecutor(4) as pool:
+        real = list(pool.map(printed, [title for title, _ in sections]))
+    differ = [title for (title, shown), text in zip(sections, real, strict=True) if shown != text]
+    assert not differ, f"{differ}: run `{reference_docs.REGENERATE}`"
