@@ -12,7 +12,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
 
-.PHONY: demo test quick lint node-test bench fixtures install clean
+.PHONY: demo test quick lint node-test bench fixtures docs install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,6 +86,12 @@ bench: $(VENV)/.installed
 
 fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py
+
+# The reference pages in docs/reference/ are written from the code that owns each fact
+# (the click app's --help, the error classes, the settings table); tests/test_reference_docs.py
+# fails when the committed pages are stale.
+docs: $(VENV)/.installed
+	$(BIN)/python -m jcli.reference_docs docs/reference
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,4 +1,4 @@
-"""Every JCLI_* variable is declared once (base/settings.py), read by one rule, and listed in the README."""
+"""Every JCLI_* variable is declared once (base/settings.py), read by one rule, and listed in docs/reference/settings.md."""
 
 from __future__ import annotations
 
@@ -18,20 +18,10 @@ SOURCES = [*(REPO / "jcli_sidecar").rglob("*.py"), *(REPO / "client" / "jcli").r
 SOURCES += [PLUGINS / "opencode" / "jcli.js", PLUGINS / "dsh" / "jcli.ts", PLUGINS / "sidecar-client.mjs"]
 
 
-def shown_default(row) -> str:
-    if row.kind == "switch":
-        return "on" if row.default else "off"
-    if row.kind in ("flag", "text", "secret"):
-        return "unset"
-    return f"{row.default:g}"
-
-
-def readme_rows() -> list[tuple[str, str, str]]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Environment variables") :]
-    section = section[: section.index("\n## ", 1)]
-    rows = re.findall(r"^\| `(JCLI_[A-Z_]+)` \| (.+?) \| (.+?) \|$", section, re.M)
-    return [(name, default.strip("`"), doc) for name, default, doc in rows]
+def reference_rows() -> list[tuple[str, str, str]]:
+    text = (REPO / "docs" / "reference" / "settings.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(JCLI_[A-Z_]+)` \| `(.+?)` \| .+? \| .+? \| (.+?) \|$", text, re.M)
+    return [(name, default, doc) for name, default, doc in rows]
 
 
 def test_every_variable_the_code_names_is_declared():
@@ -40,9 +30,11 @@ def test_every_variable_the_code_names_is_declared():
     assert named - NOT_SETTINGS - {"JCLI_OUTPUT_MAX"} <= set(SETTINGS), sorted(named - NOT_SETTINGS - set(SETTINGS))
 
 
-def test_the_readme_lists_every_setting_as_declared():
-    expected = [(row.name, shown_default(row), row.doc) for row in SETTINGS.values() if not row.internal]
-    assert readme_rows() == expected
+def test_the_settings_reference_lists_every_setting_as_declared():
+    from jcli.reference_docs import shown_default
+
+    expected = sorted((row.name, shown_default(row), row.doc) for row in SETTINGS.values() if not row.internal)
+    assert reference_rows() == expected, "run `make docs`"
 
 
 NUMBER_ROWS = [name for name, row in SETTINGS.items() if row.kind in ("number", "integer")]

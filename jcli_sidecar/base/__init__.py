@@ -29,6 +29,7 @@ __all__, __getattr__ = lazy_face(
             "Forbidden",
             "GitFailed",
             "HOST_PLUGIN_CODES",
+            "HOST_PLUGIN_ERRORS",
             "INTERRUPT_FAILED_ALIASES",
             "ImageTooLarge",
             "InternalError",

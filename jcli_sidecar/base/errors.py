@@ -1,53 +1,31 @@
 """Every error j-cli reports, each with one stable code.
 
-The tree::
+The tree's branches (every other class is a leaf right under ``JcliError``)::
 
     JcliError                         base; ``code`` goes out unchanged
     ├── UsageError                    USAGE_ERROR (bad arguments, exit 2)
-    │   └── InvalidWindow             INVALID_WINDOW
-    ├── FileNotFound                  FILE_NOT_FOUND (also a FileNotFoundError)
-    ├── NotebookReadFailed            NOTEBOOK_READ_FAILED
-    ├── CellNotFound                  CELL_NOT_FOUND (also an IndexError)
-    ├── CellMappingUnreliable         CELL_MAPPING_UNRELIABLE
-    ├── CellIdDuplicate               CELL_ID_DUPLICATE (a .py's markers repeat an id)
-    ├── OutputNotFound                OUTPUT_NOT_FOUND (also an IndexError)
-    ├── MimeNotFound                  MIME_NOT_FOUND (also a KeyError)
-    ├── OutputTooLarge                OUTPUT_TOO_LARGE
-    ├── OutputDataInvalid             OUTPUT_DATA_INVALID (also a ValueError)
-    ├── PathNotAllowed                PATH_NOT_ALLOWED (also a PermissionError)
-    ├── PathAmbiguous                 PATH_AMBIGUOUS
-    ├── RunNotFound                   RUN_NOT_FOUND
-    ├── JobNotFound                   JOB_NOT_FOUND (no job of that id or prefix)
-    ├── JobAmbiguous                  JOB_AMBIGUOUS (a prefix that names several jobs)
-    ├── BackgroundUnavailable         BACKGROUND_UNAVAILABLE (exec --background with no sidecar to hold the job)
-    ├── OutputSaveFailed              OUTPUT_SAVE_FAILED
-    ├── WorkspaceUnsafe               WORKSPACE_UNSAFE (.j-cli, outputs or a run another user owns or can write)
+    │   ├── InvalidWindow             INVALID_WINDOW
+    │   └── KernelspecNotFound        KERNELSPEC_NOT_FOUND
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
-    ├── SessionNotFound               SESSION_NOT_FOUND
+    │   └── NotebookChanged           NOTEBOOK_CHANGED
     ├── ServerUnavailable             SERVER_UNAVAILABLE
-    │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
-    ├── NotAuthorized                 NOT_AUTHORIZED (HTTP 401: the token is missing or wrong)
-    ├── Forbidden                     FORBIDDEN (HTTP 403: the server refuses this request)
-    ├── KernelspecNotFound            KERNELSPEC_NOT_FOUND (no such kernel spec; a UsageError)
-    ├── KernelMismatch                KERNEL_MISMATCH (the file asks for another kernel than the session's)
-    ├── ServerError                   SERVER_ERROR (the server failed: HTTP 5xx, its own message kept)
-    ├── KernelBusy                    KERNEL_BUSY (vars: busy, and no debugger to ask)
-    ├── VariableNotFound              VARIABLE_NOT_FOUND (vars --name: no such variable)
-    ├── Timeout                       TIMEOUT (also a TimeoutError)
-    ├── Interrupted                   INTERRUPTED (SIGINT or SIGTERM stopped an exec)
-    ├── RendererUnavailable           RENDERER_UNAVAILABLE (the [svg] extra is not installed)
-    ├── RenderFailed                  RENDER_FAILED (rendering or fitting failed or hit a cap)
-    ├── ImageTooLarge                 IMAGE_TOO_LARGE (over the pixel cap, or cannot fit the limits)
-    ├── ConfigInvalid                 CONFIG_INVALID (a host config j-cli cannot parse)
-    ├── ConfigConflict                CONFIG_CONFLICT (an entry j-cli does not manage)
-    ├── GitFailed                     GIT_FAILED (git missing, or a git command failed)
-    ├── SidecarError                  the sidecar transport (clients fall back)
-    │   ├── ProtocolError             PROTOCOL_ERROR (bad frame, bad handshake)
-    │   ├── PeerRefused               PEER_REFUSED (another uid on the socket)
-    │   ├── RuntimeDirUnsafe          RUNTIME_DIR_UNSAFE (wrong owner or mode)
-    │   └── SidecarUnavailable        SIDECAR_UNAVAILABLE (none running, died, too old)
-    ├── RuntimeDirUnusable            RUNTIME_DIR_UNUSABLE (cannot be made or written, or too long for a socket)
+    │   └── KernelDied                KERNEL_DIED
+    ├── SidecarError                  SIDECAR_ERROR: the sidecar transport (clients fall back)
+    │   ├── ProtocolError             PROTOCOL_ERROR
+    │   ├── PeerRefused               PEER_REFUSED (also a PermissionError)
+    │   ├── RuntimeDirUnsafe          RUNTIME_DIR_UNSAFE (also a PermissionError)
+    │   └── SidecarUnavailable        SIDECAR_UNAVAILABLE
     └── InternalError                 INTERNAL_ERROR (a bug; never bad input)
+
+Leaves that mean what a built-in means subclass it too: ``FileNotFound``
+(``FileNotFoundError``), ``CellNotFound`` and ``OutputNotFound``
+(``IndexError``), ``MimeNotFound`` (``KeyError``), ``OutputDataInvalid``
+(``ValueError``), ``PathNotAllowed`` (``PermissionError``), ``Timeout``
+(``TimeoutError``).
+
+The first paragraph of each class's docstring says when it is raised: it is
+the meaning ``docs/reference/errors.md`` shows (``make docs`` writes that
+page, with the whole tree, every code and its exit status).
 
 Messages never carry payload data (base64 above all): they name files,
 indexes and sizes only. Extra machine-readable facts go in ``details``.
@@ -72,6 +50,7 @@ __all__ = [
     "Forbidden",
     "GitFailed",
     "HOST_PLUGIN_CODES",
+    "HOST_PLUGIN_ERRORS",
     "INTERRUPT_FAILED_ALIASES",
     "ImageTooLarge",
     "InternalError",
@@ -153,40 +132,56 @@ class JcliError(Exception):
 
 
 class UsageError(JcliError):
+    """Bad flags or request fields."""
+
     code = "USAGE_ERROR"
 
 
 class InvalidWindow(UsageError):
+    """A bad text window: offset/limit out of range, or a window on an image."""
+
     code = "INVALID_WINDOW"
 
 
 class FileNotFound(JcliError, FileNotFoundError):
+    """The file, or a ``.py`` file's paired notebook, does not exist."""
+
     code = "FILE_NOT_FOUND"
 
 
 class NotebookReadFailed(JcliError):
+    """Not a readable notebook (not JSON, nbformat > 4, nested too deeply, a FIFO or device, over ``JCLI_MAX_FILE_MB``, no permission, ...)."""
+
     code = "NOTEBOOK_READ_FAILED"
 
 
 class CellNotFound(JcliError, IndexError):
+    """The cell index, or a ``--cell`` range of ``notebook summary`` or ``show``, is outside the file."""
+
     code = "CELL_NOT_FOUND"
 
 
 class CellMappingUnreliable(JcliError):
+    """A ``.py`` cell maps to no single notebook cell."""
+
     code = "CELL_MAPPING_UNRELIABLE"
 
 
 class CellIdDuplicate(JcliError):
-    """A py:percent file's markers carry one ``id`` on several cells (a copied cell): refused before anything runs."""
+    """A ``.py``'s ``# %%`` markers repeat an ``id="…"`` (a copied cell): nothing run or written; ``duplicates`` names the cells and lines."""
 
     code = "CELL_ID_DUPLICATE"
 
 
 class OutputNotFound(JcliError, IndexError):
+    """The output index is outside the cell or run."""
+
     code = "OUTPUT_NOT_FOUND"
 
 
 class MimeNotFound(JcliError, KeyError):
+    """The asked MIME is not in the output."""
+
     code = "MIME_NOT_FOUND"
 
     def __str__(self) -> str:  # KeyError would quote the message
@@ -194,27 +189,37 @@ class MimeNotFound(JcliError, KeyError):
 
 
 class OutputTooLarge(JcliError):
+    """The answer is over the response cap."""
+
     code = "OUTPUT_TOO_LARGE"
 
 
 class OutputDataInvalid(JcliError, ValueError):
+    """A malformed output or run manifest, a bundle value of the wrong type (``{"image/png": null}``), image data that fails its checks, or a damaged run payload."""
+
     code = "OUTPUT_DATA_INVALID"
 
 
 class PathNotAllowed(JcliError, PermissionError):
+    """An MCP read outside the allowed roots, or a lock that cannot be taken."""
+
     code = "PATH_NOT_ALLOWED"
 
 
 class PathAmbiguous(JcliError):
+    """A relative path or run id with several MCP roots."""
+
     code = "PATH_AMBIGUOUS"
 
 
 class RunNotFound(JcliError):
+    """No such kept run (it may have been cleaned)."""
+
     code = "RUN_NOT_FOUND"
 
 
 class JobNotFound(JcliError):
-    """No job has that id or id prefix (it may have been cleaned)."""
+    """No background job of that id or id prefix in this workspace (it may have been cleaned)."""
 
     code = "JOB_NOT_FOUND"
 
@@ -226,67 +231,79 @@ class JobAmbiguous(JcliError):
 
 
 class BackgroundUnavailable(JcliError):
-    """``exec --background`` needs the workspace's sidecar to hold the job, and there can be none (``reason``)."""
+    """``exec --background`` with no sidecar to hold the job (``JCLI_SIDECAR=off``, an unusable runtime dir, a sidecar that does not start; ``reason`` says which): nothing ran."""
 
     code = "BACKGROUND_UNAVAILABLE"
 
 
 class OutputSaveFailed(JcliError):
+    """The code ran, but its outputs could not be saved (``executed: true``); a notebook that could not be written back, found before anything ran (``executed: false``); or a setup file could not be written."""
+
     code = "OUTPUT_SAVE_FAILED"
 
 
 class WorkspaceUnsafe(JcliError):
-    """A ``.j-cli``, ``outputs``, staging or run path that another user owns or can write (it is not used)."""
+    """``.j-cli``, its ``outputs``, ``.staging``, a run directory, manifest or payload is owned by another user (for root: by anyone but root), or writable by others or by a group that is not its owner's private group; ``path``, ``owner``, ``mode`` and ``fix`` say which and how to mend it. Nothing there is read, written or deleted."""
 
     code = "WORKSPACE_UNSAFE"
 
 
 class NotebookOutOfSync(JcliError):
+    """The notebook changed on disk while a cell ran; or a commit would hold a ``.py`` and its notebook out of line (the git pre-commit check, exit 1)."""
+
     code = "NOTEBOOK_OUT_OF_SYNC"
 
 
 class NotebookChanged(NotebookOutOfSync):
-    """Another program saved (or deleted) the file while j-cli wrote it: theirs stays, j-cli's is kept aside (``kept``)."""
+    """Another program saved or deleted the notebook while j-cli wrote it back: its version stays, j-cli's is kept beside it (``kept``)."""
 
     code = "NOTEBOOK_CHANGED"
 
 
 class PairConflict(JcliError):
-    """Running a ``.py`` would overwrite notebook content it never knew about."""
+    """Running (or ``convert py-to-ipynb`` of) a ``.py`` would overwrite notebook cells or outputs it never knew about (``--py-wins`` overrides)."""
 
     code = "PAIR_CONFLICT"
 
 
 class SessionNotFound(JcliError):
+    """No such kernel session."""
+
     code = "SESSION_NOT_FOUND"
 
 
 class ServerUnavailable(JcliError):
+    """The Jupyter Server cannot be reached, or is not one at that base URL."""
+
     code = "SERVER_UNAVAILABLE"
 
 
 class KernelDied(ServerUnavailable):
+    """The kernel died or restarted mid-run."""
+
     code = "KERNEL_DIED"
 
 
 class NotAuthorized(JcliError):
-    """The server answered 401: no token, or not the right one."""
+    """The server refused the token (HTTP 401: missing or wrong)."""
 
     code = "NOT_AUTHORIZED"
 
 
 class Forbidden(JcliError):
-    """The server answered 403: the token is good, the request is not allowed (``setting`` may name the switch)."""
+    """The token is good, but the server refuses the request (HTTP 403): a gateway that does not list sessions, a kernel user it refuses; ``setting`` names the switch when j-cli knows it."""
 
     code = "FORBIDDEN"
 
 
 class KernelspecNotFound(UsageError):
+    """``session create -k`` names a kernel spec the server does not have (exit 2)."""
+
     code = "KERNELSPEC_NOT_FOUND"
 
 
 class KernelMismatch(JcliError):
-    """A file asks for another kernel than the session runs: refused before any code is sent."""
+    """``exec -f`` of a file that asks for another kernel (and language) than the session's: nothing run (``--any-kernel`` overrides)."""
 
     code = "KERNEL_MISMATCH"
 
@@ -298,78 +315,104 @@ class ServerError(JcliError):
 
 
 class KernelBusy(JcliError):
-    """The kernel runs code and has no debugger to answer beside it, or runs a background job (``job_id``)."""
+    """``vars`` on a busy kernel that has no debugger to ask beside the running code; or an exec on a kernel that runs a background job (``job_id`` names it; ``--background --queue`` runs after it)."""
 
     code = "KERNEL_BUSY"
 
 
 class VariableNotFound(JcliError):
+    """``vars --name N``: no such variable (exit 1)."""
+
     code = "VARIABLE_NOT_FOUND"
 
 
 class Timeout(JcliError, TimeoutError):
+    """A run or read went past its deadline (for the sidecar: ``JCLI_SIDECAR_REQUEST_SECONDS``)."""
+
     code = "TIMEOUT"
 
 
 class Interrupted(JcliError):
-    """A signal (SIGINT, SIGTERM) stopped ``j-cli exec``; ``details["signal"]`` names it."""
+    """SIGINT or SIGTERM stopped an exec (``signal``; exit 130 or 143)."""
 
     code = "INTERRUPTED"
 
 
 class RendererUnavailable(JcliError):
+    """An SVG render without the ``[svg]`` extra."""
+
     code = "RENDERER_UNAVAILABLE"
 
 
 class RenderFailed(JcliError):
+    """A render or image fit failed or hit a cap."""
+
     code = "RENDER_FAILED"
 
 
 class ImageTooLarge(JcliError):
+    """An image over the pixel cap, or one that cannot meet ``max_bytes``."""
+
     code = "IMAGE_TOO_LARGE"
 
 
 class ConfigInvalid(JcliError):
+    """A host config j-cli cannot parse, or one that is not a regular file (left untouched)."""
+
     code = "CONFIG_INVALID"
 
 
 class ConfigConflict(JcliError):
+    """An entry or file j-cli did not write is in the way."""
+
     code = "CONFIG_CONFLICT"
 
 
 class GitFailed(JcliError):
-    """git is not installed, or a git command j-cli needs failed (outside a repository, say)."""
+    """``git`` is missing, or a git command failed (not inside a repository, say)."""
 
     code = "GIT_FAILED"
 
 
 class SidecarError(JcliError):
+    """The sidecar transport failed (reads fall back to in-process; an exec it already sent to the kernel is reported, with what it printed, never re-run)."""
+
     code = "SIDECAR_ERROR"
 
 
 class ProtocolError(SidecarError):
+    """A bad frame or handshake, or an answer that is not complete JSON."""
+
     code = "PROTOCOL_ERROR"
 
 
 class PeerRefused(SidecarError, PermissionError):
+    """Another user on the sidecar socket."""
+
     code = "PEER_REFUSED"
 
 
 class RuntimeDirUnsafe(SidecarError, PermissionError):
+    """The runtime dir has the wrong owner or mode."""
+
     code = "RUNTIME_DIR_UNSAFE"
 
 
 class SidecarUnavailable(SidecarError):
+    """No sidecar runs, or it died or is too old."""
+
     code = "SIDECAR_UNAVAILABLE"
 
 
 class RuntimeDirUnusable(JcliError):
-    """The runtime dir cannot be created or written, or its socket path is too long (``path``, ``reason``)."""
+    """The runtime dir cannot be created or written, or is too long for the sidecar's socket (``path``, ``reason``); set ``XDG_RUNTIME_DIR`` to a short directory you can write."""
 
     code = "RUNTIME_DIR_UNUSABLE"
 
 
 class InternalError(JcliError):
+    """A bug (never bad input); ``JCLI_DEBUG=1`` shows the traceback."""
+
     code = "INTERNAL_ERROR"
 
 
@@ -414,11 +457,16 @@ EXECUTION_ERROR_ALIASES: tuple[str, ...] = ("EXECUTION_ERROR",)
 INTERRUPT_FAILED_ALIASES: tuple[str, ...] = ("INTERRUPT_FAILED",)
 for _code, _cls in _BY_CODE.items():
     _cls.code_aliases = tuple(upstream for upstream, ours in UPSTREAM_CODES.items() if ours == _code)
-#: Codes only the host plugins raise, about running j-cli itself (j-cli never
-#: reports them): the call was stopped (a stopped DSH wait is JOB_WAIT_STOPPED:
-#: the jobs run on), j-cli could not be run at all, or the read tool's host
-#: package could not be loaded (the guards run regardless).
-HOST_PLUGIN_CODES: frozenset[str] = frozenset({"ABORTED", "JCLI_UNAVAILABLE", "JOB_WAIT_STOPPED", "READ_TOOL_UNAVAILABLE"})
+#: Codes only the host plugins raise, about running j-cli itself (j-cli never reports them), and what each means.
+HOST_PLUGIN_ERRORS: dict[str, str] = {
+    "ABORTED": "Plugins only: the tool call was stopped.",
+    "JCLI_UNAVAILABLE": "Plugins only: the j-cli command cannot be run.",
+    "JOB_WAIT_STOPPED": "DSH plugin only: ``wait_notebook_job`` was stopped; the jobs run on (wait again).",
+    "READ_TOOL_UNAVAILABLE": (
+        "OpenCode plugin only: the package its read tool needs (``@opencode-ai/plugin``) cannot be loaded; the guards still run."
+    ),
+}
+HOST_PLUGIN_CODES: frozenset[str] = frozenset(HOST_PLUGIN_ERRORS)
 
 
 def error_from_code(code: str, message: str, **details: Any) -> JcliError:

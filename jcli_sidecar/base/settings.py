@@ -1,8 +1,8 @@
 """Every ``JCLI_*`` environment variable j-cli reads, declared once, and the one rule that reads it.
 
 A setting is a row of :data:`SETTINGS`: its name, what it holds, its bounds,
-its default and what it does (the README's table is tested against these
-rows). :func:`setting` reads one, from the environment or a given mapping:
+its default and what it does (``make docs`` writes
+``docs/reference/settings.md`` from these rows). :func:`setting` reads one, from the environment or a given mapping:
 
 - A number is plain ASCII decimal (``2``, ``0.5``, ``1e3``; surrounding
   blanks are ignored), finite, and within the row's bounds; where the row
@@ -14,7 +14,7 @@ rows). :func:`setting` reads one, from the environment or a given mapping:
   process, as a warning (on stderr, or in the sidecar's log).
 
 Rows marked ``internal`` are switches for j-cli's own tests and its spawner;
-they are declared here so that every name is, and are left out of the README.
+they are declared here so that every name is, and the reference only names them.
 """
 
 from __future__ import annotations

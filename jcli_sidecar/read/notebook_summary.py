@@ -143,7 +143,7 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
     Returns:
         ``{schema_version, status, path, kind, py_path, notebook_path,
         paired, pair_note, kernel, cell_count, cells, cells_omitted,
-        next_cells}``; see the README for a row's fields.
+        next_cells}``; see docs/notebook-runs.md for a row's fields.
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError, CellNotFound.
