@@ -234,3 +234,29 @@ def test_a_background_run_goes_on_past_errors_the_same_way(ws, kernel_session, s
     assert job["result"]["failed_cells"] == [1] and job["result"]["expected_errors"] == [3]
     nb = read_nb(ws / "fails.ipynb")
     assert nb.cells[4].outputs[0].text == "c\n" and all(set(c.metadata["execution"]) == set(TIMING_KEYS) for c in nb.cells)
+
+
+def test_a_budget_spent_before_a_cell_starts_runs_no_further_cell(ws, kernel_session):
+    write_nb(ws / "two.ipynb", ["print('one')", "print('two')"])
+    before = (ws / "two.ipynb").read_bytes()
+    result, lines = run_file(kernel_session, ws, "two.ipynb", "--run-timeout", "0.000000001")  # spent at once
+    assert result.returncode == 1, result.stderr
+    (summary,) = lines
+    assert summary["status"] == "error" and summary["code"] == "TIMEOUT" and summary["cells_run"] == 0
+    assert summary["stopped_at"] == 0 and summary["not_run"] == [0, 1] and "before cell 0 started" in summary["message"]
+    assert (ws / "two.ipynb").read_bytes() == before
+    plain = run_cli("exec", kernel_session, "-f", "two.ipynb", "--run-timeout", "0.000000001", cwd=ws)
+    assert plain.returncode == 1 and "j-cli: error [TIMEOUT]: the run's budget ran out" in plain.stderr.decode()
+    assert "not run: cell(s) 0, 1" in plain.stderr.decode()
+
+
+def test_a_background_run_keeps_to_its_budget_the_same_way(ws, kernel_session, sidecar_on):
+    write_nb(ws / "long.ipynb", ["print('first')", "import time\ntime.sleep(30)", "print('never')"])
+    started = run_cli("-j", "exec", kernel_session, "-f", "long.ipynb", "--run-timeout", "2", "--background", cwd=ws)
+    assert started.returncode == 0, started.stderr
+    waited = run_cli("-j", "job", "wait", started.json()["job_id"], cwd=ws)
+    assert waited.returncode == 0, waited.stderr
+    job = waited.json()["jobs"][0]
+    assert job["state"] == "timeout" and job["result"]["not_run"] == [2] and job["result"]["run_timeout"] == 2
+    nb = read_nb(ws / "long.ipynb")
+    assert nb.cells[0].outputs[0].text == "first\n" and nb.cells[2].outputs == []

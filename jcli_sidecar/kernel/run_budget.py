@@ -79,7 +79,5 @@ class RunBudget:
     def exhausted(self, cell_index: int) -> Timeout:
         """The ``TIMEOUT`` of a run whose budget ran out between cells, before cell ``cell_index`` started."""
         return Timeout(
-            f"the run's budget ran out (--run-timeout {self.seconds:g} s) before cell {cell_index} started",
-            executed=True,
-            run_timeout=self.seconds,
+            f"the run's budget ran out (--run-timeout {self.seconds:g} s) before cell {cell_index} started", run_timeout=self.seconds
         )
