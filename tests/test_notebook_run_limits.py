@@ -260,3 +260,16 @@ def test_a_background_run_keeps_to_its_budget_the_same_way(ws, kernel_session, s
     assert job["state"] == "timeout" and job["result"]["not_run"] == [2] and job["result"]["run_timeout"] == 2
     nb = read_nb(ws / "long.ipynb")
     assert nb.cells[0].outputs[0].text == "first\n" and nb.cells[2].outputs == []
+
+
+def test_message_dates_are_written_as_nbclient_writes_them():
+    from jcli_sidecar.kernel.cell_timing import message_time, timing_fields
+
+    assert message_time({"header": {"date": "2026-12-02T10:07:14.010071Z"}}) == "2026-12-02T10:07:14.010071Z"
+    assert message_time({"header": {"date": "2026-12-02T10:07:14Z"}}) == "2026-12-02T10:07:14.000000Z"  # isoformat drops zero microseconds
+    assert message_time({"header": {"date": "2026-12-02T12:07:14.5+02:00"}}) == "2026-12-02T10:07:14.500000Z"
+    assert message_time({"header": {"date": "2026-12-02T10:07:14.5"}}) == "2026-12-02T10:07:14.500000Z"  # naive: UTC
+    for odd in ({}, {"header": None}, {"header": {"date": "yesterday"}}, {"header": {"date": "٢٠٢٦-12-02T10:07:14.010071Z"}}):
+        instant(message_time(odd))  # the local clock's time, in the same form
+    assert timing_fields({"iopub.execute_input": "2026-12-02T10:07:14.000000Z"}) is None
+    assert timing_fields({"iopub.status.busy": "x", "shell.execute_reply": "y"}) == {"started": "x", "ended": "y", "duration_s": None}

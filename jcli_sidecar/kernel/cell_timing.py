@@ -14,10 +14,12 @@ never carries them (:data:`~jcli_sidecar.pair.percent_write.NOTEBOOK_ONLY_METADA
 
 from __future__ import annotations
 
-import datetime
+import re
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import datetime
     from typing import Any
 
 __all__ = ["EXECUTION_METADATA", "TIMING_KEYS", "message_time", "timing_fields"]
@@ -28,6 +30,8 @@ EXECUTION_METADATA = "execution"
 TIMING_KEYS = ("iopub.status.busy", "iopub.execute_input", "shell.execute_reply", "iopub.status.idle")
 
 _FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: A date already written as :data:`_FORMAT` (what jupyter_client sends): kept as it is, without importing datetime.
+_WRITTEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 def message_time(msg: dict[str, Any]) -> str:
@@ -40,13 +44,18 @@ def message_time(msg: dict[str, Any]) -> str:
     header = msg.get("header")
     date = header.get("date") if isinstance(header, dict) else None
     if isinstance(date, str):
+        if _WRITTEN.fullmatch(date):
+            return date
         parsed = _parse(date)
         if parsed is not None:
             return parsed.strftime(_FORMAT)
-    return datetime.datetime.now(datetime.UTC).strftime(_FORMAT)
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1_000_000):06d}Z"
 
 
 def _parse(text: str) -> datetime.datetime | None:
+    import datetime  # here: an inline exec whose kernel sends canonical dates never needs it
+
     try:
         moment = datetime.datetime.fromisoformat(text)
     except ValueError:
