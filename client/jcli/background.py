@@ -40,11 +40,15 @@ def start_background(
     no_stream: bool,
     any_kernel: bool,
     queue: bool,
+    runs: Any = None,
 ) -> int:
-    """Start a background job; prints ``{job_id, status, session, kind, file, cells}`` and returns the exit code."""
+    """Start a background job; prints ``{job_id, status, session, kind, file, cells}`` and returns the exit code.
+
+    ``runs`` (``exec_cmd._RunLimits``): ``--run-timeout``, ``--allow-errors`` and whether ``--timeout`` was given.
+    """
     try:
         doc = _start(
-            server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, queue
+            server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, queue, runs
         )
     except JcliError as err:
         err.details.setdefault("executed", False)
@@ -107,7 +111,7 @@ def _call(paths, args: dict[str, Any]) -> dict[str, Any]:
         raise BackgroundUnavailable(f"the workspace's sidecar did not take the job: {exc.message}", reason="unavailable") from None
 
 
-def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, queue):
+def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, queue, runs):
     from jcli_sidecar.base import open_jobs, os_error, workspace_of
     from jcli_sidecar.kernel import check_display_mode, is_notebook_file, resolve_timeout
     from jcli_sidecar.runs import resolve_policy
@@ -116,6 +120,8 @@ def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, 
 
     timeout = resolve_timeout(timeout)
     check_display_mode(display_mode)
+    if runs is not None:
+        runs.check()
     policy = resolve_policy()
     paths = _sidecar()  # before anything is written: no sidecar, nothing done
     cwd = workspace_of()
@@ -124,13 +130,15 @@ def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, 
     args.update(policy=policy.to_wire(), queue=queue)
     if file_path is not None and code is None and is_notebook_file(file_path):
         srv = resolve_server(server_url, token)
-        args.update(_notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel))
+        args.update(_notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, runs))
         args["server"] = {"url": srv.url, "token": srv.token}
     else:
         from .exec_cmd import _code_to_run
 
         if cell_spec is not None or py_wins or any_kernel:
             raise UsageError("--cell, --py-wins and --any-kernel apply to notebook runs (--file x.ipynb or a py:percent x.py)")
+        if runs is not None:
+            runs.refuse_inline()
         srv = None if address is not None else resolve_server(server_url, token)
         args.update(kind="inline", code=_code_to_run(code, file_path))
         args["server"] = {"url": address[0], "token": address[1]} if srv is None else {"url": srv.url, "token": srv.token}
@@ -141,7 +149,7 @@ def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, 
     return {"schema_version": 1, **_call(paths, args)}
 
 
-def _notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel) -> dict[str, Any]:
+def _notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, runs) -> dict[str, Any]:
     """Prepare the notebook run here (what a foreground run checks before sending code); the job's arguments."""
     from jcli_sidecar.kernel import NotebookRun, find_session
 
@@ -149,7 +157,7 @@ def _notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_
 
     row = find_session(srv, session_key)
     options = notebook_options(
-        row, cell_spec, timeout, py_wins, display_mode=display_mode, no_stream=no_stream, any_kernel=any_kernel, server=srv
+        row, cell_spec, timeout, py_wins, display_mode=display_mode, no_stream=no_stream, any_kernel=any_kernel, server=srv, runs=runs
     )
     run = NotebookRun(file_path, options)
     run.prepare()
@@ -164,4 +172,7 @@ def _notebook(srv, session_key, file_path, cell_spec, timeout, py_wins, display_
         "kernel_language": options.kernel_language if isinstance(options.kernel_language, str) else None,
         "checkpoint_seconds": options.checkpoint_seconds,
         "writeback_pace": options.writeback_pace,
+        "allow_errors": options.allow_errors,
+        "run_timeout": options.run_timeout,
+        "timeout_given": options.timeout_given,
     }

@@ -56,6 +56,23 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         "S",
     ),
     ReadOption(
+        ("--run-timeout",),
+        "run_timeout",
+        "timeout",
+        "For a notebook run: seconds for the whole run (at most 30 days); when they run out, the running cell is "
+        "interrupted as on --timeout (TIMEOUT) and the cells after it do not run. 0 or none (the default): no budget.",
+        "S",
+    ),
+    ReadOption(
+        ("--allow-errors",),
+        "allow_errors",
+        "flag",
+        "For a notebook run: a cell whose code raises does not stop the run; its error stays in the notebook, the "
+        "summary lists it (failed_cells) and the exit status is still 1. A cell tagged raises-exception may raise "
+        "without this flag.",
+        None,
+    ),
+    ReadOption(
         ("--display-mode",),
         "display_mode",
         "str",
@@ -141,12 +158,15 @@ def run_exec(
     stream: bool = False,
     background: bool = False,
     queue: bool = False,
+    run_timeout: float | None = None,
+    allow_errors: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     if queue and not background:
         return emit.error(UsageError("--queue applies to --background runs"), json_mode)
+    runs = _RunLimits(timeout is not None, None if run_timeout == 0 else run_timeout, allow_errors)
     if background:
         from .background import start_background
 
@@ -164,10 +184,11 @@ def run_exec(
             no_stream,
             any_kernel,
             queue,
+            runs,
         )
 
     stop = StopSwitch()
-    settings = _Settings(display_mode, no_stream, any_kernel)
+    settings = _Settings(display_mode, no_stream, any_kernel, runs)
     try:
         with signals_to(stop):
             return _run_exec(json_mode, server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, settings, stop)
@@ -177,15 +198,49 @@ def run_exec(
         stop.close()
 
 
+class _RunLimits:
+    """What only a notebook run takes: ``--run-timeout`` (None: no budget), ``--allow-errors``, and whether ``--timeout`` was given."""
+
+    __slots__ = ("timeout_given", "run_timeout", "allow_errors")
+
+    def __init__(self, timeout_given: bool = False, run_timeout: float | None = None, allow_errors: bool = False) -> None:
+        self.timeout_given = timeout_given
+        self.run_timeout = run_timeout
+        self.allow_errors = allow_errors
+
+    def check(self) -> None:
+        """Refuse a bad ``--run-timeout`` before anything runs.
+
+        Raises:
+            UsageError: not seconds > 0 and at most 30 days.
+        """
+        from jcli_sidecar.kernel import check_timeout
+
+        check_timeout(self.run_timeout, "--run-timeout")
+
+    def refuse_inline(self) -> None:
+        """Inline code has one cell: its ``--timeout`` is its whole budget, and an error ends it.
+
+        Raises:
+            UsageError: ``--run-timeout`` or ``--allow-errors`` was given.
+        """
+        if self.run_timeout is not None or self.allow_errors:
+            raise UsageError(
+                "--run-timeout and --allow-errors apply to notebook runs (--file x.ipynb or a py:percent x.py); "
+                "inline code's --timeout already bounds all of it"
+            )
+
+
 class _Settings:
-    """How the code runs and shows, beyond what it is: ``--display-mode``, ``--no-stream`` and ``--any-kernel``."""
+    """How the code runs and shows, beyond what it is: ``--display-mode``, ``--no-stream``, ``--any-kernel`` and the run's limits."""
 
-    __slots__ = ("display_mode", "no_stream", "any_kernel")
+    __slots__ = ("display_mode", "no_stream", "any_kernel", "runs")
 
-    def __init__(self, display_mode: str | None, no_stream: bool, any_kernel: bool = False) -> None:
+    def __init__(self, display_mode: str | None, no_stream: bool, any_kernel: bool = False, runs: _RunLimits | None = None) -> None:
         self.display_mode = display_mode
         self.no_stream = no_stream
         self.any_kernel = any_kernel
+        self.runs = runs if runs is not None else _RunLimits()
 
 
 def _run_exec(
@@ -196,6 +251,7 @@ def _run_exec(
 
         timeout = resolve_timeout(timeout)
         check_display_mode(settings.display_mode)
+        settings.runs.check()
         if file_path is not None and code is None:
             from jcli_sidecar.kernel import is_notebook_file
 
@@ -207,6 +263,7 @@ def _run_exec(
             raise UsageError("--py-wins applies to running a py:percent .py paired with a notebook")
         if settings.any_kernel:
             raise UsageError("--any-kernel applies to notebook runs (--file x.ipynb or a py:percent x.py)")
+        settings.runs.refuse_inline()
         code = _code_to_run(code, file_path)
         return _exec_inline(json_mode, server_url, token, session_key, code, timeout, settings, stop)
     except JcliError as err:
@@ -315,5 +372,6 @@ def _exec_notebook(
         no_stream=settings.no_stream,
         any_kernel=settings.any_kernel,
         server=srv,
+        runs=settings.runs,
     )
     return run_notebook(json_mode, srv, row, file_path, options, stop=stop, live=not settings.no_stream, open_kernel=_open_free)

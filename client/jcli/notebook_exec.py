@@ -40,9 +40,13 @@ def notebook_options(
     no_stream: bool = False,
     any_kernel: bool = False,
     server: JupyterServer | None = None,
+    runs: Any = None,
 ) -> RunOptions:
     """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode``, ``--no-stream`` and ``--any-kernel``,
     this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
+
+    ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``
+    and whether ``--timeout`` was given.
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
     cell's final write-back), in JSON mode as in human mode. The session
@@ -60,6 +64,9 @@ def notebook_options(
         py_wins=py_wins,
         display_mode=display_mode,
         writeback_pace=writeback_pace_from_env(),
+        allow_errors=bool(runs is not None and runs.allow_errors),
+        run_timeout=None if runs is None else runs.run_timeout,
+        timeout_given=bool(runs is not None and runs.timeout_given),
     )
 
 
@@ -125,7 +132,9 @@ def run_notebook(
     else:
         for note in summary.get("notes", []):
             sys.stderr.write(f"j-cli: note: {note}\n")
-        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}]\n")
+        if summary.get("message") and summary.get("stopped_at") not in summary.get("failed_cells", []):
+            sys.stderr.write(f"j-cli: error [{summary.get('code')}]: {summary['message']}\n")  # no cell said it: it stopped between cells
+        sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}{_failures(summary)}]\n")
     if summary["status"] == "ok":
         return emit.EXIT_OK
     if summary.get("code") == "INTERRUPTED":
@@ -133,6 +142,15 @@ def run_notebook(
 
         return emit.exit_code(Interrupted("", signal=summary.get("signal")))
     return emit.EXIT_FAILURE
+
+
+def _failures(summary: dict[str, Any]) -> str:
+    """Human mode: which cells raised or failed, which raised as tagged, which did not start (the end of the last line)."""
+    said = []
+    for key, words in (("failed_cells", "failed"), ("expected_errors", "raised as tagged raises-exception"), ("not_run", "not run")):
+        if summary.get(key):
+            said.append(f"{words}: cell(s) {', '.join(str(i) for i in summary[key])}")
+    return "".join(f"; {part}" for part in said)
 
 
 def _print_line(cell_index: int, line: dict[str, Any], error: JcliError | None = None) -> None:

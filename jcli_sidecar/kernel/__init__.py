@@ -9,6 +9,12 @@ from ..base.face import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "cell_timing": (
+            "EXECUTION_METADATA",
+            "TIMING_KEYS",
+            "message_time",
+            "timing_fields",
+        ),
         "cell_writeback": (
             "CellTarget",
             "Checkpoint",
@@ -83,11 +89,18 @@ __all__, __getattr__ = lazy_face(
             "Opened",
             "open_notebook",
         ),
-        "notebook_run": ("NotebookRun",),
+        "notebook_run": (
+            "NotebookRun",
+            "RAISES_EXCEPTION_TAG",
+        ),
         "output_collector": (
             "OUTPUT_EVENTS",
             "OutputCollector",
             "RATE_LIMIT_NOTE",
+        ),
+        "run_budget": (
+            "RunBudget",
+            "per_cell_note",
         ),
         "run_options": (
             "DEFAULT_CHECKPOINT_SECONDS",

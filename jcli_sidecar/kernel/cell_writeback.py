@@ -23,6 +23,7 @@ from ..ipynb.nbindex import stat_key
 from ..ipynb.nbwrite import dumps_cell
 from ..pair.pairing import notebook_write_lock
 from ..pair.percent import normalize_source
+from .cell_timing import EXECUTION_METADATA, TIMING_KEYS
 from .exec_result import ExecutionResult
 
 TYPE_CHECKING = False
@@ -89,7 +90,9 @@ class CellTarget:
         """What writing ``result`` does to the cell found, if it still holds the source that ran.
 
         A partial result also marks the cell ``metadata.jcli.running``; a
-        final one clears that mark. The edit raises :class:`NotebookOutOfSync`
+        final one clears that mark. The cell's ``metadata.execution`` becomes
+        the run's timing (nbclient's ``record_timing``; what is known so far
+        for a checkpoint), and an older run's goes. The edit raises :class:`NotebookOutOfSync`
         when the cell changed (or went) while it ran.
         """
         nb_path = self.nb_path
@@ -106,10 +109,17 @@ class CellTarget:
                 )
             cell["outputs"] = result.outputs
             cell["execution_count"] = result.execution_count
+            metadata = cell.get("metadata")
+            if not isinstance(metadata, dict):
+                metadata = cell["metadata"] = {}
             if result.partial:
-                cell.setdefault("metadata", {})["jcli"] = {"running": True}
-            elif isinstance(cell.get("metadata"), dict):
-                cell["metadata"].pop("jcli", None)
+                metadata["jcli"] = {"running": True}
+            else:
+                metadata.pop("jcli", None)
+            if result.timing:  # this run's times (a checkpoint's so far), never an older run's
+                metadata[EXECUTION_METADATA] = {key: result.timing[key] for key in TIMING_KEYS if key in result.timing}
+            else:
+                metadata.pop(EXECUTION_METADATA, None)
             stall_point("write-back:checkpoint" if result.partial else "write-back:final")
 
         return edit

@@ -32,9 +32,12 @@ class ExecutionResult:
     line of the notice the server sent when it dropped output (its IOPub
     rate limit: ``"IOPub data rate exceeded."``), else None. ``user_expressions``
     is the reply's evaluation of the request's ``user_expressions``.
+    ``timing`` holds when the kernel went busy, took the input, replied and
+    went idle, as nbclient records them (:mod:`~jcli_sidecar.kernel.cell_timing`);
+    empty until the first of them arrives.
     """
 
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions")
+    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions", "timing")
 
     def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
         self.status = "ok"
@@ -46,6 +49,7 @@ class ExecutionResult:
         self.sent = False
         self.dropped: str | None = None
         self.user_expressions: dict[str, Any] | None = None
+        self.timing: dict[str, str] = {}
 
 
 def _join(value: Any) -> str:

@@ -27,8 +27,10 @@ DEFAULT_TIMEOUT = SETTINGS[TIMEOUT_ENV].default
 MAX_TIMEOUT = SETTINGS[TIMEOUT_ENV].maximum
 
 
-def check_timeout(value: float | None) -> float | None:
+def check_timeout(value: float | None, flag: str = "--timeout") -> float | None:
     """``value`` if it is a usable timeout (finite, > 0, at most :data:`MAX_TIMEOUT`); None is no timeout.
+
+    ``flag`` names the option in the message (``--run-timeout`` for a whole run's budget).
 
     Raises:
         UsageError: anything else (zero, negative, NaN, infinity, too large).
@@ -41,7 +43,7 @@ def check_timeout(value: float | None) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 < value <= MAX_TIMEOUT:
         raise UsageError(
-            f"--timeout must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), or 0 or none for no limit; got {value!r}"
+            f"{flag} must be a number of seconds > 0 and at most {MAX_TIMEOUT:.0f} (30 days), or 0 or none for no limit; got {value!r}"
         )
     return value
 

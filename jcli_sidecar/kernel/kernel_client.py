@@ -32,6 +32,7 @@ import time
 
 from ..base.errors import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, Timeout
 from ..base.stall import stall_point
+from .cell_timing import message_time
 from .exec_result import ExecutionResult
 from .exec_timeout import check_timeout
 from .output_collector import OutputCollector
@@ -185,6 +186,7 @@ class KernelConnection:
         silent: bool = False,
         user_expressions: dict[str, str] | None = None,
         on_send: Callable[[], None] | None = None,
+        stop_on_error: bool = True,
     ) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`).
 
@@ -194,6 +196,10 @@ class KernelConnection:
         ``result.user_expressions``. ``on_send`` is called once every check
         passed, just before the request goes out (a sidecar tells its client
         that from now on the code may run); if it raises, nothing is sent.
+        ``stop_on_error`` False asks the kernel not to discard the requests
+        queued behind this one if it raises (nbclient's request for a cell
+        allowed to fail). ``result.timing`` gets the kernel's times of the
+        run (:mod:`~jcli_sidecar.kernel.cell_timing`).
         """
         timeout = check_timeout(timeout)
         collector = OutputCollector(on_output, result)
@@ -205,7 +211,7 @@ class KernelConnection:
                 "store_history": not silent,
                 "user_expressions": user_expressions or {},
                 "allow_stdin": False,
-                "stop_on_error": True,
+                "stop_on_error": stop_on_error,
             },
             self.session,
             "shell",
@@ -412,13 +418,19 @@ class _Pump:
             channel = msg.get("channel")
             if channel == "iopub":
                 if msg_type == "status":
-                    self.idle = content.get("execution_state") == "idle"
+                    state = content.get("execution_state")
+                    self.idle = state == "idle"
+                    if state in ("busy", "idle"):
+                        result.timing[f"iopub.status.{state}"] = message_time(msg)
                 else:
+                    if msg_type == "execute_input":
+                        result.timing["iopub.execute_input"] = message_time(msg)
                     self.collector.handle(msg_type, content)
                     if result.outputs:
                         stall_point("output")
             elif channel == "shell" and msg_type == "execute_reply":
                 replied = True
+                result.timing["shell.execute_reply"] = message_time(msg)
                 result.status = content.get("status", "ok")
                 if result.status == "aborted":  # the kernel dropped the request unrun: no result to pass off as ok
                     result.status = "error"

@@ -30,9 +30,12 @@ __all__ = ["Opened", "open_notebook"]
 
 
 class Opened:
-    """What :func:`open_notebook` found: the notebook, its cells without outputs, a pair's mapping and sync, ids renewed, notes."""
+    """What :func:`open_notebook` found: the notebook, its cells without outputs, a pair's mapping and sync, ids renewed, notes.
 
-    __slots__ = ("nb_path", "cells", "py_to_nb", "report", "renewed", "notes")
+    ``py_tags`` are a pair's ``.py`` cells' tags (``tags=[...]`` on a marker), by ``.py`` cell; None for an ``.ipynb``.
+    """
+
+    __slots__ = ("nb_path", "cells", "py_to_nb", "report", "renewed", "notes", "py_tags")
 
     def __init__(self, nb_path: str, cells: list[Any]) -> None:
         self.nb_path = nb_path
@@ -41,6 +44,7 @@ class Opened:
         self.report: dict[str, int] | None = None
         self.renewed: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.py_tags: list[list[str]] | None = None
 
 
 def open_notebook(file_path: str, options: RunOptions) -> Opened:
@@ -88,6 +92,7 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
     done = pair.sync(py_cells, kernel_name=kernel, check=not options.py_wins, executed=False, heads_only=True)
     opened = Opened(pair.notebook, [_head(cell) for cell in done.notebook["cells"]])
     opened.py_to_nb, opened.report, opened.renewed = done.py_to_nb, done.report, done.plan.renewed
+    opened.py_tags = [_tags(cell.metadata) for cell in py_cells]
     opened.notes.extend(format_notes)
     if opened.renewed:
         opened.notes.append(_renewed_note(pair.notebook, opened.renewed))
@@ -150,6 +155,12 @@ def _renew_ids(path: str, heads: list[Any]) -> list[dict[str, Any]]:
             except OSError as exc:
                 raise os_error(exc, "write", path, executed=False) from None
     return renewed
+
+
+def _tags(metadata: Any) -> list[str]:
+    """The string tags of a ``.py`` marker's metadata."""
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
 
 
 def _head(cell: Any) -> Any:

@@ -21,6 +21,15 @@ new file, the runtime dir and the lock are usable) is tried in
 produced until then, never stale ones, and no ``running`` mark; its error
 line says ``executed: true`` and carries them as ``result``.
 
+As in nbclient, a cell whose code raises stops the run unless the run
+allows errors (:attr:`RunOptions.allow_errors`) or the cell is tagged
+``raises-exception`` (in the notebook's ``metadata.tags``, or on a ``.py``'s
+marker): then the run goes on, and the kernel is asked not to discard what
+follows (``stop_on_error`` false). Each cell's ``metadata.execution`` gets
+the kernel's times of its run (nbclient's ``record_timing``), and its line
+``timing``. :attr:`RunOptions.run_timeout` bounds the whole run
+(:class:`~jcli_sidecar.kernel.run_budget.RunBudget`).
+
 The run prints nothing: callers attach hooks (the CLI prints JSON lines or
 live output; a sidecar could hold the kernel connection and stream).
 """
@@ -30,19 +39,21 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import EXECUTION_ERROR_ALIASES, Interrupted, JcliError, internal_error
+from ..base.errors import EXECUTION_ERROR_ALIASES, Interrupted, JcliError, Timeout, internal_error
 from ..base.protocol import SCHEMA_VERSION
 from ..base.stall import stall_point
 from ..ipynb.cell_spec import parse_cell_spec
 from ..ipynb.multiline import join_text
 from ..ipynb.nbsplice import CellWriter
 from ..pair.pairing import paired_notebook_path
+from .cell_timing import timing_fields
 from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
 from .display_mode import in_display_mode
 from .exec_result import ExecutionResult, build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
 from .notebook_open import open_notebook
+from .run_budget import RunBudget, per_cell_note
 from .run_options import RunOptions
 
 TYPE_CHECKING = False
@@ -57,7 +68,10 @@ if TYPE_CHECKING:
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
     Hook = Callable[..., None]
 
-__all__ = ["NotebookRun"]
+__all__ = ["NotebookRun", "RAISES_EXCEPTION_TAG"]
+
+#: The cell tag that lets a cell's code raise without stopping the run (nbclient's).
+RAISES_EXCEPTION_TAG = "raises-exception"
 
 
 class NotebookRun:
@@ -66,7 +80,8 @@ class NotebookRun:
     - ``on_notebook_start(notebook, cell_indexes)``: the cells are chosen and
       about to run; ``notebook`` is the notebook's path and ``cell_indexes``
       the file indexes of the code cells that will run, in order (the run
-      stops early at a cell that raised or failed).
+      stops early at a cell that raised, unless errors are allowed, or
+      failed, or when ``run_timeout`` ran out).
     - ``on_cell_start(cell_index, cell)``: a code cell is about to run.
       ``cell_index`` counts cells as the file does (a pair's ``.py`` cells);
       ``cell`` is the notebook's cell.
@@ -74,8 +89,11 @@ class NotebookRun:
       outputs changed, as :meth:`KernelConnection.execute` reports it
       (``event`` is one of ``output_collector.OUTPUT_EVENTS``).
     - ``on_cell_complete(cell_index, line)``: the cell ran and its outputs are
-      in the notebook; ``line`` is its JSON document. Code that raised is a
-      result too (``line["status"] == "error"``); the run stops after it.
+      in the notebook; ``line`` is its JSON document, with the cell's
+      ``timing`` (``started``, ``ended``, ``duration_s``). Code that raised is a
+      result too (``line["status"] == "error"``); the run stops after it,
+      unless ``allow_errors``, or the cell is tagged ``raises-exception``
+      (then ``line["expected_error"]`` is true).
     - ``on_cell_error(cell_index, line, error)``: j-cli could not run the cell
       or save its outputs; ``error`` is the coded :class:`JcliError` and
       ``line`` its document (``executed`` says whether the code was sent;
@@ -116,6 +134,9 @@ class NotebookRun:
         "_pacer",
         "_halted",
         "_executed",
+        "_budget",
+        "_tagged",
+        "_py_tags",
         "sent",
     )
 
@@ -144,6 +165,9 @@ class NotebookRun:
         #: Whether any code went to the kernel (from then on every failure says ``executed: true``).
         self.sent = False
         self._executed = 0  # cells that ran to their end (``summary.cells_executed``), saved or not
+        self._budget = RunBudget(self.options.run_timeout)
+        self._tagged: set[int] = set()  # file indexes of the cells run that are tagged raises-exception
+        self._py_tags: list[list[str]] | None = None  # a pair's tags on its .py markers, by .py cell
 
     def execute(
         self,
@@ -195,6 +219,7 @@ class NotebookRun:
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
         opened = open_notebook(self.path, self.options)
         self.nb_path, self.cells, self._py_to_nb, report = opened.nb_path, opened.cells, opened.py_to_nb, opened.report
+        self._py_tags = opened.py_tags
         self.writer = CellWriter(self.nb_path)
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
@@ -223,8 +248,10 @@ class NotebookRun:
     def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
         """Run the prepared cells in order over ``kernel``, each written back as it finishes.
 
-        Stops at the first cell that raised or failed, and when ``stop`` was
-        tripped (the summary then says ``code: "INTERRUPTED"``).
+        Stops at the first cell that raised (unless it may, see
+        :attr:`RunOptions.allow_errors`) or failed, when ``stop`` was tripped
+        (the summary then says ``code: "INTERRUPTED"``), and when the run's
+        budget ran out (``code: "TIMEOUT"``, ``not_run``).
 
         Returns:
             The summary document.
@@ -234,13 +261,22 @@ class NotebookRun:
         if self.on_notebook_start is not None:
             self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
         notes: list[str] = []
+        if self.options.timeout_given and self.options.run_timeout is None and len(code_cells) > 1:
+            notes.append(per_cell_note(self.options.timeout, len(code_cells)))
+        self._budget.start()
         with in_display_mode(kernel, self.options.display_mode, notes=notes, stop=stop, timeout=self.options.timeout):
             try:
-                for requested, index in code_cells:
+                for position, (requested, index) in enumerate(code_cells):
                     if stop is not None and stop.count:  # a signal between cells: the next one does not start
                         self.summary.setdefault("stopped_at", requested)
                         break
+                    if self._budget.spent():
+                        self._flush(session_id, kernel.kernel_id)
+                        self._out_of_budget(self._budget.exhausted(requested), [r for r, _ in code_cells[position:]])
+                        break
                     if not self._run_cell(kernel, session_id, requested, index) or self._halted:
+                        if self.summary.get("run_timeout") is not None:
+                            self.summary["not_run"] = [r for r, _ in code_cells[position + 1 :]]
                         break
             finally:
                 self._flush(session_id, kernel.kernel_id)  # the cells still queued
@@ -250,6 +286,21 @@ class NotebookRun:
             self.summary["notes"] = [*self.summary.get("notes", []), *notes]
         self.summary["summary"] = summary_fields(self._executed, self._updated)
         return self.summary
+
+    def _out_of_budget(self, err: Timeout, not_run: list[int]) -> None:
+        """The summary of a run whose budget ran out between cells: ``TIMEOUT``, and the cells that did not start."""
+        if self.summary["status"] == "error" and self.summary.get("code") is not None:
+            return  # a failure came first (a write-back): it stays the run's code
+        self.summary.update(status="error", code=err.code, message=err.message, run_timeout=self._budget.seconds)
+        self.summary.update(stopped_at=not_run[0], not_run=not_run)
+
+    def _may_raise(self, cell_index: int, nb_index: int) -> bool:
+        """Whether the cell is tagged ``raises-exception``: in the notebook, or on a pair's ``.py`` marker."""
+        metadata = self.cells[nb_index].get("metadata") if isinstance(self.cells[nb_index], dict) else None
+        tags = metadata.get("tags") if isinstance(metadata, dict) else None
+        if isinstance(tags, list) and RAISES_EXCEPTION_TAG in tags:
+            return True
+        return self._py_tags is not None and cell_index < len(self._py_tags) and RAISES_EXCEPTION_TAG in self._py_tags[cell_index]
 
     def _placed(self) -> list[tuple[int, int]]:
         """``(file index, notebook index)`` of each chosen cell."""
@@ -277,13 +328,27 @@ class NotebookRun:
             self.on_cell_start(cell_index=cell_index, cell=cell)
         result = ExecutionResult()
         written = False
+        if self._may_raise(cell_index, nb_index):
+            self._tagged.add(cell_index)
+        timeout, budgeted = self._budget.cell_timeout(self.options.timeout)
         try:
             checkpoint = Checkpoint(
                 target, self.options.checkpoint_seconds, self.on_output, self._flush_before_checkpoint(session_id, kernel)
             )
-            kernel.execute(target.source, timeout=self.options.timeout, on_output=checkpoint, stop=self._stop, result=result)
+            kernel.execute(
+                target.source,
+                timeout=timeout,
+                on_output=checkpoint,
+                stop=self._stop,
+                result=result,
+                stop_on_error=not (self.options.allow_errors or cell_index in self._tagged),
+            )
         except Exception as exc:
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
+            if budgeted and isinstance(err, Timeout):
+                self._budget.explain(err, cell_index)
+            if timing := timing_fields(result.timing):
+                line["timing"] = timing
             self._flush(session_id, kernel.kernel_id)  # the cells before it end first
             if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
                 self.sent = True
@@ -346,16 +411,27 @@ class NotebookRun:
             line.update(self._compat(cell_index, target.source, result, written))
             return self._cell_failed(line, err, result, session_id, kernel_id, partial=False)
         line = {**line, **doc, **self._compat(cell_index, target.source, result, written)}
+        if timing := timing_fields(result.timing):
+            line["timing"] = timing
+        expected = doc["status"] == "error" and cell_index in self._tagged
+        if expected:
+            line["expected_error"] = True
         self.summary["cells_run"] += 1
         if self.on_cell_complete is not None:
             self.on_cell_complete(cell_index=cell_index, line=line)
+        if expected:  # tagged raises-exception: allowed, and no failure
+            self.summary.setdefault("expected_errors", []).append(cell_index)
+            return True
         if doc["status"] == "error":
             self.summary.update(
                 status="error",
                 cells_failed=self.summary["cells_failed"] + 1,
-                stopped_at=cell_index,
                 code_aliases=list(EXECUTION_ERROR_ALIASES),  # upstream jupyter-jcli's code for a cell that raised
             )
+            self.summary.setdefault("failed_cells", []).append(cell_index)
+            if self.options.allow_errors:
+                return True
+            self.summary["stopped_at"] = cell_index
             return False
         return True
 
@@ -371,6 +447,9 @@ class NotebookRun:
         line.update({k: v for k, v in err.details.items() if k not in line})
         failed = self.summary["cells_failed"] + 1
         self.summary.update(status="error", cells_failed=failed, stopped_at=line["cell_index"], code=err.code)
+        self.summary.setdefault("failed_cells", []).append(line["cell_index"])
+        if err.details.get("run_timeout") is not None:
+            self.summary.update(message=err.message, run_timeout=err.details["run_timeout"])
         if self.on_cell_error is not None:
             self.on_cell_error(cell_index=line["cell_index"], line=line, error=err)
         return False

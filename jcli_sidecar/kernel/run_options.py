@@ -86,10 +86,20 @@ class RunOptions:
         writeback_pace: finished cells are queued while less than this
             many times the last write-back's duration has passed since it
             (:class:`WritebackPacer`); 0 writes every cell at once.
+        allow_errors: a cell whose code raises does not stop the run (its
+            error stays in the notebook; the summary lists it in
+            ``failed_cells`` and says ``status: "error"``). A cell tagged
+            ``raises-exception`` may raise without it, and then is no failure.
+        run_timeout: seconds for the whole run, counted from its first cell:
+            when they run out, the running cell is interrupted as on its own
+            timeout (``TIMEOUT``) and no later cell starts; None: no budget.
+            Checked at once.
+        timeout_given: the caller named ``timeout`` itself (its flag), so a
+            run of several cells notes that it applies per cell.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False)
     """
 
     __slots__ = (
@@ -102,6 +112,9 @@ class RunOptions:
         "writeback_pace",
         "kernel_language",
         "any_kernel",
+        "allow_errors",
+        "run_timeout",
+        "timeout_given",
     )
 
     def __init__(
@@ -116,6 +129,9 @@ class RunOptions:
         writeback_pace: float = DEFAULT_WRITEBACK_PACE,
         kernel_language: str | Callable[[], str | None] | None = None,
         any_kernel: bool = False,
+        allow_errors: bool = False,
+        run_timeout: float | None = None,
+        timeout_given: bool = False,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -126,6 +142,9 @@ class RunOptions:
         self.writeback_pace = writeback_pace
         self.kernel_language = kernel_language
         self.any_kernel = any_kernel
+        self.allow_errors = allow_errors
+        self.run_timeout = check_timeout(run_timeout, "--run-timeout")
+        self.timeout_given = timeout_given
 
     def session_language(self) -> str | None:
         """The session kernel's language (:attr:`kernel_language`, asked once), None when unknown."""

@@ -5,7 +5,8 @@ marker (an id several cells carry matches nothing), then by exact type and sourc
 unmatched ``.py`` cell that sits where an unmatched notebook cell of the
 same type sat (between the same matched neighbours) and still resembles it
 (:data:`EDIT_SIMILARITY`) is that cell, edited: it keeps its id and
-metadata, gets the new source and loses its stale outputs. Everything else
+metadata, gets the new source and loses its stale outputs (and their run
+times, ``metadata.execution``). Everything else
 is added or removed. Whatever the pairing, an edited or new cell never keeps
 an output, so no output can end up under the wrong code. The synced notebook
 has one id per cell: a repeated id stays with the cell whose marker names it
@@ -159,6 +160,8 @@ def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int
             if cell.get("cell_type") == "code":
                 cell["outputs"] = []
                 cell["execution_count"] = None
+                if isinstance(cell.get("metadata"), dict):  # the old code's run times go with its outputs
+                    cell["metadata"].pop("execution", None)
             report["edited"] += 1
         else:
             report["kept"] += 1

@@ -294,6 +294,9 @@ class HeldJobs:
             writeback_pace=float(args.get("writeback_pace") or 0.0),
             kernel_language=args.get("kernel_language"),
             any_kernel=bool(args.get("any_kernel")),
+            allow_errors=bool(args.get("allow_errors")),
+            run_timeout=args.get("run_timeout"),
+            timeout_given=bool(args.get("timeout_given")),
         )
         run = NotebookRun(args["file"], options)
         progress = _Progress(job)

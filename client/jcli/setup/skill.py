@@ -112,7 +112,11 @@ j-cli -j exec main -f analysis.py --cell 1:3   # cells 1 and 2 (A:B excludes B; 
 
 The first run creates `analysis.ipynb` beside the `.py`; nothing goes under
 `.j-cli`. With `-j`, one JSON line per cell as it finishes, then a summary
-line; a cell that raises stops the run (exit 1). Without `-j`, each cell
+line; a cell that raises stops the run (exit 1). `--allow-errors` runs the
+cells after it too and lists the ones that raised (`failed_cells`, still exit
+1); a cell whose marker is `# %% tags=["raises-exception"]` may raise without
+it. `--timeout` is per cell; `--run-timeout S` bounds the whole run (then
+`TIMEOUT`, and `not_run` lists the cells skipped). Without `-j`, each cell
 starts with `[cell I] K/N`, and each image or other rich output prints the
 command that reads it (`image/png 21.6 KiB -> j-cli notebook output
 analysis.ipynb --cell 2 --output 0`).
