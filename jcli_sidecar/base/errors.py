@@ -25,7 +25,8 @@ The tree::
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
     ├── SessionNotFound               SESSION_NOT_FOUND
     ├── ServerUnavailable             SERVER_UNAVAILABLE
-    │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
+    │   ├── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
+    │   └── ServerNotRunning          SERVER_NOT_RUNNING (a JupyterHub user's server is stopped or still starting)
     ├── NotAuthorized                 NOT_AUTHORIZED (HTTP 401: the token is missing or wrong)
     ├── Forbidden                     FORBIDDEN (HTTP 403: the server refuses this request)
     ├── KernelspecNotFound            KERNELSPEC_NOT_FOUND (no such kernel spec; a UsageError)
@@ -104,6 +105,7 @@ __all__ = [
     "RuntimeDirUnsafe",
     "RuntimeDirUnusable",
     "ServerError",
+    "ServerNotRunning",
     "ServerUnavailable",
     "SessionNotFound",
     "SidecarError",
@@ -267,6 +269,12 @@ class ServerUnavailable(JcliError):
 
 class KernelDied(ServerUnavailable):
     code = "KERNEL_DIED"
+
+
+class ServerNotRunning(ServerUnavailable):
+    """JupyterHub answered for a user's server that is not running, or still starting (``state``; ``spawn_url`` starts it)."""
+
+    code = "SERVER_NOT_RUNNING"
 
 
 class NotAuthorized(JcliError):

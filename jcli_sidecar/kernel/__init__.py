@@ -38,6 +38,14 @@ __all__, __getattr__ = lazy_face(
             "parse_timeout",
             "resolve_timeout",
         ),
+        "hub_servers": (
+            "HubRoute",
+            "hub_route",
+            "missing_server_error",
+            "not_running",
+            "redirect_error",
+            "server_state",
+        ),
         "inline_run": (
             "finish_inline",
             "run_inline",
