@@ -15,7 +15,9 @@ fails here.
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 
 import nbformat
 import pytest
@@ -193,3 +195,33 @@ def test_a_wrong_revoked_or_expired_token_is_not_authorized(jupyterhub, alice, b
         err = result.error()
         assert result.returncode == 1 and err["code"] == "NOT_AUTHORIZED" and err["http_status"] == http_status, (url, err)
         assert "JCLI_JUPYTER_SERVER_TOKEN" in err["message"]
+
+
+class _Elsewhere(http.server.BaseHTTPRequestHandler):
+    """Answers everything with a redirect to a login page that carries a secret in its query."""
+
+    def do_GET(self):
+        self.send_response(302)
+        self.send_header("Location", "http://127.0.0.1:9/login?token=s3cret-in-location&next=%2Fapi")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_redirect_elsewhere_is_server_unavailable_naming_where_it_points_redacted(tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Elsewhere)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/base"
+        result = _on(url, "my-token-1234", "healthcheck", cwd=tmp_path, secrets=("s3cret-in-location",))
+        err = result.error()
+        assert result.returncode == 1 and err["code"] == "SERVER_UNAVAILABLE" and err["http_status"] == 302, err
+        assert err["location"] == "http://127.0.0.1:9/login?token=***&next=%2Fapi", err
+        assert "give the URL of the Jupyter Server itself" in err["message"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
