@@ -25,6 +25,10 @@ is a small launcher that waits while a hold file for that user and server
 exists, so a test sees a server that is still starting for as long as it
 needs, with no timing guess.
 
+The hub never polls its servers on its own (within a test run): a server a
+test kills stays running for the hub, as one that died a moment ago is,
+until the test stops it (:meth:`RunningHub.kill_server`).
+
 On teardown the hub gets SIGTERM (it stops every single-user server and its
 proxy on it); anything of its (found by its private ``JUPYTER_RUNTIME_DIR``)
 still alive afterwards is killed and fails the test.
@@ -95,6 +99,7 @@ c.Spawner.args = ["--allow-root"]
 c.Spawner.environment = {spawner_env!r}
 c.Spawner.start_timeout = {spawn_deadline!r}
 c.Spawner.http_timeout = {spawn_deadline!r}
+c.Spawner.poll_interval = 86400  # a server a test kills stays "running" for the hub until the test stops it
 """
 
 
@@ -209,6 +214,24 @@ class RunningHub:
         while not condition():
             assert time.monotonic() < end, f"timed out waiting until {what}\n{self.log_tail()}"
             self._still_running(0.1)
+
+    def kill_server(self, user: str = USER, server: str = "") -> None:
+        """SIGKILL a running server's process, as a crash would, and wait until it is gone (the hub is not told)."""
+        import psutil
+
+        status, model = self.api("GET", f"users/{quote(user)}")
+        assert status == 200 and isinstance(model, dict), (status, model)
+        process = psutil.Process(model["servers"][server]["state"]["pid"])
+        assert process.environ().get("JUPYTERHUB_SERVER_NAME") == server, "not the server's process"
+        process.kill()
+
+        def dead() -> bool:  # a zombie until the hub reaps it
+            try:
+                return process.status() == psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return True
+
+        self.wait_until(dead, f"{user}/{server} dies")
 
     @contextlib.contextmanager
     def hold(self, user: str = USER, server: str = ""):

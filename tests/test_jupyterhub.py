@@ -7,7 +7,7 @@ Server: a session, inline code that plots (its image kept under
 ``.j-cli/outputs`` and read back), a notebook run, the kernel's variables.
 A server that is not running, or still starting, is told as
 ``SERVER_NOT_RUNNING`` with where to start it, never as a confusing
-redirect; a wrong, revoked or expired token is ``NOT_AUTHORIZED``; no token
+redirect, and so is one that died before the hub noticed; a wrong, revoked or expired token is ``NOT_AUTHORIZED``; no token
 is ever printed. The hub's own answers j-cli reads (the proxy's 302, the
 hub's 424) are pinned with plain urllib, so a hub upgrade that changes them
 fails here.
@@ -120,7 +120,7 @@ def test_the_main_job_runs_through_the_hubs_proxy(jupyterhub, alice, tmp_path, m
     assert killed.returncode == 0, killed.stderr
 
 
-def test_a_named_server_is_told_stopped_then_starting_and_runs_kernels_once_ready(jupyterhub, alice, tmp_path):
+def test_a_named_server_is_told_stopped_starting_running_dead_and_stopped_again(jupyterhub, alice, tmp_path):
     url, spawn_url = jupyterhub.server_url("alice", "lab2"), f"{jupyterhub.url}hub/spawn/alice/lab2"
     # alice's default server runs, so the proxy hands /user/alice/lab2/ to it, which answers 404: j-cli asks the hub.
     before = _on(url, alice, "session", "create", "-n", "early", cwd=tmp_path)
@@ -138,6 +138,12 @@ def test_a_named_server_is_told_stopped_then_starting_and_runs_kernels_once_read
     created = _ok(url, alice, "session", "create", "-n", "named", cwd=tmp_path)
     ran = _ok(url, alice, "exec", created["kernel_id"], "-c", "import os; print(os.environ['JUPYTERHUB_SERVER_NAME'])", cwd=tmp_path)
     assert ran["text"] == "lab2\n"
+
+    jupyterhub.kill_server("alice", "lab2")  # it dies; the proxy still routes to it and answers 503
+    dead = _on(url, alice, "exec", created["kernel_id"], "-c", "1", cwd=tmp_path)
+    err = _not_running(dead, "unresponsive", spawn_url)
+    assert err["http_status"] == 503 and dead.error()["executed"] is False, err
+    assert f"stop it and start it again from the hub ({jupyterhub.url}hub/home)" in err["message"], err
 
     jupyterhub.stop_server("alice", "lab2")
     after = _on(url, alice, "exec", created["kernel_id"], "-c", "1", cwd=tmp_path)

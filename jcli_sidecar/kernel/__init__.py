@@ -41,10 +41,10 @@ __all__, __getattr__ = lazy_face(
         "hub_servers": (
             "HubRoute",
             "hub_route",
-            "missing_server_error",
             "not_running",
             "redirect_error",
             "server_state",
+            "server_state_error",
         ),
         "inline_run": (
             "finish_inline",

@@ -17,14 +17,20 @@ no such server         ``stopped``: start it at ``spawn_url`` (or ``start_api``)
 ``pending: "stop"``    ``stopping``
 ``ready: true``        ``ready``: it started meanwhile; run the command again
 not readable           ``unknown`` (a token without ``read:servers``)
+``ready``, but a 502/503 ``unresponsive``: it died before the hub noticed
 401, 403               ``NOT_AUTHORIZED``: the hub refused the token
 =====================  =====================================================
 
-A named server (``/user/NAME/SERVER/``) that is not running meets another
-answer while the user's default server runs: the proxy hands the request to
-the default server, which answers ``404``. For such a URL a 404 is checked
-with the hub the same way (:func:`missing_server_error`); where the hub does
-not say the server is stopped or starting, the 404 stays what it was.
+Two more answers are checked with the hub the same way
+(:func:`server_state_error`); where the hub says nothing more, they stay
+what they were:
+
+- a named server (``/user/NAME/SERVER/``) that is not running, while the
+  user's default server runs: the proxy hands the request to the default
+  server, which answers ``404``;
+- a server that died (crashed, killed) before the hub noticed: the proxy
+  still routes to it and answers ``503`` (or ``502``) with an HTML page;
+  the hub still counts it as running, and j-cli says ``unresponsive``.
 
 j-cli never waits for a server to start and never starts one: starting a
 server is the user's (or the hub admin's) decision. Any other redirect is
@@ -48,7 +54,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["HubRoute", "hub_route", "missing_server_error", "not_running", "redirect_error", "server_state"]
+__all__ = ["HubRoute", "hub_route", "not_running", "redirect_error", "server_state", "server_state_error"]
 
 #: How long the one question to the hub may take.
 HUB_TIMEOUT = 10.0
@@ -58,6 +64,7 @@ _STATE_WORDS = {
     "starting": "is still starting",
     "stopping": "is stopping",
     "ready": "was not running when asked and is ready now",
+    "unresponsive": "does not answer though the hub counts it as running (it may have died)",
     "unknown": "is not running (or still starting)",
 }
 
@@ -191,11 +198,12 @@ def _ask_hub(route: HubRoute, headers: dict[str, str]) -> tuple[str, bool]:
 
 def not_running(route: HubRoute, state: str, shown_url: str, http_status: int, said: str = "") -> ServerNotRunning:
     """The ``SERVER_NOT_RUNNING`` error for ``route`` in ``state``, saying how to start it."""
-    how = (
-        "run this again once it is ready"
-        if state in ("starting", "ready")
-        else f"start it at {redact_url(route.spawn_url)} (or {redact_url(route.start_api)} with the user's token), then run this again"
-    )
+    if state in ("starting", "ready"):
+        how = "run this again once it is ready"
+    elif state == "unresponsive":
+        how = f"stop it and start it again from the hub ({redact_url(route.hub)}home), then run this again"
+    else:
+        how = f"start it at {redact_url(route.spawn_url)} (or {redact_url(route.start_api)} with the user's token), then run this again"
     facts: dict[str, Any] = {
         "url": shown_url,
         "http_status": http_status,
@@ -239,12 +247,14 @@ def redirect_error(url: str, shown_url: str, headers: dict[str, str], exc: HttpE
     )
 
 
-def missing_server_error(url: str, shown_url: str, headers: dict[str, str], http_status: int) -> JcliError | None:
-    """The error a 404 on a named server's URL stands for, else None (the 404 says the rest).
+def server_state_error(url: str, shown_url: str, headers: dict[str, str], http_status: int) -> JcliError | None:
+    """What a 404 on a named server's URL, or a 502/503 on any server's URL, stands for by the hub; else None.
 
-    ``SERVER_NOT_RUNNING`` where the hub says the server is not running,
-    ``NOT_AUTHORIZED`` where a JupyterHub refused the token; an answer
-    without JupyterHub's header counts for nothing.
+    ``SERVER_NOT_RUNNING`` where the hub says the server is stopped,
+    starting or stopping, or (for a 502/503) counts a server as running that
+    does not answer; ``NOT_AUTHORIZED`` where the hub refused the token; None
+    where the URL is no hub route, the answer lacks JupyterHub's header, or
+    the hub says nothing more (the reply then says the rest).
 
     Args:
         url: the server's base URL (credentials included: it is never printed).
@@ -252,12 +262,16 @@ def missing_server_error(url: str, shown_url: str, headers: dict[str, str], http
         headers: the request's headers (its token), for the one question to the hub.
     """
     route = hub_route(url)
-    if route is None or not route.server:
+    if route is None or (http_status == 404 and not route.server):
         return None
     try:
         state, is_hub = _ask_hub(route, headers)
     except NotAuthorized as err:
         return err  # a JupyterHub (its header says so) refused the token
-    if is_hub and state in ("stopped", "starting", "stopping"):
+    if not is_hub:
+        return None
+    if state in ("stopped", "starting", "stopping"):
         return not_running(route, state, shown_url, http_status)
+    if state == "ready" and http_status in (502, 503):
+        return not_running(route, "unresponsive", shown_url, http_status)
     return None

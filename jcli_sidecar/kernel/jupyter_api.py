@@ -92,17 +92,17 @@ class JupyterServer:
     def reply_error(self, exc: HttpError, path: str, *, kernel: str | None = None) -> JcliError:
         """The coded error for a non-2xx answer to ``/api/<path>``: a redirect read by
         :func:`~jcli_sidecar.kernel.hub_servers.redirect_error` (JupyterHub's for a server that is
-        not running), a 404 on a named JupyterHub server's URL checked with the hub, any other by :func:`~jcli_sidecar.kernel.server_replies.reply_error`."""
+        not running), a 404 on a named JupyterHub server's URL or a 502/503 on any checked with the hub, any other by :func:`~jcli_sidecar.kernel.server_replies.reply_error`."""
         if 300 <= exc.status < 400:
             from .hub_servers import redirect_error
 
             return redirect_error(self.url, self.shown_url, self._headers(), exc, path)
-        if exc.status == 404:
-            from .hub_servers import missing_server_error
+        if exc.status in (404, 502, 503):
+            from .hub_servers import server_state_error
 
-            missing = missing_server_error(self.url, self.shown_url, self._headers(), exc.status)
-            if missing is not None:
-                return missing
+            told = server_state_error(self.url, self.shown_url, self._headers(), exc.status)
+            if told is not None:
+                return told
         return reply_error(exc, self.shown_url, path, kernel=kernel)
 
     def _refusal(self, err: JcliError, path: str) -> JcliError:
