@@ -9,17 +9,17 @@ Server's answer, and neither says whether the server is stopped or still
 starting, so j-cli asks the hub (``GET /hub/api/users/NAME``, with the same
 token) and says which:
 
-=====================  =====================================================
-the hub's user model   ``SERVER_NOT_RUNNING`` with ``state``
-=====================  =====================================================
-no such server         ``stopped``: start it at ``spawn_url`` (or ``start_api``)
-``pending: "spawn"``   ``starting``: run the command again once it is ready
-``pending: "stop"``    ``stopping``
-``ready: true``        ``ready``: it started meanwhile; run the command again
-not readable           ``unknown`` (a token without ``read:servers``)
-``ready``, but a 502/503 ``unresponsive``: it died before the hub noticed
-401, 403               ``NOT_AUTHORIZED``: the hub refused the token
-=====================  =====================================================
+===============================  ==================================================
+the hub's user model             ``SERVER_NOT_RUNNING`` with ``state``
+===============================  ==================================================
+no such server                   ``stopped``: start it at ``spawn_url`` (or ``start_api``)
+``pending: "spawn"``             ``starting``: run the command again once it is ready
+``pending: "stop"``              ``stopping``
+``ready: true``                  ``ready``: it started meanwhile; run the command again
+``ready: true``, and a 502/503   ``unresponsive``: it died before the hub noticed
+not readable                     ``unknown`` (a token without ``read:servers``)
+401, 403                         ``NOT_AUTHORIZED``: the hub refused the token
+===============================  ==================================================
 
 Two more answers are checked with the hub the same way
 (:func:`server_state_error`); where the hub says nothing more, they stay
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
 from ..base.errors import JcliError, NotAuthorized, ServerNotRunning, ServerUnavailable
-from .server_replies import server_message
+from .server_replies import MESSAGE_CHARS, server_message
 from .urls import redact_url
 from .wire import HttpError, WireError, http_request
 
@@ -227,10 +227,11 @@ def redirect_error(url: str, shown_url: str, headers: dict[str, str], exc: HttpE
         shown_url: the same, redacted, for messages.
         headers: the request's headers (its token), for the one question to the hub.
 
-    Raises:
-        NotAuthorized: (returned, not raised) the hub refused the token.
+    Returns:
+        ``SERVER_NOT_RUNNING`` for the hub's redirect about this server, ``NOT_AUTHORIZED`` where
+        the hub then refused the token, else ``SERVER_UNAVAILABLE`` naming where the redirect points.
     """
-    location = exc.headers.get("location", "")
+    location = "".join(ch if ch.isprintable() else " " for ch in exc.headers.get("location", "")[:MESSAGE_CHARS]).strip()
     route = hub_route(url)
     if route is not None and location and route.is_hub_redirect(location):
         try:
