@@ -36,7 +36,8 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-# The real agent hosts and the gateway venvs (tests/gateways.py) are installed
+# The real agent hosts (with JupyterHub's proxy), the gateway venvs (tests/gateways.py)
+# and the JupyterHub venv (tests/hubs.py) are installed
 # (once per lock or pin file change) before pytest, so a first install is never
 # counted against a test's timeout.
 test: $(VENV)/.installed lint

@@ -38,6 +38,7 @@ KERNEL_FIXTURES = frozenset(
         "enterprise_gateway_listing",
         "kernel_gateway",
         "kernel_gateway_listing",
+        "jupyterhub",
     }
 )
 
@@ -293,3 +294,18 @@ def kernel_gateway():
 def kernel_gateway_listing():
     """Kernel Gateway with kernel and session listing on."""
     yield from _gateway("kg", as_nobody=False, listing=True)
+
+
+# -- a real JupyterHub (tests/hubs.py says what it is) -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def jupyterhub(tmp_path_factory):
+    """A real JupyterHub with its proxy, user alice and named servers allowed; no server runs yet."""
+    from hubs import RunningHub
+
+    hub = RunningHub(tmp_path_factory.mktemp("hub")).start()
+    try:
+        yield hub
+    finally:
+        hub.stop()

@@ -103,9 +103,9 @@ def _interpreters() -> list[str]:
     return found
 
 
-def _base_python(gateway: Gateway) -> str:
-    """The interpreter to build ``gateway``'s venv from."""
-    if not gateway.as_nobody:
+def _base_python(as_nobody: bool) -> str:
+    """The interpreter to build a venv from (one ``nobody`` can run, when the venv is ``nobody``'s)."""
+    if not as_nobody:
         return sys.executable
     tried = []
     for python in _interpreters():
@@ -119,21 +119,23 @@ def _base_python(gateway: Gateway) -> str:
 # -- the venvs ---------------------------------------------------------------------------
 
 
-def _digest(gateway: Gateway, base: str) -> str:
-    requirements = (PINS / f"{gateway.kind}-requirements.txt").read_bytes()
+def _digest(kind: str, base: str) -> str:
+    requirements = (PINS / f"{kind}-requirements.txt").read_bytes()
     return hashlib.sha256(requirements + b"\0" + os.path.realpath(base).encode()).hexdigest()
 
 
-def gateway_venv(kind: str) -> Path:
-    """The venv of gateway ``kind`` (``"eg"`` or ``"kg"``), built when its pins changed.
+def pinned_venv(kind: str, *, as_nobody: bool = False) -> Path:
+    """The venv ``tests/.gateways/<kind>`` installed from ``tests/gateway-pins/<kind>-requirements.txt``, built when the pins changed.
+
+    Args:
+        as_nobody: the venv must be runnable by ``nobody`` (it is built from an interpreter nobody can run).
 
     Raises:
         GatewayUnavailable: the build failed (the tail of pip's output is in the message).
     """
-    gateway = GATEWAYS[kind]
     venv = VENVS / kind
-    base = _base_python(gateway)
-    digest = _digest(gateway, base)
+    base = _base_python(as_nobody)
+    digest = _digest(kind, base)
     stamp = venv / _STAMP_NAME
     if not (stamp.exists() and stamp.read_text() == digest):
         shutil.rmtree(venv, ignore_errors=True)
@@ -154,21 +156,36 @@ def gateway_venv(kind: str) -> Path:
         for argv in steps:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
             if proc.returncode != 0:
-                raise GatewayUnavailable(f"building the {kind} gateway venv failed at {argv[1:4]}:\n{proc.stderr[-3000:]}")
+                raise GatewayUnavailable(f"building the {kind} venv failed at {argv[1:4]}:\n{proc.stderr[-3000:]}")
         stamp.write_text(digest)
-    if gateway.as_nobody:
+    if as_nobody:
         probe = _nobody_runs(str(venv / "bin" / "python"), "import jupyter_core, jupyter_client")
         if probe.returncode != 0:
             raise GatewayUnavailable(
-                f"nobody cannot run the {kind} gateway venv (every parent dir of the repository needs o+x):\n{probe.stderr[-500:]}"
+                f"nobody cannot run the {kind} venv (every parent dir of the repository needs o+x):\n{probe.stderr[-500:]}"
             )
     return venv
 
 
+def gateway_venv(kind: str) -> Path:
+    """The venv of gateway ``kind`` (``"eg"`` or ``"kg"``), built when its pins changed.
+
+    Raises:
+        GatewayUnavailable: the build failed (the tail of pip's output is in the message).
+    """
+    return pinned_venv(kind, as_nobody=GATEWAYS[kind].as_nobody)
+
+
+#: The other pinned venvs the tests run servers from: JupyterHub (tests/hubs.py).
+OTHER_VENVS = ("hub",)
+
+
 def build_all() -> None:
-    """Build every gateway venv (``make test`` calls this before pytest)."""
+    """Build every gateway venv and the JupyterHub venv (``make test`` calls this before pytest)."""
     for kind in GATEWAYS:
         gateway_venv(kind)
+    for kind in OTHER_VENVS:
+        pinned_venv(kind)
 
 
 # -- the kernels -------------------------------------------------------------------------
@@ -193,7 +210,8 @@ def kernel_command(as_nobody: bool) -> tuple[str, dict[str, str]]:
     raise GatewayUnavailable("nobody cannot run the test venv's ipykernel:\n" + "\n".join(tried))
 
 
-def _write_kernelspec(folder: Path, python: str, env: dict[str, str]) -> None:
+def write_kernelspec(folder: Path, python: str, env: dict[str, str]) -> None:
+    """A ``python3`` kernelspec under ``folder/kernels`` (a ``JUPYTER_PATH`` entry) that runs ``python``'s ipykernel."""
     spec = {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "display_name": "Python 3", "language": "python"}
     if env:
         spec["env"] = env
@@ -262,7 +280,7 @@ class RunningGateway:
                 os.chown(path, NOBODY_UID, NOBODY_GID)
         specs = self.base / "kernelspecs"
         python, kernel_env = kernel_command(self.as_nobody)
-        _write_kernelspec(specs, python, kernel_env)
+        write_kernelspec(specs, python, kernel_env)
         for path in [specs, *specs.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         home = str(owned["home"])

@@ -1,9 +1,9 @@
 """The real agent hosts, installed once from the lock files under tests/hosts.
 
 ``host_bin_dir()`` installs the pinned packages into ``tests/hosts/node_modules``
-(OpenCode's own plugin dependency into ``tests/hosts/opencode-deps``, and the
+(OpenCode's own plugin dependency into ``tests/hosts/opencode-deps``, the
 DSH runtime with its agent loop, LLM adapters and Node 22 into
-``tests/hosts/dsh``) the first time, and again only when a lock file changes,
+``tests/hosts/dsh``, and JupyterHub's proxy into ``tests/hosts/hub``) the first time, and again only when a lock file changes,
 then returns the hosts' ``.bin``. After that first install every host suite runs offline. The install
 uses ``npm install --no-save`` rather than ``npm ci``: the hosts ship one
 optional package per platform, and npm's lock keeps only this platform's, so
@@ -25,6 +25,8 @@ HOSTS_DIR = REPO / "tests" / "hosts"
 OPENCODE_DEPS = HOSTS_DIR / "opencode-deps"
 #: The DSH runtime's packages (tests/hosts/dsh), with the Node 22 its agent loop needs.
 DSH_DIR = HOSTS_DIR / "dsh"
+#: JupyterHub's proxy, configurable-http-proxy (tests/hosts/hub), for the JupyterHub tests.
+HUB_DIR = HOSTS_DIR / "hub"
 _STAMP_NAME = ".jcli-lock-sha256"
 
 # What a host CLI must never inherit from the developer's shell: keys, tokens, model settings.
@@ -67,9 +69,19 @@ def host_bin_dir():
     Raises:
         HostsUnavailable: npm is not installed, or the install failed (its tail is in the message).
     """
-    for folder in (HOSTS_DIR, OPENCODE_DEPS, DSH_DIR):
+    for folder in (HOSTS_DIR, OPENCODE_DEPS, DSH_DIR, HUB_DIR):
         _install(folder)
     return HOSTS_DIR / "node_modules" / ".bin"
+
+
+def hub_proxy():
+    """JupyterHub's proxy, the ``configurable-http-proxy`` pinned in ``tests/hosts/hub``, installing it when needed.
+
+    Raises:
+        HostsUnavailable: npm is not installed, or the install failed.
+    """
+    _install(HUB_DIR)
+    return HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 
 
 def dsh_node():

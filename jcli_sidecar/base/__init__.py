@@ -62,6 +62,7 @@ __all__, __getattr__ = lazy_face(
             "RuntimeDirUnsafe",
             "RuntimeDirUnusable",
             "ServerError",
+            "ServerNotRunning",
             "ServerUnavailable",
             "SessionNotFound",
             "SidecarError",

@@ -9,7 +9,8 @@ The tree's branches (every other class is a leaf right under ``JcliError``)::
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
     │   └── NotebookChanged           NOTEBOOK_CHANGED
     ├── ServerUnavailable             SERVER_UNAVAILABLE
-    │   └── KernelDied                KERNEL_DIED
+    │   ├── KernelDied                KERNEL_DIED
+    │   └── ServerNotRunning          SERVER_NOT_RUNNING
     ├── SidecarError                  SIDECAR_ERROR: the sidecar transport (clients fall back)
     │   ├── ProtocolError             PROTOCOL_ERROR
     │   ├── PeerRefused               PEER_REFUSED (also a PermissionError)
@@ -83,6 +84,7 @@ __all__ = [
     "RuntimeDirUnsafe",
     "RuntimeDirUnusable",
     "ServerError",
+    "ServerNotRunning",
     "ServerUnavailable",
     "SessionNotFound",
     "SidecarError",
@@ -282,6 +284,12 @@ class KernelDied(ServerUnavailable):
     """The kernel died or restarted mid-run."""
 
     code = "KERNEL_DIED"
+
+
+class ServerNotRunning(ServerUnavailable):
+    """JupyterHub answered for a user's server that is not running, or still starting (``state``; ``spawn_url`` starts it)."""
+
+    code = "SERVER_NOT_RUNNING"
 
 
 class NotAuthorized(JcliError):

@@ -44,6 +44,14 @@ __all__, __getattr__ = lazy_face(
             "parse_timeout",
             "resolve_timeout",
         ),
+        "hub_servers": (
+            "HubRoute",
+            "hub_route",
+            "not_running",
+            "redirect_error",
+            "server_state",
+            "server_state_error",
+        ),
         "inline_run": (
             "finish_inline",
             "run_inline",

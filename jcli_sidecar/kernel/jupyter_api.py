@@ -72,8 +72,9 @@ class JupyterServer:
 
         Raises:
             ServerUnavailable: no connection, a wrong base URL, or no JSON.
-            JcliError: any other non-2xx answer, coded by :func:`~jcli_sidecar.kernel.server_replies.reply_error`
-                (``NOT_AUTHORIZED``, ``FORBIDDEN``, ``KERNELSPEC_NOT_FOUND``, ``SERVER_ERROR``).
+            JcliError: any other non-2xx answer, coded by :meth:`reply_error`
+                (``NOT_AUTHORIZED``, ``FORBIDDEN``, ``KERNELSPEC_NOT_FOUND``, ``SERVER_ERROR``,
+                ``SERVER_NOT_RUNNING`` for JupyterHub's answer about a server that is not running).
         """
         try:
             response = http_request(method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout)
@@ -82,11 +83,27 @@ class JupyterServer:
         except HttpError as exc:
             if raw_errors:
                 raise
-            raise self._refusal(reply_error(exc, self.shown_url, path, kernel=kernel), path) from None
+            raise self._refusal(self.reply_error(exc, path, kernel=kernel), path) from None
         try:
             return response.json()
         except ValueError:
             raise ServerUnavailable(f"{self.shown_url} did not answer JSON; is it a Jupyter Server?", url=self.shown_url) from None
+
+    def reply_error(self, exc: HttpError, path: str, *, kernel: str | None = None) -> JcliError:
+        """The coded error for a non-2xx answer to ``/api/<path>``: a redirect read by
+        :func:`~jcli_sidecar.kernel.hub_servers.redirect_error` (JupyterHub's for a server that is
+        not running), a 404 on a named JupyterHub server's URL or a 502/503 on any checked with the hub, any other by :func:`~jcli_sidecar.kernel.server_replies.reply_error`."""
+        if 300 <= exc.status < 400:
+            from .hub_servers import redirect_error
+
+            return redirect_error(self.url, self.shown_url, self._headers(), exc, path)
+        if exc.status in (404, 502, 503):
+            from .hub_servers import server_state_error
+
+            told = server_state_error(self.url, self.shown_url, self._headers(), exc.status)
+            if told is not None:
+                return told
+        return reply_error(exc, self.shown_url, path, kernel=kernel)
 
     def _refusal(self, err: JcliError, path: str) -> JcliError:
         """A 403 told apart: Jupyter Server refuses a bad token with 403 (not 401), so a 403 is first checked
@@ -102,7 +119,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404:
                 return None
-            raise self._refusal(reply_error(exc, self.shown_url, path), path) from None
+            raise self._refusal(self.reply_error(exc, path), path) from None
 
     @property
     def info(self) -> ServerInfo:
@@ -131,7 +148,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404 or exc.status >= 500:  # Kernel Gateway answers a lookup by id with a 500
                 return None
-            raise reply_error(exc, self.shown_url, "sessions/…") from None
+            raise self.reply_error(exc, "sessions/…") from None
 
     def create_session(self, path: str, name: str, kernel: str | None) -> dict[str, Any]:
         body: dict[str, Any] = {"path": path, "name": name, "type": "console", "kernel": {}}
@@ -145,7 +162,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"session {session_id} could not be killed: it is gone") from None
-            raise reply_error(exc, self.shown_url, "sessions/…") from None
+            raise self.reply_error(exc, "sessions/…") from None
 
     def delete_kernel(self, kernel_id: str) -> None:
         try:
@@ -153,7 +170,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"kernel {kernel_id} could not be shut down: it is gone") from None
-            raise reply_error(exc, self.shown_url, "kernels/…") from None
+            raise self.reply_error(exc, "kernels/…") from None
 
     def interrupt(self, kernel_id: str) -> None:
         self.request("POST", f"kernels/{quote(kernel_id)}/interrupt")
@@ -176,7 +193,7 @@ class JupyterServer:
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"kernel {kernel_id} is gone (was it shut down?)") from None
-            raise reply_error(exc, self.shown_url, "kernels/…/channels") from None
+            raise self.reply_error(exc, "kernels/…/channels") from None
 
 
 def select_session(sessions: list[dict[str, Any]], key: str) -> dict[str, Any]:

@@ -10,12 +10,15 @@ JSON body holding ``message`` (and ``reason``, sometimes ``short_message``).
 403      ``FORBIDDEN`` (the token is good; the server refuses the request)
 404      ``SERVER_UNAVAILABLE`` by default (a wrong base URL gives 404s);
          callers that expect a 404 (a session id) handle it themselves
+424      ``SERVER_NOT_RUNNING`` (JupyterHub's answer at ``/hub/user/NAME/``
+         for a user's server that is not running)
 501      ``KERNELSPEC_NOT_FOUND`` when a kernel was asked for, else ``SERVER_ERROR``
 5xx      ``SERVER_ERROR``
 other    ``SERVER_UNAVAILABLE``
 =======  ==========================================================
 
-A gateway that wraps another status in a 500 (Enterprise Gateway reports a
+A redirect (3xx) is read by :mod:`~jcli_sidecar.kernel.hub_servers`, which
+may ask the hub. A gateway that wraps another status in a 500 (Enterprise Gateway reports a
 refused kernel user as ``500`` with the message ``"HTTP 403: ..."``) is read
 by the wrapped status. The server's message is never the whole body and
 never holds control characters; URLs in it are redacted.
@@ -26,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..base.errors import Forbidden, JcliError, KernelspecNotFound, NotAuthorized, ServerError, ServerUnavailable
+from ..base.errors import Forbidden, JcliError, KernelspecNotFound, NotAuthorized, ServerError, ServerNotRunning, ServerUnavailable
 from .urls import redact_text
 
 TYPE_CHECKING = False
@@ -101,6 +104,13 @@ def reply_error(exc: HttpError, shown_url: str, path: str, *, kernel: str | None
         )
     if status == 403:
         return Forbidden(f"Jupyter Server at {shown_url} refused /api/{path} (HTTP 403){told}", **facts)
+    if exc.status == 424:
+        return ServerNotRunning(
+            f"{shown_url} answered /api/{path} with HTTP 424{told}: JupyterHub's answer for a user's server "
+            "that is not running; start it from the hub, then run this again",
+            state="unknown",
+            **facts,
+        )
     if exc.status == 501 and kernel:
         return KernelspecNotFound(f"the server has no kernel spec {kernel!r}{told}; see j-cli kernelspec list", kernel=kernel, **facts)
     if exc.status >= 500:

@@ -40,13 +40,14 @@ class WireError(OSError):
 
 
 class HttpError(Exception):
-    """A non-2xx HTTP answer."""
+    """A non-2xx HTTP answer (``headers`` by lower-case name: a redirect's ``location``, say)."""
 
-    def __init__(self, status: int, reason: str, body: bytes) -> None:
+    def __init__(self, status: int, reason: str, body: bytes, headers: dict[str, str] | None = None) -> None:
         super().__init__(f"HTTP {status} {reason}")
         self.status = status
         self.reason = reason
         self.body = body
+        self.headers = headers or {}
 
 
 class Response:
@@ -256,7 +257,7 @@ def http_request(
     finally:
         sock.close()
     if not 200 <= status < 300:
-        raise HttpError(status, reason, payload)
+        raise HttpError(status, reason, payload, resp_headers)
     return Response(status, reason, resp_headers, payload)
 
 
@@ -398,7 +399,7 @@ def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: 
         status, reason, resp_headers = _read_head(reader)
         if status != 101:
             body = _read_body(reader, resp_headers) if "content-length" in resp_headers else b""
-            raise HttpError(status, reason, body)
+            raise HttpError(status, reason, body, resp_headers)
         expected = base64.b64encode(_sha1(key.encode("ascii") + _WS_GUID)).decode("ascii")
         if resp_headers.get("sec-websocket-accept") != expected:
             raise WireError("bad websocket handshake")
