@@ -110,6 +110,7 @@ __all__, __getattr__ = lazy_face(
             "notebook_lock",
             "notebook_lock_path",
             "outputs_lock",
+            "private_lock",
             "wait_for_lock",
         ),
         "nofollow": (
@@ -165,6 +166,7 @@ __all__, __getattr__ = lazy_face(
         "runtime": (
             "MAX_SOCKET_PATH",
             "RUNTIME_FILES",
+            "SERVER_FILES",
             "SPAWN_LOCK_FD_ENV",
             "SidecarPaths",
             "disabled",
