@@ -284,12 +284,31 @@ def _reader(server: JupyterServer) -> NameMemory | None:
         return None
 
 
-def _prune(memory: NameMemory, gone: dict[str, str]) -> None:
-    """Forget the names in ``gone`` (name: kernel id) that still mean that kernel; best effort."""
+def _prune(server: JupyterServer, memory: NameMemory, gone: dict[str, dict[str, Any]]) -> None:
+    """Forget the names in ``gone`` (name: entry) that still mean that kernel, and drop their stale sessions; best effort."""
     with contextlib.suppress(OSError), memory.changing() as entries:
-        for name, kernel_id in gone.items():
-            if (entries.get(name) or {}).get("kernel_id") == kernel_id:
+        for name, entry in gone.items():
+            if (entries.get(name) or {}).get("kernel_id") == entry["kernel_id"]:
                 del entries[name]
+    for entry in gone.values():
+        _drop_stale_session(server, entry)
+
+
+def _drop_stale_session(server: JupyterServer, entry: dict[str, Any]) -> None:
+    """Drop the session of a kernel the server no longer has; best effort.
+
+    A gateway keeps such a session (under the name as its path) until it
+    notices the kernel is gone, which it does when the session is next
+    asked for; a new session with the same path fails (HTTP 500) and so
+    does that. Enterprise Gateway drops it when asked to delete it (410),
+    Kernel Gateway when asked for it by id (its answer is a 500 either way).
+    """
+    session_id = entry.get("session_id")
+    if session_id:
+        with contextlib.suppress(JcliError):
+            server.delete_session(session_id)
+        with contextlib.suppress(JcliError):
+            server.session(session_id)
 
 
 def remembered_session(server: JupyterServer, key: str, *, kernel: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -318,7 +337,7 @@ def remembered_session(server: JupyterServer, key: str, *, kernel: dict[str, Any
         kernel = server.kernel(entry["kernel_id"])
     if kernel is not None:
         return _row(name, entry, kernel)
-    _prune(memory, {name: entry["kernel_id"]})
+    _prune(server, memory, {name: entry})
     raise SessionNotFound(
         f"the session {name!r} was created here through j-cli (kernel {entry['kernel_id']}, {entry.get('created') or 'time unknown'}), "
         f"but {server.shown_url} no longer has its kernel (shut down or culled); j-cli forgot the name",
@@ -341,11 +360,11 @@ def remembered_sessions(server: JupyterServer) -> list[dict[str, Any]]:
     for name, entry in sorted(memory.entries().items()):
         kernel = server.kernel(entry["kernel_id"])
         if kernel is None:
-            gone[name] = entry["kernel_id"]
+            gone[name] = entry
         else:
             rows.append(_row(name, entry, kernel))
     if gone:
-        _prune(memory, gone)
+        _prune(server, memory, gone)
     return rows
 
 
@@ -375,8 +394,10 @@ def create_remembered(server: JupyterServer, name: str, create: Callable[[], dic
         if unusable is not None:
             return create(), _not_remembered(unusable)
         entry = entries.get(name)
-        if entry is not None and server.kernel(entry["kernel_id"]) is not None:
-            raise UsageError(f"a session named {name!r} exists already (kernel {entry['kernel_id']}, created here through j-cli)")
+        if entry is not None:
+            if server.kernel(entry["kernel_id"]) is not None:
+                raise UsageError(f"a session named {name!r} exists already (kernel {entry['kernel_id']}, created here through j-cli)")
+            _drop_stale_session(server, entry)
         row = create()
         entries[name] = _entry(row)
     return row, None if memory.failed is None else _not_remembered(memory.failed)
