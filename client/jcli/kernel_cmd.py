@@ -290,12 +290,13 @@ def session_list(ctx: click.Context, with_vars: bool) -> None:
     if with_vars:
         for row in rows:
             row["vars"] = _preview(srv, row)
-    doc: dict[str, Any] = {"sessions": rows, "listing": listed}
+    doc: dict[str, Any] = {"sessions": rows}
     human = "\n".join(
         f"{r['id'] or '-'}  {r['name']}  {r['kernel_name']}  {r['execution_state']}{'  (remembered)' if r.get('remembered') else ''}{_preview_text(r)}"
         for r in rows
     )
     if not listed:
+        doc["listing"] = False
         doc["notes"] = [
             "this server does not list sessions: shown are only the sessions this user created here through j-cli (their names are "
             "remembered), not any other"
