@@ -326,3 +326,17 @@ def test_where_the_server_lists_sessions_its_list_wins_over_a_remembered_name(on
         assert "listing" not in listed and not any(row.get("remembered") for row in listed["sessions"])
     finally:
         _kill_all(gateway, ids)
+
+
+@pytest.mark.parametrize("on_gateway", ["kernel_gateway"], indirect=True)
+def test_a_background_run_finds_the_remembered_name_through_the_sidecar(on_gateway, tmp_path, sidecar_on):
+    """The sidecar holds a background run and resolves SESSION itself: it reads the same memory."""
+    gateway = on_gateway
+    created = _ok("session", "create", "-n", "bg", cwd=tmp_path)
+    try:
+        started = _ok("exec", "bg", "-c", "print(6 * 7)", "--background", cwd=tmp_path)
+        assert started["status"] == "running" and started["session"] == "bg"
+        job = _ok("job", "wait", started["job_id"], cwd=tmp_path)["jobs"][0]
+        assert job["state"] == "ok" and job["result"]["text"] == "42\n" and job["result"]["kernel_id"] == created["kernel_id"]
+    finally:
+        _kill_all(gateway, [created["kernel_id"]])
