@@ -300,8 +300,9 @@ def _drop_stale_session(server: JupyterServer, entry: dict[str, Any]) -> None:
     A gateway keeps such a session (under the name as its path) until it
     notices the kernel is gone, which it does when the session is next
     asked for; a new session with the same path fails (HTTP 500) and so
-    does that. Enterprise Gateway drops it when asked to delete it (410),
-    Kernel Gateway when asked for it by id (its answer is a 500 either way).
+    does that. So it is asked for twice, by a DELETE and by a GET of its
+    id (each answers an error, 404, 410 or 500), after which the path is
+    free (pinned in tests/test_remote_gateways.py).
     """
     session_id = entry.get("session_id")
     if session_id:
