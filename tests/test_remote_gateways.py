@@ -125,3 +125,26 @@ def test_a_kernel_starts_and_stops_through_the_gateway(request, name, starts_jup
         assert mine[0].info["username"] == ("nobody" if gateway["kind"] == "eg" else "root")
     finally:
         assert _call(gateway, "DELETE", f"/api/kernels/{kernel['id']}")[0] == 204
+
+
+@pytest.mark.parametrize("name", ["enterprise_gateway", "kernel_gateway"])
+def test_per_id_kernel_lookups_work_without_listing_and_a_dead_kernels_session_is_dropped_when_asked_for(request, name, starts_jupyter):
+    """What j-cli's remembered names rely on (jcli_sidecar/kernel/session_names.py): ``GET /api/kernels/ID``
+    answers 200, then 404 once the kernel is gone; the gateway keeps that kernel's session until it is asked
+    for (a DELETE answers 404 or 410, a GET by id 500), after which its path is free again."""
+    gateway = request.getfixturevalue(name)
+    body = {"path": "stale", "name": "stale", "type": "console", "kernel": {"name": "python3"}}
+    status, session = _call(gateway, "POST", "/api/sessions", body)
+    assert status == 201 and isinstance(session, dict), session
+    kernel_id = session["kernel"]["id"]
+    try:
+        assert _call(gateway, "GET", f"/api/kernels/{kernel_id}")[0] == 200
+        assert _call(gateway, "DELETE", f"/api/kernels/{kernel_id}")[0] == 204
+        assert _call(gateway, "GET", f"/api/kernels/{kernel_id}")[0] == 404
+        assert _call(gateway, "DELETE", f"/api/sessions/{session['id']}")[0] in (404, 410)
+        assert _call(gateway, "GET", f"/api/sessions/{session['id']}")[0] == 500
+        status, again = _call(gateway, "POST", "/api/sessions", body)
+        assert status == 201 and isinstance(again, dict), again
+        kernel_id = again["kernel"]["id"]
+    finally:
+        _call(gateway, "DELETE", f"/api/kernels/{kernel_id}")

@@ -4,9 +4,10 @@ Each runnable gateway (tests/gateways.py) gets ``make demo``'s steps with
 ``-s``: healthcheck, session create, inline code that prints and plots
 (its image kept under ``.j-cli/outputs``), the run listed, a py:percent file
 run into its notebook and two of its outputs read back, an error, a timeout
-that interrupts, a restart, and the session killed. With default settings
-(no listing) the session is selected by its full kernel id, and selecting
-it by name says which setting allows that; with listing on, by name.
+that interrupts, a restart, and the session killed. With listing on, the
+session is selected by name from the server's list; with default settings
+(no listing), by the name j-cli remembered when it created the session
+(tests/test_remote_names.py tests that memory), and by its full kernel id.
 Enterprise Gateway runs as ``nobody``: its kernel cannot enter the test's
 directory, so it stays where the gateway put it, and the notebook run still
 reads and writes the notebook here.
@@ -62,16 +63,19 @@ def test_the_main_job_runs_on_the_gateway(on_gateway, tmp_path):
 
     created = _ok("session", "create", "-n", "job", cwd=here)
     kernel_id = created["kernel_id"]
-    selector = "job" if gateway["listing"] else kernel_id
+    selector = "job"
     try:
         assert created["name"] == "job" and created["kernel_name"] == "python3"
         # EG's kernel runs as nobody, who cannot enter the test's directory; KG's runs here as root.
         assert created["kernel_in_cwd"] is (gateway["kind"] == "kg"), created
         if not gateway["listing"]:
-            assert kernel_id in created["notes"][0]
-            by_name = run_cli("-j", "exec", "job", "-c", "1", cwd=here)
-            err = by_name.error()
-            assert by_name.returncode == 1 and err["code"] == "FORBIDDEN" and SETTINGS[gateway["kind"]] in err["setting"], err
+            assert kernel_id in created["notes"][0] and "remembers the name 'job'" in created["notes"][0]
+            by_id = _ok("exec", kernel_id, "-c", "1 + 1", cwd=here)
+            assert by_id["text"] == "2\n" and by_id["session_id"] == created["id"]  # the remembered session, found by its kernel
+            unknown = run_cli("-j", "exec", "nosuch", "-c", "1", cwd=here)
+            err = unknown.error()
+            assert unknown.returncode == 1 and err["code"] == "FORBIDDEN" and SETTINGS[gateway["kind"]] in err["setting"], err
+            assert "created here through j-cli" in err["message"]
 
         ran = _ok("exec", selector, "-c", PLOT, cwd=here)
         assert ran["status"] == "ok" and "hello from the kernel" in ran["text"] and ran["kernel_id"] == kernel_id
@@ -101,15 +105,16 @@ def test_the_main_job_runs_on_the_gateway(on_gateway, tmp_path):
         assert _ok("kernel", "restart", selector, cwd=here)["restarted"] == kernel_id
         assert _ok("exec", selector, "-c", "'kept' in dir()", cwd=here)["text"] == "False\n"
 
-        if gateway["listing"]:
-            rows = _ok("session", "list", cwd=here)["sessions"]
-            assert [row["name"] for row in rows if row["kernel_id"] == kernel_id] == ["job"]
-        else:
-            refused = run_cli("-j", "session", "list", cwd=here)
-            assert refused.returncode == 1 and refused.error()["code"] == "FORBIDDEN"
+        listed = _ok("session", "list", cwd=here)
+        assert [row["name"] for row in listed["sessions"] if row["kernel_id"] == kernel_id] == ["job"]
+        assert listed.get("listing", True) is gateway["listing"]  # said where the server does not list
+        if not gateway["listing"]:  # only what this user created here, marked as such
+            assert [(row["name"], row["remembered"], row["id"]) for row in listed["sessions"]] == [("job", True, created["id"])]
+            assert "only the sessions this user created here through j-cli" in listed["notes"][0]
         killed = _ok("session", "kill", selector, cwd=here)
         assert [row["kernel_id"] for row in killed["killed"]] == [kernel_id]
         assert not _kernel_exists(gateway, kernel_id)
+        assert kernel_id not in [row["kernel_id"] for row in _ok("session", "list", cwd=here)["sessions"]]  # forgotten with it
     finally:
         if _kernel_exists(gateway, kernel_id):
             run_cli("session", "kill", kernel_id, cwd=here)

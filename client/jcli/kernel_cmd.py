@@ -106,7 +106,10 @@ def healthcheck(ctx: click.Context) -> None:
     kernels = (info.status or {}).get("kernels") if info.status else (len(listing) if listing is not None else None)
     notes = []
     if listing is None:
-        notes.append(f"this server does not list sessions: select them by full kernel id, or start it with {LISTING_SETTINGS[info.kind]}")
+        notes.append(
+            "this server does not list sessions: select them by full kernel id, or by name those this user created here "
+            f"through j-cli (it remembers their names); or start it with {LISTING_SETTINGS[info.kind]}"
+        )
     doc = {
         "status": "ok",
         "server": srv.shown_url,
@@ -200,28 +203,37 @@ def session_create(ctx: click.Context, name: str | None, kernel: str | None) -> 
     server put it, and the result says where (kernel_cwd, kernel_in_cwd).
     """
     from jcli_sidecar.base import Forbidden
-    from jcli_sidecar.kernel import listed_sessions
+    from jcli_sidecar.kernel import create_remembered, listed_sessions
 
     notes: list[str] = []
     with failing(ctx):
         srv = _server(ctx)
-        name = name or f"jcli-{os.urandom(3).hex()}"
-        try:
-            taken = [row for row in listed_sessions(srv, "check that the name is free") if row["name"] == name]
-        except Forbidden:
-            taken = []
-            notes.append("this server does not list sessions: the name was not checked, and only the kernel id selects the session")
-        if taken:
-            raise UsageError(f"a session named {name!r} exists already ({taken[0]['id']})")
-        try:
-            row = session_summary(srv.create_session(_session_path(ctx, name), name, kernel))
-        except Forbidden as err:
-            from jcli_sidecar.kernel import refused_kernel_user
+        chosen: str = name or f"jcli-{os.urandom(3).hex()}"
 
-            raise refused_kernel_user(srv, err) from None
+        def create() -> dict[str, Any]:
+            try:
+                return session_summary(srv.create_session(_session_path(ctx, chosen), chosen, kernel))
+            except Forbidden as err:
+                from jcli_sidecar.kernel import refused_kernel_user
+
+                raise refused_kernel_user(srv, err) from None
+
+        try:
+            taken = [row for row in listed_sessions(srv, "check that the name is free") if row["name"] == chosen]
+        except Forbidden:  # no listing (a gateway's default): the name is checked against, and kept in, j-cli's memory
+            row, not_kept = create_remembered(srv, chosen, create)
+            notes.append(
+                f"this server does not list sessions: j-cli remembers the name {chosen!r} for this user and selects the session by it; "
+                f"other clients need the kernel id {row['kernel_id']}"
+                if not_kept is None
+                else f"this server does not list sessions and {not_kept}: only the kernel id {row['kernel_id']} selects the session"
+            )
+        else:
+            if taken:
+                raise UsageError(f"a session named {chosen!r} exists already ({taken[0]['id']})")
+            row = create()
         row.update(_placed(ctx, srv, row))
     if notes:
-        notes[-1] = notes[-1].replace("the kernel id", f"the kernel id {row['kernel_id']}")
         row["notes"] = notes
     where = (
         ""
@@ -264,17 +276,33 @@ def _session_path(ctx: click.Context, name: str) -> str:
 @click.option("--no-vars", "with_vars", flag_value=False, hidden=True)  # upstream jupyter-jcli's spelling of the default
 @click.pass_context
 def session_list(ctx: click.Context, with_vars: bool) -> None:
-    """List sessions."""
-    from jcli_sidecar.kernel import listed_sessions
+    """List sessions.
+
+    On a server that does not list sessions (a gateway's default), the
+    sessions this user created there through j-cli and the server still
+    has, marked remembered.
+    """
+    from jcli_sidecar.kernel import visible_sessions
 
     with failing(ctx):
         srv = _server(ctx)
-        rows = listed_sessions(srv, "list its sessions")
+        rows, listed = visible_sessions(srv)
     if with_vars:
         for row in rows:
             row["vars"] = _preview(srv, row)
-    human = "\n".join(f"{r['id']}  {r['name']}  {r['kernel_name']}  {r['execution_state']}{_preview_text(r)}" for r in rows)
-    finish(ctx, {"sessions": rows}, human or "no sessions")
+    doc: dict[str, Any] = {"sessions": rows}
+    human = "\n".join(
+        f"{r['id'] or '-'}  {r['name']}  {r['kernel_name']}  {r['execution_state']}{'  (remembered)' if r.get('remembered') else ''}{_preview_text(r)}"
+        for r in rows
+    )
+    if not listed:
+        doc["listing"] = False
+        doc["notes"] = [
+            "this server does not list sessions: shown are only the sessions this user created here through j-cli (their names are "
+            "remembered), not any other"
+        ]
+        human = "\n".join([human or "no remembered sessions", *(f"note: {note}" for note in doc["notes"])])
+    finish(ctx, doc, human or "no sessions")
 
 
 def _preview(srv, row: dict[str, Any]) -> dict[str, Any]:
@@ -323,9 +351,10 @@ def session_kill(ctx: click.Context, session_keys: tuple[str, ...]) -> None:
     Every SESSION is resolved first: one that matches nothing (or more than
     one session) kills nothing. Two selectors of one session kill it once.
     """
-    from jcli_sidecar.kernel import find_sessions
+    from jcli_sidecar.kernel import find_sessions, forget_kernels
 
     killed: list[dict[str, Any]] = []
+    srv = None
     try:
         srv = _server(ctx)
         rows = find_sessions(srv, list(session_keys))
@@ -339,6 +368,9 @@ def session_kill(ctx: click.Context, session_keys: tuple[str, ...]) -> None:
         if killed:  # a kill failed part way: say which went
             err.details["killed"] = killed
         fail(ctx, err)
+    finally:
+        if srv is not None and killed:  # their names, where j-cli remembers them, go with them
+            forget_kernels(srv, [row["kernel_id"] for row in killed])
     doc = {"killed": killed, "session_ids": [row["id"] for row in killed]}
     finish(
         ctx,

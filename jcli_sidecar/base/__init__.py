@@ -112,6 +112,7 @@ __all__, __getattr__ = lazy_face(
             "notebook_lock",
             "notebook_lock_path",
             "outputs_lock",
+            "private_lock",
             "wait_for_lock",
         ),
         "nofollow": (
@@ -167,6 +168,7 @@ __all__, __getattr__ = lazy_face(
         "runtime": (
             "MAX_SOCKET_PATH",
             "RUNTIME_FILES",
+            "SERVER_FILES",
             "SPAWN_LOCK_FD_ENV",
             "SidecarPaths",
             "disabled",

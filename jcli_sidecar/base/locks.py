@@ -4,6 +4,9 @@
   published and while retention cleans.
 - The notebook write-back lock, ``<runtime dir>/locks/<hash of the notebook's
   real path>``: never beside the user's notebook.
+- A server's session-name lock, ``<hash>.names.lock`` in the runtime dir:
+  held while the names j-cli remembers for that server change
+  (:func:`private_lock`, never through a link).
 - The sidecar's lifetime and spawn locks (``<hash>.lock``, ``<hash>.spawn.lock``
   in the runtime dir): :func:`wait_for_lock` waits for their holder to go.
 """
@@ -20,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .nofollow import Dir
 
-__all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock", "wait_for_lock"]
+__all__ = ["notebook_lock", "notebook_lock_path", "outputs_lock", "private_lock", "wait_for_lock"]
 
 
 @contextlib.contextmanager
@@ -46,6 +49,24 @@ def outputs_lock(outputs: Dir):
     from .layout import LOCK_FILE
 
     return _held(outputs.open_fd(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600))
+
+
+def private_lock(path: str):
+    """Hold the lock file ``path`` in the runtime dir (blocking), created 0600; never through a link.
+
+    Raises:
+        OSError: ``path`` is a symlink (``ELOOP``), not a regular file of this
+            user (``EINVAL``), or cannot be opened or created.
+    """
+    import errno
+    import stat
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file of this user", path)
+    return _held(fd)
 
 
 def notebook_lock_path(runtime_dir: str, notebook: str) -> str:

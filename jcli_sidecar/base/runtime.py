@@ -17,6 +17,12 @@ paths are limited to about 107 bytes):
       <hash>.jupyter/        its Jupyter runtime dir
       locks/<hash>           notebook write-back locks (see jcli_sidecar.base.locks)
 
+and, per Jupyter server that does not list its sessions, named by a short
+hash of its base URL (never its token):
+
+      <hash>.names.json      the names of the sessions j-cli created there, 0600
+      <hash>.names.lock      held while that file is changed
+
 The runtime dir is never output storage. This module imports nothing heavy:
 clients on the warm path use it.
 
@@ -41,6 +47,7 @@ except ImportError:  # pragma: no cover - CPython always has it
 __all__ = [
     "MAX_SOCKET_PATH",
     "RUNTIME_FILES",
+    "SERVER_FILES",
     "SPAWN_LOCK_FD_ENV",
     "SidecarPaths",
     "disabled",
@@ -62,6 +69,12 @@ RUNTIME_FILES = {
     "server_log": ".server.log",
     "jupyter_runtime": ".jupyter",
     "unresponsive": ".unresponsive",
+}
+
+#: What each of a server's runtime files is called: ``<hash of its base URL><suffix>``.
+SERVER_FILES = {
+    "names": ".names.json",
+    "names_lock": ".names.lock",
 }
 
 #: The longest path a Unix socket may be bound to, in bytes (``sun_path`` holds 108, the last a NUL).

@@ -135,8 +135,18 @@ __all__, __getattr__ = lazy_face(
         "session_lookup": (
             "find_session",
             "find_sessions",
-            "is_full_id",
             "listed_sessions",
+            "visible_sessions",
+        ),
+        "session_names": (
+            "MEMORY_MAX_BYTES",
+            "NameMemory",
+            "create_remembered",
+            "forget_kernels",
+            "is_full_id",
+            "remembered_session",
+            "remembered_sessions",
+            "server_key",
         ),
         "stop_switch": (
             "IDLE_AFTER_INTERRUPT",

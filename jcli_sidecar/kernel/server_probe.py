@@ -117,7 +117,10 @@ def listing_forbidden(server: JupyterServer, err: Forbidden, wanted: str) -> Jcl
     label = {KERNEL_GATEWAY: "Kernel Gateway", ENTERPRISE_GATEWAY: "Enterprise Gateway"}.get(kind, "The server")
     message = f"{label} at {server.shown_url} does not list sessions (HTTP 403), so j-cli cannot {wanted}"
     if wanted.startswith(("find", "look")):
-        message += "; select the session by its full kernel id (session create prints it)"
+        message += (
+            "; select the session by its full kernel id (session create prints it);"
+            " a name selects only a session this user created here through j-cli, which remembers it"
+        )
     if setting:
         message += f"; to allow listing, start the server with {setting}"
     return Forbidden(message, **{**err.details, "server_kind": kind, "needs": "listing", "setting": setting})
