@@ -55,6 +55,7 @@ __all__, __getattr__ = lazy_face(
             "PathNotAllowed",
             "PeerRefused",
             "ProtocolError",
+            "ProxyAuthRequired",
             "RenderFailed",
             "RendererUnavailable",
             "RunNotFound",

@@ -27,6 +27,7 @@ The tree::
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   └── KernelDied                KERNEL_DIED (the kernel died or restarted mid-run)
     ├── NotAuthorized                 NOT_AUTHORIZED (HTTP 401: the token is missing or wrong)
+    ├── ProxyAuthRequired             PROXY_AUTH_REQUIRED (HTTP 407: the proxy wants credentials, or refused them)
     ├── Forbidden                     FORBIDDEN (HTTP 403: the server refuses this request)
     ├── KernelspecNotFound            KERNELSPEC_NOT_FOUND (no such kernel spec; a UsageError)
     ├── KernelMismatch                KERNEL_MISMATCH (the file asks for another kernel than the session's)
@@ -98,6 +99,7 @@ __all__ = [
     "PathNotAllowed",
     "PeerRefused",
     "ProtocolError",
+    "ProxyAuthRequired",
     "RenderFailed",
     "RendererUnavailable",
     "RunNotFound",
@@ -273,6 +275,12 @@ class NotAuthorized(JcliError):
     """The server answered 401: no token, or not the right one."""
 
     code = "NOT_AUTHORIZED"
+
+
+class ProxyAuthRequired(JcliError):
+    """The proxy the environment names answered 407: no credentials in its URL, or not the right ones (``proxy``, redacted)."""
+
+    code = "PROXY_AUTH_REQUIRED"
 
 
 class Forbidden(JcliError):

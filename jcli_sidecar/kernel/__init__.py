@@ -89,6 +89,14 @@ __all__, __getattr__ = lazy_face(
             "OutputCollector",
             "RATE_LIMIT_NOTE",
         ),
+        "proxy_route": (
+            "PROXY_VARIABLES",
+            "ProxyRoute",
+            "bypassed",
+            "is_loopback",
+            "proxy_environment",
+            "proxy_for",
+        ),
         "run_options": (
             "DEFAULT_CHECKPOINT_SECONDS",
             "DEFAULT_WRITEBACK_PACE",
@@ -139,6 +147,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "wire": (
             "HttpError",
+            "ProxyRefused",
             "Response",
             "WebSocket",
             "WireError",
