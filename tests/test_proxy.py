@@ -131,7 +131,8 @@ def test_no_proxy_sends_the_server_direct(proxied_jupyter, proxy, clean_env, tmp
         assert f"cannot connect to {PROXIED}:{proxied_jupyter['port']}" in err["message"] and "proxy" not in err, err
     assert len(proxy.connects()) == before  # nothing reached the proxy
     clean_env.setenv("NO_PROXY", f"{PROXIED}:1")  # another port: proxied again
-    assert run_cli("-j", "-s", proxied_jupyter["proxied"], "-t", proxied_jupyter["token"], "healthcheck", cwd=tmp_path).returncode == 0
+    health = run_cli("-j", "-s", proxied_jupyter["proxied"], "-t", proxied_jupyter["token"], "healthcheck", cwd=tmp_path)
+    assert health.returncode == 0 and health.json()["proxy"] == {"url": proxy.url(), "variable": "HTTP_PROXY"}
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
@@ -142,7 +143,8 @@ def test_loopback_is_never_proxied_whatever_the_variables_say(jupyter, clean_env
     url = jupyter["url"].rstrip("/").replace("127.0.0.1", host)
     clean_env.setenv("JCLI_JUPYTER_SERVER_URL", url)
     clean_env.setenv("JCLI_JUPYTER_SERVER_TOKEN", jupyter["token"])
-    assert run_cli("-j", "healthcheck", cwd=tmp_path).returncode == 0
+    health = run_cli("-j", "healthcheck", cwd=tmp_path)
+    assert health.returncode == 0 and health.json()["proxy"] is None, health.stderr
     name = f"lo-{os.urandom(3).hex()}"
     assert run_cli("session", "create", "-n", name, cwd=tmp_path).returncode == 0
     try:
