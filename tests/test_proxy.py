@@ -249,10 +249,18 @@ def test_the_sidecar_routes_by_the_clients_proxy_variables_not_its_own(proxied_j
         ran = run_cli("-j", "exec", name, "-c", "print('via the sidecar')", cwd=tmp_path)
         assert ran.returncode == 0 and ran.json()["text"] == "via the sidecar\n", ran.stderr
         assert run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["kernels"]["opened"] == 1
+        job = run_cli("-j", "exec", name, "-c", "print('a job through the tunnel')", "--background", cwd=tmp_path)
+        assert job.returncode == 0, job.stderr
+        waited = run_cli("-j", "job", "wait", job.json()["job_id"], cwd=tmp_path)
+        ended = waited.json()["jobs"][0]
+        assert ended["state"] == "ok" and ended["result"]["text"] == "a job through the tunnel\n", waited.stdout
+        opened = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["kernels"]["opened"]
         clean_env.setenv("NO_PROXY", ".proxied.test")  # this client says direct: the held connection is not its route
         direct = run_cli("-j", "exec", name, "-c", "print(2)", cwd=tmp_path)
         assert direct.returncode == 1 and direct.error()["code"] == "SERVER_UNAVAILABLE", _text(direct)
-        assert run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["kernels"]["opened"] == 1
+        assert run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["kernels"]["opened"] == opened
+        refused = run_cli("-j", "exec", name, "-c", "print(3)", "--background", cwd=tmp_path)
+        assert refused.returncode == 1 and refused.error()["code"] == "SERVER_UNAVAILABLE", _text(refused)
     finally:
         clean_env.delenv("NO_PROXY")
         assert run_cli("session", "kill", name, cwd=tmp_path).returncode == 0
