@@ -144,14 +144,14 @@ _PART_WORDS = {"skill": "the j-cli skill", "hook": "the guards", "tool": "the no
 
 def _part_options(host: HostSetup) -> list[click.Parameter]:
     """``--only PART`` (repeatable) and ``--skill-dir DIR``; hidden where the host has no choice to offer (upstream's spellings)."""
-    groups = " ".join("+".join(group) for group in host.part_groups)
+    together = "".join(f"; {' and '.join(group)} go together" for group in host.part_groups if len(group) > 1)
     return [
         click.Option(
             ["--only"],
             multiple=True,
             type=click.Choice(list(PARTS)),
             hidden=len(host.part_groups) < 2,
-            help=f"Install (or with --remove, remove) only this part; repeat for more (default: all; parts go together as {groups}).",
+            help=f"Install (or with --remove, remove) only this part; repeat for more (default: all{together}).",
         ),
         click.Option(
             ["--skill-dir", "skill_dir"],
