@@ -185,7 +185,9 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
         command = setup.commands[name]
         flags = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
-        assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"}
+        parts = {"--only"} if len(host.part_groups) > 1 else set()  # a choice of parts to offer
+        skill = {"--skill-dir"} if "skill" in host.parts else set()
+        assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"} | parts | skill
 
 
 def test_what_the_model_receives_names_each_hosts_pinned_version_and_its_turn_suite():

@@ -134,13 +134,21 @@ def test_setup_takes_upstreams_scope_names(tmp_path, host, flag, scope):
     assert ours.returncode == 0 and ours.json()["changed"] is False
 
 
-@pytest.mark.parametrize("extra", [("--only", "skill"), ("--skill-dir", "skills")])
-def test_setup_says_what_it_does_not_do_and_writes_nothing(tmp_path, extra):
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (("setup", "opencode", "--only", "skill"), "j-cli setup opencode --only hook --only tool"),
+        (("setup", "opencode", "--skill-dir", "skills"), "run `j-cli setup opencode` without --skill-dir"),
+        (("setup", "dsh", "--only", "hook"), "j-cli setup dsh --only hook --only tool"),
+        (("setup", "codex", "--only", "hook", "--skill-dir", "skills"), "add `--only skill`"),
+    ],
+)
+def test_setup_parts_it_cannot_choose_say_what_to_type_and_write_nothing(tmp_path, argv, says):
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
-    result = run_cli("setup", "codex", *extra, cwd=tmp_path, env=env)
-    assert result.returncode == 2 and b"docs/migration.md" in result.stderr
+    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), "XDG_CONFIG_HOME": str(home / ".config")}
+    result = run_cli(*argv, cwd=tmp_path, env=env)
+    assert result.returncode == 2 and says.encode() in result.stderr, result.stderr
     assert sorted(os.listdir(home)) == [] and sorted(os.listdir(tmp_path)) == ["home"]
 
 
@@ -152,7 +160,8 @@ def test_setup_says_what_it_does_not_do_and_writes_nothing(tmp_path, extra):
         (("session", "list", "--help"), "--no-vars"),
         (("convert", "py-to-ipynb", "--help"), "--allow-mixed-cell-ids"),
         (("notebook", "output", "--help"), "--supported-mime"),
-        (("setup", "codex", "--help"), "--skill-dir"),
+        (("setup", "opencode", "--help"), "--skill-dir"),
+        (("setup", "opencode", "--help"), "--only"),
         (("setup", "git", "--help"), "--local"),
     ],
 )

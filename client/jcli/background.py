@@ -113,7 +113,7 @@ def _call(paths, args: dict[str, Any]) -> dict[str, Any]:
 
 def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, py_wins, display_mode, no_stream, any_kernel, queue, runs):
     from jcli_sidecar.base import open_jobs, os_error, workspace_of
-    from jcli_sidecar.kernel import check_display_mode, is_notebook_file, resolve_timeout
+    from jcli_sidecar.kernel import check_display_mode, is_notebook_file, proxy_environment, resolve_timeout
     from jcli_sidecar.runs import resolve_policy
 
     from .embedded import resolve_server, server_address
@@ -142,6 +142,7 @@ def _start(server_url, token, session_key, code, file_path, cell_spec, timeout, 
         srv = None if address is not None else resolve_server(server_url, token)
         args.update(kind="inline", code=_code_to_run(code, file_path))
         args["server"] = {"url": address[0], "token": address[1]} if srv is None else {"url": srv.url, "token": srv.token}
+    args["server"]["proxy_env"] = proxy_environment()  # the job's connections go as this client's would
     try:
         open_jobs(cwd, create=True).close()  # the job's record must be writable here, as its outputs must
     except OSError as exc:

@@ -23,7 +23,7 @@ from .notebook_cmd import NOTEBOOK_COMMANDS
 from .output_cmd import output
 from .read_command import run_read
 from .read_options import READ_COMMANDS
-from .setup.host_commands import HOST_SETUPS, HostSetup
+from .setup.host_commands import HOST_SETUPS, PARTS, HostSetup
 from .sidecar_cmd import sidecar
 from .vars_cmd import vars_command
 
@@ -114,14 +114,15 @@ def _run_setup(action) -> None:
 
 
 def _make_host_setup_command(host: HostSetup) -> click.Command:
-    """``j-cli setup NAME`` from the host's row: one flag per scope (the first is the default) and ``--remove``.
+    """``j-cli setup NAME`` from the host's row: one flag per scope (the first is the default), ``--remove``, ``--only``, ``--skill-dir``.
 
-    ``jcli.setup.<name>.setup_<name>(scope, project, remove)`` does the work.
+    ``jcli.setup.<name>.setup_<name>(scope, project, remove, parts=..., skill_dir=...)`` does the work.
     """
     first, *others = host.scopes
     params: list[click.Parameter] = [click.Option([f"--{first[0]}", "scope"], flag_value=first[0], default=True, help=first[1])]
     params += [click.Option([f"--{scope}", "scope"], flag_value=scope, help=text) for scope, text in others]
     params.append(click.Option(["--remove"], is_flag=True, help=host.remove_help))
+    params.extend(_part_options(host))
     params.extend(_upstream_setup_options(host))
 
     def callback(scope: str, remove: bool, force: bool, only: tuple[str, ...], skill_dir: str | None) -> None:
@@ -131,12 +132,68 @@ def _make_host_setup_command(host: HostSetup) -> click.Command:
 
         from .setup.host_path import with_path_check
 
-        _refuse_upstream_setup_options(only, skill_dir)
-
+        parts, skills = _selected_parts(host, only, skill_dir)
         run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
-        _run_setup(lambda: with_path_check(run(scope, workspace_of(), remove)))
+        _run_setup(lambda: with_path_check(run(scope, workspace_of(), remove, parts=parts, skill_dir=skills)))
 
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
+
+
+_PART_WORDS = {"skill": "the j-cli skill", "hook": "the guards", "tool": "the notebook-output tool"}
+
+
+def _part_options(host: HostSetup) -> list[click.Parameter]:
+    """``--only PART`` (repeatable) and ``--skill-dir DIR``; hidden where the host has no choice to offer (upstream's spellings)."""
+    together = "".join(f"; {' and '.join(group)} go together" for group in host.part_groups if len(group) > 1)
+    return [
+        click.Option(
+            ["--only"],
+            multiple=True,
+            type=click.Choice(list(PARTS)),
+            hidden=len(host.part_groups) < 2,
+            help=f"Install (or with --remove, remove) only this part; repeat for more (default: all{together}).",
+        ),
+        click.Option(
+            ["--skill-dir", "skill_dir"],
+            metavar="DIR",
+            hidden="skill" not in host.parts,
+            help="Put the skill in DIR/j-cli/ instead of the scope's skills dir (give it to --remove too; setup status does not look there).",
+        ),
+    ]
+
+
+def _selected_parts(host: HostSetup, only: tuple[str, ...], skill_dir: str | None) -> tuple[frozenset[str], str | None]:
+    """The parts ``--only`` chose (all when none) and the ``--skill-dir`` path, checked against the host's row.
+
+    Raises:
+        click.UsageError: a part the host does not install, half of a group, or ``--skill-dir`` without the skill;
+            each message says what to type instead.
+    """
+    chosen = frozenset(only) or host.parts
+    command = f"j-cli setup {host.name}"
+    missing = sorted(chosen - host.parts, key=PARTS.index)
+    if missing:
+        offered = " ".join(f"--only {part}" for part in PARTS if part in host.parts)
+        raise click.UsageError(
+            f"j-cli installs no {' or '.join(missing)} for {host.name} (its parts are {', '.join(sorted(host.parts, key=PARTS.index))}): "
+            f"run `{command}` for all of them, or `{command} {offered}`"
+        )
+    for group in host.part_groups:
+        if chosen & set(group) and not set(group) <= chosen:
+            words = " and ".join(_PART_WORDS[part] for part in group)
+            together = " ".join(f"--only {part}" for part in group)
+            raise click.UsageError(f"for {host.name}, {words} are one plugin file, installed together: run `{command} {together}`")
+    if skill_dir is None:
+        return chosen, None
+    if "skill" not in chosen:
+        if "skill" not in host.parts:
+            raise click.UsageError(f"j-cli installs no skill for {host.name}: run `{command}` without --skill-dir")
+        raise click.UsageError("--skill-dir places the skill, which --only left out: add `--only skill`, or drop --skill-dir")
+    if not skill_dir.strip():
+        raise click.UsageError("--skill-dir is empty; give the directory the skill's j-cli/ folder goes in")
+    import os
+
+    return chosen, os.path.abspath(os.path.expanduser(skill_dir))
 
 
 #: Upstream jupyter-jcli's scope flags that j-cli spells otherwise, per host: flag -> j-cli scope.
@@ -149,26 +206,12 @@ _UPSTREAM_SCOPES = {
 
 
 def _upstream_setup_options(host: HostSetup) -> list[click.Parameter]:
-    """Upstream's ``setup HOST`` spellings, hidden: its scope names, ``--force``, ``--only``, ``--skill-dir``."""
+    """Upstream's ``setup HOST`` spellings, hidden: its scope names and ``--force``."""
     params: list[click.Parameter] = [
         click.Option([f"--{flag}", "scope"], flag_value=scope, hidden=True) for flag, scope in _UPSTREAM_SCOPES[host.name].items()
     ]
     params.append(click.Option(["--force"], is_flag=True, hidden=True))  # j-cli always replaces its own entries
-    params.append(click.Option(["--only"], multiple=True, type=click.Choice(["skill", "hook", "tool"]), hidden=True))
-    params.append(click.Option(["--skill-dir", "skill_dir"], hidden=True))
     return params
-
-
-def _refuse_upstream_setup_options(only: tuple[str, ...], skill_dir: str | None) -> None:
-    """``--only`` of part of the set and ``--skill-dir``: upstream's, which j-cli does not do (a usage error that says so)."""
-    if only and set(only) != {"skill", "hook", "tool"}:
-        raise click.UsageError(
-            "j-cli's setup installs a host's skill, hooks and tool together; --only is not supported (see docs/migration.md)"
-        )
-    if skill_dir is not None:
-        raise click.UsageError(
-            "j-cli's setup puts the skill where the host reads it for the scope chosen; --skill-dir is not supported (see docs/migration.md)"
-        )
 
 
 for _host in HOST_SETUPS.values():

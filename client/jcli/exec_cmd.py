@@ -279,7 +279,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     """The core's inline run (:mod:`jcli_sidecar.kernel.inline_run`), through the sidecar when one is used; then print."""
     import time
 
-    from jcli_sidecar.kernel import ExecutionResult, finish_inline
+    from jcli_sidecar.kernel import ExecutionResult, finish_inline, proxy_environment
     from jcli_sidecar.runs import resolve_policy
 
     from .embedded import resolve_server, server_address
@@ -298,6 +298,7 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
         "timeout": timeout,
         "display_mode": settings.display_mode,
     }
+    request["server"]["proxy_env"] = proxy_environment()  # the sidecar routes by this client's proxy variables, not its own
     row, failure = exec_inline(
         request,
         result=result,

@@ -121,9 +121,13 @@ def healthcheck(ctx: click.Context) -> None:
         "default_kernel": specs.get("default"),
         "kernelspecs": sorted((specs.get("kernelspecs") or {}).keys()),
         "notes": notes,
+        # through which proxy (redacted) and from which variable; null: reached directly
+        "proxy": None if srv.proxy is None else {"url": srv.proxy.shown, "variable": srv.proxy.variable},
     }
     counted = f"{kernels} kernel(s)" if kernels is not None else "kernels not listed"
     human = f"ok: {srv.shown_url} ({info.kind.replace('_', ' ')} {info.gateway_version or info.version}), {counted}, default kernel {doc['default_kernel']}"
+    if srv.proxy is not None:
+        human += f", through {srv.proxy.named()}"
     finish(ctx, with_health(doc), "\n".join([human, *notes]))
 
 

@@ -56,6 +56,7 @@ __all__, __getattr__ = lazy_face(
             "PathNotAllowed",
             "PeerRefused",
             "ProtocolError",
+            "ProxyAuthRequired",
             "RenderFailed",
             "RendererUnavailable",
             "RunNotFound",

@@ -18,15 +18,10 @@ The tree's branches (every other class is a leaf right under ``JcliError``)::
     │   └── SidecarUnavailable        SIDECAR_UNAVAILABLE
     └── InternalError                 INTERNAL_ERROR (a bug; never bad input)
 
-Leaves that mean what a built-in means subclass it too: ``FileNotFound``
-(``FileNotFoundError``), ``CellNotFound`` and ``OutputNotFound``
-(``IndexError``), ``MimeNotFound`` (``KeyError``), ``OutputDataInvalid``
-(``ValueError``), ``PathNotAllowed`` (``PermissionError``), ``Timeout``
-(``TimeoutError``).
-
-The first paragraph of each class's docstring says when it is raised: it is
-the meaning ``docs/reference/errors.md`` shows (``make docs`` writes that
-page, with the whole tree, every code and its exit status).
+Leaves that mean what a built-in means subclass it too (``FileNotFound`` is a
+``FileNotFoundError``). Each class's docstring's first paragraph says when it
+is raised: ``make docs`` writes it in ``docs/reference/errors.md``, with the
+whole tree, every code and its exit status.
 
 Messages never carry payload data (base64 above all): they name files,
 indexes and sizes only. Extra machine-readable facts go in ``details``.
@@ -78,6 +73,7 @@ __all__ = [
     "PathNotAllowed",
     "PeerRefused",
     "ProtocolError",
+    "ProxyAuthRequired",
     "RenderFailed",
     "RendererUnavailable",
     "RunNotFound",
@@ -298,6 +294,12 @@ class NotAuthorized(JcliError):
     code = "NOT_AUTHORIZED"
 
 
+class ProxyAuthRequired(JcliError):
+    """The proxy the environment names answered 407: no credentials in its URL, or not the right ones (``proxy``, redacted)."""
+
+    code = "PROXY_AUTH_REQUIRED"
+
+
 class Forbidden(JcliError):
     """The token is good, but the server refuses the request (HTTP 403): a gateway that does not list sessions, a kernel user it refuses; ``setting`` names the switch when j-cli knows it."""
 
@@ -438,20 +440,15 @@ def internal_error(exc: BaseException) -> InternalError:
 
 
 def _all_leaves(cls: type[JcliError]) -> list[type[JcliError]]:
-    found = [cls]
-    for sub in cls.__subclasses__():
-        found.extend(_all_leaves(sub))
-    return found
+    return [cls, *(leaf for sub in cls.__subclasses__() for leaf in _all_leaves(sub))]
 
 
 _BY_CODE: dict[str, type[JcliError]] = {c.code: c for c in _all_leaves(JcliError)}
 ERROR_CODES: frozenset[str] = frozenset(_BY_CODE)
 
-#: Upstream jupyter-jcli 0.9.7's error codes, each with j-cli's code for the same condition; the
-#: error of that code lists it in ``code_aliases``. ``EXECUTION_ERROR`` (the code raised) is no
-#: j-cli error: a result with ``status: "error"`` says it, and its ``error`` object (and a notebook
-#: run's summary) lists the alias. ``INTERRUPT_FAILED`` is an ``INTERRUPTED`` whose kernel could not
-#: be interrupted: that error alone lists it.
+#: Upstream jupyter-jcli 0.9.7's error codes, each with j-cli's code for the same condition (listed in that error's
+#: ``code_aliases``). ``EXECUTION_ERROR`` (code raised) is a result's ``status: "error"``, whose ``error`` lists the
+#: alias; ``INTERRUPT_FAILED`` is an ``INTERRUPTED`` whose kernel could not be interrupted: that error alone lists it.
 UPSTREAM_CODES: dict[str, str | None] = {
     "CONNECTION_FAILED": "SERVER_UNAVAILABLE",
     "EXECUTION_ERROR": None,

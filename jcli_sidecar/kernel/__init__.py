@@ -106,6 +106,14 @@ __all__, __getattr__ = lazy_face(
             "OutputCollector",
             "RATE_LIMIT_NOTE",
         ),
+        "proxy_route": (
+            "PROXY_VARIABLES",
+            "ProxyRoute",
+            "bypassed",
+            "is_loopback",
+            "proxy_environment",
+            "proxy_for",
+        ),
         "run_budget": (
             "RunBudget",
             "per_cell_note",
@@ -170,6 +178,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "wire": (
             "HttpError",
+            "ProxyRefused",
             "Response",
             "WebSocket",
             "WireError",

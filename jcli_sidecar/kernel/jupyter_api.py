@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from ..base.errors import Forbidden, JcliError, ServerUnavailable, SessionNotFound, UsageError
+from ..base.errors import Forbidden, JcliError, ProxyAuthRequired, ServerUnavailable, SessionNotFound, UsageError
+from .proxy_route import proxy_environment, proxy_for
 from .server_replies import reply_error
 from .urls import redact_url, split_server_url
-from .wire import HttpError, WireError, http_request, open_websocket
+from .wire import HttpError, ProxyRefused, WireError, http_request, open_websocket
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from .server_probe import ServerInfo
@@ -34,9 +36,13 @@ class JupyterServer:
     cut off, and its token used when ``token`` is empty
     (:func:`~jcli_sidecar.kernel.urls.split_server_url`).
 
+    ``proxy_env`` holds the proxy variables to decide the route from
+    (:func:`~jcli_sidecar.kernel.proxy_route.proxy_for`): a sidecar
+    passes the ones its client had; None reads this process's environment.
+
     Raises:
         UsageError: a malformed URL (see :func:`~jcli_sidecar.kernel.urls.check_server_url`),
-            or a token that an HTTP header cannot carry.
+            a token that an HTTP header cannot carry, or a malformed or unsupported proxy variable.
 
     Example:
         >>> JupyterServer("http://127.0.0.1:8888/user/me/", "t").api("kernels")
@@ -45,7 +51,7 @@ class JupyterServer:
         'https://***@hub.example/user/me'
     """
 
-    def __init__(self, url: str, token: str = "", timeout: float = 30.0) -> None:
+    def __init__(self, url: str, token: str = "", timeout: float = 30.0, *, proxy_env: Mapping[str, str] | None = None) -> None:
         self.url, url_token = split_server_url(url)
         token = token or url_token  # a token given on its own wins over one in the URL
         self.shown_url = redact_url(self.url)
@@ -53,7 +59,27 @@ class JupyterServer:
             raise UsageError("the token holds characters an HTTP header cannot carry (it must be printable ASCII)")
         self.token = token
         self.timeout = timeout
+        #: The proxy variables the route was decided from (what a client hands its sidecar).
+        self.proxy_env = proxy_environment(proxy_env)
+        self.proxy = proxy_for(self.url, self.proxy_env)
         self._info: ServerInfo | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What tells two servers' connections apart: URL, token and the route (connections are reused within one key)."""
+        route = self.proxy
+        return (self.url, self.token, "" if route is None else f"{route.host}:{route.port}:{route.authorization or ''}")
+
+    def _unreachable(self, what: str, exc: WireError) -> JcliError:
+        """``what`` (the failure's first words) as a coded error for a connection that failed: ``PROXY_AUTH_REQUIRED`` for a 407, else ``SERVER_UNAVAILABLE``."""
+        details: dict[str, Any] = {"url": self.shown_url}
+        if self.proxy is not None:
+            details.update(proxy=self.proxy.shown, proxy_variable=self.proxy.variable)
+        if isinstance(exc, ProxyRefused):
+            details["proxy_status"] = exc.status
+            if exc.status == 407:
+                return ProxyAuthRequired(f"{what}: {exc}", **details)
+        return ServerUnavailable(f"{what}: {exc}", **details)
 
     def api(self, path: str) -> str:
         return f"{self.url}/api/{path}" if path else f"{self.url}/api"
@@ -77,9 +103,11 @@ class JupyterServer:
                 ``SERVER_NOT_RUNNING`` for JupyterHub's answer about a server that is not running).
         """
         try:
-            response = http_request(method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout)
+            response = http_request(
+                method, self.api(path), headers=self._headers(), body=body, timeout=timeout or self.timeout, proxy=self.proxy
+            )
         except WireError as exc:
-            raise ServerUnavailable(f"Jupyter Server at {self.shown_url} is unreachable: {exc}", url=self.shown_url) from None
+            raise self._unreachable(f"Jupyter Server at {self.shown_url} is unreachable", exc) from None
         except HttpError as exc:
             if raw_errors:
                 raise
@@ -187,9 +215,9 @@ class JupyterServer:
         base = self.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
         url = f"{base}/api/kernels/{quote(kernel_id)}/channels?session_id={quote(session_id)}"
         try:
-            return open_websocket(url, headers=self._headers(), timeout=self.timeout)
+            return open_websocket(url, headers=self._headers(), timeout=self.timeout, proxy=self.proxy)
         except WireError as exc:
-            raise ServerUnavailable(f"kernel channels at {self.shown_url} are unreachable: {exc}", url=self.shown_url) from None
+            raise self._unreachable(f"kernel channels at {self.shown_url} are unreachable", exc) from None
         except HttpError as exc:
             if exc.status == 404:
                 raise SessionNotFound(f"kernel {kernel_id} is gone (was it shut down?)") from None

@@ -27,7 +27,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["HttpError", "Response", "WebSocket", "WireError", "http_request", "open_websocket"]
+    from .proxy_route import ProxyRoute
+
+__all__ = ["HttpError", "ProxyRefused", "Response", "WebSocket", "WireError", "http_request", "open_websocket"]
 
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
@@ -37,6 +39,14 @@ _CHUNK = 1 << 16
 
 class WireError(OSError):
     """The connection failed or the peer broke the protocol."""
+
+
+class ProxyRefused(WireError):
+    """The proxy answered the ``CONNECT`` with a status other than 2xx (``status``; 407: it wants credentials)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class HttpError(Exception):
@@ -63,7 +73,7 @@ class Response:
         return json.loads(self.body) if self.body else None
 
 
-def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
+def _connect(url: str, timeout: float, proxy: ProxyRoute | None = None) -> tuple[socket.socket, str, str]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https", "ws", "wss"):
         raise WireError(f"unsupported URL scheme {parts.scheme!r}")
@@ -73,17 +83,20 @@ def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
         port = parts.port or (443 if secure else 80)
     except ValueError:
         raise WireError("the URL has an invalid port") from None
-    try:
-        sock = socket.create_connection((host, port), timeout=timeout)
-    except OSError as exc:
-        raise WireError(f"cannot connect to {host}:{port} ({os_reason(exc)})") from None
-    except ValueError:  # UnicodeError included: a host name with an empty or overlong label
-        raise WireError(f"cannot connect to {host}:{port} (the host name is invalid)") from None
+    if proxy is not None:
+        sock = _tunnel(proxy, host, port, timeout)
+    else:
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise WireError(f"cannot connect to {host}:{port} ({os_reason(exc)})") from None
+        except ValueError:  # UnicodeError included: a host name with an empty or overlong label
+            raise WireError(f"cannot connect to {host}:{port} (the host name is invalid)") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if secure:
         import ssl
 
-        try:
+        try:  # through a tunnel too: the server's own name for SNI and the certificate check
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
             sock.close()
@@ -91,8 +104,47 @@ def _connect(url: str, timeout: float) -> tuple[socket.socket, str, str]:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    named = f"[{host}]" if ":" in host else host
+    netloc = named if parts.port is None else f"{named}:{parts.port}"
     return sock, netloc, path
+
+
+def _tunnel(proxy: ProxyRoute, host: str, port: int, timeout: float) -> socket.socket:
+    """A connection to ``host:port`` through ``proxy``'s ``CONNECT`` tunnel (RFC 9110 9.3.6).
+
+    Raises:
+        ProxyRefused: the proxy answered other than 2xx.
+        WireError: the proxy cannot be reached, broke the exchange, or did not answer in time.
+    """
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        sock = socket.create_connection((proxy.host, proxy.port), timeout=timeout)
+    except OSError as exc:
+        raise WireError(f"cannot connect to {proxy.named()}: {os_reason(exc)}") from None
+    except ValueError:
+        raise WireError(f"cannot connect to {proxy.named()}: its host name is invalid") from None
+    head = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else {}
+    try:
+        sock.sendall(_head_lines("CONNECT", target, target, head))
+        reader = _Reader(sock)
+        status, reason, _headers = _read_head(reader)
+        if not 200 <= status < 300:
+            reason = "".join(ch for ch in reason[:80] if " " <= ch <= "~")
+            hint = "; it wants credentials (http://USER:PASSWORD@host:port) or refused the ones given" if status == 407 else ""
+            raise ProxyRefused(f"{proxy.named()} answered {status} {reason} to CONNECT {target}{hint}".replace("  ", " "), status)
+    except TimeoutError:
+        sock.close()
+        raise WireError(f"no answer from {proxy.named()} within {timeout:g} s") from None
+    except ProxyRefused:
+        sock.close()
+        raise
+    except (OSError, ValueError) as exc:  # WireError included
+        sock.close()
+        raise WireError(f"{proxy.named()} broke the CONNECT to {target} ({exc})") from None
+    if reader.pending():  # the server speaks only after our request (or TLS hello): these bytes are the proxy's
+        sock.close()
+        raise WireError(f"{proxy.named()} sent bytes before the tunnel to {target} opened")
+    return sock
 
 
 class _Reader:
@@ -233,14 +285,18 @@ def http_request(
     headers: dict[str, str] | None = None,
     body: Any = None,
     timeout: float = 30.0,
+    proxy: ProxyRoute | None = None,
 ) -> Response:
     """One HTTP request on its own connection; JSON ``body`` is encoded.
 
+    Args:
+        proxy: tunnel through this proxy (:func:`~jcli_sidecar.kernel.proxy_route.proxy_for`); None connects directly.
+
     Raises:
-        WireError: the connection failed or the answer is not HTTP.
+        WireError: the connection failed or the answer is not HTTP (:class:`ProxyRefused`: the proxy said no).
         HttpError: a non-2xx status.
     """
-    sock, netloc, path = _connect(url, timeout)
+    sock, netloc, path = _connect(url, timeout, proxy)
     try:
         data = b"" if body is None else json.dumps(body).encode("utf-8")
         head = {"Connection": "close", "Accept": "application/json", **(headers or {})}
@@ -377,14 +433,14 @@ def _mask(payload: bytes | bytearray, mask: bytes) -> bytes:
     return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
 
 
-def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: float = 30.0) -> WebSocket:
-    """Open a client WebSocket to ``ws://`` or ``wss://`` ``url``.
+def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: float = 30.0, proxy: ProxyRoute | None = None) -> WebSocket:
+    """Open a client WebSocket to ``ws://`` or ``wss://`` ``url`` (through ``proxy``'s tunnel when given).
 
     Raises:
-        WireError: connection or handshake failure.
+        WireError: connection or handshake failure (:class:`ProxyRefused`: the proxy said no).
         HttpError: the server refused the upgrade.
     """
-    sock, netloc, path = _connect(url, timeout)
+    sock, netloc, path = _connect(url, timeout, proxy)
     key = base64.b64encode(os.urandom(16)).decode("ascii")
     head = {
         "Upgrade": "websocket",

@@ -52,6 +52,7 @@ __all__, __getattr__ = lazy_face(
             "HeldKernels",
             "IDLE_SECONDS",
             "MAX_IDLE",
+            "proxy_variables",
             "run_streamed",
         ),
         "liveness": (

@@ -26,6 +26,7 @@ import time
 
 from ..base.errors import JcliError, ProtocolError, internal_error
 from ..kernel.stop_switch import StopSwitch
+from .held_kernels import proxy_variables
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class HeldJobs:
         url, token, key = server_args.get("url"), server_args.get("token"), args.get("session")
         if not isinstance(url, str) or not isinstance(token, str) or not isinstance(key, str):
             raise ProtocolError("job.start needs server {url, token} and session")
-        server = self.kernels.server(url, token)
+        server = self.kernels.server(url, token, proxy_variables(server_args))
         session = find_session(server, key)
         job_id = new_job_id()
         queue = bool(args.get("queue"))

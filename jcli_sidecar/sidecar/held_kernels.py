@@ -1,7 +1,7 @@
 """``kernel.exec`` in the sidecar: kernel connections held between runs, and one run streamed back.
 
 :class:`HeldKernels` keeps the websockets of the kernels a workspace uses,
-keyed by server URL, token and kernel id, so a run pays neither the
+keyed by server URL, token, proxy route and kernel id, so a run pays neither the
 websocket handshake nor the server wiring up the kernel's channels. A held
 connection is used by one run at a time: two runs on the same kernel at
 once each get a connection of their own (and route the kernel's messages
@@ -35,14 +35,14 @@ if TYPE_CHECKING:
 
     from ..kernel.jupyter_api import JupyterServer
 
-__all__ = ["HeldKernels", "IDLE_SECONDS", "MAX_IDLE", "run_streamed"]
+__all__ = ["HeldKernels", "IDLE_SECONDS", "MAX_IDLE", "proxy_variables", "run_streamed"]
 
 #: A held connection unused for this long is closed.
 IDLE_SECONDS = 300.0
 #: At most this many connections are held between runs (all kernels together).
 MAX_IDLE = 8
 
-_Key = tuple[str, str, str]
+_Key = tuple[tuple[str, str, str], str]  # (JupyterServer.key, kernel id)
 
 
 class HeldKernels:
@@ -53,7 +53,7 @@ class HeldKernels:
         self.max_idle = max_idle
         self._lock = threading.Lock()
         self._idle: dict[_Key, list[tuple[KernelConnection, float]]] = {}
-        self._servers: dict[tuple[str, str], JupyterServer] = {}
+        self._servers: dict[tuple[str, str, tuple[tuple[str, str], ...]], JupyterServer] = {}
         self._runs: dict[str, StopSwitch] = {}
         #: kernel id -> the background job running on it (one run per kernel while a job holds it)
         self._jobs: dict[str, str] = {}
@@ -61,21 +61,29 @@ class HeldKernels:
         self.opened = 0
         self.reused = 0
 
-    def server(self, url: str, token: str) -> JupyterServer:
-        """One :class:`JupyterServer` per URL and token (its probe is asked once)."""
+    def server(self, url: str, token: str, proxy_env: dict[str, str] | None = None) -> JupyterServer:
+        """One :class:`JupyterServer` per URL, token and proxy variables (its probe is asked once).
+
+        ``proxy_env`` is the client's proxy variables
+        (:func:`~jcli_sidecar.kernel.proxy_route.proxy_environment`): the
+        route is decided from them, never from this process's environment,
+        which is that of whichever client started the sidecar.
+        """
         from ..kernel.jupyter_api import JupyterServer
 
+        env = dict(proxy_env or {})
+        key = (url, token, tuple(sorted(env.items())))
         with self._lock:
-            found = self._servers.get((url, token))
+            found = self._servers.get(key)
         if found is None:
-            found = JupyterServer(url, token)  # raises UsageError on a malformed URL or token
+            found = JupyterServer(url, token, proxy_env=env)  # raises UsageError on a malformed URL, token or proxy
             with self._lock:
-                found = self._servers.setdefault((url, token), found)
+                found = self._servers.setdefault(key, found)
         return found
 
     def take(self, server: JupyterServer, kernel_id: str) -> KernelConnection:
         """A connection to ``kernel_id`` for one run: a held one that is still good, else a new one."""
-        key = (server.url, server.token, kernel_id)
+        key = (server.key, kernel_id)
         while True:
             with self._lock:
                 held = self._idle.get(key)
@@ -153,7 +161,7 @@ class HeldKernels:
 
     def give_back(self, kernel: KernelConnection) -> None:
         """Keep a connection whose run ended cleanly, for the next run (or close it when enough are kept)."""
-        key = (kernel.server.url, kernel.server.token, kernel.kernel_id)
+        key = (kernel.server.key, kernel.kernel_id)
         with self._lock:
             if sum(len(v) for v in self._idle.values()) < self.max_idle:
                 self._idle.setdefault(key, []).append((kernel, time.monotonic()))
@@ -262,7 +270,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
         raise ProtocolError("kernel.exec: timeout must be a number or nil")
     timeout = check_timeout(timeout)
-    server = kernels.server(_text(server_args, "url"), _text(server_args, "token"))
+    server = kernels.server(_text(server_args, "url"), _text(server_args, "token"), proxy_variables(server_args))
     stop = StopSwitch()
     stop.defer()  # a client's signal is recorded from the start; execute() checks it before sending
     kernels.register(run_id, stop)
@@ -292,6 +300,20 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         "dropped": result.dropped,
         "failure": None if failure is None else failure.to_dict(),
     }
+
+
+def proxy_variables(server_args: dict[str, Any]) -> dict[str, str]:
+    """The client's proxy variables from a request's ``server`` map (``proxy_env``; none when absent).
+
+    Raises:
+        ProtocolError: ``proxy_env`` is not a map of text to text.
+    """
+    env = server_args.get("proxy_env")
+    if env is None:
+        return {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ProtocolError("server.proxy_env must map variable names to text")
+    return env
 
 
 def _events_to(send: Callable[[dict[str, Any]], None]) -> Callable[..., None]:

@@ -31,6 +31,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv, mcp_user_args
+from .host_commands import ALL_PARTS
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -260,8 +261,14 @@ def installed_entry(scope: str, project: str) -> dict[str, Any] | None:
     return entry if _ours(entry) else None
 
 
-def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
-    """Install (or remove) j-cli's MCP server and skill for Claude Code.
+def setup_claude(
+    scope: str, project: str, remove: bool = False, *, parts: frozenset[str] = ALL_PARTS, skill_dir: str | None = None
+) -> dict[str, Any]:
+    """Install (or remove) j-cli's MCP server, guards and skill for Claude Code.
+
+    Args:
+        parts: which of ``skill``, ``hook`` (the guards) and ``tool`` (the MCP server) to install or remove.
+        skill_dir: the skill goes to ``skill_dir/j-cli/`` instead of the scope's skills dir.
 
     Raises:
         ConfigInvalid: the file is not a JSON object (or a regular UTF-8 file),
@@ -270,40 +277,58 @@ def setup_claude(scope: str, project: str, remove: bool = False) -> dict[str, An
         OutputSaveFailed: a file to change is read-only.
     """
     config, skills = claude_paths(scope, project)
+    skills = skill_dir or skills
     settings = settings_path(scope, project)
-    cur = files.read(config)
+    cur = files.read(config) if "tool" in parts else files.Current(config, config, None)  # the config only for the tool
     doc = _load(cur.text, config)
     keys = _keys(scope, project)
-    result: dict[str, Any] = {"host": "claude", "scope": scope, "config": config, "hooks": settings}
+    result: dict[str, Any] = {"host": "claude", "scope": scope, "parts": sorted(parts)}
+    if "tool" in parts:
+        result["config"] = config
+    if "hook" in parts:
+        result["hooks"] = settings
     plan = files.Plan()
     if remove:
-        hooks_removed, _, dropped = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
-        current = _holder(doc, keys).get(NAME)
-        if _ours(current):
-            dropped[:0] = [f"MCP server {NAME} in {config}: {'; '.join(edits)}" for edits in [entry_edits(current)] if edits]
-        removed = _plan_removal(plan, cur, doc, keys)
-        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
-        result.update(removed=removed or hooks_removed, hooks_removed=hooks_removed, skill_removed=skill_removed)
+        dropped: list[str] = []
+        hooks_removed = removed = skill_removed = False
+        if "hook" in parts:
+            hooks_removed, _, dropped = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=True)
+        if "tool" in parts:
+            current = _holder(doc, keys).get(NAME)
+            if _ours(current):
+                dropped[:0] = [f"MCP server {NAME} in {config}: {'; '.join(edits)}" for edits in [entry_edits(current)] if edits]
+            removed = _plan_removal(plan, cur, doc, keys)
+        if "skill" in parts:
+            skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
+        result.update(removed=removed or hooks_removed or skill_removed, hooks_removed=hooks_removed, skill_removed=skill_removed)
         result["dropped_user_edits"] = dropped
         plan.apply()
         return result
     replaced: list[str] = []
-    text = _without_upstream_server(cur.text, doc, keys, config)
-    if text is not None:
-        replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
-        doc = _load(text, config)
-    entry = _merged(_holder(doc, keys).get(NAME), _entry(scope, project))
-    new = _with_entry(cur.text if text is None else text, doc, keys, entry, config)
-    changed = plan.write(cur, new)
-    hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
-    if upstream_hooks:
-        replaced.append(f"hooks {', '.join(upstream_hooks)} in {settings}")
-    upstream_skill = plan_replace_upstream_skill(plan, skills)
-    if upstream_skill:
-        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+    changed = False
+    if "tool" in parts:
+        text = _without_upstream_server(cur.text, doc, keys, config)
+        if text is not None:
+            replaced.append(f"MCP server {UPSTREAM_NAME} in {config}")
+            doc = _load(text, config)
+        entry = _merged(_holder(doc, keys).get(NAME), _entry(scope, project))
+        new = _with_entry(cur.text if text is None else text, doc, keys, entry, config)
+        changed = plan.write(cur, new)
+        result["server"] = entry
+    if "hook" in parts:
+        hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, settings, "claude", scope, remove=False)
+        changed = changed or hooks_changed
+        if upstream_hooks:
+            replaced.append(f"hooks {', '.join(upstream_hooks)} in {settings}")
     edits: list[str] = []
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
-    result.update(server=entry, skill=skill, changed=changed or hooks_changed, replaced_upstream=replaced)
+    if "skill" in parts:
+        planned = len(plan)
+        upstream_skill = plan_replace_upstream_skill(plan, skills)
+        if upstream_skill:
+            replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+        result["skill"] = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
+        changed = changed or len(plan) > planned
+    result.update(changed=changed, replaced_upstream=replaced)
     if edits:
         result["replaced_user_edits"] = edits
     plan.apply()

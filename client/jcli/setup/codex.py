@@ -22,6 +22,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block
 from .command import MCP_SERVER_ENV, mcp_server_argv, mcp_user_args
+from .host_commands import ALL_PARTS
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -313,8 +314,14 @@ def installed_table(scope: str, project: str) -> dict[str, Any] | None:
     return table if isinstance(table, dict) else None
 
 
-def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
-    """Install (or remove) j-cli's MCP server and skill for Codex.
+def setup_codex(
+    scope: str, project: str, remove: bool = False, *, parts: frozenset[str] = ALL_PARTS, skill_dir: str | None = None
+) -> dict[str, Any]:
+    """Install (or remove) j-cli's MCP server, guards and skill for Codex.
+
+    Args:
+        parts: which of ``skill``, ``hook`` (the guards) and ``tool`` (the MCP server) to install or remove.
+        skill_dir: the skill goes to ``skill_dir/j-cli/`` instead of the scope's skills dir.
 
     Raises:
         ConfigInvalid: the config is not valid TOML (or would not be after),
@@ -323,10 +330,82 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         OutputSaveFailed: a file to change is read-only.
     """
     config, skills = codex_paths(scope, project)
+    skills = skill_dir or skills
     hooks_file = os.path.join(os.path.dirname(config), "hooks.json")
+    plan = files.Plan()
+    result: dict[str, Any] = {"host": "codex", "scope": scope, "parts": sorted(parts)}
+    if "tool" in parts:
+        result["config"] = config
+    if "hook" in parts:
+        result["hooks"] = hooks_file
+    if remove:
+        dropped: list[str] = []
+        hooks_removed = removed = skill_removed = False
+        if "hook" in parts:  # hooks.json first: it shares the directory config.toml's block may delete
+            hooks_removed, _, dropped = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
+        if "tool" in parts:
+            removed = _plan_server(plan, scope, project, config, True, [], dropped) is not None
+        if "skill" in parts:
+            skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
+        plan.apply()
+        result.update(
+            removed=removed or hooks_removed or skill_removed,
+            hooks_removed=hooks_removed,
+            skill_removed=skill_removed,
+            dropped_user_edits=dropped,
+        )
+        return result
+    replaced: list[str] = []
+    edits: list[str] = []
+    changed = hooks_changed = False
+    if "tool" in parts:
+        planned = len(plan)
+        result["server"] = _plan_server(plan, scope, project, config, False, replaced, edits)
+        changed = len(plan) > planned
+    if "hook" in parts:
+        hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
+        changed = changed or hooks_changed
+        if upstream_hooks:
+            replaced.append(f"hooks {', '.join(upstream_hooks)} in {hooks_file}")
+    if "skill" in parts:
+        planned = len(plan)
+        upstream_skill = plan_replace_upstream_skill(plan, skills)
+        if upstream_skill:
+            replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+        result["skill"] = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
+        changed = changed or len(plan) > planned
+    plan.apply()
+    result.update(changed=changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
+    warnings = []
+    if scope == "project" and parts & {"tool", "hook"}:
+        result["project_trusted"] = project_trusted(project)
+        if not result["project_trusted"]:
+            warnings.append(_trust_warning(project))
+    if hooks_changed:
+        warnings.append(_hooks_trust_warning(hooks_file))
+    flag = hooks_flag_warning([config] if scope == "user" else [config, codex_paths("user", project)[0]]) if "hook" in parts else None
+    if flag:
+        warnings.append(flag)
+    if (scope == "project" and parts & {"tool", "hook"}) or warnings:
+        result["warnings"] = warnings
+    return result
+
+
+def _plan_server(
+    plan: files.Plan, scope: str, project: str, config: str, remove: bool, replaced: list[str], edits: list[str]
+) -> dict[str, Any] | None:
+    """Plan our ``[mcp_servers.jcli]`` block in (its table) or out (None when there was none).
+
+    ``replaced`` is told of upstream's server replaced; ``edits`` of what the user added that removal drops.
+
+    Raises:
+        ConfigInvalid: the config is not valid TOML (or would not be after), or our table has keys outside our block.
+        ConfigConflict: a ``[mcp_servers.jcli]`` that j-cli does not manage.
+    """
     cur = files.read(config)
     text = cur.text or ""
-    replaced: list[str] = []
     if not remove:
         stripped = _without_upstream_server(text, config)
         if stripped is not None:
@@ -343,38 +422,25 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
                 "or delete it; the file was left untouched",
                 path=config,
             )
-    plan = files.Plan()
     if remove:
-        # hooks.json first: it shares the directory config.toml's block may delete
-        hooks_removed, _, dropped = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=True)
+        if block is None:
+            return None
         current = _servers(before).get("jcli")
-        if block is not None and isinstance(current, dict):
-            edits = table_edits(current, server_table(scope, project))
-            if edits:
-                dropped.insert(0, f"[mcp_servers.jcli] in {config}: {'; '.join(edits)}")
-        if block is not None:
-            rest = remove_block(text)
-            expected = dict(before, mcp_servers={k: v for k, v in _servers(before).items() if k != "jcli"})
-            if expected["mcp_servers"] == {}:
-                del expected["mcp_servers"]
-            if _plain(_parse(rest, config)) != expected:
-                raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's table; it was left untouched", path=config)
-            if rest == "" and block.created:
-                plan.delete(cur, block.dirs)
-            else:
-                plan.write(cur, rest)
-        skill_removed = plan_skill(plan, skills, remove=True, edits=dropped)
-        plan.apply()
-        return {
-            "host": "codex",
-            "scope": scope,
-            "config": config,
-            "hooks": hooks_file,
-            "removed": block is not None or hooks_removed,
-            "hooks_removed": hooks_removed,
-            "skill_removed": skill_removed,
-            "dropped_user_edits": dropped,
-        }
+        if isinstance(current, dict):
+            found = table_edits(current, server_table(scope, project))
+            if found:
+                edits.insert(0, f"[mcp_servers.jcli] in {config}: {'; '.join(found)}")
+        rest = remove_block(text)
+        expected = dict(before, mcp_servers={k: v for k, v in _servers(before).items() if k != "jcli"})
+        if expected["mcp_servers"] == {}:
+            del expected["mcp_servers"]
+        if _plain(_parse(rest, config)) != expected:
+            raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's table; it was left untouched", path=config)
+        if rest == "" and block.created:
+            plan.delete(cur, block.dirs)
+        else:
+            plan.write(cur, rest)
+        return {}
     if block is None and "jcli" in _servers(before):
         raise ConfigConflict(f"{config} already has an [mcp_servers.jcli] that j-cli does not manage; rename or remove it", path=config)
     table = server_table(scope, project)
@@ -389,38 +455,5 @@ def setup_codex(scope: str, project: str, remove: bool = False) -> dict[str, Any
         new = text  # our table, with what the user added to it, is already in place
     else:
         new = _with_table(base, table, created, dirs, config)
-    changed = plan.write(cur, new)
-    hooks_changed, upstream_hooks, _ = hook_entries.plan_hooks(plan, hooks_file, "codex", scope, remove=False)
-    if upstream_hooks:
-        replaced.append(f"hooks {', '.join(upstream_hooks)} in {hooks_file}")
-    upstream_skill = plan_replace_upstream_skill(plan, skills)
-    if upstream_skill:
-        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    edits: list[str] = []
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
-    plan.apply()
-    result = {
-        "host": "codex",
-        "scope": scope,
-        "config": config,
-        "hooks": hooks_file,
-        "server": table,
-        "skill": skill,
-        "changed": changed or hooks_changed,
-        "replaced_upstream": replaced,
-    }
-    if edits:
-        result["replaced_user_edits"] = edits
-    warnings = []
-    if scope == "project":
-        result["project_trusted"] = project_trusted(project)
-        if not result["project_trusted"]:
-            warnings.append(_trust_warning(project))
-    if hooks_changed:
-        warnings.append(_hooks_trust_warning(hooks_file))
-    flag = hooks_flag_warning([config] if scope == "user" else [config, codex_paths("user", project)[0]])
-    if flag:
-        warnings.append(flag)
-    if scope == "project" or warnings:
-        result["warnings"] = warnings
-    return result
+    plan.write(cur, new)
+    return table

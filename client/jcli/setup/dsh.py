@@ -29,6 +29,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 from . import files
 from .blocks import find_block, put_block, remove_block
 from .command import jcli_command
+from .host_commands import ALL_PARTS
 from .plugin_file import plan_plugin
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
@@ -186,8 +187,14 @@ def _with_row(base: str, row_yaml: str, row_flow: str, created: bool, dirs: int)
     return put_block(base, _PURPOSE, lines, at=first, replacing=last - first, created=created, dirs=dirs)
 
 
-def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
+def setup_dsh(
+    scope: str, project: str, remove: bool = False, *, parts: frozenset[str] = ALL_PARTS, skill_dir: str | None = None
+) -> dict[str, Any]:
     """Install (or remove) j-cli's DSH plugin file, its composition row and the skill.
+
+    Args:
+        parts: ``skill``, and the plugin (``hook`` and ``tool``, which it carries together: either names it).
+        skill_dir: the skill goes to ``skill_dir/j-cli/`` instead of the scope's skills dir.
 
     Raises:
         ConfigInvalid: the composition file is not a YAML sequence (or would not
@@ -196,29 +203,75 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         OutputSaveFailed: a file to change is read-only.
     """
     config, plugin, skills = dsh_paths(scope, project)
+    skills = skill_dir or skills
+    with_plugin = bool(parts & {"hook", "tool"})
+    result: dict[str, Any] = {"host": "dsh", "scope": scope, "parts": sorted(parts)}
+    if with_plugin:
+        result.update(config=config, plugin=plugin)
+    plan = files.Plan()
+    if remove:
+        result["removed"] = False
+        result["dropped_user_edits"] = []
+        if with_plugin:
+            _plan_plugin_removal(plan, scope, config, plugin, result)
+        if "skill" in parts:
+            result["skill_removed"] = plan_skill(plan, skills, remove=True, edits=result["dropped_user_edits"])
+            result["removed"] = result["removed"] or result["skill_removed"]
+        plan.apply()
+        return result
+    replaced: list[str] = []
+    edits: list[str] = []
+    changed = False
+    if with_plugin:
+        planned = len(plan)
+        command = jcli_command(scope)
+        result.update(row=_plan_plugin_install(plan, scope, config, plugin, command, replaced, edits), command=command)
+        changed = len(plan) > planned
+    if "skill" in parts:
+        planned = len(plan)
+        upstream_skill = plan_replace_upstream_skill(plan, skills)
+        if upstream_skill:
+            replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
+        result["skill"] = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
+        changed = changed or len(plan) > planned
+    result.update(changed=changed, replaced_upstream=replaced)
+    if edits:
+        result["replaced_user_edits"] = edits
+    plan.apply()
+    if scope == "project" and with_plugin:
+        result["warnings"] = [_project_warning(config)]
+    return result
+
+
+def _plan_plugin_removal(plan: files.Plan, scope: str, config: str, plugin: str, result: dict[str, Any]) -> None:
+    """Plan taking out our composition row and plugin file; ``result`` gets ``removed``, ``plugin_removed`` and the edits dropped."""
     cur = files.read(config)
     text = cur.text or ""
     rows = _parse(text, config)
     block = find_block(text)
-    result: dict[str, Any] = {"host": "dsh", "scope": scope, "config": config, "plugin": plugin}
-    plan = files.Plan()
-    if remove:
-        if block is not None:
-            rest = remove_block(text)
-            if _split(_parse(rest, config)) != (_split(rows)[0], []):
-                raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's row; it was left untouched", path=config)
-            if rest == "" and block.created:
-                plan.delete(cur, block.dirs)
-            else:
-                plan.write(cur, rest)
-        result["removed"] = block is not None
-        extras = sorted(_row_extras(scope, _split(rows)[1])) if block is not None else []
-        result["dropped_user_edits"] = [f"Cordis row {ROW_ID} in {config}: the keys {', '.join(extras)}"] if extras else []
-        result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None, edits=result["dropped_user_edits"])
-        result["skill_removed"] = plan_skill(plan, skills, remove=True, edits=result["dropped_user_edits"])
-        plan.apply()
-        return result
-    replaced: list[str] = []
+    if block is not None:
+        rest = remove_block(text)
+        if _split(_parse(rest, config)) != (_split(rows)[0], []):
+            raise ConfigInvalid(f"{config}: the j-cli block does not hold only j-cli's row; it was left untouched", path=config)
+        if rest == "" and block.created:
+            plan.delete(cur, block.dirs)
+        else:
+            plan.write(cur, rest)
+    result["removed"] = block is not None
+    extras = sorted(_row_extras(scope, _split(rows)[1])) if block is not None else []
+    if extras:
+        result["dropped_user_edits"].append(f"Cordis row {ROW_ID} in {config}: the keys {', '.join(extras)}")
+    result["plugin_removed"] = plan_plugin(plan, "dsh", plugin, None, edits=result["dropped_user_edits"])
+
+
+def _plan_plugin_install(
+    plan: files.Plan, scope: str, config: str, plugin: str, command: list[str], replaced: list[str], edits: list[str]
+) -> dict[str, Any]:
+    """Plan our plugin file and its composition row (upstream's rows replaced); returns the row."""
+    cur = files.read(config)
+    text = cur.text or ""
+    rows = _parse(text, config)
+    block = find_block(text)
     text, upstream_rows = _without_upstream_blocks(text)
     if upstream_rows:
         replaced.append(f"Cordis row {', '.join(upstream_rows)} in {config}")
@@ -243,21 +296,9 @@ def setup_dsh(scope: str, project: str, remove: bool = False) -> dict[str, Any]:
         fits = False
     if not fits:
         raise ConfigInvalid(f"{config}: the j-cli row cannot be added to this file's layout; it was left untouched", path=config)
-    command = jcli_command(scope)
-    edits: list[str] = []
-    plugin_changed = plan_plugin(plan, "dsh", plugin, command, replaced, edits)
-    changed = plan.write(cur, new)
-    upstream_skill = plan_replace_upstream_skill(plan, skills)
-    if upstream_skill:
-        replaced.append(f"skill in {os.path.join(skills, 'j-cli')}")
-    skill = plan_skill(plan, skills, remove=False, replace_foreign=upstream_skill, edits=edits)
-    result.update(row=row, command=command, skill=skill, changed=changed or plugin_changed, replaced_upstream=replaced)
-    if edits:
-        result["replaced_user_edits"] = edits
-    plan.apply()
-    if scope == "project":
-        result["warnings"] = [_project_warning(config)]
-    return result
+    plan_plugin(plan, "dsh", plugin, command, replaced, edits)
+    plan.write(cur, new)
+    return row
 
 
 #: Upstream jupyter-jcli's marked blocks in a Cordis file (its row ``jcli-hooks``).

@@ -148,6 +148,10 @@ class Plan:
         #: Paths an earlier step moves away or deletes: free for a later step.
         self._freed: set[str] = set()
 
+    def __len__(self) -> int:
+        """How many changes are planned so far (a caller tells whether a step added any)."""
+        return len(self._steps)
+
     def write(self, cur: Current, text: str, executable: bool = False) -> bool:
         """Plan ``text`` as the new content of ``cur``; False (and nothing planned) when it is unchanged.
 

@@ -14,6 +14,7 @@ import os
 
 from . import files
 from .command import jcli_command
+from .host_commands import ALL_PARTS
 from .plugin_file import plan_plugin
 
 __all__ = ["opencode_plugin_path", "setup_opencode"]
@@ -26,8 +27,13 @@ def opencode_plugin_path(scope: str, project: str) -> str:
     return os.path.join(config, "opencode", "plugins", "jcli.js")
 
 
-def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
-    """Install (or remove) the OpenCode plugin file.
+def setup_opencode(
+    scope: str, project: str, remove: bool = False, *, parts: frozenset[str] = ALL_PARTS, skill_dir: str | None = None
+) -> dict:
+    """Install (or remove) the OpenCode plugin file (the tool and the guards: OpenCode gets no skill file).
+
+    ``parts`` and ``skill_dir`` are accepted for the one signature of every
+    host; ``j-cli setup`` lets through only what applies (the plugin: ``hook`` and ``tool``).
 
     Raises:
         ConfigConflict: a ``jcli.js`` j-cli did not write is in the way.
@@ -35,7 +41,7 @@ def setup_opencode(scope: str, project: str, remove: bool = False) -> dict:
         OutputSaveFailed: it is read-only.
     """
     target = opencode_plugin_path(scope, project)
-    result = {"host": "opencode", "scope": scope, "plugin": target}
+    result = {"host": "opencode", "scope": scope, "parts": sorted(parts & {"hook", "tool"}), "plugin": target}
     plan = files.Plan()
     edits: list[str] = []
     if remove:
