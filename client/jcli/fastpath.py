@@ -1,4 +1,4 @@
-"""The lean entry path: reads, ``exec`` and the agent hooks without importing click.
+"""The lean entry path: reads, ``exec``, ``notebook text FILE`` and the agent hooks without importing click.
 
 It understands exactly the commands of the option tables in ``read_options``
 and ``exec_cmd`` (plus the global ``-j``, ``-s`` and ``-t``) and nothing
@@ -137,6 +137,10 @@ def try_run(argv: list[str]) -> int | None:
         from .hooks_entry import run_hook
 
         return run_hook(argv[2:] if hooks else argv[1:])
+    if len(argv) == 3 and argv[:2] == ["notebook", "text"] and not argv[2].startswith("-"):
+        from .text_cmd import run_text  # ripgrep's preprocessor: run for every file it searches
+
+        return run_text(argv[2])
     parsed = parse(argv)
     if parsed is not None:
         from .read_command import run_read

@@ -100,6 +100,14 @@ def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     return handle_read(args, binary=True, load=sidecar.load)
 
 
+@op("notebook.grep", blocking=True)
+def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Lines of notebook sources and text outputs that match, through the cached offset indexes."""
+    from ..read.nbgrep import handle_grep
+
+    return handle_grep(args, load=sidecar.load)
+
+
 @op("run.publish", blocking=True)
 def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Publish a run the client staged: rename it into place under the outputs lock,
