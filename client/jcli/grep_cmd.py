@@ -123,7 +123,8 @@ def text(ctx: click.Context, file_path: str) -> None:
     """Print a notebook as plain text: cells, text outputs, a size line per image.
 
     Any other file is printed unchanged, so it works as ripgrep's
-    preprocessor: rg --pre 'j-cli notebook text' --pre-glob '*.ipynb' PATTERN.
+    preprocessor (as the program j-cli-notebook-text, the same command):
+    rg --pre j-cli-notebook-text --pre-glob '*.ipynb' PATTERN.
     """
     from .text_cmd import run_text
 

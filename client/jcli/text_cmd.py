@@ -1,6 +1,7 @@
 """``j-cli notebook text FILE``: a notebook as plain text; any other file's bytes unchanged.
 
-Made to be ripgrep's preprocessor (``rg --pre 'j-cli notebook text'``),
+Made to be ripgrep's preprocessor (``rg --pre j-cli-notebook-text``, the
+same command as one program, :func:`jcli.__main__.notebook_text_main`),
 which runs it for every file it searches: a file whose name does not end in
 ``.ipynb``, or one that is not a notebook (not JSON, no cells), is copied to
 stdout byte for byte and the exit status is 0, importing nothing but the
