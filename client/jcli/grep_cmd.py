@@ -45,9 +45,10 @@ def _next_command(request: dict[str, Any], skip: int) -> str:
     if request.get("max_hits") is not None:
         words += ["--max-hits", str(request["max_hits"])]
     words += ["--skip", str(skip)]
-    pattern = request["pattern"]
-    words += ["--", pattern] if pattern.startswith("-") else [pattern]
-    return shlex.join(words + list(request.get("paths") or ()))
+    rest = [request["pattern"], *(request.get("paths") or ())]
+    if any(word.startswith("-") for word in rest):
+        words.append("--")  # a pattern or a path that looks like an option
+    return shlex.join(words + rest)
 
 
 @click.command("grep")
