@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 
 import pytest
@@ -206,6 +207,23 @@ def test_links_out_of_the_directory_searched_are_not_followed(world, tmp_path):
     assert "inside.ipynb" not in paths or "sub/deeper/plain.ipynb" not in paths  # one file, searched once
     named = grep_json("needle", "link.ipynb", cwd=world)  # named by the user: read, as every read does
     assert {h["text"] for h in named["hits"]} == {"needle = 'outside'"}
+
+
+def test_a_grep_imports_neither_click_nor_nbformat_unless_it_needs_help(world):
+    probe = (
+        "import sys\n"
+        "from jcli.__main__ import main\n"
+        "code = main(sys.argv[1:])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'click', 'nbformat', 'mcp', 'psutil', 'watchfiles'})\n"
+        "print(code, heavy, file=sys.stderr)\n"
+    )
+    for args, expected in (
+        (["notebook", "grep", "-i", "--max-hits", "3", "NEEDLE"], "0 []"),
+        (["-j", "notebook", "grep", "--outputs-only", "-F", "--", "-nothing-"], "1 []"),
+        (["notebook", "grep", "-Fi", "needle"], "0 ['click']"),  # combined short flags: click parses them
+    ):
+        proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=world, capture_output=True, timeout=60)
+        assert proc.stderr.decode().splitlines()[-1] == expected, (args, proc.stderr)
 
 
 def test_the_sidecar_answers_the_same_hits_from_its_cached_indexes(world, sidecar_on):
