@@ -59,35 +59,48 @@ def _inside(real: str, root: str) -> bool:
 
 
 def _walk(shown: str, directory: str, root: str, units: list[SearchUnit], problems: list[dict[str, Any]]) -> None:
-    try:
-        with os.scandir(directory) as found:
-            entries = sorted(found, key=lambda e: e.name)
-    except OSError as exc:
-        err = coded_read_error(exc, shown)
-        problems.append({"path": shown, "code": err.code, "message": err.message})
-        return
-    for entry in entries:
-        name = entry.name
-        if name.startswith("."):
-            continue
-        path = name if shown in (".", "") else os.path.join(shown, name)
+    """Add the files under ``directory`` in name order; a stack, not recursion, so no depth is too deep."""
+    stack = [(shown, directory)]
+    while stack:
+        shown, directory = stack.pop()
         try:
-            if entry.is_dir(follow_symlinks=False):
-                if name not in SKIPPED_DIRS:
-                    _walk(path, entry.path, root, units, problems)
-                continue
-            if not name.endswith((".ipynb", ".py")):
-                continue
-            real = entry.path
-            if entry.is_symlink():
-                real = os.path.realpath(entry.path)
-                if not _inside(real, root) or not os.path.isfile(real):
-                    continue  # out of the directory named, or not a file: never followed
-            elif not entry.is_file(follow_symlinks=False):
-                continue  # a FIFO, a device, a socket
-        except OSError:
+            with os.scandir(directory) as found:
+                entries = sorted(found, key=lambda e: e.name)
+        except OSError as exc:
+            err = coded_read_error(exc, shown)
+            problems.append({"path": shown, "code": err.code, "message": err.message})
             continue
-        units.append(SearchUnit(path, os.path.realpath(real), "py" if name.endswith(".py") else "notebook", named=False))
+        below: list[tuple[str, str]] = []
+        for entry in entries:
+            unit = _entry(shown, entry, root, below)
+            if unit is not None:
+                units.append(unit)
+        stack.extend(reversed(below))
+
+
+def _entry(shown: str, entry: os.DirEntry[str], root: str, below: list[tuple[str, str]]) -> SearchUnit | None:
+    """The file ``entry`` names, if it is one to search; a directory to enter goes to ``below``."""
+    name = entry.name
+    if name.startswith("."):
+        return None
+    path = name if shown in (".", "") else os.path.join(shown, name)
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            if name not in SKIPPED_DIRS:
+                below.append((path, entry.path))
+            return None
+        if not name.endswith((".ipynb", ".py")):
+            return None
+        real = entry.path
+        if entry.is_symlink():
+            real = os.path.realpath(entry.path)
+            if not _inside(real, root) or not os.path.isfile(real):
+                return None  # out of the directory named, or not a file: never followed
+        elif not entry.is_file(follow_symlinks=False):
+            return None  # a FIFO, a device, a socket
+    except OSError:
+        return None
+    return SearchUnit(path, os.path.realpath(real), "py" if name.endswith(".py") else "notebook", named=False)
 
 
 def search_units(paths: list[str]) -> tuple[list[SearchUnit], list[dict[str, Any]]]:
