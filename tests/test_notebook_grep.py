@@ -237,6 +237,38 @@ def test_the_sidecar_answers_the_same_hits_from_its_cached_indexes(world, sideca
     assert cache["entries"] == 3 and cache["hits"] >= 3  # rich, plain and pair: indexed once, then served from the cache
 
 
+def test_a_search_past_its_budget_stops_with_a_timeout_the_client_answers_in_process(world, monkeypatch):
+    from jcli_sidecar.base import Timeout
+    from jcli_sidecar.read import grep_notebooks
+
+    monkeypatch.chdir(world)
+    with pytest.raises(Timeout) as stopped:
+        grep_notebooks("needle", budget=0)
+    assert stopped.value.details == {"grep_budget": True}
+    assert grep_notebooks("needle", budget=60)["hits"] == grep_notebooks("needle")["hits"]
+
+
+def test_a_sidecar_whose_budget_runs_out_leaves_the_search_to_the_client(tmp_path, sidecar_on, monkeypatch):
+    """Half the sidecar's request deadline (1 s here) is the grep's budget; 3000 notebooks take longer.
+
+    Each file takes a millisecond or so, so the budget stops the search long
+    before the deadline would make the sidecar retire.
+    """
+    one = write_nb(tmp_path / "nb" / "0000.ipynb", [new_code_cell("needle = 1")]).read_bytes()
+    for i in range(1, 3000):
+        (tmp_path / "nb" / f"{i:04d}.ipynb").write_bytes(one)
+    monkeypatch.setenv("JCLI_SIDECAR_REQUEST_SECONDS", "1")
+    args = ("-j", "notebook", "grep", "--max-hits", "1000", "--skip", "1990", "needle")
+    direct = run_cli(*args, cwd=tmp_path, env={**os.environ, "JCLI_SIDECAR": "off"}).json()
+    started = run_cli("-j", "sidecar", "start", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    through = run_cli(*args, cwd=tmp_path)
+    assert through.returncode == 0, through.stderr
+    assert through.json() == direct and len(direct["hits"]) == 1000
+    status = run_cli("-j", "sidecar", "status", cwd=tmp_path)
+    assert status.returncode == 0 and status.json()["pid"] == started.json()["pid"]  # it did not retire
+
+
 SIZE = 400 * 1024 * 1024
 PEAK_MIB = 96
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 
-from ..base.errors import JcliError, NotebookReadFailed, UsageError
+from ..base.errors import JcliError, NotebookReadFailed, Timeout, UsageError
 from ..base.protocol import SCHEMA_VERSION
 from ..ipynb.nbindex import Changed
 from .notebook_walk import search_units
@@ -146,13 +147,16 @@ def _hit(unit: SearchUnit, part: Part, line_no: int, line: str, start: int, end:
     return hit
 
 
-def _unit_hits(unit: SearchUnit, regex: re.Pattern[str], want: int, sources: bool, outputs: bool, load) -> list[dict[str, Any]]:
+def _unit_hits(
+    unit: SearchUnit, regex: re.Pattern[str], want: int, sources: bool, outputs: bool, load, deadline: float | None
+) -> list[dict[str, Any]]:
     """Up to ``want`` hits of one file, read again from the start when it changes meanwhile."""
     for _attempt in range(_ATTEMPTS):
         hits: list[dict[str, Any]] = []
         try:
             with contextlib.closing(_parts(unit, load, outputs)) as parts:
                 for part in parts:
+                    _check(deadline)
                     if part.text is None or not (sources and unit.sources if part.output is None else outputs):
                         continue
                     for found in line_hits(regex, part.text):
@@ -163,6 +167,12 @@ def _unit_hits(unit: SearchUnit, regex: re.Pattern[str], want: int, sources: boo
         except Changed:
             continue
     raise NotebookReadFailed(f"{unit.path}: kept changing while it was being read; try again", path=unit.path)
+
+
+def _check(deadline: float | None) -> None:
+    """Raise the budget's :class:`~jcli_sidecar.base.errors.Timeout` once ``deadline`` (``time.monotonic``) has passed."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise Timeout("the search ran past its time budget here; it goes on in-process", grep_budget=True)
 
 
 def grep_notebooks(
@@ -176,8 +186,14 @@ def grep_notebooks(
     max_hits: int = DEFAULT_MAX_HITS,
     skip: int = 0,
     load: Callable[[str], NotebookFile] | None = None,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     """Search notebook sources and text outputs under ``paths`` (default ``["."]``).
+
+    ``budget`` (seconds; the sidecar's, kept under its request deadline) ends
+    a search that runs longer with a :class:`~jcli_sidecar.base.errors.Timeout`
+    whose ``grep_budget`` detail the sidecar answers as ``{"grep_budget": true}``,
+    which tells the client to search in-process.
 
     Returns:
         ``{schema_version, status, hits, next, files_searched, problems}``:
@@ -188,6 +204,7 @@ def grep_notebooks(
 
     Raises:
         UsageError: a bad pattern or bound. FileNotFound: a path given does not exist.
+        Timeout: past ``budget`` (``details["grep_budget"]``).
 
     Example:
         >>> doc = grep_notebooks("warned", ["examples/demo.ipynb"])
@@ -201,14 +218,16 @@ def grep_notebooks(
     if not sources and not outputs:
         raise UsageError("--sources-only and --outputs-only exclude each other")
     regex = compile_pattern(pattern, fixed, ignore_case)
+    deadline = None if budget is None else time.monotonic() + budget
     units, problems = search_units(paths or ["."])
     hits: list[dict[str, Any]] = []
     want = skip + max_hits + 1  # one more than the page: is there a next one?
     searched = 0
     for unit in units:
         searched += 1
+        _check(deadline)
         try:
-            hits += _unit_hits(unit, regex, want - len(hits), sources, outputs, load)
+            hits += _unit_hits(unit, regex, want - len(hits), sources, outputs, load, deadline)
         except JcliError as err:
             problems.append({"path": unit.path, "code": err.code, "message": err.message.replace(unit.real, unit.path)})
         except OSError as exc:
@@ -252,7 +271,9 @@ def _count(request: dict[str, Any], name: str, default: int, low: int, high: int
 _FIELDS = ("pattern", "paths", "fixed", "ignore_case", "sources", "outputs", "max_hits", "skip")
 
 
-def handle_grep(request: Any, *, binary: bool = False, load: Callable[[str], NotebookFile] | None = None) -> dict[str, Any]:
+def handle_grep(
+    request: Any, *, binary: bool = False, load: Callable[[str], NotebookFile] | None = None, budget: float | None = None
+) -> dict[str, Any]:
     """Answer a grep request ``{pattern, paths?, fixed?, ignore_case?, sources?, outputs?, max_hits?, skip?}``.
 
     Raises:
@@ -278,4 +299,5 @@ def handle_grep(request: Any, *, binary: bool = False, load: Callable[[str], Not
         max_hits=_count(request, "max_hits", DEFAULT_MAX_HITS, 1, MAX_HITS_LIMIT),
         skip=_count(request, "skip", 0, 0, 1 << 40),
         load=load,
+        budget=budget,
     )
