@@ -39,5 +39,15 @@ def hook_main() -> int:
     return main(["_hooks", *sys.argv[1:]])
 
 
+def notebook_text_main() -> int:
+    """``j-cli-notebook-text FILE``: the same as ``j-cli notebook text FILE``.
+
+    ripgrep's ``--pre`` runs a program with the file's path as its only
+    argument (it takes no arguments of its own), so the command is also
+    one program: ``rg --pre j-cli-notebook-text --pre-glob '*.ipynb' PATTERN``.
+    """
+    return main(["notebook", "text", *sys.argv[1:]])
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,6 +17,7 @@ from .click_options import table_options
 from .convert_cmd import convert
 from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
 from .fastpath import JSON_FLAGS
+from .grep_cmd import GREP_COMMANDS
 from .job_cmd import job
 from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
 from .notebook_cmd import NOTEBOOK_COMMANDS
@@ -43,7 +44,7 @@ def app(ctx: click.Context, json_mode: bool, server_url: str | None, token: str 
 
 @app.group()
 def notebook() -> None:
-    """Summarise, show and map notebook cells, and read saved outputs (never executes, never writes)."""
+    """Summarise, show, map, search and print notebooks, and read saved outputs (never executes, never writes)."""
 
 
 def _make_exec_command() -> click.Command:
@@ -73,7 +74,7 @@ def _make_read_command(name: str, help_text: str, options) -> click.Command:
 
 for _name, (_help, _options) in READ_COMMANDS.items():
     notebook.add_command(_make_read_command(_name, _help, _options))
-for _command in NOTEBOOK_COMMANDS:
+for _command in (*NOTEBOOK_COMMANDS, *GREP_COMMANDS):
     notebook.add_command(_command)
 
 app.add_command(sidecar)

@@ -1,4 +1,4 @@
-"""The lean entry path: reads, ``exec`` and the agent hooks without importing click.
+"""The lean entry path: reads, ``exec``, ``notebook grep``, ``notebook text FILE`` and the agent hooks without importing click.
 
 It understands exactly the commands of the option tables in ``read_options``
 and ``exec_cmd`` (plus the global ``-j``, ``-s`` and ``-t``) and nothing
@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["JSON_FLAGS", "parse", "parse_exec", "try_run"]
+__all__ = ["JSON_FLAGS", "parse", "parse_exec", "parse_grep_command", "try_run"]
 
 JSON_FLAGS = ("-j", "--json")
 _GLOBAL_VALUES = {"-s": "server_url", "--server-url": "server_url", "-t": "token", "--token": "token"}
@@ -130,6 +130,22 @@ def parse_exec(argv: list[str]) -> dict[str, Any] | None:
     }
 
 
+def parse_grep_command(argv: list[str]) -> dict[str, Any] | None:
+    """Parse ``[-j] notebook grep ...`` into ``run_grep`` keywords (plus ``json_mode``), or None.
+
+    Example:
+        >>> parse_grep_command(["-j", "notebook", "grep", "-F", "a(b", "nb"])
+        {'fixed': True, 'pattern': 'a(b', 'paths': ['nb'], 'json_mode': True}
+    """
+    split = _globals(argv)
+    if split is None or split[1][:2] != ["notebook", "grep"]:
+        return None
+    from .grep_run import parse_grep
+
+    found = parse_grep(split[1][2:])
+    return None if found is None else {**found, "json_mode": split[0]["json"]}
+
+
 def try_run(argv: list[str]) -> int | None:
     """Run a read, exec or hook command if ``argv`` is one; None means "use click"."""
     hooks = argv[1:2] == ["_hooks"] and argv[0] in JSON_FLAGS  # a hook's answer is JSON in either mode
@@ -137,6 +153,15 @@ def try_run(argv: list[str]) -> int | None:
         from .hooks_entry import run_hook
 
         return run_hook(argv[2:] if hooks else argv[1:])
+    if len(argv) == 3 and argv[:2] == ["notebook", "text"] and not argv[2].startswith("-"):
+        from .text_cmd import run_text  # ripgrep's preprocessor: run for every file it searches
+
+        return run_text(argv[2])
+    grep = parse_grep_command(argv)
+    if grep is not None:
+        from .grep_run import run_grep
+
+        return run_grep(grep.pop("json_mode"), grep.pop("pattern"), grep.pop("paths"), **grep)
     parsed = parse(argv)
     if parsed is not None:
         from .read_command import run_read

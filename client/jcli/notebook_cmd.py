@@ -8,10 +8,10 @@ text made here. Only reads.
 from __future__ import annotations
 
 import os
-import re
 
 import click
 
+from .grep_run import clean_text as _clean
 from .outcome import attempt, finish
 from .upstream_fields import with_map, with_summary
 
@@ -21,14 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NOTEBOOK_COMMANDS"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SNIPPET = 60
 _HUMAN_NAMES = 5  # names per list in human mode (-j gives up to cell_analysis.NAME_LIMIT)
-
-
-def _clean(text: str) -> str:
-    """``text`` with terminal control characters shown as escapes (a notebook may hold anything)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _shown(path: str) -> str:

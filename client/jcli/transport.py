@@ -45,7 +45,10 @@ def read(request: dict[str, Any], op: str = "notebook.read") -> dict[str, Any]:
     from jcli_sidecar.sidecar import call
 
     try:
-        return call(paths, op, request)
+        answer = call(paths, op, request)
+        if isinstance(answer, dict) and answer.get("grep_budget"):
+            return _direct(request, op)  # a search longer than the sidecar's budget: here, without a deadline
+        return answer
     except SidecarUnavailable as exc:
         if exc.details.get("unresponsive"):
             return _direct(request, op)  # one runs, but does not answer: none is started beside it

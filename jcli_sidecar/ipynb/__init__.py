@@ -15,6 +15,7 @@ __all__, __getattr__ = lazy_face(
             "CHUNK",
             "CellSpan",
             "Changed",
+            "MemberReader",
             "NotebookIndex",
             "build_index",
             "pread_span",

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CHUNK", "CellSpan", "Changed", "NotebookIndex", "build_index", "pread_span", "stat_key"]
+__all__ = ["CHUNK", "CellSpan", "Changed", "MemberReader", "NotebookIndex", "build_index", "pread_span", "stat_key"]
 
 #: How much of the file the walk holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
@@ -390,6 +390,51 @@ def _key_text(raw: bytes) -> str:
     except ValueError:
         raise Bail("bad key") from None
     return key
+
+
+class MemberReader:
+    """The members of objects in an open file, found by the same bounded walk, one window reused.
+
+    Reads that go forward through the file (a cell, then its outputs) reuse
+    the window; a value is passed over, never decoded, unless it is read.
+
+    Raises (from :meth:`members`):
+        Bail: not an object, or not JSON as the walk expects it.
+        TooDeep: nested deeper than the walk allows.
+    """
+
+    __slots__ = ("_window",)
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._window = _Window(fd, size)
+
+    def members(self, pos: int, nested: tuple[str, ...] = (), known: dict[str, int] | None = None) -> dict[str, Any]:
+        """``{key: (start, end)}`` of the object at ``pos``; a key in ``nested`` maps to its own object's members.
+
+        ``known`` gives the end of a value that starts where the walk
+        meets it (an ``outputs`` array the index already spans), so it is
+        not walked again.
+        """
+        window = self._window
+
+        def inner(at: int, limit: int) -> tuple[Any, int]:
+            if window.byte(at) != 0x7B:
+                raise Bail("not an object")
+            return window.members(at, limit, {})
+
+        def spanned(end: int) -> Callable[[int, int], tuple[Any, int]]:
+            return lambda at, limit: ((at, end), end)
+
+        descend: dict[str, Callable[[int, int], tuple[Any, int]]] = {key: inner for key in nested}
+        descend.update({key: spanned(end) for key, end in (known or {}).items()})
+        pos = window.skip_ws(pos)
+        if window.byte(pos) != 0x7B:
+            raise Bail("not an object")
+        return window.members(pos, MAX_DEPTH - 4, descend)[0]
+
+    def read(self, start: int, end: int) -> bytes:
+        """The bytes ``start:end`` (a value :meth:`members` spanned)."""
+        return pread_span(self._window.fd, start, end)
 
 
 def build_index(fd: int, info: os.stat_result) -> NotebookIndex:

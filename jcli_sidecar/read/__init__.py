@@ -69,6 +69,17 @@ __all__, __getattr__ = lazy_face(
             "is_raster_image",
             "mime_kind",
         ),
+        "nbgrep": (
+            "DEFAULT_MAX_HITS",
+            "LINE_CHARS",
+            "MAX_HITS_LIMIT",
+            "MAX_PROBLEMS",
+            "clip_line",
+            "compile_pattern",
+            "grep_notebooks",
+            "handle_grep",
+            "line_hits",
+        ),
         "notebook_summary": (
             "ERROR_CHARS",
             "PREVIEW_CHARS",
@@ -77,11 +88,21 @@ __all__, __getattr__ = lazy_face(
             "show_cells",
             "summarise",
         ),
+        "notebook_text": (
+            "INDENT",
+            "render_notebook_text",
+            "size_text",
+        ),
         "notebook_view": (
             "NotebookView",
             "cell_source",
             "open_view",
             "select_cells",
+        ),
+        "notebook_walk": (
+            "SKIPPED_DIRS",
+            "SearchUnit",
+            "search_units",
         ),
         "pair_map": ("map_pair",),
         "reader": (
@@ -117,6 +138,14 @@ __all__, __getattr__ = lazy_face(
             "view_of",
         ),
         "svgcheck": ("check_svg",),
+        "text_parts": (
+            "Part",
+            "is_text_mime",
+            "notebook_parts",
+            "output_parts",
+            "percent_parts",
+            "source_part",
+        ),
         "textwindow": (
             "check_window",
             "is_whole",

@@ -129,5 +129,11 @@ def handle_list(request: Any, *, binary: bool = False, load: Loader | None = Non
     return handle_read(request, binary=binary, load=load)
 
 
+def _handle_grep(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
+    from .nbgrep import handle_grep  # only a grep pays for its imports
+
+    return handle_grep(request, binary=binary, load=load)
+
+
 #: The read ops every transport offers, by name.
-HANDLERS = {"notebook.list": handle_list, "notebook.read": handle_read}
+HANDLERS = {"notebook.grep": _handle_grep, "notebook.list": handle_list, "notebook.read": handle_read}

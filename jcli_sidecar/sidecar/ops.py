@@ -100,6 +100,27 @@ def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     return handle_read(args, binary=True, load=sidecar.load)
 
 
+@op("notebook.grep", blocking=True)
+def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """Lines of notebook sources and text outputs that match, through the cached offset indexes.
+
+    A search that would outlast half the request deadline stops and answers
+    ``{"grep_budget": true}`` (the client then searches in-process), so a
+    big tree never makes the sidecar retire. (Not an error: a ``TIMEOUT``
+    raised here would read as the deadline itself.)
+    """
+    from ..base.errors import Timeout
+    from ..base.settings import setting
+    from ..read.nbgrep import handle_grep
+
+    try:
+        return handle_grep(args, load=sidecar.load, budget=setting("JCLI_SIDECAR_REQUEST_SECONDS") / 2)
+    except Timeout as exc:
+        if not exc.details.get("grep_budget"):
+            raise
+        return {"grep_budget": True}
+
+
 @op("run.publish", blocking=True)
 def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Publish a run the client staged: rename it into place under the outputs lock,

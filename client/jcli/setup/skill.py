@@ -216,6 +216,22 @@ edit, add or remove, and whether it would stop with `PAIR_CONFLICT`. A cell
 spec outside the file is `CELL_NOT_FOUND`. These only read.
 """,
     """
+## Search notebooks: not grep on the JSON
+
+```sh
+j-cli notebook grep sales                       # sources and text outputs here and below: FILE cell N[ output K]: line
+j-cli notebook grep -i -F 'plt.show()' analysis.py   # literal text, either case; --outputs-only, --sources-only
+j-cli notebook text analysis.ipynb              # the whole notebook as plain text, an image as one size line
+```
+
+Each hit's numbers are what `notebook show FILE --cell N` and `notebook
+output FILE --cell N --output K` take. At most 50 hits (`--max-hits`); the
+last line is then the exact command for the next page. Exit 1 means no hit.
+Tracebacks and streams are searched without colour codes; images are
+never decoded. For ripgrep: `rg --pre j-cli-notebook-text --pre-glob
+'*.ipynb' PATTERN`.
+""",
+    """
 ## Inspect the kernel's variables
 
 ```sh

@@ -1,0 +1,303 @@
+"""``notebook grep``: lines of notebook sources and text outputs that match, with their coordinates.
+
+The files come from :mod:`jcli_sidecar.read.notebook_walk`, the text from
+:mod:`jcli_sidecar.read.text_parts` (through the offset index: images are
+never decoded). A line matches as in grep: the pattern is searched line by
+line (``^`` and ``$`` anchor at each line). Each hit names its file, cell
+and output exactly as ``notebook show`` and ``notebook output`` take them.
+
+Results are bounded: at most ``max_hits`` hits after the first ``skip``
+ones, in a fixed order (files as walked, cells in order, a cell's source
+before its outputs, lines in order); ``next`` gives the ``skip`` of the
+following page, or None when this page holds the last hit. A file that
+cannot be read is a problem of the result, never the end of the search.
+Plain and synchronous: the sidecar and the in-process path call
+:func:`handle_grep` alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+
+from ..base.errors import JcliError, NotebookReadFailed, Timeout, UsageError
+from ..base.protocol import SCHEMA_VERSION
+from ..ipynb.nbindex import Changed
+from .notebook_walk import search_units
+from .text_parts import notebook_parts, percent_parts
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterator
+    from typing import Any
+
+    from ..ipynb.notebook import NotebookFile
+    from .notebook_walk import SearchUnit
+    from .text_parts import Part
+
+__all__ = [
+    "DEFAULT_MAX_HITS",
+    "LINE_CHARS",
+    "MAX_HITS_LIMIT",
+    "MAX_PROBLEMS",
+    "clip_line",
+    "compile_pattern",
+    "grep_notebooks",
+    "handle_grep",
+    "line_hits",
+]
+
+#: Hits per page unless ``max_hits`` says otherwise, and the most one page may hold.
+DEFAULT_MAX_HITS = 50
+MAX_HITS_LIMIT = 1000
+#: A hit's line is clipped to about this many characters around the match.
+LINE_CHARS = 200
+#: Files with problems listed in full; the rest are counted.
+MAX_PROBLEMS = 20
+_BEFORE = 60  # characters kept before the match in a clipped line
+_ATTEMPTS = 3
+
+
+def line_hits(regex: re.Pattern[str], text: str) -> Iterator[tuple[int, str, int, int]]:
+    """``(line number from 1, line, match start, match end)`` of each line of ``text`` that matches.
+
+    Example:
+        >>> list(line_hits(re.compile("b+", re.M), "abb\\nc\\nb"))
+        [(1, 'abb', 1, 3), (3, 'b', 0, 1)]
+    """
+    pos = 0
+    line_no = 1
+    counted = 0  # line_no is the number of the line that starts at counted
+    size = len(text)
+    while pos < size:  # a final newline ends the last line; it starts none
+        found = regex.search(text, pos)
+        if found is None or found.start() >= size:
+            return
+        start = text.rfind("\n", pos, found.start()) + 1 if found.start() > pos else pos
+        start = max(start, pos)
+        end = text.find("\n", start)
+        end = size if end < 0 else end
+        line_no += text.count("\n", counted, start)
+        counted = start
+        line = text[start:end]
+        own = found if found.end() <= end else regex.search(line)  # a match that ran past the line: the line alone decides
+        if own is not None:
+            offset = start if own is found else 0
+            yield line_no, line.removesuffix("\r"), own.start() - offset, own.end() - offset
+        pos = end + 1
+
+
+def clip_line(line: str, start: int, end: int, width: int = LINE_CHARS) -> str:
+    """``line``, or ``width`` characters of it from a little before the match (cuts marked ``…``).
+
+    Example:
+        >>> clip_line("x" * 100 + "HIT" + "y" * 300, 100, 103, width=20)
+        '…xxxxxxxxxxxHITyyyyyy…'
+    """
+    if len(line) <= width:
+        return line
+    first = max(0, start - min(_BEFORE, max(width - (end - start), 0) // 2 + 3))
+    last = min(len(line), first + width)
+    first = max(0, min(first, last - width))
+    return ("…" if first > 0 else "") + line[first:last] + ("…" if last < len(line) else "")
+
+
+def compile_pattern(pattern: str, fixed: bool, ignore_case: bool) -> re.Pattern[str]:
+    """The regex for ``pattern`` (literal text with ``fixed``).
+
+    Raises:
+        UsageError: an empty pattern, or not a Python regular expression.
+    """
+    if not pattern:
+        raise UsageError("the pattern is empty (it would match every line)")
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+    try:
+        return re.compile(re.escape(pattern) if fixed else pattern, flags)
+    except re.error as exc:
+        raise UsageError(f"the pattern is not a Python regular expression: {exc} (use -F for literal text)") from None
+
+
+def _parts(unit: SearchUnit, load: Callable[[str], NotebookFile], outputs: bool) -> Generator[Part, None, None]:
+    if unit.kind == "py":
+        from ..ipynb.notebook import read_text_file
+        from ..pair.pairing import percent_cells
+
+        cells = percent_cells(read_text_file(unit.real))
+        if cells is None:
+            if unit.named:
+                raise NotebookReadFailed(f"{unit.path}: a plain script (no '# %%' cell markers), not a notebook", path=unit.path)
+            return
+        yield from percent_parts(cells)
+        return
+    yield from notebook_parts(load(unit.real), outputs=outputs and unit.outputs)
+
+
+def _hit(unit: SearchUnit, part: Part, line_no: int, line: str, start: int, end: int) -> dict[str, Any]:
+    hit: dict[str, Any] = {"path": unit.path, "cell": part.cell}
+    if part.output is None:
+        hit["cell_type"] = part.kind
+    else:
+        hit["output"] = part.output
+        hit["kind"] = part.kind
+        if part.name is not None:
+            hit["name"] = part.name
+    clipped = clip_line(line, start, end)
+    hit.update(line=line_no, column=start, text=clipped)
+    return hit
+
+
+def _unit_hits(
+    unit: SearchUnit, regex: re.Pattern[str], want: int, sources: bool, outputs: bool, load, deadline: float | None
+) -> list[dict[str, Any]]:
+    """Up to ``want`` hits of one file, read again from the start when it changes meanwhile."""
+    for _attempt in range(_ATTEMPTS):
+        hits: list[dict[str, Any]] = []
+        try:
+            with contextlib.closing(_parts(unit, load, outputs)) as parts:
+                for part in parts:
+                    _check(deadline)
+                    if part.text is None or not (sources and unit.sources if part.output is None else outputs):
+                        continue
+                    for found in line_hits(regex, part.text):
+                        hits.append(_hit(unit, part, *found))
+                        if len(hits) >= want:
+                            return hits
+            return hits
+        except Changed:
+            continue
+    raise NotebookReadFailed(f"{unit.path}: kept changing while it was being read; try again", path=unit.path)
+
+
+def _check(deadline: float | None) -> None:
+    """Raise the budget's :class:`~jcli_sidecar.base.errors.Timeout` once ``deadline`` (``time.monotonic``) has passed."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise Timeout("the search ran past its time budget here; it goes on in-process", grep_budget=True)
+
+
+def grep_notebooks(
+    pattern: str,
+    paths: list[str] | None = None,
+    *,
+    fixed: bool = False,
+    ignore_case: bool = False,
+    sources: bool = True,
+    outputs: bool = True,
+    max_hits: int = DEFAULT_MAX_HITS,
+    skip: int = 0,
+    load: Callable[[str], NotebookFile] | None = None,
+    budget: float | None = None,
+) -> dict[str, Any]:
+    """Search notebook sources and text outputs under ``paths`` (default ``["."]``).
+
+    ``budget`` (seconds; the sidecar's, kept under its request deadline) ends
+    a search that runs longer with a :class:`~jcli_sidecar.base.errors.Timeout`
+    whose ``grep_budget`` detail the sidecar answers as ``{"grep_budget": true}``,
+    which tells the client to search in-process.
+
+    Returns:
+        ``{schema_version, status, hits, next, files_searched, problems}``:
+        each hit ``{path, cell, line, column, text}`` plus ``cell_type`` for
+        a source line, or ``output``, ``kind`` (``stream``, ``error`` or the
+        MIME) and a stream's ``name`` for an output line; ``next`` is
+        ``{"skip": N}`` for the next page, or None.
+
+    Raises:
+        UsageError: a bad pattern or bound. FileNotFound: a path given does not exist.
+        Timeout: past ``budget`` (``details["grep_budget"]``).
+
+    Example:
+        >>> doc = grep_notebooks("warned", ["examples/demo.ipynb"])
+        >>> [(h["cell"], h.get("output"), h["text"]) for h in doc["hits"]]
+        [(1, None, 'import sys; print("warned", file=sys.stderr)'), (1, 1, 'warned')]
+    """
+    if load is None:
+        from ..ipynb.notebook import NotebookFile
+
+        load = NotebookFile.load
+    if not sources and not outputs:
+        raise UsageError("--sources-only and --outputs-only exclude each other")
+    regex = compile_pattern(pattern, fixed, ignore_case)
+    deadline = None if budget is None else time.monotonic() + budget
+    units, problems = search_units(paths or ["."])
+    hits: list[dict[str, Any]] = []
+    want = skip + max_hits + 1  # one more than the page: is there a next one?
+    searched = 0
+    for unit in units:
+        searched += 1
+        _check(deadline)
+        try:
+            hits += _unit_hits(unit, regex, want - len(hits), sources, outputs, load, deadline)
+        except JcliError as err:
+            problems.append({"path": unit.path, "code": err.code, "message": err.message.replace(unit.real, unit.path)})
+        except OSError as exc:
+            from ..ipynb.notebook import coded_read_error
+
+            coded = coded_read_error(exc, unit.path)
+            problems.append({"path": unit.path, "code": coded.code, "message": coded.message})
+        if len(hits) >= want:
+            break
+    page = hits[skip : skip + max_hits]
+    more = len(hits) > skip + max_hits
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "hits": page,
+        "next": {"skip": skip + max_hits} if more else None,
+        "files_searched": searched,
+        "problems": problems[:MAX_PROBLEMS],
+        "problems_omitted": max(len(problems) - MAX_PROBLEMS, 0),
+    }
+
+
+def _flag(request: dict[str, Any], name: str, default: bool) -> bool:
+    value = request.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be a JSON boolean")
+    return value
+
+
+def _count(request: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    value = request.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise UsageError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+_FIELDS = ("pattern", "paths", "fixed", "ignore_case", "sources", "outputs", "max_hits", "skip")
+
+
+def handle_grep(
+    request: Any, *, binary: bool = False, load: Callable[[str], NotebookFile] | None = None, budget: float | None = None
+) -> dict[str, Any]:
+    """Answer a grep request ``{pattern, paths?, fixed?, ignore_case?, sources?, outputs?, max_hits?, skip?}``.
+
+    Raises:
+        UsageError: an unknown field or a value of the wrong type, and as :func:`grep_notebooks`.
+    """
+    if not isinstance(request, dict):
+        raise UsageError("the request must be a JSON object")
+    unknown = sorted(set(request) - set(_FIELDS), key=str)
+    if unknown:
+        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(_FIELDS)})")
+    pattern, paths = request.get("pattern"), request.get("paths")
+    if not isinstance(pattern, str):
+        raise UsageError("the request needs pattern, a string")
+    if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
+        raise UsageError("paths must be a list of strings")
+    return grep_notebooks(
+        pattern,
+        paths,
+        fixed=_flag(request, "fixed", False),
+        ignore_case=_flag(request, "ignore_case", False),
+        sources=_flag(request, "sources", True),
+        outputs=_flag(request, "outputs", True),
+        max_hits=_count(request, "max_hits", DEFAULT_MAX_HITS, 1, MAX_HITS_LIMIT),
+        skip=_count(request, "skip", 0, 0, 1 << 40),
+        load=load,
+        budget=budget,
+    )
