@@ -11,8 +11,14 @@ __all__, __getattr__ = lazy_face(
     {
         "cell_spec": ("parse_cell_spec",),
         "multiline": ("join_text",),
-        "nbindex": (
+        "jsonscan": (
             "CHUNK",
+            "FAST_FIRST",
+            "FAST_MAX",
+            "JsonWindow",
+            "key_text",
+        ),
+        "nbindex": (
             "CellSpan",
             "Changed",
             "NotebookIndex",
