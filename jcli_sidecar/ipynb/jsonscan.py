@@ -80,10 +80,17 @@ class JsonWindow:
         self.base = 0
         self.buf = b""
 
+    @classmethod
+    def over(cls, data: bytes) -> JsonWindow:
+        """A window over bytes in memory (a cell just written): all of them, nothing read."""
+        window = cls(-1, len(data))
+        window.buf = data
+        return window
+
     def at(self, pos: int, need: int = 1) -> tuple[bytes, int]:
         """The buffer and the index of ``pos`` in it, with ``need`` bytes from there when the file has them."""
         rel = pos - self.base
-        if 0 <= rel and rel + need <= len(self.buf):
+        if 0 <= rel and rel + need <= len(self.buf) or self.fd < 0:
             return self.buf, rel
         # Read afresh from pos: what is kept of the old window is small, and
         # joining it to the new one would copy the whole chunk again.

@@ -26,15 +26,32 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
 
 from ..base.boundedjson import MAX_DEPTH, Bail
 from .jsonscan import JsonWindow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CellSpan", "Changed", "NotebookIndex", "build_index", "pread_span", "stat_key"]
+__all__ = [
+    "ADOPTED_MAX",
+    "CellSpan",
+    "Changed",
+    "NotebookIndex",
+    "adopt",
+    "adopted",
+    "adopted_uses",
+    "build_index",
+    "cell_span",
+    "index_from_wire",
+    "index_to_wire",
+    "pread_span",
+    "stat_key",
+]
 
 
 class Changed(Exception):
@@ -95,15 +112,8 @@ class NotebookIndex:
         return 200 + sum(120 + 72 * len(c.items or ()) for c in self.cells)
 
 
-def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
-    """Index the open regular file ``fd`` (``info`` is its ``fstat``) in one bounded pass.
-
-    Raises:
-        Bail: not a plain nbformat-4 notebook as the walk expects it.
-        TooDeep: nested deeper than :data:`~jcli_sidecar.base.boundedjson.MAX_DEPTH`.
-        Changed: the file changed during the pass.
-    """
-    window = JsonWindow(fd, info.st_size)
+def _cell_walk(window: JsonWindow) -> Callable[[int, int], tuple[CellSpan, int]]:
+    """How the pass reads one cell: its span, and its ``outputs`` array and elements."""
 
     def outputs(pos: int, limit: int) -> tuple[Any, int]:
         if window.byte(pos) != 0x5B:
@@ -119,6 +129,24 @@ def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
         if walked is None:
             return CellSpan(pos, end, None, None), end
         return CellSpan(pos, end, walked[0], walked[1]), end
+
+    return cell
+
+
+#: The depth limit a cell is read with: under the top object and the ``cells`` array.
+_CELL_LIMIT = MAX_DEPTH - 2
+
+
+def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
+    """Index the open regular file ``fd`` (``info`` is its ``fstat``) in one bounded pass.
+
+    Raises:
+        Bail: not a plain nbformat-4 notebook as the walk expects it.
+        TooDeep: nested deeper than :data:`~jcli_sidecar.base.boundedjson.MAX_DEPTH`.
+        Changed: the file changed during the pass.
+    """
+    window = JsonWindow(fd, info.st_size)
+    cell = _cell_walk(window)
 
     def cells(pos: int, limit: int) -> tuple[list[CellSpan], int]:
         return window.elements(pos, limit, cell)
@@ -139,3 +167,103 @@ def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
     if stat_key(os.fstat(fd)) != key:
         raise Changed()
     return NotebookIndex(key, top["cells"])
+
+
+def cell_span(raw: bytes) -> CellSpan:
+    """The spans :func:`build_index` finds in a cell whose bytes are ``raw``, counted from its first byte.
+
+    What a writer uses to index a cell it has just laid out, without reading the file again.
+
+    Raises:
+        Bail, TooDeep: as :func:`build_index` would for the file holding it.
+    """
+    window = JsonWindow.over(raw)
+    span, end = _cell_walk(window)(0, _CELL_LIMIT)
+    if end != len(raw):
+        raise Bail("more than one cell")
+    return span
+
+
+# -- indexes handed over by the program that wrote the file --------------------------------
+
+#: How many handed-over indexes a process keeps (the newest).
+ADOPTED_MAX = 8
+_adopted: OrderedDict[tuple[int, int, int, int, int], NotebookIndex] = OrderedDict()
+_adopted_lock = threading.Lock()
+_adopted_used = [0]
+
+
+def adopt(index: NotebookIndex) -> None:
+    """Keep ``index``, which a j-cli writer made of the file it has just written, for this process's next reads.
+
+    It is found by the file's ``fstat`` key alone (:func:`adopted`), so any
+    other write since, which changes the key, leaves it unused: the file is
+    indexed again. The key is the writer's own, taken after its write; like
+    the writer's next splice, it takes a change that keeps size and both
+    timestamps (a same-size rewrite within the same clock tick) for none.
+    """
+    with _adopted_lock:
+        _adopted[index.key] = index
+        _adopted.move_to_end(index.key)
+        while len(_adopted) > ADOPTED_MAX:
+            _adopted.popitem(last=False)
+
+
+def adopted(key: tuple[int, int, int, int, int]) -> NotebookIndex | None:
+    """The handed-over index of the file whose ``fstat`` key is ``key``, or None."""
+    with _adopted_lock:
+        index = _adopted.get(key)
+        if index is not None:
+            _adopted_used[0] += 1
+        return index
+
+
+def adopted_uses() -> int:
+    """How many loads in this process took a handed-over index instead of building one."""
+    return _adopted_used[0]
+
+
+def index_to_wire(index: NotebookIndex) -> list[Any]:
+    """``index`` as msgpack-able lists: ``[key, [[start, end] or [start, end, out_start, out_end, item_starts_and_ends], ...]]``."""
+    cells: list[Any] = []
+    for c in index.cells:
+        if c.outputs is None or c.items is None:
+            cells.append([c.start, c.end])
+        else:
+            cells.append([c.start, c.end, c.outputs[0], c.outputs[1], [n for item in c.items for n in item]])
+    return [list(index.key), cells]
+
+
+def index_from_wire(wire: Any) -> NotebookIndex:
+    """The index :func:`index_to_wire` sent, checked: ints in order, each span within the one holding it.
+
+    Raises:
+        ValueError: anything else.
+    """
+    try:
+        raw_key, raw_cells = wire
+        key = tuple(raw_key)
+        if len(key) != 5 or not all(type(n) is int for n in key):
+            raise ValueError("bad key")
+        cells: list[CellSpan] = []
+        at = 0
+        for raw in raw_cells:
+            if not all(type(n) is int for n in raw[:4]) or not at <= raw[0] < raw[1] <= key[2]:
+                raise ValueError("bad cell span")
+            if len(raw) == 2:
+                cells.append(CellSpan(raw[0], raw[1], None, None))
+            else:
+                start, end, out_start, out_end, flat = raw
+                if not start < out_start < out_end < end or len(flat) % 2 or not all(type(n) is int for n in flat):
+                    raise ValueError("bad outputs span")
+                items = tuple(zip(flat[0::2], flat[1::2], strict=True))
+                edge = out_start
+                for a, b in items:
+                    if not edge < a < b < out_end:
+                        raise ValueError("bad output span")
+                    edge = b
+                cells.append(CellSpan(start, end, (out_start, out_end), items))
+            at = raw[1]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"not an index: {exc}") from None
+    return NotebookIndex(key, cells)  # type: ignore[arg-type]
