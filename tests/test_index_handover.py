@@ -201,3 +201,34 @@ def test_exec_f_hands_its_index_to_the_sidecar_and_the_next_read_builds_none(
 
 def code(outputs: list, source: str, **extra) -> dict:
     return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": outputs, "source": source, **extra}
+
+
+def test_a_full_rewrite_hands_over_its_index_and_the_next_splice_builds_none(tmp_path, monkeypatch):
+    from jcli_sidecar.ipynb import nbsplice
+    from jcli_sidecar.ipynb.nbwrite import write_notebook
+
+    path = tmp_path / "nb.ipynb"
+    nb = json.loads((FIXTURES / "kernel_v4.5.ipynb").read_bytes())
+    nb["cells"][1]["outputs"] = NEW_OUTPUTS
+    used = adopted_uses()
+    write_notebook(str(path), nb)  # what a pair sync, a convert or an open writes
+    loaded = NotebookFile.load(str(path))
+    assert adopted_uses() == used + 1 and spans(loaded.index) == fresh(path)
+    assert loaded.output(1, 1) == NEW_OUTPUTS[1]
+
+    def no_build(fd, info):
+        raise AssertionError("the writer indexed the file it had just written")
+
+    monkeypatch.setattr(nbsplice, "build_index", no_build)
+    writer = CellWriter(str(path))
+    writer.update_cell(1, None, give_outputs(NEW_OUTPUTS[:1]))
+    assert writer.full_rewrites == 0 and spans(writer.index()) == fresh(path)
+    monkeypatch.undo()
+
+    raw = path.read_bytes()  # another program, same size: the handed-over index is not used
+    write = raw.replace(b"[line]", b"[LINE]")
+    assert write != raw
+    with open(path, "r+b") as fh:
+        fh.write(write)
+    used = adopted_uses()
+    assert NotebookFile.load(str(path)).output(1, 0)["text"][0] == 'a "quoted" [LINE]\n' and adopted_uses() == used

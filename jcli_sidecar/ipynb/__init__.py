@@ -28,6 +28,7 @@ __all__, __getattr__ = lazy_face(
             "adopted_uses",
             "build_index",
             "cell_span",
+            "index_bytes",
             "index_from_wire",
             "index_to_wire",
             "pread_span",

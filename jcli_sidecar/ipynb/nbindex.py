@@ -47,6 +47,7 @@ __all__ = [
     "adopted_uses",
     "build_index",
     "cell_span",
+    "index_bytes",
     "index_from_wire",
     "index_to_wire",
     "pread_span",
@@ -145,7 +146,25 @@ def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
         TooDeep: nested deeper than :data:`~jcli_sidecar.base.boundedjson.MAX_DEPTH`.
         Changed: the file changed during the pass.
     """
-    window = JsonWindow(fd, info.st_size)
+    cells = _index_cells(JsonWindow(fd, info.st_size))
+    key = stat_key(info)
+    if stat_key(os.fstat(fd)) != key:
+        raise Changed()
+    return NotebookIndex(key, cells)
+
+
+def index_bytes(data: bytes, key: tuple[int, int, int, int, int]) -> NotebookIndex:
+    """The index :func:`build_index` would make of a file holding ``data``, for the file whose key is ``key``.
+
+    What a writer uses for a whole notebook it has just written from memory.
+
+    Raises:
+        Bail, TooDeep: as :func:`build_index`.
+    """
+    return NotebookIndex(key, _index_cells(JsonWindow.over(data)))
+
+
+def _index_cells(window: JsonWindow) -> list[CellSpan]:
     cell = _cell_walk(window)
 
     def cells(pos: int, limit: int) -> tuple[list[CellSpan], int]:
@@ -163,10 +182,7 @@ def build_index(fd: int, info: os.stat_result) -> NotebookIndex:
         raise Bail("odd nbformat") from None
     if not isinstance(major, int) or isinstance(major, bool) or major != 4:
         raise Bail("not nbformat 4")  # the full parse explains or upgrades
-    key = stat_key(info)
-    if stat_key(os.fstat(fd)) != key:
-        raise Changed()
-    return NotebookIndex(key, top["cells"])
+    return top["cells"]
 
 
 def cell_span(raw: bytes) -> CellSpan:

@@ -33,10 +33,10 @@ import os
 
 from ..base.boundedjson import Bail, TooDeep, loads
 from ..base.errors import JcliError, NotebookChanged, NotebookReadFailed
-from ..base.fileio import write_pieces_atomic, write_text_atomic
+from ..base.fileio import write_pieces_atomic
 from ..base.readfile import check_size, open_regular, read_open
-from .nbindex import CellSpan, Changed, NotebookIndex, adopt, build_index, cell_span, pread_span, stat_key
-from .nbwrite import dumps_cell_parts, dumps_notebook
+from .nbindex import CellSpan, Changed, NotebookIndex, adopt, adopted, build_index, cell_span, pread_span, stat_key
+from .nbwrite import dumps_cell_parts, dumps_notebook, write_notebook
 from .notebook import coded_read_error, exact_float, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
@@ -144,10 +144,12 @@ class CellWriter:
     def _load(self, fd: int, info: os.stat_result) -> None:
         """Index the open file; no index (the whole file is parsed at the write) when the walk cannot."""
         self.key, self._spans, self._ids, self._layout = None, None, [], False
-        try:
-            index = build_index(fd, info)
-        except (Bail, TooDeep):
-            return
+        index = adopted(stat_key(info))  # written by j-cli just before (a sync, a full rewrite): not read again
+        if index is None:
+            try:
+                index = build_index(fd, info)
+            except (Bail, TooDeep):
+                return
         spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
         self._items = [_relative(c) for c in index.cells]
         ids = []
@@ -315,7 +317,7 @@ class CellWriter:
             if answers[-1] is not None and cell is not None and kept is not None:
                 cell["outputs"] = kept  # refused: the cell stays as it was
         if any(answer is None for answer in answers):
-            write_text_atomic(self.path, dumps_notebook(nb), expect=stat_key(info), stall=self._stall)
+            write_notebook(self.path, nb, expect=stat_key(info), stall=self._stall)
             self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
         return answers
