@@ -57,7 +57,6 @@ _SCALAR_END = re.compile(rb"[,\]}]")
 _KEY = re.compile(rb'[ \t\n\r]{0,128}+"([^"\\]{0,256}+)"[ \t\n\r]{0,128}+:[ \t\n\r]{0,128}+')
 _SCALAR = re.compile(rb"[-+.0-9A-Za-z]{1,64}+")
 _AFTER_MEMBER = re.compile(rb"[ \t\n\r]{0,128}+([,}])")
-_AFTER_ITEM = re.compile(rb"[ \t\n\r]{0,128}+([,\]])")
 _OBJECT_END = re.compile(rb"[ \t\n\r]{0,128}+}")
 # A short array of short strings (a cell's source, a ``text/plain`` repr), all in one match.
 _STR = rb'"[^"\\]{0,128}+(?:\\.[^"\\]{0,128}+){0,16}+"'
