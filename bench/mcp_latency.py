@@ -89,11 +89,14 @@ from harness import (
     notebook_png,
     print_targets,
     ratio_line,
+    read_bytes,
     rotated,
     sidecar_runtime_dir,
     stats_header,
     stats_row,
     stop_and_clean,
+    timed,
+    verdict,
 )
 
 RUNTIME = WORK / "mcp-runtime"  # XDG_RUNTIME_DIR of the sidecar and of every server
@@ -496,6 +499,22 @@ def print_ratios(values: dict[str, float]) -> None:
             print(ratio_line(f"{num} / {den}", values[num] / values[den], note, 38, ratio_width=8))
 
 
+def print_bytes_line(off: Server, notebook: Path, reads: int = 9) -> None:
+    """The call without the sidecar against reading the notebook's bytes: ``(call - its own cost) / bytes``, target <= 2.5.
+
+    Its own cost is the session's ``list_tools`` round trip (a call that
+    reads nothing); the bytes are read here, in 1 MiB preads, right after
+    the calls.
+    """
+    if not off.times:
+        return
+    read_ms = statistics.median(timed(read_bytes, notebook)[0] for _ in range(reads))
+    call_ms, own_ms = statistics.median(off.times), statistics.median(off.list_times)
+    ratio = (call_ms - own_ms) / read_ms
+    note = f"{call_ms:.1f} ms call - {own_ms:.2f} ms list_tools, over {read_ms:.1f} ms reading the bytes; target <= 2.5"
+    print(f"{ratio_line(f'{OURS_OFF} - call cost / bytes', ratio, note, 38, ratio_width=8)}  {verdict(ratio, '<=', 2.5)}")
+
+
 # -- main -------------------------------------------------------------------------
 
 
@@ -552,6 +571,8 @@ def main() -> int:
 
     print_table(servers, args.cell, args.calls, ours_nb)
     print_ratios(medians({s.name: s.times for s in servers if s.times}))
+    if args.realistic:
+        print_bytes_line(servers[1], ours_nb)
     print_starts(start_times, args.starts)
     return 0
 

@@ -162,7 +162,7 @@ def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, 
     """Every value, string and escape run cut by a window boundary somewhere."""
     from unittest import mock
 
-    from jcli_sidecar.ipynb import nbindex
+    from jcli_sidecar.ipynb import jsonscan
 
     path = _write(tmp_path, doc, indent)
     with open(path, "rb") as fh:
@@ -170,9 +170,9 @@ def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, 
     wide = NotebookFile.load(path)
     for chunk in (1, 3, 7):
         with (
-            mock.patch.object(nbindex, "CHUNK", chunk),
-            mock.patch.object(nbindex, "FAST_FIRST", chunk),
-            mock.patch.object(nbindex, "FAST_MAX", 8 * chunk),
+            mock.patch.object(jsonscan, "CHUNK", chunk),
+            mock.patch.object(jsonscan, "FAST_FIRST", chunk),
+            mock.patch.object(jsonscan, "FAST_MAX", 8 * chunk),
         ):
             narrow = NotebookFile.load(path)
         assert (narrow.index is None) == (wide.index is None)

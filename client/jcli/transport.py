@@ -18,6 +18,8 @@ Both paths give the same document; the sidecar's carries image bytes as
 
 from __future__ import annotations
 
+import os
+
 from jcli_sidecar.base import JcliError, SidecarPaths, SidecarUnavailable, disabled, ensure_runtime_dir, os_error, workspace_of
 
 TYPE_CHECKING = False
@@ -115,6 +117,27 @@ def exec_inline(request: dict[str, Any], *, result, on_output, stop, direct):
         return direct()
     finally:
         _spawn_for_next_time(paths)
+
+
+def hand_over(path: str, index) -> bool:
+    """Offer the workspace's sidecar the offset index a run's write-back left (``notebook.adopt``); True when it took it.
+
+    Best effort and never a start: no sidecar, a busy or refusing one, or
+    any trouble is False, and its next read of the notebook indexes it.
+    """
+    if index is None or disabled():
+        return False
+    paths = _sidecar_paths()
+    if paths is None:
+        return False
+    from jcli_sidecar.ipynb import index_to_wire
+    from jcli_sidecar.sidecar import call
+
+    try:
+        answer = call(paths, "notebook.adopt", {"file_path": os.path.realpath(path), "index": index_to_wire(index)}, timeout=10.0)
+    except (JcliError, OSError):
+        return False
+    return bool(isinstance(answer, dict) and answer.get("adopted"))
 
 
 def publish(cwd: str, run_id: str, policy) -> dict:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["FileTooLarge", "NotARegularFile", "kept_path", "read_text_or_none", "write_pieces_atomic", "write_text_atomic"]
 
 
-def write_text_atomic(path: str, text: str, *, expect: Key | None = None, stall: str | None = None) -> None:
+def write_text_atomic(path: str, text: str, *, expect: Key | None = None, stall: str | None = None) -> os.stat_result:
     """Replace the contents of ``path`` with ``text`` (UTF-8), never leaving half a file behind.
 
     - The new text is written to a temp file beside the file and synced first.
@@ -51,8 +51,11 @@ def write_text_atomic(path: str, text: str, *, expect: Key | None = None, stall:
         OSError: the directory or the file cannot be written.
         UnicodeEncodeError: ``text`` holds lone surrogates.
         NotebookChanged: another program wrote or removed the file since it was read (``expect``).
+
+    Returns:
+        The ``stat`` of the file written, taken once it is in place.
     """
-    write_pieces_atomic(path, [text.encode("utf-8")], expect=expect, stall=stall)
+    return write_pieces_atomic(path, [text.encode("utf-8")], expect=expect, stall=stall)
 
 
 def write_pieces_atomic(

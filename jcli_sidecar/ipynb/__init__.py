@@ -11,13 +11,27 @@ __all__, __getattr__ = lazy_face(
     {
         "cell_spec": ("parse_cell_spec",),
         "multiline": ("join_text",),
-        "nbindex": (
+        "jsonscan": (
             "CHUNK",
+            "FAST_FIRST",
+            "FAST_MAX",
+            "JsonWindow",
+            "key_text",
+        ),
+        "nbindex": (
+            "ADOPTED_MAX",
             "CellSpan",
             "Changed",
             "MemberReader",
             "NotebookIndex",
+            "adopt",
+            "adopted",
+            "adopted_uses",
             "build_index",
+            "cell_span",
+            "index_bytes",
+            "index_from_wire",
+            "index_to_wire",
             "pread_span",
             "stat_key",
         ),

@@ -33,10 +33,10 @@ import os
 
 from ..base.boundedjson import Bail, TooDeep, loads
 from ..base.errors import JcliError, NotebookChanged, NotebookReadFailed
-from ..base.fileio import write_pieces_atomic, write_text_atomic
+from ..base.fileio import write_pieces_atomic
 from ..base.readfile import check_size, open_regular, read_open
-from .nbindex import Changed, build_index, pread_span, stat_key
-from .nbwrite import dumps_cell_parts, dumps_notebook
+from .nbindex import CellSpan, Changed, NotebookIndex, adopt, adopted, build_index, cell_span, pread_span, stat_key
+from .nbwrite import dumps_cell_parts, dumps_notebook, write_notebook
 from .notebook import coded_read_error, exact_float, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
@@ -65,7 +65,7 @@ class CellWriter:
         >>> writer.update_cell(3, "a1b2", edit)  # doctest: +SKIP
     """
 
-    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "full_rewrites", "_stall")
+    __slots__ = ("path", "key", "_spans", "_ids", "_layout", "_items", "full_rewrites", "_stall")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -74,6 +74,8 @@ class CellWriter:
         self._spans: list[_Span] | None = None
         self._ids: list[Any] = []
         self._layout = False
+        #: Each cell's output spans, counted from the cell's first byte (None: unknown), for :meth:`index`.
+        self._items: list[tuple[tuple[int, int], ...] | None] = []
         #: How many writes rewrote the whole notebook (its layout was not nbformat's).
         self.full_rewrites = 0
         self._stall: str | None = None
@@ -142,11 +144,14 @@ class CellWriter:
     def _load(self, fd: int, info: os.stat_result) -> None:
         """Index the open file; no index (the whole file is parsed at the write) when the walk cannot."""
         self.key, self._spans, self._ids, self._layout = None, None, [], False
-        try:
-            index = build_index(fd, info)
-        except (Bail, TooDeep):
-            return
+        index = adopted(stat_key(info))  # written by j-cli just before (a sync, a full rewrite): not read again
+        if index is None:
+            try:
+                index = build_index(fd, info)
+            except (Bail, TooDeep):
+                return
         spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+        self._items = [_relative(c) for c in index.cells]
         ids = []
         for number in range(len(spans)):
             head = _decode(_head_bytes(fd, spans[number]))
@@ -218,6 +223,7 @@ class CellWriter:
         self._move(placed)
         for number in edited:
             self._ids[number] = edited[number].get("id")
+            self._items[number] = _written_items(pieces, number, placed)
         self.key = stat_key(written) if written.st_size == info.st_size + shift else None
         return answers
 
@@ -236,6 +242,38 @@ class CellWriter:
                 upcoming = next(ahead, None)
             elif shift:
                 spans[number] = (start + shift, end + shift, (outputs[0] + shift, outputs[1] + shift) if outputs is not None else None)
+
+    def index(self) -> NotebookIndex | None:
+        """The offset index of the file as this writer last wrote it, as :func:`~jcli_sidecar.ipynb.nbindex.build_index` would find it; None when unknown.
+
+        Known after a splice (the cells written are indexed from the bytes
+        laid out, the others keep their spans, moved); a full rewrite leaves
+        it unknown until the next write indexes the file again.
+        """
+        if self.key is None or self._spans is None or len(self._items) != len(self._spans):
+            return None
+        cells = []
+        for (start, end, outputs), items in zip(self._spans, self._items, strict=True):
+            if outputs is None:
+                cells.append(CellSpan(start, end, None, None))
+            elif items is None:
+                return None
+            else:
+                cells.append(CellSpan(start, end, outputs, tuple((start + a, start + b) for a, b in items)))
+        return NotebookIndex(self.key, cells)
+
+    def hand_over(self) -> NotebookIndex | None:
+        """Give :meth:`index` to this process's next reads (:func:`~jcli_sidecar.ipynb.nbindex.adopt`), and return it.
+
+        The first read after a run then finds the notebook indexed; any
+        other write since changes the file's key, and the read indexes it
+        again. Cheap next to the run (a few tuples per cell): call it when
+        a run's writing is done, not at every write.
+        """
+        index = self.index()
+        if index is not None:
+            adopt(index)
+        return index
 
     def _relayout(self, fd: int, info: os.stat_result, edited: dict[int, dict[str, Any]]) -> None:
         """Write the whole file in nbformat's layout, the ``edited`` cells as they are, one cell at a time."""
@@ -279,10 +317,34 @@ class CellWriter:
             if answers[-1] is not None and cell is not None and kept is not None:
                 cell["outputs"] = kept  # refused: the cell stays as it was
         if any(answer is None for answer in answers):
-            write_text_atomic(self.path, dumps_notebook(nb), expect=stat_key(info), stall=self._stall)
+            write_notebook(self.path, nb, expect=stat_key(info), stall=self._stall)
             self.full_rewrites += 1
         self.key = None  # indexed again at the next write, now in nbformat's layout
         return answers
+
+
+def _relative(span: CellSpan) -> tuple[tuple[int, int], ...] | None:
+    """A cell's output spans counted from its first byte: they hold while the cell's bytes do, wherever it moves."""
+    if span.items is None:
+        return None
+    return tuple((a - span.start, b - span.start) for a, b in span.items)
+
+
+def _written_items(
+    pieces: list[bytes | tuple[int, int]], number: int, placed: list[tuple[int, int, int, tuple[int, int] | None]]
+) -> tuple[tuple[int, int], ...] | None:
+    """The output spans of cell ``number`` as just written (from its bytes in ``pieces``), or None when the pass would not index them so."""
+    at = next(k for k, place in enumerate(placed) if place[0] == number)
+    before, outputs, after = pieces[4 * at + 1 : 4 * at + 4]
+    assert isinstance(before, bytes) and isinstance(outputs, bytes) and isinstance(after, bytes)
+    try:
+        span = cell_span(before + outputs + after)
+    except (Bail, TooDeep):
+        return None
+    expected = (len(before), len(before) + len(outputs)) if outputs else None
+    if span.outputs != expected:
+        return None
+    return span.items
 
 
 def _apply(edit: Edit, cell: Any) -> JcliError | None:

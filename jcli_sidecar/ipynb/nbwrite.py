@@ -17,7 +17,7 @@ import json
 import os
 import re
 
-from ..base.fileio import write_text_atomic
+from ..base.fileio import write_pieces_atomic
 from .notebook import RawNumber, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
@@ -203,4 +203,19 @@ def write_notebook(
         OSError: the directory cannot be written.
         NotebookChanged: another program saved or deleted it since it was read (``expect``).
     """
-    write_text_atomic(path, dumps_notebook(nb), expect=expect, stall=stall)
+    data = dumps_notebook(nb).encode("utf-8")
+    written = write_pieces_atomic(path, [data], expect=expect, stall=stall)
+    _hand_over(data, written)
+
+
+def _hand_over(data: bytes, written: os.stat_result) -> None:
+    """Keep the index of the notebook just written for this process's next reads and writes (a splice after a sync builds none)."""
+    from ..base.boundedjson import Bail, TooDeep
+    from .nbindex import adopt, index_bytes, stat_key
+
+    if written.st_size != len(data):
+        return  # not what we wrote: someone else's by now
+    try:
+        adopt(index_bytes(data, stat_key(written)))
+    except (Bail, TooDeep):
+        pass  # a notebook the pass does not index: its reads parse it whole

@@ -17,7 +17,7 @@ from ..base.errors import CellNotFound, JcliError, NotebookReadFailed, UsageErro
 from ..base.os_errors import os_error, os_reason
 from ..base.protocol import display_name
 from ..base.readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
-from .nbindex import Changed, NotebookIndex, build_index, pread_span, stat_key
+from .nbindex import Changed, NotebookIndex, adopted, build_index, pread_span, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -137,8 +137,12 @@ class NotebookFile:
                 raise UsageError(f"{display_name(path)} is not a usable file name (it holds a NUL byte or a lone surrogate)") from None
             try:
                 check_size(info, path)
+                key = stat_key(info)
+                handed = adopted(key)  # the index a j-cli writer made of this very version
+                if handed is not None:
+                    return cls(path, key, index=handed)
                 try:
-                    return cls(path, stat_key(info), index=build_index(fd, info))
+                    return cls(path, key, index=build_index(fd, info))
                 except TooDeep as exc:
                     raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
                 except Bail:

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..ipynb.nbindex import NotebookIndex
     from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
     from .stop_switch import StopSwitch
@@ -124,6 +125,7 @@ class NotebookRun:
         "nb_path",
         "cells",
         "writer",
+        "handed",
         "summary",
         "_chosen",
         "_py_to_nb",
@@ -152,6 +154,8 @@ class NotebookRun:
         #: The notebook's cells without their outputs (``cell_type``, ``id``, ``metadata``, ``source``).
         self.cells: list[Any] = []
         self.writer: CellWriter | None = None
+        #: The offset index the run's last write-back left (None: none or unknown), for a sidecar to adopt.
+        self.handed: NotebookIndex | None = None
         self.summary: dict[str, Any] = {}
         self._chosen: list[int] = []
         self._py_to_nb: list[int] | None = None
@@ -280,6 +284,7 @@ class NotebookRun:
                         break
             finally:
                 self._flush(session_id, kernel.kernel_id)  # the cells still queued
+                self.handed = self._hand_over()
         if stop is not None and stop.count:
             self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
         if notes:
@@ -301,6 +306,15 @@ class NotebookRun:
         if isinstance(tags, list) and RAISES_EXCEPTION_TAG in tags:
             return True
         return self._py_tags is not None and cell_index < len(self._py_tags) and RAISES_EXCEPTION_TAG in self._py_tags[cell_index]
+
+    def _hand_over(self) -> NotebookIndex | None:
+        """The writer's index of the notebook as the run left it, kept for this process's next reads (best effort: None on any trouble)."""
+        if self.writer is None:
+            return None
+        try:
+            return self.writer.hand_over()
+        except Exception:  # a convenience: the run and its write-backs stand without it
+            return None
 
     def _placed(self) -> list[tuple[int, int]]:
         """``(file index, notebook index)`` of each chosen cell."""

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         jobs: HeldJobs
 
         def load(self, path: str) -> Any: ...
+        def forget(self, path: str) -> None: ...
         def stats(self) -> dict[str, Any]: ...
         def request_stop(self, reason: str) -> None: ...
         def stall(self, point: str) -> None: ...
@@ -119,6 +120,38 @@ def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
         if not exc.details.get("grep_budget"):
             raise
         return {"grep_budget": True}
+
+
+@op("notebook.adopt", blocking=True)
+def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """A j-cli writer's offset index of a notebook it has just written: ``{adopted}``.
+
+    Kept (:func:`~jcli_sidecar.ipynb.nbindex.adopt`) only when it is well
+    formed (spans in order, each within the one holding it and the file)
+    and the file at ``file_path`` is, right now, the very version the index
+    names (its ``fstat`` key); the next read of that version then builds
+    nothing. Any other write changes the key, and the index is never used.
+    """
+    from ..base.readfile import stat_regular
+    from ..ipynb.nbindex import adopt, index_from_wire, stat_key
+
+    path = args.get("file_path")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise ProtocolError("notebook.adopt needs an absolute file_path")
+    try:
+        index = index_from_wire(args.get("index"))
+    except ValueError:
+        return {"adopted": False}  # not an index: the next read builds one
+    real = os.path.realpath(path)
+    try:
+        current = stat_key(stat_regular(real))
+    except (OSError, ValueError):
+        return {"adopted": False}
+    if current != index.key:
+        return {"adopted": False}
+    adopt(index)
+    sidecar.forget(real)
+    return {"adopted": True}
 
 
 @op("run.publish", blocking=True)

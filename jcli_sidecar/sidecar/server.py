@@ -152,7 +152,13 @@ class Sidecar:
         """Open a notebook by real path, through the cache."""
         return self.cache.load(path)
 
+    def forget(self, path: str) -> None:
+        """Drop a notebook's cache entry (its writer handed over the index of its new version)."""
+        self.cache.evict(path)
+
     def stats(self) -> dict[str, Any]:
+        from ..ipynb.nbindex import adopted_uses
+
         return {
             "pid": os.getpid(),
             "version": __version__,
@@ -164,7 +170,7 @@ class Sidecar:
             "requests_in_flight": self.inflight,
             "connections": self.connections,
             "idle_seconds": self.idle_seconds,
-            "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted},
+            "cache": {**self.cache.stats(), "watch_evictions": self.watcher.evicted, "adopted_loads": adopted_uses()},
             "kernels": self.kernels.stats(),
             "jobs": self.jobs.running(),
             "memory": self.memory.stats(),
