@@ -40,10 +40,11 @@ demo: $(VENV)/.installed
 # and the JupyterHub venv (tests/hubs.py) are installed
 # (once per lock or pin file change) before pytest, so a first install is never
 # counted against a test's timeout.
+# The slowest tests are listed at the end, to keep the suite's wall time in view.
 test: $(VENV)/.installed lint
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import gateways; gateways.build_all()'
-	$(PYTEST) $(PYTEST_PARALLEL)
+	$(PYTEST) $(PYTEST_PARALLEL) --durations=15
 	$(MAKE) node-test
 
 # The fast tier, for between two edits: every test that needs no Jupyter Server,
