@@ -69,10 +69,14 @@ export function countingJcli(dir) {
   return { bin, spawns: () => lines().filter((l) => l !== "--version").length, versions: () => lines().filter((l) => l === "--version").length };
 }
 
-/** The real `j-cli` in `cwd` with the sidecar on, its JSON answer parsed. */
+/**
+ * The real `j-cli` in `cwd`, its JSON answer parsed. A `sidecar` command runs
+ * with the sidecar on; any other runs with the test's own switches, so a read
+ * never leaves behind a sidecar it started for next time.
+ */
 export function jcliJson(cwd, args) {
   const env = { ...process.env };
-  delete env.JCLI_SIDECAR;
+  if (args[0] === "sidecar") delete env.JCLI_SIDECAR;
   return JSON.parse(execFileSync(REAL_JCLI, ["-j", ...args], { cwd, env }).toString());
 }
 
