@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -153,6 +154,21 @@ def sidecars_for_workspaces_in(folder: Path) -> list:
     return found
 
 
+@contextlib.contextmanager
+def environ_set(**values: str):
+    """This process's environment with ``values`` set, restored as it was afterwards (an embedded server reads it at start)."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def embedded_server_with_kernels(tmp_path_factory, kernels: dict):
     """A real embedded Jupyter Server of its own whose kernelspecs also include ``kernels``.
 
@@ -170,17 +186,9 @@ def embedded_server_with_kernels(tmp_path_factory, kernels: dict):
     runtime = tmp_path_factory.mktemp("kernels-runtime")
     runtime.chmod(0o700)
     root = tmp_path_factory.mktemp("kernels-root")
-    saved = {key: os.environ.get(key) for key in ("XDG_RUNTIME_DIR", "JUPYTER_PATH")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JUPYTER_PATH=str(data))
-    server = EmbeddedServer(os.path.realpath(root), str(runtime))
-    try:
+    with environ_set(XDG_RUNTIME_DIR=str(runtime), JUPYTER_PATH=str(data)):
+        server = EmbeddedServer(os.path.realpath(root), str(runtime))
         state = server.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     try:
         yield {**state, "data_dir": str(data)}
     finally:

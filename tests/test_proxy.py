@@ -14,7 +14,7 @@ import os
 import socket
 
 import pytest
-from helpers import run_cli, servers_under
+from helpers import environ_set, run_cli, servers_under
 from proxy_hosts import LocalProxy
 
 from jcli_sidecar.base.errors import UsageError
@@ -34,17 +34,9 @@ def proxied_jupyter(tmp_path_factory, starts_jupyter):
     runtime = tmp_path_factory.mktemp("proxied-runtime")
     runtime.chmod(0o700)
     root = tmp_path_factory.mktemp("proxied-root")
-    saved = {key: os.environ.get(key) for key in ("XDG_RUNTIME_DIR", "JUPYTER_CONFIG_DIR")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JUPYTER_CONFIG_DIR=str(config))
-    server = EmbeddedServer(os.path.realpath(root), str(runtime))
-    try:
+    with environ_set(XDG_RUNTIME_DIR=str(runtime), JUPYTER_CONFIG_DIR=str(config)):
+        server = EmbeddedServer(os.path.realpath(root), str(runtime))
         state = server.start()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     port = int(state["url"].rstrip("/").rsplit(":", 1)[1])
     try:
         yield {"loopback": state["url"].rstrip("/"), "proxied": f"http://{PROXIED}:{port}", "token": state["token"], "port": port}

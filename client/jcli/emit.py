@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from jcli_sidecar.base import JcliError, UsageError, dump_json, error_envelope
+from jcli_sidecar.base import JcliError, UsageError, dump_json, error_envelope, human_size
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -182,20 +182,6 @@ def rich_output(output: dict[str, Any]) -> tuple[str, int] | None:
     if isinstance(value, str):
         return mime, len(value.encode("utf-8", "surrogatepass"))
     return mime, len(dump_json(value))
-
-
-def human_size(size: int) -> str:
-    """A byte count as a person reads it.
-
-    Example:
-        >>> human_size(900), human_size(10957), human_size(3 * 1024 * 1024)
-        ('900 B', '10.7 KiB', '3.0 MiB')
-    """
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / (1024 * 1024):.1f} MiB"
 
 
 def shown_path(path: str) -> str:

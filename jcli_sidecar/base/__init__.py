@@ -129,6 +129,7 @@ __all__, __getattr__ = lazy_face(
             "os_reason",
         ),
         "plain_text": (
+            "human_size",
             "strip_ansi",
             "strip_ansi_lines",
         ),

@@ -91,7 +91,6 @@ __all__, __getattr__ = lazy_face(
         "notebook_text": (
             "INDENT",
             "render_notebook_text",
-            "size_text",
         ),
         "notebook_view": (
             "NotebookView",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..base.plain_text import human_size
 from .text_parts import notebook_parts
 
 TYPE_CHECKING = False
@@ -21,24 +22,10 @@ if TYPE_CHECKING:
     from ..ipynb.notebook import NotebookFile
     from .text_parts import Part
 
-__all__ = ["INDENT", "render_notebook_text", "size_text"]
+__all__ = ["INDENT", "render_notebook_text"]
 
 #: What every line of an output's text starts with.
 INDENT = "    "
-
-
-def size_text(size: int) -> str:
-    """A byte count for people: ``B``, ``KiB`` or ``MiB`` with one decimal.
-
-    Example:
-        >>> size_text(900), size_text(10_957), size_text(3 << 20)
-        ('900 B', '10.7 KiB', '3.0 MiB')
-    """
-    if size < 1024:
-        return f"{size} B"
-    if size < 1 << 20:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / (1 << 20):.1f} MiB"
 
 
 def _marker(part: Part) -> str:
@@ -78,7 +65,7 @@ def render_notebook_text(nb: NotebookFile, shown: str) -> Iterator[str]:
         where = f"cell {part.cell} output {part.output}"
         if part.text is None:
             command = f"j-cli notebook output {quoted} --cell {part.cell} --output {part.output}"
-            yield f"# [{where}: {part.kind} {size_text(part.size)}: {command}]\n"
+            yield f"# [{where}: {part.kind} {human_size(part.size)}: {command}]\n"
             continue
         yield f"# [{where}: {_output_label(part)}]\n"
         lines = part.text.split("\n")
