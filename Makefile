@@ -10,7 +10,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 # bytecode writing off (as some environments set it) every worker would redo that
 # at each run.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
-SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
+SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.c' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
 
 .PHONY: demo test quick lint node-test bench fixtures docs install clean
 

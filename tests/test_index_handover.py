@@ -232,3 +232,23 @@ def test_a_full_rewrite_hands_over_its_index_and_the_next_splice_builds_none(tmp
         fh.write(write)
     used = adopted_uses()
     assert NotebookFile.load(str(path)).output(1, 0)["text"][0] == 'a "quoted" [LINE]\n' and adopted_uses() == used
+
+
+def test_convert_hands_its_index_to_the_sidecar_and_the_next_read_builds_none(tmp_path, sidecar_on, monkeypatch):
+    monkeypatch.setenv("JCLI_SIDECAR_RACY_MS", "0")
+    cells = [
+        code([{"name": "stdout", "output_type": "stream", "text": ["one\n"]}], source="print('one')", id="c1"),
+        code([], source="b = 2", id="c2"),
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "m.ipynb").write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    (tmp_path / "m.py").write_text('# %% id="c1"\nprint(\'one\')\n\n# %% id="c2"\nb = 3\n')
+    assert run_cli("-j", "sidecar", "start", cwd=tmp_path).returncode == 0
+    converted = run_cli("-j", "convert", "py-to-ipynb", "m.py", "--outputs", "preserve", "--py-wins", cwd=tmp_path)
+    assert converted.returncode == 0, converted.stderr  # a full rewrite: the edited cell and the kept output
+    before = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["cache"]
+    got = run_cli("-j", "notebook", "output", "m.ipynb", "--cell", "0", "--output", "0", cwd=tmp_path)
+    assert got.returncode == 0 and json.loads(got.stdout)["stream"]["data"] == "one\n", got.stderr
+    after = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()["cache"]
+    assert after["adopted_loads"] == before["adopted_loads"] + 1, (before, after)
+    assert spans(NotebookFile.load(str(tmp_path / "m.ipynb")).index) == fresh(tmp_path / "m.ipynb")

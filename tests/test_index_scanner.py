@@ -4,7 +4,9 @@ The walk as it was is kept in ``tests/nbwalk_reference.py``; every notebook
 here is indexed both ways and the answers compared: the same spans, or the
 same refusal (``Bail`` or ``TooDeep``). Shared fixtures, hostile layouts
 and escapes, windows of a few bytes (every token cut somewhere), random
-notebooks, and a 100 MB realistic one.
+notebooks, and a 100 MB realistic one. Every test runs twice: with the walk
+in C (``jcli_sidecar/ipynb/_nbwalk.c``, which must have been built) and with
+the Python ways alone, as where no compiler built it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,17 @@ from realistic_notebook import write_notebook  # noqa: E402
 NOTEBOOKS = sorted({*FIXTURES.rglob("*.ipynb"), *(REPO / "examples").rglob("*.ipynb")})
 
 
+@pytest.fixture(autouse=True, params=["c walk", "python walk"])
+def walk(request):
+    """The scanner with its C walk, or without it."""
+    if request.param == "c walk":
+        assert jsonscan.native is not None, "the C walk (jcli_sidecar/ipynb/_nbwalk.c) was not built"
+        yield request.param
+    else:
+        with mock.patch.object(jsonscan, "native", None):
+            yield request.param
+
+
 def outcome(build, path) -> object:
     """What ``build`` makes of the file: its key and every span, or the name of its refusal."""
     fd = os.open(path, os.O_RDONLY)
@@ -54,6 +67,7 @@ def windows(chunk: int | None) -> ExitStack:
             stack.enter_context(mock.patch.object(module, "CHUNK", chunk))
             stack.enter_context(mock.patch.object(module, "FAST_FIRST", chunk))
             stack.enter_context(mock.patch.object(module, "FAST_MAX", 8 * chunk))
+        stack.enter_context(mock.patch.object(jsonscan, "NATIVE_MAX", 8 * chunk))
     return stack
 
 
@@ -232,3 +246,27 @@ def test_a_realistic_100_mb_notebook_gets_the_index_the_walk_built(tmp_path):
     cells = write_notebook(path, 100 << 20, with_ids=True)
     got = assert_same(path)
     assert isinstance(got, tuple) and len(got[1]) == cells
+
+
+@pytest.mark.parametrize("walk", ["c walk"], indirect=True)
+@pytest.mark.parametrize(
+    ("raw", "pos", "limit", "end"),
+    [
+        (b'"abc" ,', 0, 5, 5),
+        (rb'"a\\" ,', 0, 5, 5),  # an even run: the quote ends the string
+        (rb'"a\\\"b" ,', 0, 5, 8),  # an odd run: it does not
+        (b'"never closed', 0, 5, -1),
+        (b'[1, "]", {"a": [2]}] tail', 0, 5, 20),
+        (b"[[[1]]]", 0, 2, -2),  # deeper than the limit: the walk raises TooDeep
+        (b"[[[1]]]", 0, 3, 7),
+        (b"[1, 2", 0, 5, -1),  # runs past the buffer: a longer one may hold it
+        (b"[1]]]", 1, 5, 2),
+        (b"]", 0, 5, -2),  # closes more than it opens
+        (b"true  ,", 0, 5, 4),
+        (b" ,", 1, 5, -2),  # an empty scalar
+        (b"12", 0, 5, -1),  # a number may go on
+        (b"x", 5, 5, -1),  # past the buffer
+    ],
+)
+def test_the_c_walk_stops_where_the_walk_does_or_says_why_not(walk, raw, pos, limit, end):
+    assert jsonscan.native.value_end(raw, pos, limit) == end

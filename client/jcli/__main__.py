@@ -13,20 +13,34 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else argv
     try:
-        from .fastpath import try_run
-
-        code = try_run(args)
-        if code is not None:
-            return code
-        from .cli import run_click
-
-        return run_click(args)
+        code = _run(args)
     except KeyboardInterrupt:
         from jcli_sidecar.base import Interrupted
 
         from . import emit
 
         return emit.error(Interrupted("stopped by SIGINT", signal="SIGINT"), any(arg in ("-j", "--json") for arg in args))
+    _offer_written_indexes()
+    return code
+
+
+def _run(args: list[str]) -> int:
+    from .fastpath import try_run
+
+    code = try_run(args)
+    if code is not None:
+        return code
+    from .cli import run_click
+
+    return run_click(args)
+
+
+def _offer_written_indexes() -> None:
+    """Hand the sidecar the offset index of each notebook the command wrote, so its next read builds none."""
+    if "jcli_sidecar.ipynb.nbindex" in sys.modules:  # else nothing was written
+        from .transport import hand_over_written
+
+        hand_over_written()
 
 
 def hook_main() -> int:

@@ -127,11 +127,6 @@ def run_notebook(
         err = exc if isinstance(exc, JcliError) else internal_error(exc)
         err.details.update(executed=True, cells_run=run.summary.get("cells_run", 0))
         return emit.error(err, json_mode)
-    finally:
-        if run.handed is not None and run.nb_path is not None:
-            from .transport import hand_over
-
-            hand_over(run.nb_path, run.handed)  # the first read after the run builds no index
     if json_mode:
         emit.document(summary, True)
     else:

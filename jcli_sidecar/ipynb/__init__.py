@@ -16,7 +16,9 @@ __all__, __getattr__ = lazy_face(
             "FAST_FIRST",
             "FAST_MAX",
             "JsonWindow",
+            "NATIVE_MAX",
             "key_text",
+            "native",
         ),
         "nbindex": (
             "ADOPTED_MAX",
@@ -34,6 +36,7 @@ __all__, __getattr__ = lazy_face(
             "index_to_wire",
             "pread_span",
             "stat_key",
+            "take_offers",
         ),
         "nbsplice": (
             "CellWriter",

@@ -13,6 +13,11 @@ a value:
   patterns that take a key and its colon, or a short scalar, in one match,
   so the Python steps follow the members, not the bytes of their values.
 
+Where the package was built with its C walk (:data:`native`, from
+``_nbwalk.c``), every value is passed by it first, a window at a time, and the
+offset index reads whole windows of cells through it; the ways above are
+what runs without it, and what decides whenever the C walk hands a value back.
+
 A fast way answers only for plain JSON, where it ends exactly where the walk
 would; anything else (an escaped key, odd spacing, a value deeper than the
 limit, a token cut by the window's end that a re-read cannot help) makes it
@@ -30,12 +35,17 @@ import re
 
 from ..base.boundedjson import Bail, TooDeep
 
+try:  # the walk in C, built with the package where a compiler is at hand
+    from . import _nbwalk as native
+except ImportError:  # pragma: no cover - the Python ways alone
+    native = None
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CHUNK", "FAST_FIRST", "FAST_MAX", "JsonWindow", "key_text"]
+__all__ = ["CHUNK", "FAST_FIRST", "FAST_MAX", "JsonWindow", "NATIVE_MAX", "key_text", "native"]
 
 #: How much of the file the window holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
@@ -43,6 +53,9 @@ CHUNK = 1 << 20
 #: first tried on :data:`FAST_FIRST` bytes; bigger ones are walked.
 FAST_FIRST = 4 << 10
 FAST_MAX = 2 << 20
+#: The biggest window the C walk (:data:`native`) is given for one value or
+#: cell; a longer one is walked in Python, a chunk at a time.
+NATIVE_MAX = 16 << 20
 #: The longest token a fast pattern matches (whitespace runs, keys and
 #: scalars are capped well below it): the window holds this much past a
 #: position before a pattern runs there, so no match is cut by its end.
@@ -198,6 +211,9 @@ class JsonWindow:
             Bail: not a value the walk can pass.
             TooDeep: nested deeper than ``limit``.
         """
+        if native is not None:
+            end = self.native_end(pos, limit)
+            return self.walk_value(pos, limit) if end is None else end
         c = self.byte(pos)
         if c == _QUOTE:
             return self.skip_string(pos)
@@ -210,6 +226,24 @@ class JsonWindow:
             if end is not None:
                 return end
         return self.walk_value(pos, limit)
+
+    def native_end(self, pos: int, limit: int) -> int | None:
+        """The end of the value at ``pos`` found by the C walk, or None (the Python walk decides).
+
+        The C walk stops where the walk would; a value that runs past the
+        window is tried again on a longer one read from ``pos``, up to
+        :data:`NATIVE_MAX`.
+        """
+        need = 1
+        while True:
+            buf, rel = self.at(pos, need)
+            end = native.value_end(buf, rel, limit)
+            if end >= 0:
+                return self.base + end
+            have = len(buf) - rel
+            if end < -1 or self.base + len(buf) >= self.size or have >= NATIVE_MAX:
+                return None
+            need = min(have + 1 if have < CHUNK else have * 4, NATIVE_MAX)
 
     def fast_object(self, pos: int, limit: int) -> int | None:
         """The end of the object at ``pos`` passed member by member, or None (the walk decides).

@@ -30,6 +30,7 @@ import threading
 from collections import OrderedDict
 
 from ..base.boundedjson import MAX_DEPTH, Bail
+from . import jsonscan
 from .jsonscan import JsonWindow
 
 TYPE_CHECKING = False
@@ -53,6 +54,7 @@ __all__ = [
     "index_to_wire",
     "pread_span",
     "stat_key",
+    "take_offers",
 ]
 
 
@@ -169,7 +171,9 @@ def _index_cells(window: JsonWindow) -> list[CellSpan]:
     cell = _cell_walk(window)
 
     def cells(pos: int, limit: int) -> tuple[list[CellSpan], int]:
-        return window.elements(pos, limit, cell)
+        if jsonscan.native is None:
+            return window.elements(pos, limit, cell)
+        return _native_cells(window, cell, pos, limit)
 
     top, end = window.members(window.skip_ws(0), MAX_DEPTH, {"cells": cells})
     if not window.at_end(window.skip_ws(end)) or "nbformat" not in top or "cells" not in top:
@@ -184,6 +188,38 @@ def _index_cells(window: JsonWindow) -> list[CellSpan]:
     if not isinstance(major, int) or isinstance(major, bool) or major != 4:
         raise Bail("not nbformat 4")  # the full parse explains or upgrades
     return top["cells"]
+
+
+def _native_cells(window: JsonWindow, cell: Callable[[int, int], tuple[CellSpan, int]], pos: int, limit: int) -> tuple[list[CellSpan], int]:
+    """The ``cells`` array at ``pos`` as :meth:`JsonWindow.elements` reads it with ``cell``, whole windows of cells in C.
+
+    A cell the C walk hands back (anything not plain), or one longer than
+    :data:`~jcli_sidecar.ipynb.jsonscan.NATIVE_MAX`, is read by ``cell``.
+    """
+    i = window.skip_ws(window.expect(pos, 0x5B))
+    found: list[CellSpan] = []
+    if window.byte(i) == 0x5D:
+        return found, i + 1
+    i = window.skip_ws(i)
+    need = 1
+    while True:
+        buf, rel = window.at(i, need)
+        spans, stop, closed = jsonscan.native.cells(buf, rel, limit - 1, window.base)  # type: ignore[union-attr]
+        for start, end, outputs in spans:
+            found.append(CellSpan(start, end, None, None) if outputs is None else CellSpan(start, end, outputs[0], outputs[1]))
+        if closed:
+            return found, stop
+        have = window.base + len(buf) - stop
+        if closed is None or not spans and (have >= jsonscan.NATIVE_MAX or window.base + len(buf) >= window.size):
+            span, end = cell(stop, limit - 1)  # the Python walk reads it, and says what is wrong
+            found.append(span)
+            after = window.after(end, 0x5D)
+            if after < 0:
+                return found, -after
+            i, need = window.skip_ws(after), 1
+            continue
+        i = stop  # the cell at stop runs past the window: read again from there, longer if it was alone
+        need = have + 1 if spans or have < jsonscan.CHUNK else min(have * 4, jsonscan.NATIVE_MAX)
 
 
 def cell_span(raw: bytes) -> CellSpan:
@@ -210,7 +246,10 @@ _adopted_lock = threading.Lock()
 _adopted_used = [0]
 
 
-def adopt(index: NotebookIndex) -> None:
+_offers: OrderedDict[str, NotebookIndex] = OrderedDict()
+
+
+def adopt(index: NotebookIndex, path: str | None = None) -> None:
     """Keep ``index``, which a j-cli writer made of the file it has just written, for this process's next reads.
 
     It is found by the file's ``fstat`` key alone (:func:`adopted`), so any
@@ -218,12 +257,28 @@ def adopt(index: NotebookIndex) -> None:
     indexed again. The key is the writer's own, taken after its write; like
     the writer's next splice, it takes a change that keeps size and both
     timestamps (a same-size rewrite within the same clock tick) for none.
+
+    With the file's ``path``, the index is also kept for the workspace's
+    sidecar (:func:`take_offers`), the newest per path.
     """
     with _adopted_lock:
         _adopted[index.key] = index
         _adopted.move_to_end(index.key)
         while len(_adopted) > ADOPTED_MAX:
             _adopted.popitem(last=False)
+        if path is not None:
+            _offers[path] = index
+            _offers.move_to_end(path)
+            while len(_offers) > ADOPTED_MAX:
+                _offers.popitem(last=False)
+
+
+def take_offers() -> list[tuple[str, NotebookIndex]]:
+    """The ``(path, index)`` of each notebook this process wrote since the last call: what to offer the sidecar (``notebook.adopt``)."""
+    with _adopted_lock:
+        offers = list(_offers.items())
+        _offers.clear()
+    return offers
 
 
 def adopted(key: tuple[int, int, int, int, int]) -> NotebookIndex | None:

@@ -263,7 +263,7 @@ class CellWriter:
         return NotebookIndex(self.key, cells)
 
     def hand_over(self) -> NotebookIndex | None:
-        """Give :meth:`index` to this process's next reads (:func:`~jcli_sidecar.ipynb.nbindex.adopt`), and return it.
+        """Give :meth:`index` to this process's next reads and its sidecar (:func:`~jcli_sidecar.ipynb.nbindex.adopt`), and return it.
 
         The first read after a run then finds the notebook indexed; any
         other write since changes the file's key, and the read indexes it
@@ -272,7 +272,7 @@ class CellWriter:
         """
         index = self.index()
         if index is not None:
-            adopt(index)
+            adopt(index, self.path)
         return index
 
     def _relayout(self, fd: int, info: os.stat_result, edited: dict[int, dict[str, Any]]) -> None:

@@ -205,17 +205,17 @@ def write_notebook(
     """
     data = dumps_notebook(nb).encode("utf-8")
     written = write_pieces_atomic(path, [data], expect=expect, stall=stall)
-    _hand_over(data, written)
+    _hand_over(path, data, written)
 
 
-def _hand_over(data: bytes, written: os.stat_result) -> None:
-    """Keep the index of the notebook just written for this process's next reads and writes (a splice after a sync builds none)."""
+def _hand_over(path: str, data: bytes, written: os.stat_result) -> None:
+    """Keep the index of the notebook just written for this process's next reads and writes (a splice after a sync builds none), and its sidecar."""
     from ..base.boundedjson import Bail, TooDeep
     from .nbindex import adopt, index_bytes, stat_key
 
     if written.st_size != len(data):
         return  # not what we wrote: someone else's by now
     try:
-        adopt(index_bytes(data, stat_key(written)))
+        adopt(index_bytes(data, stat_key(written)), path)
     except (Bail, TooDeep):
         pass  # a notebook the pass does not index: its reads parse it whole
