@@ -4,9 +4,9 @@ The walk as it was is kept in ``tests/nbwalk_reference.py``; every notebook
 here is indexed both ways and the answers compared: the same spans, or the
 same refusal (``Bail`` or ``TooDeep``). Shared fixtures, hostile layouts
 and escapes, windows of a few bytes (every token cut somewhere), random
-notebooks, and a 100 MB realistic one. Every test runs twice: with the walk
-in C (``jcli_sidecar/ipynb/_nbwalk.c``, which must have been built) and with
-the Python ways alone, as where no compiler built it.
+notebooks, and a 100 MB realistic one. Each is indexed by the scanner twice:
+with the walk in C (``jcli_sidecar/ipynb/_nbwalk.c``, which must have been
+built) and with the Python ways alone, as where no compiler built it.
 """
 
 from __future__ import annotations
@@ -32,17 +32,6 @@ sys.path.insert(0, str(REPO / "bench"))
 from realistic_notebook import write_notebook  # noqa: E402
 
 NOTEBOOKS = sorted({*FIXTURES.rglob("*.ipynb"), *(REPO / "examples").rglob("*.ipynb")})
-
-
-@pytest.fixture(autouse=True, params=["c walk", "python walk"])
-def walk(request):
-    """The scanner with its C walk, or without it."""
-    if request.param == "c walk":
-        assert jsonscan.native is not None, "the C walk (jcli_sidecar/ipynb/_nbwalk.c) was not built"
-        yield request.param
-    else:
-        with mock.patch.object(jsonscan, "native", None):
-            yield request.param
 
 
 def outcome(build, path) -> object:
@@ -72,10 +61,16 @@ def windows(chunk: int | None) -> ExitStack:
 
 
 def assert_same(path, chunks=(None,)) -> object:
+    """The scanner's outcome, with and without its C walk, equals the walk's at every window size."""
+    assert jsonscan.native is not None, "the C walk (jcli_sidecar/ipynb/_nbwalk.c) was not built"
     for chunk in chunks:
         with windows(chunk):
-            old, new = outcome(reference_build_index, path), outcome(build_index, path)
-        assert new == old, f"{path} read {chunk or 'CHUNK'} bytes at a time"
+            old = outcome(reference_build_index, path)
+            new = outcome(build_index, path)
+            with mock.patch.object(jsonscan, "native", None):
+                python = outcome(build_index, path)
+        assert new == old, f"{path} read {chunk or 'CHUNK'} bytes at a time, with the C walk"
+        assert python == old, f"{path} read {chunk or 'CHUNK'} bytes at a time, with the Python ways"
     return new
 
 
@@ -248,7 +243,6 @@ def test_a_realistic_100_mb_notebook_gets_the_index_the_walk_built(tmp_path):
     assert isinstance(got, tuple) and len(got[1]) == cells
 
 
-@pytest.mark.parametrize("walk", ["c walk"], indirect=True)
 @pytest.mark.parametrize(
     ("raw", "pos", "limit", "end"),
     [
@@ -268,5 +262,5 @@ def test_a_realistic_100_mb_notebook_gets_the_index_the_walk_built(tmp_path):
         (b"x", 5, 5, -1),  # past the buffer
     ],
 )
-def test_the_c_walk_stops_where_the_walk_does_or_says_why_not(walk, raw, pos, limit, end):
+def test_the_c_walk_stops_where_the_walk_does_or_says_why_not(raw, pos, limit, end):
     assert jsonscan.native.value_end(raw, pos, limit) == end

@@ -18,7 +18,6 @@ __all__, __getattr__ = lazy_face(
             "JsonWindow",
             "NATIVE_MAX",
             "key_text",
-            "native",
         ),
         "nbindex": (
             "ADOPTED_MAX",

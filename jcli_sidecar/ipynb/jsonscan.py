@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CHUNK", "FAST_FIRST", "FAST_MAX", "JsonWindow", "NATIVE_MAX", "key_text", "native"]
+__all__ = ["CHUNK", "FAST_FIRST", "FAST_MAX", "JsonWindow", "NATIVE_MAX", "key_text"]
 
 #: How much of the file the window holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
