@@ -10,7 +10,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 # bytecode writing off (as some environments set it) every worker would redo that
 # at each run.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
-SOURCES := $(shell find jcli_sidecar client -name '*.py' -o -name '*.c' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' 2>/dev/null)
+SOURCES := $(shell find jcli_sidecar client -name node_modules -prune -o \( -name '*.py' -o -name '*.c' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' \) -print 2>/dev/null)
 
 .PHONY: demo test quick lint node-test bench fixtures docs install clean
 
@@ -67,10 +67,14 @@ lint: $(VENV)/.deps
 # host by tests/hostbins.py). The other real hosts (OpenCode, Codex, Claude
 # Code, the MCP Inspector) and DSH's model turns run inside pytest.
 NODE_ENV_FOR_TESTS := JCLI_BIN=$(CURDIR)/$(BIN)/j-cli JCLI_PYTHON=$(CURDIR)/$(BIN)/python
-node-test: $(VENV)/.installed
-	cd client/plugins/opencode && npm ci --no-audit --no-fund --silent
+# The plugins' npm dependencies are installed once per lock file change, like the venv's.
+client/plugins/%/node_modules/.installed: client/plugins/%/package-lock.json
+	cd client/plugins/$* && npm ci --no-audit --no-fund --silent
+	touch $@
+
+node-test: $(VENV)/.installed client/plugins/opencode/node_modules/.installed client/plugins/dsh/node_modules/.installed
 	$(NODE_ENV_FOR_TESTS) node --test client/plugins/opencode/jcli.test.mjs
-	cd client/plugins/dsh && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json
+	cd client/plugins/dsh && npx tsc -p tsconfig.json
 	cd client/plugins/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test jcli.test.mjs
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	cd tests/hosts/dsh && $(NODE_ENV_FOR_TESTS) node --import tsx --test dsh-real-host.test.mjs

@@ -66,6 +66,11 @@ def provider_config(url: str, npm: str = "@ai-sdk/openai-compatible", images: bo
         "model": "scripted/m",
         "small_model": "scripted/m",
         "permission": {"bash": "allow", "edit": "allow"},
+        # OpenCode's undo snapshots (a git copy of the project at each step), language
+        # servers and formatters cost a turn a second of CPU and touch nothing of j-cli's.
+        "snapshot": False,
+        "lsp": False,
+        "formatter": False,
         "provider": {"scripted": provider},
     }
 
