@@ -35,22 +35,21 @@ _STDIN_FILES = ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
 #: Programs (and ``python -m`` modules) that run the script or module they are given: debuggers, profilers, coverage.
 _SCRIPT_RUNNERS = frozenset({"pdb", "ipdb", "ipdb3", "cProfile", "profile", "trace", "pyinstrument", "scalene", "viztracer"})
 _SUBCOMMAND_RUNNERS = {"coverage": "run", "memray": "run", "jupyter-run": ""}
+# The patterns below are compiled where inline code is read (``re``'s own cache keeps
+# them), not at import: a guard that meets no inline code, the usual case, never pays.
 #: Inline code that runs a file it names.
-_RUNS_FILE = re.compile(
+_RUNS_FILE = (
     r"\bexec(?:file)?\s*\(|exec_module|runpy|run_path|run_module|%run|\bsystem\b|subprocess|popen|spawn|import_module|__import__|"
-    r"spec_from_file_location|SourceFileLoader|get_ipython|^\s*!",
-    re.IGNORECASE | re.MULTILINE,
+    r"spec_from_file_location|SourceFileLoader|get_ipython|^\s*!"
 )
 #: Inline code that runs a notebook it names.
-_RUNS_NOTEBOOK = re.compile(
+_RUNS_NOTEBOOK = (
     r"nbclient|NotebookClient|ExecutePreprocessor|execute_notebook|papermill|testbook|%run|\bexec(?:file)?\s*\(|runpy|\bsystem\b|"
-    r"subprocess|popen|spawn|run_notebook|--execute|get_ipython|^\s*!",
-    re.IGNORECASE | re.MULTILINE,
+    r"subprocess|popen|spawn|run_notebook|--execute|get_ipython|^\s*!"
 )
-_IMPORTS = re.compile(
+_IMPORTS = (
     r"(?:^|[;:\s(\"'])(?:from\s+([\w.]+)\s+import\s+\(?\s*([\w, ]+)|import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))"
-    r"|(?:import_module|__import__|run_module)\(\s*['\"]([\w.]+)['\"]|%run\s+-m\s+([\w.]+)",
-    re.MULTILINE,
+    r"|(?:import_module|__import__|run_module)\(\s*['\"]([\w.]+)['\"]|%run\s+-m\s+([\w.]+)"
 )
 
 
@@ -262,7 +261,7 @@ def _module_files(module: str, cwd: str) -> list[str]:
     return [base + ".py", os.path.join(base, "__main__.py"), os.path.join(base, "__init__.py")]
 
 
-def _code_sources(code: str, cwd: str, suffixes: tuple[str, ...], runs: re.Pattern[str], prefix: str) -> Iterator[Source]:
+def _code_sources(code: str, cwd: str, suffixes: tuple[str, ...], runs: str, prefix: str) -> Iterator[Source]:
     """Inline code (``-c``, a here-document): files it names and runs, and local modules it imports."""
     raw = getattr(code, "raw", code)
     if getattr(code, "dynamic", False):
@@ -270,7 +269,7 @@ def _code_sources(code: str, cwd: str, suffixes: tuple[str, ...], runs: re.Patte
         yield Source(found, f"{prefix}its code comes from `{_clip(raw)}`, which names {_names(found, cwd)}. ")
         return
     found = _mentioned([(code, cwd)], suffixes)
-    if found and runs.search(code):
+    if found and re.search(runs, code, re.IGNORECASE | re.MULTILINE):
         yield Source(found, f"{prefix}its inline code `{_clip(code)}` runs {_names(found, cwd)}. ")
     if suffixes == (".py",):
         yield from _import_sources(code, cwd, prefix)
@@ -278,7 +277,7 @@ def _code_sources(code: str, cwd: str, suffixes: tuple[str, ...], runs: re.Patte
 
 def _import_sources(code: str, cwd: str, prefix: str) -> Iterator[Source]:
     """Local modules ``code`` imports (``import x``, ``from pkg import x``, ``import_module('x')``, ``%run -m x``)."""
-    for match in _IMPORTS.finditer(code):
+    for match in re.finditer(_IMPORTS, code, re.MULTILINE):
         if match.group(1):  # `from pkg import mod, other`: the package, and each name that may be a module of it
             modules = [match.group(1)] + [f"{match.group(1)}.{m.split(' as ')[0].strip()}" for m in match.group(2).split(",")]
         elif match.group(3):
@@ -290,7 +289,7 @@ def _import_sources(code: str, cwd: str, prefix: str) -> Iterator[Source]:
             yield Source(found, f"{prefix}its code imports `{module}`, which runs {_names(found, cwd)}. ")
 
 
-def _stdin_sources(cmd: Command, suffixes: tuple[str, ...], runs: re.Pattern[str], prefix: str) -> Iterator[Source]:
+def _stdin_sources(cmd: Command, suffixes: tuple[str, ...], runs: str, prefix: str) -> Iterator[Source]:
     """No script named: the code is read from stdin, or ``xargs``/``find -exec`` add the script's name."""
     feed = cmd.arg_feed()
     if feed is not None:

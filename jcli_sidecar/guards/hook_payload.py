@@ -84,14 +84,15 @@ _PATCH_KEYS = ("command", "patch", "patchText", "patch_text", "input")
 MAX_PAYLOAD = 32 * 1024 * 1024
 #: A field's value longer than this is read up to here (a command that long is decided on its start).
 _VALUE_LIMIT = 256 * 1024
-_FIELD = re.compile(
+# The scanning patterns are compiled at their first use (``re``'s own cache keeps them),
+# not at import: a plain JSON payload without a patch, the usual case, never pays.
+_FIELD = (
     r'(?<!\\)"(tool_name|toolName|tool|cwd|hook_event_name|command|cmd|workdir|file_path|filePath|notebook_path|notebookPath|path|filename'
-    r'|patch|patchText|patch_text|input)"\s*:\s*"((?:[^"\\]|\\.){0,' + str(_VALUE_LIMIT) + "})",
-    re.DOTALL,
+    r'|patch|patchText|patch_text|input)"\s*:\s*"((?:[^"\\]|\\.){0,' + str(_VALUE_LIMIT) + "})"
 )
-_ESCAPED_PATCH_LINE = re.compile(r"\*\*\* (Update|Add|Delete) File: ((?:[^\\\n\"]|\\[^n])+)|\*\*\* Move to: ((?:[^\\\n\"]|\\[^n])+)")
+_ESCAPED_PATCH_LINE = r"\*\*\* (Update|Add|Delete) File: ((?:[^\\\n\"]|\\[^n])+)|\*\*\* Move to: ((?:[^\\\n\"]|\\[^n])+)"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_PATCH_LINE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
+_PATCH_LINE = r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
 
 
 class PayloadError(ValueError):
@@ -164,13 +165,13 @@ def scan_fields(text: str, fields: dict[str, list[str]] | None = None) -> dict[s
         {'tool_name': ['Write'], 'file_path': ['a.ipynb']}
     """
     found: dict[str, list[str]] = {} if fields is None else fields
-    for match in _FIELD.finditer(text):
+    for match in re.finditer(_FIELD, text, re.DOTALL):
         value = _json_string(match.group(2))
         values = found.setdefault(match.group(1), [])
         if value not in values and len(values) < 64:
             values.append(value)
     lines = found.setdefault("*patch", [])
-    for match in _ESCAPED_PATCH_LINE.finditer(text):
+    for match in re.finditer(_ESCAPED_PATCH_LINE, text):
         line = (
             f"*** {match.group(1)} File: {_json_string(match.group(2))}"
             if match.group(1)
@@ -295,7 +296,7 @@ def patch_paths(body: str, cwd: str) -> tuple[str, ...]:
         ('/w/a.py', '/w/b.py')
     """
     found: list[str] = []
-    for match in _PATCH_LINE.finditer(body):
+    for match in re.finditer(_PATCH_LINE, body, re.MULTILINE):
         path = _absolute(match.group(1) or match.group(2), cwd)
         if path not in found:
             found.append(path)
