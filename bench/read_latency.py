@@ -44,8 +44,8 @@ produces three groups of figures.
    :data:`BURST` reads at once is answered. This is measured first,
    on the freshly started sidecar, so that its cache holds exactly these 10;
    figures 1 and 2 then run against the same sidecar with the copies still
-   cached (11 notebooks, ~253 MiB: with the default budget, a nearly full
-   cache, as in real use).
+   cached (11 notebooks; the cache keeps each one's offset index, not its
+   text: about 4 MiB).
 
 Why ratios: the machine is noisy and absolute timings drift up to 2x between
 runs, so every latency target compares two medians measured side by side in
