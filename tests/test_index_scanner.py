@@ -264,3 +264,31 @@ def test_a_realistic_100_mb_notebook_gets_the_index_the_walk_built(tmp_path):
 )
 def test_the_c_walk_stops_where_the_walk_does_or_says_why_not(raw, pos, limit, end):
     assert jsonscan.native.value_end(raw, pos, limit) == end
+
+
+_SEED_NOTEBOOK = layouts(notebook([code([stream(['a "b" [c]\n', "d\\\n"]), display({"text/plain": ["{x}"]})]), code([], source=["y\n"])]))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(
+    layout=st.sampled_from(sorted(_SEED_NOTEBOOK)),
+    edits=st.lists(
+        st.tuples(st.floats(0, 1, exclude_max=True), st.sampled_from(["replace", "insert", "delete"]), st.sampled_from(list(b'"\\[]{},: \nx0'))),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_damaged_bytes_are_refused_or_indexed_as_the_walk_did(tmp_path, layout, edits):
+    """Random damage (a quote, a backslash, a bracket put in, dropped or swapped anywhere): both walks still agree with the reference."""
+    raw = bytearray(_SEED_NOTEBOOK[layout])
+    for where, how, byte in edits:
+        at = int(where * len(raw))
+        if how == "replace":
+            raw[at] = byte
+        elif how == "insert":
+            raw.insert(at, byte)
+        else:
+            del raw[at]
+    path = tmp_path / "damaged.ipynb"
+    path.write_bytes(bytes(raw))
+    assert_same(path, chunks=(None, 3))
