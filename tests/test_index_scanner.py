@@ -273,7 +273,9 @@ _SEED_NOTEBOOK = layouts(notebook([code([stream(['a "b" [c]\n', "d\\\n"]), displ
 @given(
     layout=st.sampled_from(sorted(_SEED_NOTEBOOK)),
     edits=st.lists(
-        st.tuples(st.floats(0, 1, exclude_max=True), st.sampled_from(["replace", "insert", "delete"]), st.sampled_from(list(b'"\\[]{},: \nx0'))),
+        st.tuples(
+            st.floats(0, 1, exclude_max=True), st.sampled_from(["replace", "insert", "delete"]), st.sampled_from(list(b'"\\[]{},: \nx0'))
+        ),
         min_size=1,
         max_size=4,
     ),
