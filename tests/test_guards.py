@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import warnings
@@ -34,18 +35,26 @@ UPSTREAM_NAMES = [
 ]
 
 
-@pytest.fixture
-def work(tmp_path):
-    """The workspace described in the module docstring, its notebooks made by ``j-cli convert``."""
-    for folder in (tmp_path, tmp_path / "sub"):
+@pytest.fixture(scope="session")
+def work_template(tmp_path_factory):
+    """The workspace described in the module docstring, its notebooks made by ``j-cli convert``: made once."""
+    root = tmp_path_factory.mktemp("guards-work")
+    for folder in (root, root / "sub"):
         folder.mkdir(exist_ok=True)
         (folder / "analysis.py").write_text(PERCENT)
         assert run_cli("convert", "py-to-ipynb", "analysis.py", cwd=folder).returncode == 0
-    (tmp_path / "plain.py").write_text("print('a plain script')\n")
-    (tmp_path / "plain.ipynb").write_bytes((tmp_path / "analysis.ipynb").read_bytes())
-    (tmp_path / "markers_only.py").write_text(PERCENT)
-    (tmp_path / "lonely.ipynb").write_bytes((tmp_path / "analysis.ipynb").read_bytes())
-    (tmp_path / "scripts").mkdir()
+    (root / "plain.py").write_text("print('a plain script')\n")
+    (root / "plain.ipynb").write_bytes((root / "analysis.ipynb").read_bytes())
+    (root / "markers_only.py").write_text(PERCENT)
+    (root / "lonely.ipynb").write_bytes((root / "analysis.ipynb").read_bytes())
+    (root / "scripts").mkdir()
+    return root
+
+
+@pytest.fixture
+def work(tmp_path, work_template):
+    """A test's own copy of the workspace (a pair's state is its content: a copy is paired as the original)."""
+    shutil.copytree(work_template, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_guards import assert_allowed, assert_denied, assert_jcli_lines_parse, hook, shell
 from test_guards import work as work  # noqa: F401 (a fixture)
+from test_guards import work_template as work_template  # noqa: F401 (a fixture)
 
 RUN_AROUND = [
     # the script on stdin: pipes, redirects, here-strings, here-documents
