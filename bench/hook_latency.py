@@ -2,14 +2,16 @@
 
 A host such as Claude Code starts the hook as a new process for every Bash
 call, the call as JSON on stdin, so its whole-process time is what the agent
-pays each time. Four commands run interleaved, round-robin, in one loop,
+pays each time. Five commands run interleaved, round-robin, in one loop,
 each fed its payload on stdin:
 
 * ours unrelated -- our hook on ``make -j4 && git status`` (nothing to do
                     with notebooks: decided on the raw text, without the
                     shell parser, click or nbformat);
 * ours notebook  -- our hook on ``uv run papermill analysis.ipynb out.ipynb``
-                    (parsed and denied: exit 2);
+                    (plain words: split without the parser, and denied: exit 2);
+* ours notebook, parsed -- our hook on ``cd sub && uv run papermill 'analysis.ipynb' out.ipynb``
+                    (read by the shell parser, and denied: exit 2);
 * upstream       -- ``jupyter-jcli`` 0.9.7's same hook on the unrelated
                     payload, in its scratch venv;
 * floor          -- the project interpreter importing what a lean client
@@ -17,11 +19,12 @@ each fed its payload on stdin:
                     Python at all.
 
 The targets compare medians from the same run: ours unrelated / floor <= 1.3,
-and ours notebook / floor <= 1.5: a line that names a notebook runner is
-parsed with bashlex, whose parse tables ship ready
-(``jcli_sidecar.guards.shell_tables``) instead of being built at its import.
+and ours notebook / floor <= 1.5, parsed or not: a line that names a notebook
+runner and is more than plain words is parsed with bashlex, whose parse
+tables ship ready (``jcli_sidecar.guards.shell_tables``) instead of being
+built at its import.
 Nothing is asserted; the script exits non-zero only if our hook answers
-wrongly (not 0 on the unrelated payload, not 2 on the notebook one).
+wrongly (not 0 on the unrelated payload, not 2 on the notebook ones).
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ from harness import (
     timed,
 )
 
-UNRELATED, NOTEBOOK, UPSTREAM, FLOOR = "ours unrelated", "ours notebook", "upstream", "floor"
-TARGETS = [(UNRELATED, FLOOR, "<=", 1.3), (NOTEBOOK, FLOOR, "<=", 1.5), (UPSTREAM, UNRELATED, ">=", 1.0)]
+UNRELATED, NOTEBOOK, PARSED, UPSTREAM, FLOOR = "ours unrelated", "ours notebook", "ours notebook, parsed", "upstream", "floor"
+TARGETS = [(UNRELATED, FLOOR, "<=", 1.3), (NOTEBOOK, FLOOR, "<=", 1.5), (PARSED, FLOOR, "<=", 1.5), (UPSTREAM, UNRELATED, ">=", 1.0)]
 WARMUP = 2
 
 
@@ -74,10 +77,12 @@ def main() -> int:
     env = bare_env(WORK / "runtime-hooks")
     unrelated = payload("make -j4 && git status")
     notebook = payload("uv run papermill analysis.ipynb out.ipynb")
+    parsed = payload("cd sub && uv run papermill 'analysis.ipynb' out.ipynb")
     hook = [str(J_CLI), "_hooks", "notebook-exec-guard", "--platform", "claude"]
     commands: dict[str, tuple[list[str], bytes, int]] = {
         UNRELATED: (hook, unrelated, 0),
         NOTEBOOK: (hook, notebook, 2),
+        PARSED: (hook, parsed, 2),
         FLOOR: (FLOOR_ARGV, b"", 0),
     }
     upstream = ensure_upstream()
@@ -101,7 +106,7 @@ def main() -> int:
     for i in range(args.runs):
         for name in rotated(names, i):
             samples[name].append(once(name))
-    width = 18
+    width = 24
     print(f"j-cli _hooks notebook-exec-guard, whole process, {args.runs} rounds")
     print(stats_header("command", width))
     for name in names:

@@ -494,7 +494,7 @@ def imported(name: str, payload: dict) -> set[str]:
     return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in lines}
 
 
-def test_an_unrelated_command_is_decided_without_the_parser_click_or_nbformat(work):
+def test_an_unrelated_or_plain_command_is_decided_without_the_parser_click_or_nbformat(work):
     for name, command in [
         ("notebook-exec-guard", "make -j4 && git status"),
         ("notebook-exec-guard", "python -m pytest -q"),
@@ -505,8 +505,10 @@ def test_an_unrelated_command_is_decided_without_the_parser_click_or_nbformat(wo
         modules = imported(name, shell(command, work))
         assert not modules & HEAVY, (name, command, modules & HEAVY)
         assert "jcli_sidecar" in modules  # the hook really ran in this process
-    notebook_modules = imported("notebook-exec-guard", shell("papermill analysis.ipynb o.ipynb", work))
-    assert "bashlex" in notebook_modules and not notebook_modules & (HEAVY - {"bashlex"})
+    plain = imported("notebook-exec-guard", shell("papermill analysis.ipynb o.ipynb", work))
+    assert not plain & HEAVY, "one simple command of plain words is read without the parser"
+    quoted = imported("notebook-exec-guard", shell("cd sub && papermill 'analysis.ipynb' o.ipynb", work))
+    assert "bashlex" in quoted and not quoted & (HEAVY - {"bashlex"})
 
 
 def test_upstreams_second_entry_point_j_cli_hook_is_j_cli_hooks(tmp_path):

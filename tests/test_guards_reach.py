@@ -380,3 +380,30 @@ def test_any_payload_bytes_parse_or_say_why(raw):
     except PayloadError:
         return
     assert call.kind in ("shell", "edit", "write", "notebook_edit", "patch", "other")
+
+
+# -- a plain line is read without the parser, as the parser reads it ------------------------------
+
+_PLAIN_PIECES = ["python", "python3", "-m", "uv", "run", "papermill", "sudo", "-u", "x", "env", "A=1", "-p", "alpha=0.1", "cd", "sub",
+                 "analysis.py", "../analysis.ipynb", "nohup", "timeout", "10", "xargs", "time", "if", "for", "in", "!", "{", "jupyter",
+                 "nbconvert", "--execute", "--to=notebook", "a,b", "x+y", "@f", "%run", ":", ".", "/usr/bin/python", "\t"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PLAIN_PIECES), min_size=1, max_size=10))
+@example(["x=1", "python", "a.py"])
+def test_a_plain_line_is_read_without_the_parser_exactly_as_the_parser_reads_it(pieces):
+    """Only lines the parser would read as one simple command of plain words skip it, with the same commands."""
+    from unittest import mock
+
+    from jcli_sidecar.guards import shell_commands
+
+    text = " ".join(pieces)
+
+    def read(line):
+        return [(c.argv, [w.raw for w in c.argv], c.cwd, c.via, repr(c.stdin())) for c in shell_commands.commands(line, "/w")]
+
+    fast = read(text)
+    with mock.patch.object(shell_commands, "_plain_words", lambda line: None):
+        parsed = read(text)
+    assert fast == parsed, text

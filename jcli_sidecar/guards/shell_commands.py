@@ -191,9 +191,38 @@ def commands(text: str, cwd: str) -> list[Command]:
 Dirs = tuple  # (cwd, OLDPWD, *pushd stack): what `cd`, `cd -`, `pushd` and `popd` move
 
 
+#: A line of plain words: nothing the shell would expand, quote, redirect, join or read as a keyword.
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9_./:,+@%=\- \t]*")
+#: Words that open a compound command or change how the next one is read.
+_RESERVED = frozenset(
+    {"!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in"}
+    | {"select", "then", "time", "until", "while"}
+)
+
+
+def _plain_words(text: str) -> list[str] | None:
+    """The words of ``text`` when it is one simple command of plain words (what the parser would make of it), else None.
+
+    Example:
+        >>> _plain_words("uv run papermill a.ipynb out.ipynb -p alpha=0.1")
+        ['uv', 'run', 'papermill', 'a.ipynb', 'out.ipynb', '-p', 'alpha=0.1']
+        >>> _plain_words("x=1 python a.py") is None, _plain_words("python *.py") is None
+        (True, True)
+    """
+    if _PLAIN_LINE.fullmatch(text) is None:
+        return None
+    words = text.split()
+    if not words or "=" in words[0] or words[0] in _RESERVED:
+        return None
+    return words
+
+
 def _read(text: str, dirs: Dirs, out: list[Command], depth: int, values: dict[str, str] | None = None) -> Dirs:
     if depth > _MAX_DEPTH or not text.strip():
         return dirs
+    plain = _plain_words(text)
+    if plain is not None:  # the parser's answer without loading the parser (the usual shell line)
+        return _simple([Word(w, w) for w in plain], dirs, out, depth)
     literal = {m.group(2) or m.group(3) or m.group(4) for m in _HEREDOC_QUOTED.finditer(text)}
     if literal:  # the parser refuses a quoted delimiter; the body is literal either way (remembered here)
         text = _HEREDOC_QUOTED.sub(lambda m: f"<<{m.group(1)}{m.group(2) or m.group(3) or m.group(4)}", text)

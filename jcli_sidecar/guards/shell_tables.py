@@ -2,7 +2,7 @@
 
 ``import bashlex`` rebuilds the LALR tables of its bash grammar every time
 (about 80 ms here), and a guard imports it for every shell line that
-mentions a notebook. :func:`import_bashlex` imports it with the tables of
+mentions a notebook and is more than plain words. :func:`import_bashlex` imports it with the tables of
 :mod:`jcli_sidecar.guards._bashlex_lr` instead, when those were built from
 exactly the grammar installed (bashlex's own grammar signature: start
 symbol, precedence, tokens and every rule's text). Any
