@@ -690,7 +690,13 @@ def test_the_embedded_server_does_not_drop_a_large_output(ws, kernel_session):
 
 @contextlib.contextmanager
 def _server_with_limits(root, *limits):
-    """A real Jupyter Server started here with the IOPub limits given, and a session "limited" on it."""
+    """A real Jupyter Server started here with the IOPub limits given, and a session "limited" on it.
+
+    The port is a free one probed just before; another process may take it
+    first, and the server, told not to look further, then exits. That is
+    seen (it ends before writing its ``jpserver-*.json``) and it is started
+    again on another port, three times at most.
+    """
     import socket
     import sys
 
@@ -698,28 +704,40 @@ def _server_with_limits(root, *limits):
 
     runtime = root / "runtime"
     runtime.mkdir()
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
     token = os.urandom(12).hex()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={root}",
-        *limits,
-    ] + (["--allow-root"] if os.geteuid() == 0 else [])
     env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime), "XDG_RUNTIME_DIR": str(runtime)}
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in watch(runtime, rust_timeout=60_000, yield_on_timeout=True, raise_interrupt=False):
-            if any(p.name.startswith("jpserver-") and p.suffix == ".json" for p in runtime.iterdir()):
+
+    def started() -> bool:
+        return any(p.name.startswith("jpserver-") and p.suffix == ".json" for p in runtime.iterdir())
+
+    for _attempt in range(3):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}",
+            *limits,
+        ] + (["--allow-root"] if os.geteuid() == 0 else [])
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Each wait ends at a change in the runtime dir, or after a second, to see whether the server is still there.
+        for _ in watch(runtime, rust_timeout=1_000, yield_on_timeout=True, raise_interrupt=False):
+            if started() or server.poll() is not None:
                 break
+        if started():
+            break
+        server.terminate()
+        server.wait(30)
+    else:
+        raise AssertionError("the Jupyter Server with IOPub limits did not start on any of three ports")
+    try:
         url = f"http://127.0.0.1:{port}"
         created = run_cli("-j", "-s", url, "-t", token, "session", "create", "-n", "limited", cwd=root)
         assert created.returncode == 0, created.stderr
