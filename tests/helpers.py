@@ -169,6 +169,63 @@ def environ_set(**values: str):
                 os.environ[key] = value
 
 
+@contextlib.contextmanager
+def jupyter_server_process(root: Path, *options: str, env: dict[str, str] | None = None):
+    """A real Jupyter Server started as a process of its own on a free loopback port: yields ``(port, token)``.
+
+    ``options`` are added to its command line (limits, a ``base_url``); its
+    runtime dir is ``root/runtime`` (``XDG_RUNTIME_DIR`` too). The port is a
+    free one probed just before; another process may take it first, and the
+    server, told not to look further, then exits. That is seen (it ends
+    before writing its ``jpserver-*.json``) and it is started again on
+    another port, three times at most. It is stopped on the way out.
+    """
+    import socket
+
+    from watchfiles import watch
+
+    runtime = root / "runtime"
+    runtime.mkdir()
+    token = os.urandom(12).hex()
+    env = {**os.environ, **(env or {}), "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime), "XDG_RUNTIME_DIR": str(runtime)}
+
+    def started() -> bool:
+        return any(p.name.startswith("jpserver-") and p.suffix == ".json" for p in runtime.iterdir())
+
+    for _attempt in range(3):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}",
+            *options,
+        ] + (["--allow-root"] if os.geteuid() == 0 else [])
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Each wait ends at a change in the runtime dir, or after a second, to see whether the server is still there.
+        for _ in watch(runtime, rust_timeout=1_000, yield_on_timeout=True, raise_interrupt=False):
+            if started() or server.poll() is not None:
+                break
+        if started():
+            break
+        server.terminate()
+        server.wait(30)
+    else:
+        raise AssertionError("the Jupyter Server did not start on any of three ports")
+    try:
+        yield port, token
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
 def embedded_server_with_kernels(tmp_path_factory, kernels: dict):
     """A real embedded Jupyter Server of its own whose kernelspecs also include ``kernels``.
 

@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import JCLI, run_cli
+from helpers import JCLI, jupyter_server_process, run_cli
 from test_readonly import DROP, nobody_python  # noqa: F401 - the fixture, shared
 
 from jcli_sidecar.kernel.exec_result import TEXT_BUDGET
@@ -690,61 +690,12 @@ def test_the_embedded_server_does_not_drop_a_large_output(ws, kernel_session):
 
 @contextlib.contextmanager
 def _server_with_limits(root, *limits):
-    """A real Jupyter Server started here with the IOPub limits given, and a session "limited" on it.
-
-    The port is a free one probed just before; another process may take it
-    first, and the server, told not to look further, then exits. That is
-    seen (it ends before writing its ``jpserver-*.json``) and it is started
-    again on another port, three times at most.
-    """
-    import socket
-    import sys
-
-    from watchfiles import watch
-
-    runtime = root / "runtime"
-    runtime.mkdir()
-    token = os.urandom(12).hex()
-    env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime), "XDG_RUNTIME_DIR": str(runtime)}
-
-    def started() -> bool:
-        return any(p.name.startswith("jpserver-") and p.suffix == ".json" for p in runtime.iterdir())
-
-    for _attempt in range(3):
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-        probe.close()
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={root}",
-            *limits,
-        ] + (["--allow-root"] if os.geteuid() == 0 else [])
-        server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # Each wait ends at a change in the runtime dir, or after a second, to see whether the server is still there.
-        for _ in watch(runtime, rust_timeout=1_000, yield_on_timeout=True, raise_interrupt=False):
-            if started() or server.poll() is not None:
-                break
-        if started():
-            break
-        server.terminate()
-        server.wait(30)
-    else:
-        raise AssertionError("the Jupyter Server with IOPub limits did not start on any of three ports")
-    try:
+    """A real Jupyter Server started here with the IOPub limits given, and a session "limited" on it."""
+    with jupyter_server_process(root, *limits) as (port, token):
         url = f"http://127.0.0.1:{port}"
         created = run_cli("-j", "-s", url, "-t", token, "session", "create", "-n", "limited", cwd=root)
         assert created.returncode == 0, created.stderr
         yield url, token, root
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import os
 import threading
 
 import pytest
-from helpers import run_cli
+from helpers import jupyter_server_process, run_cli
 
 WORKDIR = {}
 
@@ -236,37 +236,7 @@ def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp
 
 def test_a_server_behind_a_url_prefix_works_like_a_hub_user_server(tmp_path):
     """JupyterHub and gateways serve Jupyter under a path prefix: -s URL carries it."""
-    import socket
-    import subprocess
-    import sys
-
-    from watchfiles import watch
-
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    runtime = tmp_path / "jupyter-runtime"
-    runtime.mkdir()
-    token = os.urandom(12).hex()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        "--ServerApp.base_url=/user/someone/",
-        f"--ServerApp.root_dir={tmp_path}",
-    ] + (["--allow-root"] if os.geteuid() == 0 else [])
-    env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(runtime)}
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        # The server writes jpserver-<pid>.json once it listens: wait for that event.
-        for _ in watch(runtime, rust_timeout=60_000, yield_on_timeout=True, raise_interrupt=False):
-            if any(p.name.startswith("jpserver-") and p.suffix == ".json" for p in runtime.iterdir()):
-                break
+    with jupyter_server_process(tmp_path, "--ServerApp.base_url=/user/someone/") as (port, token):
         url = f"http://127.0.0.1:{port}/user/someone/"
         created = run_cli("-j", "-s", url, "-t", token, "session", "create", "-n", "hub", cwd=tmp_path)
         assert created.returncode == 0, created.stderr
@@ -278,6 +248,3 @@ def test_a_server_behind_a_url_prefix_works_like_a_hub_user_server(tmp_path):
         bare = run_cli("-j", "-s", f"http://127.0.0.1:{port}/", "-t", token, "session", "list", cwd=tmp_path)
         assert bare.returncode == 1 and bare.error()["code"] == "SERVER_UNAVAILABLE"  # no traceback for a wrong base URL
         assert "base URL" in bare.error()["message"]
-    finally:
-        server.terminate()
-        server.wait(30)

@@ -36,11 +36,18 @@ def _run(args: list[str]) -> int:
 
 
 def _offer_written_indexes() -> None:
-    """Hand the sidecar the offset index of each notebook the command wrote, so its next read builds none."""
-    if "jcli_sidecar.ipynb.nbindex" in sys.modules:  # else nothing was written
-        from .transport import hand_over_written
+    """Hand the sidecar the offset index of each notebook the command wrote, so its next read builds none.
 
-        hand_over_written()
+    Free for a command that wrote none: nothing is imported (the index module
+    is not even loaded by most commands, and a read leaves no offers).
+    """
+    nbindex = sys.modules.get("jcli_sidecar.ipynb.nbindex")
+    offers = nbindex.take_offers() if nbindex is not None else []
+    if offers:
+        from .transport import hand_over
+
+        for path, index in offers:
+            hand_over(path, index)
 
 
 def hook_main() -> int:

@@ -19,7 +19,6 @@ Both paths give the same document; the sidecar's carries image bytes as
 from __future__ import annotations
 
 import os
-import sys
 
 from jcli_sidecar.base import JcliError, SidecarPaths, SidecarUnavailable, disabled, ensure_runtime_dir, os_error, workspace_of
 
@@ -139,17 +138,6 @@ def hand_over(path: str, index) -> bool:
     except (JcliError, OSError):
         return False
     return bool(isinstance(answer, dict) and answer.get("adopted"))
-
-
-def hand_over_written() -> int:
-    """Offer the sidecar the index of every notebook this process wrote (:func:`hand_over` each); how many it took.
-
-    Free for a process that wrote none (the index module is not even loaded).
-    """
-    nbindex = sys.modules.get("jcli_sidecar.ipynb.nbindex")
-    if nbindex is None:
-        return 0
-    return sum(hand_over(path, index) for path, index in nbindex.take_offers())
 
 
 def publish(cwd: str, run_id: str, policy) -> dict:
