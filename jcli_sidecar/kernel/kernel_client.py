@@ -58,8 +58,11 @@ def _kernel_gone(msg: dict[str, Any], *, ran: bool) -> str | None:
     ``dead`` and ``restarting`` always say so. A ``shutdown_reply`` (the
     kernel answering the server's shutdown: a restart starts with it) and a
     ``starting`` status (a new kernel process on the same channels) count only
-    once ``ran``: the kernel had begun our request. Before that they are the
-    tail of an earlier restart, and the request goes to the new kernel.
+    once ``ran``: the kernel had begun our request on iopub. Before that they
+    are the tail of an earlier restart, and the request goes to the new
+    kernel. Only iopub counts: it keeps the kernel's order, while a shell
+    reply can overtake the iopub ``starting`` of a kernel just restarted (a
+    loaded machine, a server that skipped its nudge).
 
     Example:
         >>> starting = {"channel": "iopub", "header": {"msg_type": "status"}, "content": {"execution_state": "starting"}}
@@ -312,7 +315,7 @@ class _Pump:
         self.seen = 0 if stop is None else stop.count
         self.cause: str | None = None  # "timeout" or "signal" once the kernel was interrupted
         self.idle = False  # the kernel is done with this request
-        self.ran = False  # the kernel began this request (a message answered it)
+        self.ran = False  # the kernel began this request: an iopub message answered it (see _kernel_gone)
 
     def _outputs(self) -> int:
         return len(self.collector.result.outputs)
@@ -414,9 +417,9 @@ class _Pump:
                 raise KernelDied(f"the kernel {gone} during the run", executed=True, outputs=self._outputs())
             if parent != self.msg_id:
                 continue
-            self.ran = True
             channel = msg.get("channel")
             if channel == "iopub":
+                self.ran = True
                 if msg_type == "status":
                     state = content.get("execution_state")
                     self.idle = state == "idle"
