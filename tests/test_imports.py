@@ -351,3 +351,61 @@ def test_the_architecture_doc_names_every_core_module_in_its_subpackage():
     actual = {layer: {name.split(".")[1] for name in FILES if name.startswith(f"{layer}.")} for layer in LAYERS}
     assert list(listed) == LAYERS  # in the layer order
     assert listed == actual
+
+
+#: The modules that hold top-level click commands, each loaded only by the command that needs it (jcli.lazy_group).
+COMMAND_MODULES = {
+    "jcli.kernel_cmd",
+    "jcli.exec_cmd",
+    "jcli.output_cmd",
+    "jcli.convert_cmd",
+    "jcli.sidecar_cmd",
+    "jcli.vars_cmd",
+    "jcli.job_cmd",
+}
+
+
+def _imported_by(args: list[str], cwd: Path) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", JCLI, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60
+    )
+    assert "Traceback" not in proc.stderr.decode(), proc.stderr.decode()[-2000:]
+    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")}
+
+
+@pytest.mark.parametrize(
+    ("args", "needs"),
+    [
+        (["-j", "setup", "git"], set()),
+        (["-j", "convert", "nosuch.py"], {"jcli.convert_cmd"}),
+        (["-j", "session", "list", "-h"], {"jcli.kernel_cmd"}),
+        (["-j", "exec", "-h"], {"jcli.exec_cmd"}),
+        (["-j", "job", "list"], {"jcli.job_cmd"}),
+    ],
+    ids=["setup", "convert", "session", "exec", "job"],
+)
+def test_a_click_command_imports_its_own_module_and_no_other_commands(args, needs, tmp_path):
+    modules = _imported_by(args, tmp_path)
+    assert "click" in modules  # the click path, not the fast one
+    assert modules & COMMAND_MODULES == needs
+
+
+def test_help_still_lists_every_command_a_lazy_group_holds():
+    listed = run_cli("--help").stdout.decode()
+    for name in (
+        "convert",
+        "exec",
+        "healthcheck",
+        "job",
+        "kernel",
+        "kernelspec",
+        "mcp",
+        "notebook",
+        "output",
+        "server",
+        "session",
+        "setup",
+        "sidecar",
+        "vars",
+    ):
+        assert f"\n  {name} " in listed, name

@@ -1,7 +1,8 @@
 """The click app: every command, with help and proper usage errors.
 
 The read commands are generated from ``read_options`` (the same table the
-fast path uses) and run through ``read_command``.
+fast path uses) and run through ``read_command``. Each top-level command's
+module is imported only when that command runs (:class:`LazyGroup`).
 """
 
 from __future__ import annotations
@@ -13,25 +14,14 @@ from jcli_sidecar.base import UsageError
 from jcli_sidecar.read import HOST_NAMES
 
 from . import emit
-from .click_options import table_options
-from .convert_cmd import convert
-from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
 from .fastpath import JSON_FLAGS
-from .grep_cmd import GREP_COMMANDS
-from .job_cmd import job
-from .kernel_cmd import healthcheck, kernel, kernelspec, server, session
-from .notebook_cmd import NOTEBOOK_COMMANDS
-from .output_cmd import output
-from .read_command import run_read
-from .read_options import READ_COMMANDS
+from .lazy_group import LazyGroup
 from .setup.host_commands import HOST_SETUPS, PARTS, HostSetup
-from .sidecar_cmd import sidecar
-from .vars_cmd import vars_command
 
 __all__ = ["app", "run_click"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-j", "--json", "json_mode", is_flag=True, help="Print one JSON document (errors as JSON on stderr).")
 @click.option("-s", "--server-url", help="Jupyter Server URL (env JCLI_JUPYTER_SERVER_URL; default: embedded).")
 @click.option("-t", "--token", help="Jupyter Server token (env JCLI_JUPYTER_SERVER_TOKEN).")
@@ -42,12 +32,26 @@ def app(ctx: click.Context, json_mode: bool, server_url: str | None, token: str 
     ctx.obj = {"json": json_mode, "server_url": server_url, "token": token}
 
 
-@app.group()
-def notebook() -> None:
-    """Summarise, show, map, search and print notebooks, and read saved outputs (never executes, never writes)."""
+def _notebook_group() -> click.Group:
+    from .grep_cmd import GREP_COMMANDS
+    from .notebook_cmd import NOTEBOOK_COMMANDS
+    from .read_options import READ_COMMANDS
+
+    @click.group("notebook")
+    def notebook() -> None:
+        """Summarise, show, map, search and print notebooks, and read saved outputs (never executes, never writes)."""
+
+    for name, (help_text, options) in READ_COMMANDS.items():
+        notebook.add_command(_make_read_command(name, help_text, options))
+    for command in (*NOTEBOOK_COMMANDS, *GREP_COMMANDS):
+        notebook.add_command(command)
+    return notebook
 
 
 def _make_exec_command() -> click.Command:
+    from .click_options import table_options
+    from .exec_cmd import EXEC_HELP, EXEC_OPTIONS, run_exec
+
     params = [click.Argument(["session_key"], metavar="SESSION"), *table_options(EXEC_OPTIONS)]
 
     @click.pass_context
@@ -59,6 +63,9 @@ def _make_exec_command() -> click.Command:
 
 
 def _make_read_command(name: str, help_text: str, options) -> click.Command:
+    from .click_options import table_options
+    from .read_command import run_read
+
     params: list[click.Parameter] = [click.Argument(["file_path"], required=False, metavar="FILE")]
     params.extend(table_options(options))
     if name == "output":  # upstream jupyter-jcli's: pick the first of these MIME types the output has
@@ -72,16 +79,28 @@ def _make_read_command(name: str, help_text: str, options) -> click.Command:
     return click.Command(name, params=params, callback=callback, help=help_text)
 
 
-for _name, (_help, _options) in READ_COMMANDS.items():
-    notebook.add_command(_make_read_command(_name, _help, _options))
-for _command in (*NOTEBOOK_COMMANDS, *GREP_COMMANDS):
-    notebook.add_command(_command)
+def _from(module: str, name: str):
+    """A loader of command ``name`` from this package's ``module``, imported when the command is asked for."""
 
-app.add_command(sidecar)
-for _command in (server, healthcheck, kernelspec, session, kernel, _make_exec_command(), output, convert):
-    app.add_command(_command)
-app.add_command(vars_command)
-app.add_command(job)
+    def load() -> click.Command:
+        # __import__, not importlib.import_module: -X importtime (and the import test) sees this import
+        return getattr(__import__(f"{__package__}.{module}", fromlist=[name]), name)
+
+    return load
+
+
+app.loaders.update(
+    {
+        "notebook": _notebook_group,
+        "exec": _make_exec_command,
+        **{name: _from("kernel_cmd", name) for name in ("server", "healthcheck", "kernelspec", "session", "kernel")},
+        "output": _from("output_cmd", "output"),
+        "convert": _from("convert_cmd", "convert"),
+        "sidecar": _from("sidecar_cmd", "sidecar"),
+        "vars": _from("vars_cmd", "vars_command"),
+        "job": _from("job_cmd", "job"),
+    }
+)
 
 
 @app.group()
