@@ -64,3 +64,23 @@ def test_a_dead_server_is_detected_and_replaced(tmp_path, starts_jupyter):
 def test_without_a_server_status_says_so(tmp_path):
     result = run_cli("-j", "server", "status", cwd=tmp_path)
     assert result.returncode == 0 and result.json() == {"running": False, "workspace": str(tmp_path.resolve())}
+
+
+def test_the_server_process_starts_without_the_iri_grammar_and_still_checks_the_formats_its_schemas_use():
+    """jsonschema's optional ``iri`` check (rfc3987_syntax) costs about 1 s at import; the embedded server skips it."""
+    import subprocess
+    import sys
+
+    probe = """
+import sys
+from jcli.embedded_server import skip_unused_imports
+skip_unused_imports()
+import jupyter_server.serverapp, jsonschema
+from jupyter_events.validators import draft7_format_checker
+assert sys.modules["rfc3987_syntax"] is None
+assert "uri" in draft7_format_checker.checkers and "iri" not in draft7_format_checker.checkers
+assert not draft7_format_checker.conforms("no scheme", "uri") and draft7_format_checker.conforms("https://x.test/a", "uri")
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr[-2000:]
