@@ -116,13 +116,19 @@ class Exec:
             os.close(exited)
         assert line == f"stalled {self.step}\n".encode()
 
+    def _release(self) -> None:
+        try:
+            self.fifo.write_text("go")
+        except BrokenPipeError:  # j-cli opened its end, then ended on the signal before reading: nothing to release
+            pass
+
     def finish(self, signum: int | None = None) -> tuple[int, bytes, bytes]:
         """Send ``signum`` (if any), let the stalled step go on, and wait for the end."""
         if signum is not None:
             self.proc.send_signal(signum)
         releaser = None
         if self.step is not None:
-            releaser = threading.Thread(target=lambda: self.fifo.write_text("go"), daemon=True)
+            releaser = threading.Thread(target=self._release, daemon=True)
             releaser.start()
         out, err = self.proc.communicate(timeout=180)
         Exec.live.remove(self)
