@@ -88,16 +88,6 @@ def test_with_the_plugin_in_the_user_config_dir_the_png_reaches_the_model_the_sa
     _image_arrives_as_the_package_puts_it("@ai-sdk/openai-compatible", seen)
 
 
-@pytest.mark.parametrize("npm", PACKAGES)
-def test_html_and_a_stream_reach_the_model_verbatim_as_tool_result_text(host_bin, tmp_path, npm):
-    world = OpenCode(host_bin, tmp_path)
-    cases = ["html", "stream_stdout"]
-    script = [ToolCall("read_notebook_output", next(c for c in load_cases() if c["name"] == n)["request"]) for n in cases]
-    seen = world.turn([*script, Say()], npm=npm).turn[-1]
-    assert [text.encode() for text in tool_texts(seen)] == [_expected_text(n).encode() for n in cases]
-    assert seen.images() == []
-
-
 def _paired(world: OpenCode, stem: str = "x") -> None:
     (world.project / f"{stem}.py").write_text("# %%\nx = 1\n\n# %%\nprint(x)\n")
     done = run_cli("convert", "py-to-ipynb", f"{stem}.py", cwd=world.project)
@@ -105,13 +95,19 @@ def _paired(world: OpenCode, stem: str = "x") -> None:
 
 
 @pytest.mark.parametrize("npm", PACKAGES)
-def test_nbconvert_execute_on_a_paired_notebook_is_refused_before_bash_runs_and_the_model_reads_j_cli_exec(host_bin, tmp_path, npm):
+def test_html_and_a_stream_arrive_verbatim_and_nbconvert_on_a_paired_notebook_is_refused_before_bash_runs(host_bin, tmp_path, npm):
+    """One turn, three tool calls, every result text: two reads, then a notebook run the guard refuses (the model reads j-cli exec)."""
     world = OpenCode(host_bin, tmp_path)
     _paired(world)
     notebook = (world.project / "x.ipynb").read_bytes()
+    cases = ["html", "stream_stdout"]
+    script = [ToolCall("read_notebook_output", next(c for c in load_cases() if c["name"] == n)["request"]) for n in cases]
     command = "touch ran-marker && jupyter nbconvert --execute x.ipynb"
-    seen = world.turn([ToolCall("bash", {"command": command, "description": "Run the notebook"}), Say()], npm=npm).turn[-1]
-    (refusal,) = tool_texts(seen)
+    script.append(ToolCall("bash", {"command": command, "description": "Run the notebook"}))
+    seen = world.turn([*script, Say()], npm=npm).turn[-1]
+    *reads, refusal = tool_texts(seen)
+    assert [text.encode() for text in reads] == [_expected_text(n).encode() for n in cases]
+    assert seen.images() == []
     assert refusal.startswith("j-cli notebook-exec-guard: `jupyter nbconvert` runs a notebook outside j-cli (x.ipynb)"), refusal
     assert "j-cli exec SESSION -f x.ipynb" in refusal
     assert not (world.project / "ran-marker").exists()
