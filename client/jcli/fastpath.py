@@ -87,13 +87,15 @@ def parse(argv: list[str]) -> tuple[str, bool, str | None, dict[str, Any]] | Non
         >>> parse(["notebook", "output", "--help"]) is None
         True
     """
-    from .read_options import READ_COMMANDS
-
     split = _globals(argv)
     if split is None:
         return None
     found, rest = split
-    if rest[:1] != ["notebook"] or len(rest) < 2 or rest[1] not in READ_COMMANDS:
+    if rest[:1] != ["notebook"] or len(rest) < 2:
+        return None
+    from .read_options import READ_COMMANDS  # here: a command other than notebook's never loads the read tables
+
+    if rest[1] not in READ_COMMANDS:
         return None
     parsed = _options(rest[2:], READ_COMMANDS[rest[1]][1])
     if parsed is None or len(parsed[0]) > 1:
