@@ -254,6 +254,9 @@ def kernel_session(jupyter):
 
 # -- real gateway servers (tests/gateways.py says what each is for) ------------------------
 
+# Each is started once per pytest worker and shared by the three modules that use it
+# (tests/test_remote_*.py): every test makes, names and removes sessions of its own.
+
 
 def _gateway(kind: str, *, as_nobody: bool, listing: bool):
     from gateways import RunningGateway
@@ -266,31 +269,31 @@ def _gateway(kind: str, *, as_nobody: bool, listing: bool):
         gateway.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def enterprise_gateway():
     """Enterprise Gateway, default settings, run as nobody (so it starts kernels)."""
     yield from _gateway("eg", as_nobody=True, listing=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def enterprise_gateway_root():
     """Enterprise Gateway, default settings, run as root (so it refuses to start kernels)."""
     yield from _gateway("eg", as_nobody=False, listing=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def enterprise_gateway_listing():
     """Enterprise Gateway run as nobody, with kernel and session listing on."""
     yield from _gateway("eg", as_nobody=True, listing=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kernel_gateway():
     """Kernel Gateway, default settings (no listing)."""
     yield from _gateway("kg", as_nobody=False, listing=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def kernel_gateway_listing():
     """Kernel Gateway with kernel and session listing on."""
     yield from _gateway("kg", as_nobody=False, listing=True)
