@@ -99,6 +99,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/mcp_latency.py --realistic 400 --calls 3
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/plugin_latency.py
+	$(BIN)/python bench/server_start.py
 
 fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py

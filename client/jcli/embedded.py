@@ -158,7 +158,7 @@ class EmbeddedServer:
             raise ServerUnavailable(f"the embedded Jupyter Server exited at start: {_tail(self.log_path)}") from None
         info_path = os.path.join(self.jupyter_runtime, f"jpserver-{proc.pid}.json")
         deadline = time.monotonic() + START_TIMEOUT
-        delay = 0.02
+        delay = 0.01
         while True:
             if proc.poll() is not None:
                 raise ServerUnavailable(f"the embedded Jupyter Server exited at start: {_tail(self.log_path)}")
@@ -176,8 +176,8 @@ class EmbeddedServer:
             if time.monotonic() > deadline:
                 proc.kill()
                 raise ServerUnavailable(f"the embedded Jupyter Server did not answer in {START_TIMEOUT:g} s")
-            time.sleep(delay)  # a server starting up: back off gently
-            delay = min(delay * 1.5, 0.25)
+            time.sleep(delay)  # a server starting up (about half a second): back off gently
+            delay = min(delay * 1.5, 0.05)
         state = {"url": url, "token": token, **record.to_dict(), "workspace": self.workspace, "log": self.log_path}
         _write_private_json(self.state_path, state)
         return state
