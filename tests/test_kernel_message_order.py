@@ -5,10 +5,11 @@ thread, the iopub broadcasts from its own I/O thread. On a loaded machine
 the shell reply can arrive first. Right after ``j-cli kernel restart`` the
 new kernel's iopub ``status: starting`` can then come after the reply to
 the first request: a kernel that started, not one that restarted during
-the run. That order cannot be caused on demand with a real kernel (it needs
-the kernel's I/O thread to lose the race), so these tests feed the client
-the messages in that order through a websocket stand-in; everything else
-is the real client.
+the run. Each kernel process signs its messages with its own
+``header.session``, which tells the two apart. These orders cannot be
+caused on demand with a real kernel (they need the kernel's I/O thread to
+lose a race), so these tests feed the client the messages through a
+websocket stand-in; everything else is the real client.
 """
 
 from __future__ import annotations
@@ -57,26 +58,33 @@ class ScriptedServer:
         self.interrupted += 1
 
 
-def _msg(channel: str, msg_type: str, content: dict, parent: str | None) -> dict:
-    header = {"msg_id": f"{channel}-{msg_type}", "msg_type": msg_type, "date": "2026-01-01T00:00:00.000000Z"}
+NEW, OLD = "kernel-process-2", "kernel-process-1"  # the header.session of a restarted kernel, and of the one before it
+
+
+def _msg(channel: str, msg_type: str, content: dict, parent: str | None, sender: str = NEW) -> dict:
+    header = {"msg_id": f"{channel}-{msg_type}", "msg_type": msg_type, "session": sender, "date": "2026-01-01T00:00:00.000000Z"}
     return {"channel": channel, "header": header, "parent_header": {"msg_id": parent} if parent else {}, "content": content}
 
 
-def _status(state: str, parent: str | None) -> dict:
-    return _msg("iopub", "status", {"execution_state": state}, parent)
+def _status(state: str, parent: str | None, sender: str = NEW) -> dict:
+    return _msg("iopub", "status", {"execution_state": state}, parent, sender)
 
 
-def _reply(parent: str) -> dict:
-    return _msg("shell", "execute_reply", {"status": "ok", "execution_count": 1}, parent)
+def _shutdown_reply(sender: str) -> dict:
+    return _msg("iopub", "shutdown_reply", {"restart": True}, None, sender)
 
 
-def _run(mine: str) -> list[dict]:
+def _reply(parent: str, sender: str = NEW) -> dict:
+    return _msg("shell", "execute_reply", {"status": "ok", "execution_count": 1}, parent, sender)
+
+
+def _run(mine: str, sender: str = NEW) -> list[dict]:
     """The iopub broadcasts of one request that prints ``False``."""
     return [
-        _status("busy", mine),
-        _msg("iopub", "execute_input", {"code": "'kept' in dir()", "execution_count": 1}, mine),
-        _msg("iopub", "execute_result", {"data": {"text/plain": "False"}, "metadata": {}, "execution_count": 1}, mine),
-        _status("idle", mine),
+        _status("busy", mine, sender),
+        _msg("iopub", "execute_input", {"code": "'kept' in dir()", "execution_count": 1}, mine, sender),
+        _msg("iopub", "execute_result", {"data": {"text/plain": "False"}, "metadata": {}, "execution_count": 1}, mine, sender),
+        _status("idle", mine, sender),
     ]
 
 
@@ -85,26 +93,33 @@ def _execute(script):
         return kernel.execute("'kept' in dir()", timeout=5)
 
 
-def test_a_reply_that_overtakes_the_new_kernels_starting_status_is_not_a_restart():
+def test_a_reply_that_overtakes_its_own_kernels_starting_status_is_not_a_restart():
     result = _execute(lambda mine: [_reply(mine), _status("starting", None), *_run(mine)])
     assert result.status == "ok" and result.execution_count == 1
     assert [o["data"]["text/plain"] for o in result.outputs] == ["False"]
 
 
-def test_the_earlier_kernels_shutdown_reply_behind_a_reply_is_not_a_restart_either():
-    result = _execute(lambda mine: [_reply(mine), _msg("iopub", "shutdown_reply", {"restart": True}, None), *_run(mine)])
+def test_an_earlier_kernels_shutdown_reply_arriving_late_is_not_a_restart_either():
+    result = _execute(lambda mine: [_reply(mine), _shutdown_reply(OLD), *_run(mine)])
     assert result.status == "ok"
 
 
 @pytest.mark.parametrize(
     "gone",
-    [_status("starting", None), _msg("iopub", "shutdown_reply", {"restart": True}, None)],
-    ids=["starting", "shutdown_reply"],
+    [_status("starting", None, NEW), _shutdown_reply(OLD)],
+    ids=["another-kernel-starting", "its-kernel-shutting-down"],
 )
-def test_a_restart_after_the_kernel_began_the_request_on_iopub_ends_the_run(gone):
+def test_a_restart_after_the_kernel_began_the_request_ends_the_run(gone):
+    """The request began on kernel process 1 (its busy and input arrived); then it shuts down, or process 2 starts."""
     with pytest.raises(KernelDied) as caught:
-        _execute(lambda mine: [_run(mine)[0], _run(mine)[1], gone, *_run(mine)[2:], _reply(mine)])
+        _execute(lambda mine: [*_run(mine, OLD)[:2], gone, *_run(mine, OLD)[2:], _reply(mine, OLD)])
     assert caught.value.code == "KERNEL_DIED" and caught.value.details["executed"] is True
+
+
+def test_a_kernel_that_replied_then_restarted_before_its_iopub_arrived_ends_the_run():
+    """Process 1 replied; its broadcasts never came (it was restarted), process 2 starts: not a wait until the timeout."""
+    with pytest.raises(KernelDied):
+        _execute(lambda mine: [_reply(mine, OLD), _shutdown_reply(OLD), _status("starting", None, NEW)])
 
 
 @pytest.mark.parametrize("state", ["dead", "restarting"])

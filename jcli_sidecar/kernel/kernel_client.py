@@ -52,32 +52,41 @@ STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data
 ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
 
 
-def _kernel_gone(msg: dict[str, Any], *, ran: bool) -> str | None:
+def _kernel_gone(msg: dict[str, Any], *, ran: bool, served_by: str | None = None) -> str | None:
     """What an iopub message says of the kernel, when it says the one running our code is gone; None otherwise.
 
     ``dead`` and ``restarting`` always say so. A ``shutdown_reply`` (the
     kernel answering the server's shutdown: a restart starts with it) and a
     ``starting`` status (a new kernel process on the same channels) count only
-    once ``ran``: the kernel had begun our request on iopub. Before that they
-    are the tail of an earlier restart, and the request goes to the new
-    kernel. Only iopub counts: it keeps the kernel's order, while a shell
-    reply can overtake the iopub ``starting`` of a kernel just restarted (a
-    loaded machine, a server that skipped its nudge).
+    once ``ran``: the kernel had begun our request. Before that they are the
+    tail of an earlier restart, and the request goes to the new kernel.
+
+    ``served_by`` is the ``header.session`` of the kernel process that began
+    our request (each process has its own). A ``starting`` from that very
+    process is its own start-up, arriving late: its iopub can lag behind
+    its shell reply on a loaded machine. A ``shutdown_reply`` from another
+    process is an earlier kernel's. Unknown senders count as gone.
 
     Example:
-        >>> starting = {"channel": "iopub", "header": {"msg_type": "status"}, "content": {"execution_state": "starting"}}
-        >>> _kernel_gone(starting, ran=True), _kernel_gone(starting, ran=False)
-        ('restarted', None)
+        >>> starting = {"channel": "iopub", "header": {"msg_type": "status", "session": "k2"}, "content": {"execution_state": "starting"}}
+        >>> _kernel_gone(starting, ran=True), _kernel_gone(starting, ran=False), _kernel_gone(starting, ran=True, served_by="k2")
+        ('restarted', None, None)
     """
     if msg.get("channel") != "iopub":
         return None
-    kind = (msg.get("header") or {}).get("msg_type") or msg.get("msg_type")
+    header = msg.get("header") or {}
+    kind = header.get("msg_type") or msg.get("msg_type")
     state = (msg.get("content") or {}).get("execution_state") if kind == "status" else None
     if state in ("dead", "restarting"):
         return "died" if state == "dead" else "restarting"
-    if ran and kind == "shutdown_reply":
+    if not ran:
+        return None
+    sender = header.get("session")
+    ours = served_by is not None and sender == served_by
+    other = served_by is not None and sender is not None and sender != served_by
+    if kind == "shutdown_reply" and not other:
         return "was shut down (restarted?)"
-    if ran and state == "starting":
+    if state == "starting" and not ours:
         return "restarted"
     return None
 
@@ -303,7 +312,7 @@ class _Pump:
     so the outputs printed until then are kept; then it raises.
     """
 
-    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle", "ran")
+    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle", "ran", "served_by")
 
     def __init__(self, kernel: KernelConnection, msg_id: str, collector: OutputCollector, stop: StopSwitch | None) -> None:
         self.ws = kernel.ws
@@ -315,7 +324,8 @@ class _Pump:
         self.seen = 0 if stop is None else stop.count
         self.cause: str | None = None  # "timeout" or "signal" once the kernel was interrupted
         self.idle = False  # the kernel is done with this request
-        self.ran = False  # the kernel began this request: an iopub message answered it (see _kernel_gone)
+        self.ran = False  # the kernel began this request (a message answered it)
+        self.served_by: str | None = None  # the header.session of the kernel process that began it (see _kernel_gone)
 
     def _outputs(self) -> int:
         return len(self.collector.result.outputs)
@@ -413,13 +423,15 @@ class _Pump:
             msg_type = header.get("msg_type") or msg.get("msg_type")
             content = msg.get("content") or {}
             parent = (msg.get("parent_header") or {}).get("msg_id")
-            if (gone := _kernel_gone(msg, ran=self.ran)) is not None:
+            if (gone := _kernel_gone(msg, ran=self.ran, served_by=self.served_by)) is not None:
                 raise KernelDied(f"the kernel {gone} during the run", executed=True, outputs=self._outputs())
             if parent != self.msg_id:
                 continue
+            if not self.ran:
+                self.ran = True
+                self.served_by = header.get("session")
             channel = msg.get("channel")
             if channel == "iopub":
-                self.ran = True
                 if msg_type == "status":
                     state = content.get("execution_state")
                     self.idle = state == "idle"
