@@ -96,7 +96,6 @@ import big_messages
 from harness import (
     FLOOR_ARGV,
     J_CLI,
-    OUR_BIN,
     ROOT,
     UPSTREAM_PIN,
     WORK,
@@ -107,6 +106,7 @@ from harness import (
     describe_failure,
     ensure_upstream,
     ensure_venv,
+    jupyter_server_argv,
     medians,
     noise_png,
     peak_rss_mib,
@@ -189,19 +189,7 @@ class Server:
     def start(self) -> None:
         JROOT.mkdir(parents=True, exist_ok=True)
         private_dir(JRUNTIME)
-        argv = [
-            str(OUR_BIN / "python"),
-            "-m",
-            "jupyter_server",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--ServerApp.root_dir={JROOT}",
-            "--ZMQChannelsWebsocketConnection.limit_rate=False",  # as j-cli's embedded server: D prints up to 40 MB
-        ]
-        if os.geteuid() == 0:
-            argv.append("--allow-root")
+        argv = jupyter_server_argv(JROOT, self.port)
         env = dict(os.environ, JUPYTER_TOKEN=self.token, JUPYTER_RUNTIME_DIR=str(JRUNTIME))
         with open(SERVER_LOG, "wb") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=WORK, env=env)

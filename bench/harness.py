@@ -12,7 +12,8 @@ used by two or more of them:
   (``child_env``, ``bare_env``, ``sidecar_runtime_dir``, ``Sidecar``,
   ``stop_and_clean``), and the processes to check none is left behind
   (``ProcessSet``);
-* running and timing (``run``, ``timed``, ``rotated``, ``peak_rss_mib``);
+* running and timing (``run``, ``timed``, ``rotated``, ``peak_rss_mib``), and a
+  Jupyter Server as it ships (``jupyter_server_argv``);
 * the report (``summarize``, ``medians``, ``stats_header``, ``stats_row``,
   ``ratio_line``, ``print_targets``).
 
@@ -228,6 +229,28 @@ def bare_env(runtime: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JCLI_")}
     env.update(JCLI_SIDECAR="off", XDG_RUNTIME_DIR=str(runtime), **extra)
     return env
+
+
+def jupyter_server_argv(root: Path, port: int) -> list[str]:
+    """``python -m jupyter_server`` from the project venv, as it ships, with the options of j-cli's embedded server.
+
+    Loopback only, ``port`` (0: any free one, named in its ``jpserver-<pid>.json``),
+    no browser, no terminals, no IOPub rate limit; the caller gives the token
+    in ``JUPYTER_TOKEN`` and the runtime dir in ``JUPYTER_RUNTIME_DIR``.
+    """
+    argv = [
+        str(OUR_BIN / "python"),
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.terminals_enabled=False",
+        "--ZMQChannelsWebsocketConnection.limit_rate=False",  # as j-cli's embedded server: a run's output arrives whole
+    ]
+    return [*argv, "--allow-root"] if os.geteuid() == 0 else argv
 
 
 class ProcessSet:

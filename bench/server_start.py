@@ -10,8 +10,8 @@ every round:
           command exits, which it does once the server answers its token on
           ``GET /api``. Then ``j-cli server stop``, untimed;
 * bare -- the same Jupyter Server from the same venv, as ``python -m
-          jupyter_server`` with the same options, the token given on its
-          command line: from spawn until its ``jpserver-<pid>.json`` names a
+          jupyter_server`` with the same options (``harness.jupyter_server_argv``,
+          the token in ``JUPYTER_TOKEN``): from spawn until its ``jpserver-<pid>.json`` names a
           port and ``GET /api`` answers with the token there (polled every
           10 ms, the same cadence ours waits at). Then SIGTERM, untimed.
 
@@ -38,7 +38,19 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from harness import J_CLI, OUR_BIN, WORK, BenchError, bare_env, describe_failure, medians, print_targets, rotated, stats_header, stats_row
+from harness import (
+    J_CLI,
+    WORK,
+    BenchError,
+    bare_env,
+    describe_failure,
+    jupyter_server_argv,
+    medians,
+    print_targets,
+    rotated,
+    stats_header,
+    stats_row,
+)
 
 OURS, BARE = "ours", "bare"
 LABELS = {OURS: "ours (j-cli server start)", BARE: "bare (python -m jupyter_server, same options)"}
@@ -84,21 +96,8 @@ def _answers(info: Path, token: str) -> bool:
 def start_bare() -> float:
     workspace, runtime = _fresh("start-ws-"), _fresh("start-rt-")
     token = secrets.token_hex(24)
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
-    argv = [
-        str(OUR_BIN / "python"),
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        "--ServerApp.port=0",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={workspace}",
-        "--ServerApp.terminals_enabled=False",
-        "--ZMQChannelsWebsocketConnection.limit_rate=False",
-        f"--IdentityProvider.token={token}",
-        *(["--allow-root"] if os.geteuid() == 0 else []),
-    ]
+    env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTER_RUNTIME_DIR=str(runtime))
+    argv = jupyter_server_argv(workspace, 0)
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=workspace, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     info = runtime / f"jpserver-{proc.pid}.json"
