@@ -12,7 +12,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
 SOURCES := $(shell find jcli_sidecar client -name node_modules -prune -o \( -name '*.py' -o -name '*.c' -o -name '*.js' -o -name '*.ts' -o -name '*.mjs' \) -print 2>/dev/null)
 
-.PHONY: demo test quick lint node-test $(NODE_SUITES) bench fixtures docs install clean
+.PHONY: demo test quick lint node-test bench fixtures docs install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,7 @@ client/plugins/%/node_modules/.installed: client/plugins/%/package-lock.json
 # The three suites are independent (each makes its own temporary dirs): they run
 # side by side, each one's output printed whole when it ends.
 NODE_SUITES := node-test-opencode node-test-dsh node-test-dsh-host
+.PHONY: $(NODE_SUITES)
 node-test: $(VENV)/.installed client/plugins/opencode/node_modules/.installed client/plugins/dsh/node_modules/.installed
 	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
 	$(MAKE) --no-print-directory --output-sync=target -j 3 $(NODE_SUITES)

@@ -287,18 +287,19 @@ def read_with_importtime(workspace: Path) -> tuple[bytes, set[str]]:
     for), not through the environment, so a sidecar the read starts does
     not inherit it.
     """
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", JCLI, *READ],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-    )
+    proc, modules = _importtime(READ, workspace)
     assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout, modules
+
+
+def _importtime(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``j-cli ARGS`` under ``-X importtime``: the finished process and every module it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", JCLI, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60
+    )
     lines = [line for line in proc.stderr.decode().splitlines() if line.startswith("import time:")]
     assert lines, "no -X importtime output"
-    modules = {line.rsplit("|", 1)[1].strip() for line in lines} - {"imported package"}  # minus the header
-    return proc.stdout, modules
+    return proc, {line.rsplit("|", 1)[1].strip() for line in lines} - {"imported package"}  # minus the header
 
 
 @pytest.mark.parametrize("mode", ["off", "cold", "warm"])
@@ -366,11 +367,9 @@ COMMAND_MODULES = {
 
 
 def _imported_by(args: list[str], cwd: Path) -> set[str]:
-    proc = subprocess.run(
-        [sys.executable, "-X", "importtime", JCLI, *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60
-    )
+    proc, modules = _importtime(args, cwd)
     assert "Traceback" not in proc.stderr.decode(), proc.stderr.decode()[-2000:]
-    return {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")}
+    return modules
 
 
 @pytest.mark.parametrize(
