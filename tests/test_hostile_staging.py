@@ -249,6 +249,7 @@ def test_a_legacy_stage_with_a_dead_owner_in_its_manifest_is_removed(tmp_path, d
     stage = plant_stage(tmp_path, "legacy", None)
     (stage / "manifest.json").write_text(json.dumps({"managed_by": "j-cli", "owner": dead_writer, "files": []}))
     assert cleaned(tmp_path)["deleted"] == {"legacy": "writer_gone"}
+    assert not stage.exists() and list(staging_of(tmp_path).iterdir()) == []
 
 
 def test_the_grace_period_comes_from_the_environment(tmp_path):

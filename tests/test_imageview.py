@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from helpers import requires_svg_extra, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -191,6 +191,7 @@ def _svg_notebook(tmp_path: Path, svgs: list[str]) -> Path:
     return _notebook(tmp_path / "svg.ipynb", [{"image/svg+xml": s, "text/plain": "<svg>"} for s in svgs])
 
 
+@requires_svg_extra
 def test_svg_renders_in_memory_for_codex_and_reports_the_conversion(tmp_path):
     nb = _svg_notebook(tmp_path, [PLOT_SVG])
     before = _sha(nb)
@@ -314,6 +315,7 @@ def _malicious(tmp_path: Path, url: str) -> dict[str, str]:
     }
 
 
+@requires_svg_extra
 @pytest.mark.slow
 def test_malicious_svgs_are_refused_or_rendered_without_their_effect(tmp_path, loopback_server):
     cases = _malicious(tmp_path, loopback_server)
@@ -421,6 +423,7 @@ def _svg_trees(draw, depth=0):
     return f"<{tag}{attrs}>{text}{''.join(children)}</{tag}>"
 
 
+@requires_svg_extra
 @pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=_svg_trees(), width=st.sampled_from(["100", "1e9", "0", "-5", "abc", "50pt"]))

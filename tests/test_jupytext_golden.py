@@ -71,6 +71,11 @@ def _notebook_cells(nb: dict) -> list[tuple]:
     return out
 
 
+def _cells_as_read(nb: dict) -> list[tuple]:
+    """Each cell's type, source and metadata: what a notebook holds, less its generated ids and outputs."""
+    return [(c["cell_type"], _source(c["source"]), c.get("metadata", {})) for c in nb["cells"]]
+
+
 def _jupytext_read(text: str) -> tuple[list[tuple], dict | None]:
     nb = jupytext.reads(text, fmt="py:percent")
     cells = []
@@ -138,9 +143,15 @@ def test_front_matter_that_is_not_a_mapping_round_trips_as_a_raw_cell(stem, tmp_
     assert run_cli("convert", "ipynb-to-py", "nb.ipynb", "-o", "again.py", cwd=tmp_path).returncode == 0
     again = (tmp_path / "again.py").read_text()
     assert _jupytext_read(again)[0][0][:2] == ("raw", raw)
+    assert [cell[:2] for cell in _jupytext_read(again)[0]] == [cell[:2] for cell in _notebook_cells(first)], (
+        "jupytext reads the .py as the notebook"
+    )
     assert run_cli("convert", "py-to-ipynb", "again.py", "-o", "again.ipynb", cwd=tmp_path).returncode == 0
     second = json.loads((tmp_path / "again.ipynb").read_text())
-    assert [_source(c["source"]) for c in second["cells"]] == [_source(c["source"]) for c in first["cells"]]
+    assert second["metadata"] == first["metadata"] and second["nbformat"] == first["nbformat"]
+    assert _cells_as_read(second) == _cells_as_read(first), "the same notebook: every cell's type, source and metadata"
+    assert [c["cell_type"] for c in first["cells"]] == [c["cell_type"] for c in original["cells"]]
+    assert [_source(c["source"]) for c in first["cells"]] == [_source(c["source"]) for c in original["cells"]]
     assert run_cli("convert", "ipynb-to-py", "again.ipynb", "-o", "third.py", cwd=tmp_path).returncode == 0
     assert (tmp_path / "third.py").read_bytes() == (tmp_path / "again.py").read_bytes()
 

@@ -10,7 +10,7 @@ import shutil
 
 import nbformat
 import pytest
-from helpers import JCLI, load_cases
+from helpers import JCLI, load_cases, requires_svg_extra
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 CASES = load_cases()
@@ -206,6 +206,7 @@ def test_without_root_flags_the_clients_roots_are_used(fixture_dir, tmp_path):
     assert outside.is_error and outside.content[0].text.startswith("PATH_NOT_ALLOWED:")
 
 
+@requires_svg_extra
 def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
     import io
 
