@@ -169,11 +169,7 @@ def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, 
         full = json.loads(fh.read())
     wide = NotebookFile.load(path)
     for chunk in (1, 3, 7):
-        with (
-            mock.patch.object(jsonscan, "CHUNK", chunk),
-            mock.patch.object(jsonscan, "FAST_FIRST", chunk),
-            mock.patch.object(jsonscan, "FAST_MAX", 8 * chunk),
-        ):
+        with mock.patch.object(jsonscan, "CHUNK", chunk):
             narrow = NotebookFile.load(path)
         assert (narrow.index is None) == (wide.index is None)
         assert [narrow.cell(i) for i in range(narrow.cell_count)] == full["cells"]

@@ -6,7 +6,7 @@ same refusal (``Bail`` or ``TooDeep``). Shared fixtures, hostile layouts
 and escapes, windows of a few bytes (every token cut somewhere), random
 notebooks, and a 100 MB realistic one. Each is indexed by the scanner twice:
 with the walk in C (``jcli_sidecar/ipynb/_nbwalk.c``, which must have been
-built) and with the Python ways alone, as where no compiler built it.
+built) and with the Python walk alone, as where no compiler built it.
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ def windows(chunk: int | None) -> ExitStack:
     """Both builders reading ``chunk`` bytes at a time (None: as shipped)."""
     stack = ExitStack()
     if chunk is not None:
-        for module in (jsonscan, nbwalk_reference):
-            stack.enter_context(mock.patch.object(module, "CHUNK", chunk))
-            stack.enter_context(mock.patch.object(module, "FAST_FIRST", chunk))
-            stack.enter_context(mock.patch.object(module, "FAST_MAX", 8 * chunk))
+        stack.enter_context(mock.patch.object(jsonscan, "CHUNK", chunk))
+        stack.enter_context(mock.patch.object(nbwalk_reference, "CHUNK", chunk))
+        stack.enter_context(mock.patch.object(nbwalk_reference, "FAST_FIRST", chunk))
+        stack.enter_context(mock.patch.object(nbwalk_reference, "FAST_MAX", 8 * chunk))
         stack.enter_context(mock.patch.object(jsonscan, "NATIVE_MAX", 8 * chunk))
     return stack
 
@@ -70,7 +70,7 @@ def assert_same(path, chunks=(None,)) -> object:
             with mock.patch.object(jsonscan, "native", None):
                 python = outcome(build_index, path)
         assert new == old, f"{path} read {chunk or 'CHUNK'} bytes at a time, with the C walk"
-        assert python == old, f"{path} read {chunk or 'CHUNK'} bytes at a time, with the Python ways"
+        assert python == old, f"{path} read {chunk or 'CHUNK'} bytes at a time, with the Python walk"
     return new
 
 
@@ -233,6 +233,19 @@ def test_random_notebooks_get_the_index_the_walk_built(tmp_path, cells, layout):
     path = tmp_path / "random.ipynb"
     path.write_bytes(layouts(notebook(cells))[layout])
     assert_same(path, chunks=(None, 3, 17))
+
+
+def test_a_compact_nested_output_the_c_walk_hands_back_gets_the_index_the_walk_built(tmp_path):
+    """A one-line GeoJSON of coordinate pairs, with strings that hold escapes and brackets, longer than the
+    C walk's window at the smaller sizes: the Python walk passes it, the next cell is indexed as the walk did."""
+    coords = [[i * 0.5, -i, f'p{i}\\]{{"q"' if i % 97 == 0 else i] for i in range(3000)]
+    geo = {"type": "LineString", "coordinates": coords, "long": "x" * 700 + '\\"]' * 40}
+    result = {"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"application/geo+json": geo}}
+    doc = notebook([code([result], "g"), code([{"output_type": "stream", "name": "stdout", "text": "ok"}], "1")])
+    path = tmp_path / "geo.ipynb"
+    path.write_text(json.dumps(doc, separators=(",", ":")))
+    got = assert_same(path, chunks=(None, 5, 300, 4096))
+    assert isinstance(got, tuple) and len(got[1]) == 2
 
 
 @pytest.mark.slow

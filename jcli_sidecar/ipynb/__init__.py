@@ -13,8 +13,6 @@ __all__, __getattr__ = lazy_face(
         "multiline": ("join_text",),
         "jsonscan": (
             "CHUNK",
-            "FAST_FIRST",
-            "FAST_MAX",
             "JsonWindow",
             "NATIVE_MAX",
             "key_text",

@@ -1,30 +1,22 @@
-"""A bounded window over a JSON file, and the C-speed ways through it the offset index takes.
+"""A bounded window over a JSON file, and the two walks through it the offset index takes.
 
 :class:`JsonWindow` holds at most a chunk of the file (:data:`CHUNK`, read
-with ``pread``) and moves through it by byte offsets. It knows two ways past
-a value:
+with ``pread``) and moves through it by byte offsets. It passes a value in
+one of two ways, each linear in the bytes it passes:
 
-* the exact walk (:meth:`JsonWindow.walk_value`): strings skipped by their
-  quotes (an even run of backslashes before a quote ends a string),
-  containers by balanced brackets, one Python step per quote or bracket;
-* the fast ways, tried first: a string is one ``bytes.find``; an array (text
-  stored as lines, many short strings) goes through ``json``'s C decoder on a
-  bounded window; an object is passed member by member with compiled
-  patterns that take a key and its colon, or a short scalar, in one match,
-  so the Python steps follow the members, not the bytes of their values.
+* the C walk (:data:`native`, from ``_nbwalk.c``, where the package was built
+  with a compiler): every value is passed by it first, a window at a time,
+  and the offset index reads whole windows of cells through it;
+* the Python walk (:meth:`JsonWindow.walk_value`): containers by balanced
+  brackets, one Python step per bracket, with everything between two
+  brackets (short strings included) passed by one possessive pattern; a
+  long string (one ``bytes.find``), or one the window cuts, by its quotes
+  (an even run of backslashes before a quote ends a string). It runs without the C walk, and decides whenever the C walk hands
+  a value back (anything not plain, or longer than :data:`NATIVE_MAX`), with
+  the same result and the same :class:`~jcli_sidecar.base.boundedjson.Bail`
+  or :class:`~jcli_sidecar.base.boundedjson.TooDeep`.
 
-Where the package was built with its C walk (:data:`native`, from
-``_nbwalk.c``), every value is passed by it first, a window at a time, and the
-offset index reads whole windows of cells through it; the ways above are
-what runs without it, and what decides whenever the C walk hands a value back.
-
-A fast way answers only for plain JSON, where it ends exactly where the walk
-would; anything else (an escaped key, odd spacing, a value deeper than the
-limit, a token cut by the window's end that a re-read cannot help) makes it
-give up, and the walk decides, with the same result and the same
-:class:`~jcli_sidecar.base.boundedjson.Bail` or
-:class:`~jcli_sidecar.base.boundedjson.TooDeep` as before. Nothing is ever
-decoded but arrays of up to :data:`FAST_MAX` bytes (the C decoder) and keys.
+Nothing is ever decoded but keys and the ``nbformat`` number.
 """
 
 from __future__ import annotations
@@ -37,7 +29,7 @@ from ..base.boundedjson import Bail, TooDeep
 
 try:  # the walk in C, built with the package where a compiler is at hand
     from . import _nbwalk as native
-except ImportError:  # pragma: no cover - the Python ways alone
+except ImportError:  # pragma: no cover - the Python walk alone
     native = None
 
 TYPE_CHECKING = False
@@ -45,37 +37,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["CHUNK", "FAST_FIRST", "FAST_MAX", "JsonWindow", "NATIVE_MAX", "key_text"]
+__all__ = ["CHUNK", "JsonWindow", "NATIVE_MAX", "key_text"]
 
 #: How much of the file the window holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
-#: Arrays up to :data:`FAST_MAX` bytes are skipped by the C JSON decoder,
-#: first tried on :data:`FAST_FIRST` bytes; bigger ones are walked.
-FAST_FIRST = 4 << 10
-FAST_MAX = 2 << 20
 #: The biggest window the C walk (:data:`native`) is given for one value or
 #: cell; a longer one is walked in Python, a chunk at a time.
 NATIVE_MAX = 16 << 20
-#: The longest token a fast pattern matches (whitespace runs, keys and
-#: scalars are capped well below it): the window holds this much past a
-#: position before a pattern runs there, so no match is cut by its end.
-LOOK = 1024
-_DECODER = json.JSONDecoder()
-_STR_ONLY = {str}
-
 _WS = re.compile(rb"[ \t\n\r]*")
-_STRUCT = re.compile(rb'["\[\]{}]')
+# Everything up to the next bracket in one possessive match (linear, C-speed), short strings included: at
+# most 512 bytes between escapes, 32 escapes (an escape is a backslash and any byte, as skip_string counts
+# them). It stops before a longer string, and before one the window cuts: skip_string passes those.
+_PAST_STRINGS = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]{0,512}+(?:\\.[^"\\]{0,512}+){0,32}+")*+', re.S)
 _SCALAR_END = re.compile(rb"[,\]}]")
-# The fast patterns: spacing, keys and scalars each capped so a match fits in LOOK.
-_KEY = re.compile(rb'[ \t\n\r]{0,128}+"([^"\\]{0,256}+)"[ \t\n\r]{0,128}+:[ \t\n\r]{0,128}+')
-_SCALAR = re.compile(rb"[-+.0-9A-Za-z]{1,64}+")
-_AFTER_MEMBER = re.compile(rb"[ \t\n\r]{0,128}+([,}])")
-_OBJECT_END = re.compile(rb"[ \t\n\r]{0,128}+}")
-# A short array of short strings (a cell's source, a ``text/plain`` repr), all in one match.
-_STR = rb'"[^"\\]{0,128}+(?:\\.[^"\\]{0,128}+){0,16}+"'
-_SMALL_ARRAY = re.compile(
-    rb"\[[ \t\n\r]{0,128}+(?:\]|" + _STR + rb"[ \t\n\r]{0,128}+(?:,[ \t\n\r]{0,128}+" + _STR + rb"[ \t\n\r]{0,128}+){0,15}+\])", re.S
-)
 _QUOTE, _BACKSLASH, _COMMA = 0x22, 0x5C, 0x2C
 _OPEN = (0x5B, 0x7B)  # [ {
 _SPACE = b" \t\n\r"
@@ -116,14 +90,6 @@ class JsonWindow:
         self.buf = buf
         self.base = pos
         return buf, 0
-
-    def look(self, pos: int) -> tuple[bytes, int]:
-        """Like :meth:`at`, with :data:`LOOK` bytes from ``pos`` (or all the file has): room for any fast match."""
-        rel = pos - self.base
-        buf = self.buf
-        if 0 <= rel and (rel + LOOK <= len(buf) or self.base + len(buf) >= self.size):
-            return buf, rel
-        return self.at(pos, LOOK)
 
     def at_end(self, pos: int) -> bool:
         return pos >= self.size
@@ -202,10 +168,8 @@ class JsonWindow:
     def skip_value(self, pos: int, limit: int) -> int:
         """The position just after the JSON value at ``pos``, nested at most ``limit`` deep.
 
-        A string is one ``find``, an array up to :data:`FAST_MAX` goes
-        through the C decoder (:meth:`decoded_end`), an object member by
-        member (:meth:`fast_object`); whatever they refuse is walked
-        (:meth:`walk_value`), which holds one chunk.
+        The C walk passes it where it can (:meth:`native_end`); the Python
+        walk (:meth:`walk_value`) decides otherwise, holding one chunk.
 
         Raises:
             Bail: not a value the walk can pass.
@@ -213,16 +177,6 @@ class JsonWindow:
         """
         if native is not None:
             end = self.native_end(pos, limit)
-            return self.walk_value(pos, limit) if end is None else end
-        c = self.byte(pos)
-        if c == _QUOTE:
-            return self.skip_string(pos)
-        if c == 0x5B:
-            end = self.decoded_end(pos, limit)
-            if end is not None:
-                return end
-        elif c == 0x7B:
-            end = self.fast_object(pos, limit)
             if end is not None:
                 return end
         return self.walk_value(pos, limit)
@@ -245,120 +199,8 @@ class JsonWindow:
                 return None
             need = min(have + 1 if have < CHUNK else have * 4, NATIVE_MAX)
 
-    def fast_object(self, pos: int, limit: int) -> int | None:
-        """The end of the object at ``pos`` passed member by member, or None (the walk decides).
-
-        Only plain JSON passes: keys without escapes, scalars that are one
-        short token, capped spacing, nesting within ``limit``. On such text
-        the walk meets the same quotes and brackets, so it would end at the
-        same place.
-        """
-        if limit < 1:
-            return None
-        buf, rel = self.look(pos + 1)
-        m = _KEY.match(buf, rel)
-        if m is None:
-            m = _OBJECT_END.match(buf, rel)
-            return None if m is None else self.base + m.end()
-        while True:
-            at = m.end()
-            if at >= len(buf):
-                return None
-            c = buf[at]
-            value = self.base + at
-            if c == _QUOTE:
-                end = self.skip_string(value)
-            elif c == 0x5B:
-                end = self.decoded_end(value, limit - 1)
-            elif c == 0x7B:
-                end = self.fast_object(value, limit - 1)
-            else:
-                s = _SCALAR.match(buf, at)
-                end = None if s is None else self.base + s.end()
-            if end is None:
-                return None
-            buf, rel = self.look(end)
-            c = buf[rel] if rel < len(buf) else -1
-            if c == _COMMA:
-                rel += 1
-            elif c == 0x7D:
-                return end + 1
-            else:
-                m = _AFTER_MEMBER.match(buf, rel)
-                if m is None:
-                    return None
-                rel = m.end()
-                if buf[rel - 1] != _COMMA:
-                    return self.base + rel
-            m = _KEY.match(buf, rel)
-            if m is None:
-                return None
-
-    def decoded_end(self, pos: int, limit: int) -> int | None:
-        """The end of the array at ``pos`` found by ``json``'s C scanner, or None (too big, not JSON, maybe too deep).
-
-        Arrays are what a notebook holds many short strings in (text as
-        lines), which the C scanner passes far faster than a walk; a big
-        string (an image) is faster to walk (one ``find``).
-        """
-        if limit >= 1:  # flat: within any limit the walk could have
-            buf, rel = self.at(pos)  # a match is whole (it has its closing bracket); a miss cut by the window's end costs a decode
-            m = _SMALL_ARRAY.match(buf, rel)
-            if m is not None:
-                return self.base + m.end()
-        guess = self.lines_guess(pos)
-        size = guess if guess is not None and guess <= FAST_MAX else FAST_FIRST
-        while size <= FAST_MAX:
-            buf, rel = self.at(pos, size)
-            piece = buf[rel : rel + size]
-            whole = self.base + rel + len(piece) >= self.size
-            try:
-                text = piece.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if whole or exc.start < len(piece) - 3:
-                    return None
-                try:  # a character cut at the end of the window
-                    text = piece[: exc.start].decode("utf-8")
-                except UnicodeDecodeError:
-                    return None
-            try:
-                value, end = _DECODER.raw_decode(text)
-            except ValueError:
-                if whole:
-                    return None
-                size *= 8
-                continue
-            except RecursionError:
-                return None
-            if end == len(text) and not whole and text[-1:].isdigit():
-                size *= 8  # a number may go on past the window
-                continue
-            size = end if piece.isascii() else len(text[:end].encode("utf-8"))
-            span = piece[:size]
-            flat = type(value) is list and set(map(type, value)) <= _STR_ONLY  # text as lines: one level
-            if not flat and span.count(b"[") + span.count(b"{") > limit and _deeper(value, limit):
-                return None  # nested too deep: the walk says so
-            return pos + size
-        return None
-
-    def lines_guess(self, pos: int) -> int | None:
-        """How long the array at ``pos`` likely is when it holds text as lines, or None.
-
-        Jupyter writes such an array one string a line, each one space
-        deeper than the line the array opens on, and its closing bracket at
-        that line's depth: one ``find`` for a line break, that many spaces
-        and the bracket.
-        """
-        buf, rel = self.at(pos)
-        line = buf.rfind(b"\n", 0, rel) + 1
-        if line == 0 and self.base > 0:
-            return None  # the line starts before the window
-        indent = rel - line - len(buf[line:rel].lstrip(b" "))
-        end = buf.find(b"\n" + b" " * indent + b"]", rel, rel + FAST_MAX)
-        return None if end < 0 else end - rel + indent + 2
-
     def walk_value(self, pos: int, limit: int) -> int:
-        """The exact walk past the value at ``pos``: quote by quote and bracket by bracket."""
+        """The exact walk past the value at ``pos``: string by string and bracket by bracket."""
         c = self.byte(pos)
         if c == _QUOTE:
             return self.skip_string(pos)
@@ -384,20 +226,15 @@ class JsonWindow:
             if self.at_end(i):
                 raise Bail("unbalanced brackets")
             buf, rel = self.at(i)
-            m = _STRUCT.search(buf, rel)
-            if m is None:
-                i = self.base + len(buf)
+            at = _PAST_STRINGS.match(buf, rel).end()  # always matches, maybe nothing
+            if at == len(buf):
+                i = self.base + at
                 continue
-            j = self.base + m.start()
-            c = buf[m.start()]
-            if c == _QUOTE:
+            j = self.base + at
+            c = buf[at]
+            if c == _QUOTE:  # a long string, or one the window cuts: passed by its quotes
                 i = self.skip_string(j)
                 continue
-            if c == 0x5B and depth > 0:
-                end = self.decoded_end(j, limit - depth)
-                if end is not None:
-                    i = end
-                    continue
             depth += 1 if c in _OPEN else -1
             i = j + 1
             if depth == 0:
@@ -418,13 +255,6 @@ class JsonWindow:
 
     def key(self, pos: int) -> tuple[str, int]:
         """The key that starts at (or after spacing from) ``pos``, and where its value starts."""
-        buf, rel = self.look(pos)
-        m = _KEY.match(buf, rel)
-        if m is not None and m.end() < len(buf) and buf[m.end()] not in _SPACE:
-            try:
-                return m.group(1).decode("utf-8"), self.base + m.end()
-            except UnicodeDecodeError:
-                raise Bail("bad key") from None
         i = self.skip_ws(pos)
         if self.byte(i) != _QUOTE:
             raise Bail("expected a key")
@@ -487,17 +317,6 @@ class JsonWindow:
             i = self.after(end, 0x5D)
             if i < 0:
                 return items, -i
-
-
-def _deeper(value: Any, limit: int) -> bool:
-    """True when ``value`` nests more than ``limit`` arrays and objects."""
-    if limit < 1:
-        return isinstance(value, (list, dict))
-    if isinstance(value, list):
-        return any(_deeper(item, limit - 1) for item in value if type(item) is not str)
-    if isinstance(value, dict):
-        return any(_deeper(item, limit - 1) for item in value.values() if type(item) is not str)
-    return False
 
 
 def key_text(raw: bytes) -> str:

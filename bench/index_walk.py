@@ -1,0 +1,145 @@
+"""The offset index's two walks: linear in the file's size whatever its shape, and near reading the bytes.
+
+A first read of a notebook builds its offset index (``jcli_sidecar.ipynb.nbindex.build_index``)
+in one pass over the file. The pass walks each value in C (``_nbwalk.c``) where the package was
+built with a compiler, and in Python otherwise, or wherever the C walk hands a value back. Both
+walks must be linear in the file's size whatever its layout and nesting. Each shape is built at
+a size and at four times that size, and each walk timed on both:
+
+* ``realistic, nbformat layout`` / ``compact``: bench/realistic_notebook.py's mix (PNGs, logs,
+  HTML tables), as Jupyter writes it and one cell per line, 6 and 24 MiB;
+* ``text as lines``: 500 and 2,000 cells whose sources and outputs are many short lines;
+* ``compact GeoJSON``: one output holding a one-line GeoJSON of 37,500 and 150,000 coordinate
+  pairs (a small array repeated, which once cost the Python walk seconds per few megabytes).
+
+``growth`` is the per-byte cost at four times the size over the per-byte cost at one: 1.0 is
+linear, and the target is at most :data:`GROWTH_TARGET`. ``x bytes`` is the big build against
+reading the same bytes (:func:`harness.read_bytes`, the page cache copied out), for scale: a
+shape dense in structure (many short strings, numbers) must look at every byte, and reading
+alone does not. Each figure is the best of :data:`REPEATS` builds, interleaved, in this one
+process; nothing is asserted (each line says "meets target" or "misses target"). The notebooks
+are written once into bench/.work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+from harness import WORK, read_bytes
+from realistic_notebook import write_notebook
+
+from jcli_sidecar.ipynb import jsonscan
+from jcli_sidecar.ipynb.nbindex import build_index
+
+REPEATS = 5
+#: The most the per-byte cost may grow from one size to four times it (1.0: linear; a walk quadratic in the size gives 4).
+GROWTH_TARGET = 2.0
+
+
+def _geojson(path: Path, scale: int) -> None:
+    coords = [[i * 0.001, -i * 0.002] for i in range(37_500 * scale)]
+    geo = {"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords}}]}
+    result = {
+        "output_type": "execute_result",
+        "execution_count": 1,
+        "metadata": {},
+        "data": {"application/geo+json": geo, "text/plain": "<geo>"},
+    }
+    cells = [
+        {"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {}, "source": "g", "outputs": [result]},
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "id": "b",
+            "metadata": {},
+            "source": "1",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok"}],
+        },
+    ]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, separators=(",", ":")))
+
+
+def _lines(path: Path, scale: int) -> None:
+    cells = [
+        {
+            "cell_type": "code",
+            "execution_count": i,
+            "id": f"c{i}",
+            "metadata": {},
+            "source": [f"x = {i}\n"] * 20,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": [f"line {j}\n" for j in range(200)]}],
+        }
+        for i in range(500 * scale)
+    ]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
+
+
+SHAPES = {
+    "realistic, nbformat layout": lambda p, scale: write_notebook(p, (6 << 20) * scale, nbformat_layout=True),
+    "realistic, compact": lambda p, scale: write_notebook(p, (6 << 20) * scale, nbformat_layout=False),
+    "text as lines": _lines,
+    "compact GeoJSON": _geojson,
+}
+
+
+def notebooks() -> dict[str, tuple[Path, Path]]:
+    """Each shape's notebook at one size and at four times it, written once."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for i, (name, write) in enumerate(SHAPES.items()):
+        pair = []
+        for scale in (1, 4):
+            path = WORK / f"walk_{i}_x{scale}.ipynb"
+            if not path.exists():
+                write(path, scale)
+            pair.append(path)
+        out[name] = (pair[0], pair[1])
+    return out
+
+
+def build_seconds(path: Path) -> float:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.perf_counter()
+        build_index(fd, os.fstat(fd))
+        return time.perf_counter() - start
+    finally:
+        os.close(fd)
+
+
+def main() -> int:
+    walks = {"C walk": jsonscan.native, "Python walk": None}
+    if jsonscan.native is None:
+        print("the C walk was not built (no compiler at install): only the Python walk is timed")
+        del walks["C walk"]
+    print(f"{'notebook':27s} {'MB':>5s}  {'walk':11s} {'small':>8s} {'big':>9s} {'x bytes':>8s}  growth")
+    for name, (small, big) in notebooks().items():
+        best = {(walk, path): float("inf") for walk in walks for path in (small, big)}
+        floor = float("inf")
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            read_bytes(big)
+            floor = min(floor, time.perf_counter() - start)
+            for walk, native in walks.items():
+                with mock.patch.object(jsonscan, "native", native):
+                    for path in (small, big):
+                        best[walk, path] = min(best[walk, path], build_seconds(path))
+        for walk in walks:
+            per_byte_small = best[walk, small] / small.stat().st_size
+            per_byte_big = best[walk, big] / big.stat().st_size
+            growth = per_byte_big / per_byte_small
+            verdict = "meets target" if growth <= GROWTH_TARGET else "misses target"
+            print(
+                f"{name:27s} {big.stat().st_size / 1e6:5.1f}  {walk:11s} {best[walk, small] * 1e3:6.1f}ms {best[walk, big] * 1e3:7.1f}ms "
+                f"{best[walk, big] / floor:7.1f}x  {growth:.2f} (<= {GROWTH_TARGET:g}) {verdict}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
