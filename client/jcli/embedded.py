@@ -63,7 +63,7 @@ class EmbeddedServer:
         try:
             with open(self.state_path, encoding="utf-8") as fh:
                 state = json.load(fh)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # no state, or unreadable: no recorded server
             return None
         return state if isinstance(state, dict) and isinstance(state.get("url"), str) else None
 
@@ -76,7 +76,7 @@ class EmbeddedServer:
             from jcli_sidecar.kernel import JupyterServer
 
             JupyterServer(state["url"], state.get("token", "")).status(timeout=PROBE_TIMEOUT)
-        except (JcliError, OSError):
+        except (JcliError, OSError):  # it does not answer: not used
             return None
         return state
 
@@ -219,7 +219,7 @@ def _info_port(path: str) -> int | None:
     try:
         with open(path, encoding="utf-8") as fh:
             port = json.load(fh).get("port")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError):  # not written yet, or garbled: no port yet
         return None
     return port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None
 
@@ -236,7 +236,7 @@ def _tail(path: str, lines: int = 6) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             tail = " | ".join(line.strip() for line in fh.read().splitlines()[-lines:])
-    except OSError:
+    except OSError:  # the log is only quoted in an error message
         return "(no log)"
     from jcli_sidecar.kernel import redact_text
 

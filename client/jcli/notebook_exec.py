@@ -76,7 +76,7 @@ def _language_of(server: JupyterServer, kernel: str) -> Callable[[], str | None]
     def ask() -> str | None:
         try:
             specs = server.kernelspecs()
-        except (JcliError, OSError, ValueError):
+        except (JcliError, OSError, ValueError):  # the server cannot tell: None (documented)
             return None
         table = specs.get("kernelspecs") if isinstance(specs, dict) else None
         entry = table.get(kernel) if isinstance(table, dict) else None

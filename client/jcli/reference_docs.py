@@ -253,7 +253,7 @@ def stale_pages(directory: str) -> list[str]:
         try:
             with open(os.path.join(directory, name), encoding="utf-8") as f:
                 current = f.read()
-        except OSError:
+        except OSError:  # missing or unreadable: stale
             current = None
         if current != render():
             stale.append(name)

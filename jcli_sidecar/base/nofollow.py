@@ -134,7 +134,7 @@ class Dir:
     def _kind(self, name: str) -> str:
         try:
             return describe_kind(self.lstat(name).st_mode)
-        except OSError:
+        except OSError:  # vanished, or not ours to look at: the refusal calls it gone
             return "gone"
 
     def lstat(self, name: str) -> os.stat_result:

@@ -99,7 +99,7 @@ class ProcessRecord:
             created, uid, zombie = _proc_facts(self.pid)
         except FileNotFoundError:
             return GONE
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError):  # /proc unreadable or garbled: unknown, never taken as alive or gone
             return UNKNOWN
         if zombie or abs(created - self.create_time) > _START_TIME_SLACK:
             return GONE  # a zombie, or the pid was reused
@@ -122,7 +122,7 @@ class ProcessRecord:
             with open(f"/proc/{self.pid}/stat", "rb") as fh:
                 stat = fh.read()
             return stat[stat.rindex(b")") + 2 :].split()[0] in (b"T", b"t")
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError):  # gone, or /proc unreadable: not known to be stopped
             return False
 
     def listens_on(self, host: str, port: int) -> bool:
@@ -148,7 +148,7 @@ class ProcessRecord:
                 held = _proc_listens(self.pid, host, port)
             else:  # pragma: no cover - no /proc (macOS): psutil reads the same facts
                 held = _psutil_listens(self.pid, host, port)
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError):  # its sockets cannot be read: not proven to listen, so not trusted
             return False
         return held and self.state() == ALIVE
 

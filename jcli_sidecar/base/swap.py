@@ -168,7 +168,7 @@ def _put_back(aside: str, target: str) -> None:
         os.link(aside, target)
     except FileExistsError:  # yet another save took the name: it is newer
         pass
-    except OSError:
+    except OSError:  # the link failed for another reason: the name is put back by rename if still free
         if not os.path.lexists(target):
             os.rename(aside, target)
             return

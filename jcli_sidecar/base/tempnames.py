@@ -41,7 +41,7 @@ def _start_ticks(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
-    except OSError:
+    except OSError:  # gone (or no /proc): None, as documented
         return None
     fields = stat[stat.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
     if fields[0] in (b"Z", b"X"):
@@ -68,7 +68,7 @@ def _writer_gone(pid: int, start: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:
+    except OSError:  # EPERM: the pid is alive, another user's
         return False
     return False
 
@@ -82,7 +82,7 @@ def clean_dead_temps(target: str) -> list[str]:
     handled: list[str] = []
     try:
         names = [entry.name for entry in os.scandir(folder or ".") if entry.name.startswith(f".{base}.jcli-")]
-    except OSError:
+    except OSError:  # the folder cannot be listed: nothing handled; this never raises (documented)
         return handled
     for name in names:
         match = _NAME.match(name)
@@ -95,7 +95,7 @@ def clean_dead_temps(target: str) -> list[str]:
                 continue
             if _settle(path, target, match["kind"]):
                 handled.append(name)
-        except OSError:
+        except OSError:  # gone, or cannot be settled now: it stays for the next write
             continue
     return handled
 
@@ -115,5 +115,5 @@ def _same_bytes(one: str, other: str) -> bool:
 
     try:
         return filecmp.cmp(one, other, shallow=False)
-    except OSError:
+    except OSError:  # either side unreadable: not the same bytes, so the temp file is kept
         return False

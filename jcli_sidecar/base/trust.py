@@ -88,7 +88,7 @@ def _only_member(gid: int, owner: int) -> bool:
         group = grp.getgrgid(gid)
         owner_name = pwd.getpwuid(owner).pw_name
         primary = [user.pw_uid for user in pwd.getpwall() if user.pw_gid == gid]
-    except (KeyError, ImportError, OSError):
+    except (KeyError, ImportError, OSError):  # the user or group database cannot be read: not proven private, so not trusted
         return False
     listed = list(group.gr_mem)
     if any(uid != owner for uid in primary) or listed not in ([], [owner_name]):

@@ -122,7 +122,7 @@ def glob_matches(pattern: str, cwd: str, limit: int = GLOB_LIMIT) -> list[str]:
     base = None if os.path.isabs(pattern) else cwd
     try:
         found = list(itertools.islice(globmod.iglob(pattern, root_dir=base), limit))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # an unreadable directory or a bad pattern: the glob matches nothing, as the shell's would
         return []
     return sorted(os.path.normpath(os.path.join(cwd, name)) for name in found)
 

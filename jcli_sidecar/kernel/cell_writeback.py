@@ -170,7 +170,7 @@ class CellTarget:
         except NotebookChanged as err:  # yet another save: it stays, and this copy of it is not ours to keep
             _drop_kept(err)
             return "checkpoint"
-        except (JcliError, OSError, ValueError, RecursionError):
+        except (JcliError, OSError, ValueError, RecursionError):  # that write failed too: reported as "checkpoint" (documented above)
             return "checkpoint"
         self.marked = None
         return "marks_cleared"
@@ -237,7 +237,7 @@ class WritebackPacer:
             return True
         try:
             return stat_key(os.stat(writer.path)) != writer.key
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # the notebook cannot be looked at now: a write-back is due, and it reports what it meets
             return True
 
     def wrote(self, started: float) -> None:
@@ -285,5 +285,5 @@ def _drop_kept(err: NotebookChanged) -> None:
     if isinstance(kept, str):
         try:
             os.unlink(kept)
-        except OSError:
+        except OSError:  # already gone, or not ours to remove: the copy is only a leftover
             pass

@@ -155,14 +155,14 @@ class NameMemory:
             if not _own_file(before):
                 return None
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # absent, a link, or unreadable: no remembered names (never trusted)
             return None
         try:
             info = os.fstat(fd)
             if not _own_file(info) or (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino):
                 return None
             return read_open(fd, info, self.path, MEMORY_MAX_BYTES)
-        except OSError:
+        except OSError:  # unreadable: no remembered names (never trusted)
             return None
         finally:
             os.close(fd)

@@ -96,14 +96,14 @@ class StopSwitch:
         try:
             while os.read(self._read, 4096):
                 pass
-        except OSError:
+        except OSError:  # EAGAIN: the pipe is empty
             pass
 
     def close(self) -> None:
         for fd in (self._read, self._write):
             try:
                 os.close(fd)
-            except OSError:
+            except OSError:  # closing at the end: nothing is left to lose
                 pass
 
     def interrupted(self, message: str, *, executed: bool) -> Interrupted:

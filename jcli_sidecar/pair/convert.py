@@ -62,7 +62,7 @@ def _same_file(a: str, b: str) -> bool:
         return True
     try:
         return os.path.samefile(a, b)
-    except OSError:
+    except OSError:  # either path is missing: not the same file
         return False
 
 

@@ -97,7 +97,7 @@ def is_percent_file(path: str, limit: int | None = None) -> bool:
 
     try:
         raw, _ = read_regular(path, limit)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # not a readable regular file within the limit: not py:percent (documented)
         return False
     return is_percent(raw.decode("utf-8", "replace"))
 

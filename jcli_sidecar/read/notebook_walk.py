@@ -98,7 +98,7 @@ def _entry(shown: str, entry: os.DirEntry[str], root: str, below: list[tuple[str
                 return None  # out of the directory named, or not a file: never followed
         elif not entry.is_file(follow_symlinks=False):
             return None  # a FIFO, a device, a socket
-    except OSError:
+    except OSError:  # vanished since the listing, or its metadata unreadable: not a file to search
         return None
     return SearchUnit(path, os.path.realpath(real), "py" if name.endswith(".py") else "notebook", named=False)
 

@@ -60,7 +60,7 @@ def clean_jobs(cwd: str, policy: Policy, *, dry_run: bool = False, now_ns: int |
                 continue
             try:
                 view = job_view(_read_record(jobs, name), alive=alive)
-            except (JobNotFound, UsageError, OutputDataInvalid, OSError):
+            except (JobNotFound, UsageError, OutputDataInvalid, OSError):  # kept and reported as unreadable: never deleted on a guess
                 report["kept"].append({"job_id": name, "reason": "unreadable"})
                 continue
             if view.get("state") == "running":

@@ -365,7 +365,7 @@ def check_kernel_free(cwd: str, kernel_id: str) -> None:
     """
     try:
         busy = job_on_kernel(cwd, kernel_id)
-    except (JcliError, OSError):
+    except (JcliError, OSError):  # records that cannot be read hold no job (documented): the run's own store step reports the workspace
         return
     if busy is not None:
         raise KernelBusy(

@@ -101,6 +101,6 @@ def settle_lost_jobs(cwd: str) -> list[dict[str, Any]]:
             continue
         try:
             settled.append(_settle(cwd, view))
-        except (JcliError, OSError):
+        except (JcliError, OSError):  # not settled now: it stays lost, and a later pass settles it
             continue
     return settled

@@ -123,7 +123,7 @@ def _inspect(run_id: str, outputs: Dir) -> _Run:
     except LinkRefused:
         run.reason = "symlink" if _is_link(outputs, run_id) else "unlisted_files"
         return run
-    except OSError:
+    except OSError:  # vanished or cannot be opened: kept, reported as incomplete
         run.reason = "incomplete"
         return run
     with run_dir:
@@ -149,14 +149,14 @@ def _inspect(run_id: str, outputs: Dir) -> _Run:
         except LinkRefused:
             run.reason = "symlink"
             return run
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, UnicodeDecodeError):  # kept, reported as unreadable_manifest
             run.reason = "unreadable_manifest"
             return run
         run.manifest = manifest
         run.completed_ns = completed
         try:
             reason, present, run.bytes = _listing(run_dir)
-        except OSError:
+        except OSError:  # vanished or cannot be listed: kept, reported as incomplete
             run.reason = "incomplete"
             return run
     expected = set(listed) | {MANIFEST, WRITER_RECORD}  # a writer record left behind is the run's
@@ -180,7 +180,7 @@ def _manifest_problem(run_dir: Dir) -> str:
         info = run_dir.lstat(MANIFEST)
     except FileNotFoundError:
         return "incomplete"
-    except OSError:
+    except OSError:  # kept, reported as unreadable_manifest
         return "unreadable_manifest"
     if stat.S_ISLNK(info.st_mode):
         return "symlink"
@@ -192,7 +192,7 @@ def _manifest_problem(run_dir: Dir) -> str:
 def _is_link(parent: Dir, name: str) -> bool:
     try:
         return stat.S_ISLNK(parent.lstat(name).st_mode)
-    except OSError:
+    except OSError:  # gone or unreadable: not a link
         return False
 
 
@@ -215,7 +215,7 @@ def _open_staging(outputs: Dir) -> Dir | None:
     """
     try:
         return open_staging(outputs)
-    except OSError:
+    except OSError:  # absent or not a directory: nothing of ours to clean (documented)
         return None
 
 

@@ -71,7 +71,7 @@ def writer_of(run_dir: Dir) -> tuple[str, str]:
             return "unknown", f"{name} is {untrusted_reason(info)}"
         try:
             record = ProcessRecord.from_dict(parse_manifest(run_dir.read_bytes(name)).get(field))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # an unreadable or garbled record: the writer is unknown (judged below)
             record = None
         if record is None:
             return "unknown", f"{name} holds no readable writer record"
@@ -92,9 +92,9 @@ def _last_change_ns(parent: Dir, name: str, info: Any) -> int:
             for entry in run_dir.names():
                 try:
                     newest = max(newest, run_dir.lstat(entry).st_mtime_ns)
-                except OSError:
+                except OSError:  # vanished since it was listed: judged by the times seen
                     continue
-    except OSError:
+    except OSError:  # the stage vanished or cannot be listed: judged by the times seen
         pass
     return newest
 

@@ -179,7 +179,7 @@ def _drop_writer_record(run_dir: Dir) -> None:
     """
     try:
         run_dir.unlink(WRITER_RECORD)
-    except OSError:
+    except OSError:  # best effort (above): a record left behind is harmless
         pass
 
 
