@@ -54,11 +54,13 @@ quick: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(PYTEST) $(PYTEST_PARALLEL) --quick
 
-# Lint and format check (ruff) over all Python, and the type checker over the core.
+# Lint and format check (ruff) over all Python, the type checker over the core, and the
+# import contracts (import-linter, pyproject.toml) over the sources of both packages.
 lint: $(VENV)/.deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	PYTHONPATH=$(CURDIR):$(CURDIR)/client $(BIN)/lint-imports --no-cache
 
 # The JS plugins' tests (node:test) run against the real j-cli and the real
 # host packages, installed here from the pinned package-lock.json files. The
