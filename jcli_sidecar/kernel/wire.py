@@ -10,7 +10,9 @@ back by Nagle's algorithm against the peer's delayed ACK. ``websocket-client``
 then does the handshake and the frames (ping/pong, fragments, close) on that
 socket; it is never given a proxy option, so it never reads the proxy
 variables itself (the route is j-cli's: loopback never proxied, the
-sidecar's client's variables, not the sidecar's own).
+sidecar's client's variables, not the sidecar's own). Before Python 3.13,
+``http.client``'s ``CONNECT`` line leaves an IPv6 address unbracketed, so a
+server named by one is not reached through a proxy there (docs/remote.md).
 
 Why ``websocket-client``: measured side by side in one run (the same
 Jupyter Server and kernel on loopback, Python 3.11, ``1+1`` executed over
