@@ -23,9 +23,12 @@ export const SIDECAR_CONNECT_MS = 2_000;
 export const SIDECAR_HELLO_MS = 1_000; // by default (JCLI_SIDECAR_HELLO_SECONDS): a live sidecar answers hello at once
 /** A sidecar that answers nothing for this long is treated as gone. */
 export const SIDECAR_REQUEST_MS = 120_000;
-/** Codes that say "the transport failed", not "your request is wrong": fall back. */
-const SIDECAR_FALLBACK_CODES = new Set(["PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"]);
-const SIDECAR_OFF_VALUES = new Set(["off", "0", "false", "no", "disabled"]);
+// ---- begin generated: constants (`make docs` writes it from jcli.setup.generated; edit the source)
+/** Codes that say "the transport failed", not "your request is wrong": fall back (the Python client's FALLBACK_CODES). */
+const SIDECAR_FALLBACK_CODES = new Set(["INTERNAL_ERROR", "PEER_REFUSED", "PROTOCOL_ERROR", "SIDECAR_ERROR", "SIDECAR_UNAVAILABLE"]);
+/** JCLI_SIDECAR values (trimmed, any case) that turn the sidecar off (j-cli's OFF_VALUES). */
+const SIDECAR_OFF_VALUES = new Set(["0", "disabled", "false", "no", "off"]);
+// ---- end generated: constants
 
 /** The hello's deadline in ms: JCLI_SIDECAR_HELLO_SECONDS when it is a number in (0, 120], read as j-cli reads it; else the default. */
 export function sidecarHelloMs(env = process.env) {

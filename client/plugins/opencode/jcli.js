@@ -264,7 +264,8 @@ function wantsTextOnly(models, context, env = process.env) {
 /** How long one guard may take before the call goes through unguarded. */
 const HOOK_TIMEOUT_MS = 30_000;
 
-/** Which guards run before and after which OpenCode tools (names from j-cli's guard registry, jcli_sidecar/guards/registry.py; a test holds these to it). */
+// ---- begin generated: guards (`make docs` writes it from jcli.setup.generated; edit the source)
+/** Which guards run before and after which OpenCode tools: its host table entry and j-cli's guard registry. */
 const SHELL_TOOLS = new Set(["bash"]);
 const EDIT_TOOLS = new Set(["edit", "write", "patch", "apply_patch", "multiedit"]);
 
@@ -277,6 +278,7 @@ function hooksBefore(toolName) {
 function hooksAfter(toolName) {
   return EDIT_TOOLS.has(toolName) ? ["pair-drift-guard-post"] : [];
 }
+// ---- end generated: guards
 
 /**
  * Run `j-cli _hooks NAME --platform opencode` with `payload` on stdin.
