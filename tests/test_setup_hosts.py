@@ -10,6 +10,7 @@ files.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,7 +58,7 @@ def test_the_plugins_guard_lists_and_sidecar_constants_come_from_python():
 
     shared = (REPO / "client" / "plugins" / "sidecar-client.mjs").read_text(encoding="utf-8")
     for name, values in (("SIDECAR_FALLBACK_CODES", FALLBACK_CODES), ("SIDECAR_OFF_VALUES", OFF_VALUES)):
-        line = next(line for line in shared.splitlines() if line.startswith(f"const {name} = new Set("))
+        line = next(line for line in shared.splitlines() if re.match(rf"(export )?const {name} = new Set\(", line))
         assert set(line[line.index("[") + 1 : line.index("]")].replace('"', "").split(", ")) == set(values)
     for host in HOSTS.values():
         if host.plugin is None:

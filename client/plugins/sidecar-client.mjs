@@ -26,8 +26,8 @@ export const SIDECAR_REQUEST_MS = 120_000;
 // ---- begin generated: constants (`make docs` writes it from jcli.setup.generated; edit the source)
 /** Codes that say "the transport failed", not "your request is wrong": fall back (the Python client's FALLBACK_CODES). */
 const SIDECAR_FALLBACK_CODES = new Set(["INTERNAL_ERROR", "PEER_REFUSED", "PROTOCOL_ERROR", "SIDECAR_ERROR", "SIDECAR_UNAVAILABLE"]);
-/** JCLI_SIDECAR values (trimmed, any case) that turn the sidecar off (j-cli's OFF_VALUES). */
-const SIDECAR_OFF_VALUES = new Set(["0", "disabled", "false", "no", "off"]);
+/** The values (trimmed, any case) that turn a switch such as JCLI_SIDECAR off (j-cli's OFF_VALUES). */
+export const SIDECAR_OFF_VALUES = new Set(["0", "disabled", "false", "no", "off"]);
 // ---- end generated: constants
 
 /** The hello's deadline in ms: JCLI_SIDECAR_HELLO_SECONDS when it is a number in (0, 120], read as j-cli reads it; else the default. */

@@ -61,8 +61,8 @@ def render_sidecar_constants() -> str:
     return (
         '/** Codes that say "the transport failed", not "your request is wrong": fall back (the Python client\'s FALLBACK_CODES). */\n'
         f"const SIDECAR_FALLBACK_CODES = new Set({_js_list(sorted(FALLBACK_CODES), chr(34))});\n"
-        "/** JCLI_SIDECAR values (trimmed, any case) that turn the sidecar off (j-cli's OFF_VALUES). */\n"
-        f"const SIDECAR_OFF_VALUES = new Set({_js_list(sorted(OFF_VALUES), chr(34))});\n"
+        "/** The values (trimmed, any case) that turn a switch such as JCLI_SIDECAR off (j-cli's OFF_VALUES). */\n"
+        f"export const SIDECAR_OFF_VALUES = new Set({_js_list(sorted(OFF_VALUES), chr(34))});\n"
     )
 
 
