@@ -203,7 +203,7 @@ def _address(host: str) -> bytes | None:
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             return socket.inet_pton(family, host.strip("[]").split("%", 1)[0])
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # not an address of this family: the next, or a name
             continue
     return None
 

@@ -317,7 +317,7 @@ class WebSocket:
             self.closed = True
             try:
                 self._ws.send_close()
-            except (OSError, websocket.WebSocketException):
+            except (OSError, websocket.WebSocketException):  # the peer is gone: nothing to tell it, and the socket is dropped below
                 pass
         self._ws.shutdown()
 
