@@ -1,0 +1,306 @@
+"""Every sidecar op, declared once: its name, request spec, core function, how it runs, and what happens without a sidecar.
+
+The server dispatches from :data:`OPS` (each op's handler in :mod:`.ops`
+is registered under its declaration), checks every request against the
+op's spec in one place (:meth:`Op.check`), and the client names ops only
+through these declarations; one client call
+(``jcli.transport.ask``) owns the sidecar-or-in-process choice by
+:attr:`Op.without_sidecar`. The op tables of docs/protocol.md and
+docs/sidecar.md are written from here (``make docs``) and a test fails
+when they are stale. A new op is one declaration here, its handler in
+:mod:`.ops` (which calls its core function), and its test.
+
+Cheap to import: a client loads it on every read, so it holds names and
+specs only; a core function is named ``"module:function"`` and imported
+when it is used.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from ..base.errors import ProtocolError, UsageError
+from ..read.request_spec import (
+    ADOPT_SPEC,
+    CANCEL_SPEC,
+    EXEC_SPEC,
+    GREP_SPEC,
+    JOB_SPEC,
+    NO_ARGS,
+    PUBLISH_SPEC,
+    READ_SPEC,
+    STOP_SPEC,
+    check_request,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..read.request_spec import Field
+
+__all__ = [
+    "IN_PROCESS",
+    "JOB_CANCEL",
+    "JOB_START",
+    "KERNEL_EXEC",
+    "KERNEL_STOP",
+    "NOTEBOOK_ADOPT",
+    "NOTEBOOK_GREP",
+    "NOTEBOOK_LIST",
+    "NOTEBOOK_READ",
+    "NOT_APPLICABLE",
+    "OPS",
+    "Op",
+    "PING",
+    "REFUSE",
+    "RUN_PUBLISH",
+    "SHUTDOWN",
+    "SKIP",
+    "START",
+    "STATS",
+    "WITHOUT_SIDECAR",
+]
+
+#: Without a sidecar answering, the client does the work itself (and, for a read or a run, starts one for the next call).
+IN_PROCESS = "in-process"
+#: Only a sidecar can do it: one is started now, and the op is refused with :attr:`Op.refuse` when none can run.
+START = "start"
+#: Only a running sidecar can do it: the op is refused (``SIDECAR_UNAVAILABLE``).
+REFUSE = "refuse"
+#: Best effort: nothing happens (the answer is None).
+SKIP = "skip"
+#: Not a client's request: control (``j-cli sidecar``), a run's own connection, or tests.
+NOT_APPLICABLE = "n/a"
+#: Each choice of :attr:`Op.without_sidecar`, as the docs tables say it.
+WITHOUT_SIDECAR = {
+    IN_PROCESS: "done in-process",
+    START: "a sidecar is started; refused (with the op's code) when none can run",
+    REFUSE: "refused (`SIDECAR_UNAVAILABLE`)",
+    SKIP: "skipped",
+    NOT_APPLICABLE: "–",
+}
+
+
+_OpFields = namedtuple(
+    "_OpFields",
+    [
+        "name",
+        "spec",
+        "core",
+        "without_sidecar",
+        "args",
+        "result",
+        "blocking",
+        "streaming",
+        "user_request",
+        "spawn",
+        "here_when",
+        "refuse",
+        "needed_by",
+    ],
+    defaults=(False, False, False, False, None, None, None),
+)
+
+
+class Op(_OpFields):  # a tuple: fixed, and far cheaper to import than a dataclass (a read loads this module)
+    """One sidecar op.
+
+    Args:
+        name: the op on the wire.
+        spec: its request's fields; the server checks each request against it.
+        core: ``"module:function"`` (or ``"module:Class.method"``), the core
+            function the op runs; for a read, the one the client calls
+            in-process too (None: the op is the sidecar's own).
+        without_sidecar: :data:`IN_PROCESS`, :data:`START`, :data:`REFUSE`, :data:`SKIP` or :data:`NOT_APPLICABLE`.
+        args: the request, as the docs tables say it.
+        result: the answer, as the docs tables say it.
+        blocking: it reads files or waits: it runs on a worker thread, within the request deadline.
+        streaming: it sends events before its answer, on a thread of its own, with no deadline.
+        user_request: the request is a user's own (a read): a bad one is
+            ``USAGE_ERROR``; otherwise only j-cli's client builds it, and a
+            bad one is ``PROTOCOL_ERROR``.
+        spawn: with no sidecar answering, one is started in the background for the next call.
+        here_when: a result holding this key (true) asks the client to do the work in-process after all.
+        refuse: the error code of a :data:`START` op no sidecar can take.
+        needed_by: what the user asked for that needs the sidecar, as a refusal names it.
+    """
+
+    __slots__ = ()
+
+    def check(self, args: Any) -> dict[str, Any]:
+        """``args`` checked against :attr:`spec`, None values dropped.
+
+        Raises:
+            UsageError: a bad user request (:attr:`user_request`).
+            ProtocolError: a bad request of any other op.
+        """
+        if self.user_request:
+            return check_request(args, self.spec, error=UsageError)
+        try:
+            return check_request(args, self.spec, error=ProtocolError)
+        except ProtocolError as exc:
+            raise ProtocolError(f"{self.name}: {exc.message}") from None
+
+    def core_function(self) -> Any:
+        """The core function :attr:`core` names (imported now).
+
+        Raises:
+            ValueError: the op has none.
+        """
+        import importlib
+
+        if self.core is None:
+            raise ValueError(f"{self.name} is the sidecar's own: it has no core function")
+        module, _, name = self.core.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+
+
+def _fields(spec: tuple[Field, ...]) -> str:
+    """A spec's field names, as the docs tables say them (``?``: optional)."""
+    return ", ".join(f"{f.name}{'' if f.required else '?'}" for f in spec)
+
+
+_READ_ARGS = f"the read request, the JSON object `notebook output --request -` reads on stdin (`{{{_fields(READ_SPEC)}}}`)"
+
+PING = Op("ping", NO_ARGS, None, NOT_APPLICABLE, "`{}`", "`{pong: true}`")
+STATS = Op(
+    "stats",
+    NO_ARGS,
+    "jcli_sidecar.sidecar.server:Sidecar.stats",
+    NOT_APPLICABLE,
+    "`{}`",
+    "what `j-cli -j sidecar status` shows: pid, version, workspace, uptime, `requests_served` (every request after hello, "
+    "this one included) and in flight, connections, cache counters (`adopted_loads`: loads that took a handed-over index), "
+    "`memory: {rss_bytes, trims}`, held kernels, running jobs",
+)
+NOTEBOOK_LIST = Op(
+    "notebook.list",
+    READ_SPEC,
+    "jcli_sidecar.read.requests:handle_list",
+    IN_PROCESS,
+    "the read request, without `output_index`",
+    "the catalog `notebook outputs` prints with `-j`",
+    blocking=True,
+    user_request=True,
+    spawn=True,
+)
+NOTEBOOK_READ = Op(
+    "notebook.read",
+    READ_SPEC,
+    "jcli_sidecar.read.requests:handle_read",
+    IN_PROCESS,
+    _READ_ARGS,
+    "the envelope `notebook output` prints with `-j` (a catalog when `output_index` is absent), exactly as the in-process "
+    "reader gives it, with `bin` for image bytes",
+    blocking=True,
+    user_request=True,
+    spawn=True,
+)
+NOTEBOOK_GREP = Op(
+    "notebook.grep",
+    GREP_SPEC,
+    "jcli_sidecar.read.nbgrep:handle_grep",
+    IN_PROCESS,
+    f"`{{{_fields(GREP_SPEC)}}}`",
+    "what `notebook grep` prints with `-j`, without `next.command`, from the cached indexes (paths relative to the "
+    "workspace); `{grep_budget: true}` when the search would outlast half the request deadline, and the client searches "
+    "in-process (see [reading-outputs.md](reading-outputs.md#searching-notebooks-notebook-grep-and-notebook-text))",
+    blocking=True,
+    user_request=True,
+    spawn=True,
+    here_when="grep_budget",
+)
+NOTEBOOK_ADOPT = Op(
+    "notebook.adopt",
+    ADOPT_SPEC,
+    "jcli_sidecar.ipynb.nbindex:adopt",
+    SKIP,
+    "`{file_path, index}`: an absolute path, and the offset index a j-cli write left of the notebook it wrote (an "
+    "`exec -f` write-back, a pair sync, `convert`; each command offers it as it exits), `[key, cells]` (`key` the file's "
+    "`[st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns]`, each cell `[start, end]` or `[start, end, outputs_start, "
+    "outputs_end, [output starts and ends...]]`)",
+    "`{adopted}`: true only when the index is well formed and the file is that very version now (same `fstat` key), so "
+    "the first read after the write builds none",
+    blocking=True,
+)
+RUN_PUBLISH = Op(
+    "run.publish",
+    PUBLISH_SPEC,
+    "jcli_sidecar.runs.store:publish_run",
+    IN_PROCESS,
+    f"`{{{_fields(PUBLISH_SPEC)}}}`",
+    "rename a run the client staged into `.j-cli/outputs` under the outputs lock, then apply the client's retention "
+    "policy (`max_age_days`, `max_runs`, `staging_grace_seconds`); `{manifest, warnings, cleaned}`. A permission "
+    "problem is `OUTPUT_SAVE_FAILED` with `permission: true`, and the client publishes in-process",
+    blocking=True,
+)
+KERNEL_EXEC = Op(
+    "kernel.exec",
+    EXEC_SPEC,
+    "jcli_sidecar.kernel.inline_run:run_inline",
+    IN_PROCESS,
+    f"`{{{_fields(EXEC_SPEC)}}}`, `server` being `{{url, token, proxy_env?}}`",
+    "events (`sending`, then `output`s), then `{session, status, execution_count, error, notes, dropped, failure}` "
+    "(see [sidecar.md](sidecar.md#exec-through-the-sidecar-kernelexec-kernelstop))",
+    streaming=True,
+    spawn=True,
+)
+KERNEL_STOP = Op(
+    "kernel.stop",
+    STOP_SPEC,
+    "jcli_sidecar.kernel.stop_switch:StopSwitch.handle",
+    NOT_APPLICABLE,
+    f"`{{{_fields(STOP_SPEC)}}}` (SIGINT or SIGTERM, as a number), on the run's own connection",
+    "`{stopped}` (false: no such run)",
+)
+JOB_START = Op(
+    "job.start",
+    JOB_SPEC,
+    "jcli_sidecar.sidecar.held_jobs:HeldJobs.start",
+    START,
+    f"`{{{_fields(JOB_SPEC)}}}`: inline, `code`; for a notebook, `file`, `cells` and the run's options, as a foreground "
+    "run checked them (see [jobs.md](jobs.md))",
+    "`{job_id, status, session, kind, file, cells, queued_behind}` at once; the run goes on in the sidecar",
+    blocking=True,
+    refuse="BACKGROUND_UNAVAILABLE",
+    needed_by="--background (the sidecar holds the job; or run in the foreground)",
+)
+JOB_CANCEL = Op(
+    "job.cancel",
+    CANCEL_SPEC,
+    "jcli_sidecar.sidecar.held_jobs:HeldJobs.cancel",
+    REFUSE,
+    f"`{{{_fields(CANCEL_SPEC)}}}`",
+    "`{job_id, cancelling}` (false: this sidecar holds no such job)",
+)
+SHUTDOWN = Op(
+    "shutdown",
+    NO_ARGS,
+    "jcli_sidecar.sidecar.server:Sidecar.request_stop",
+    NOT_APPLICABLE,
+    "`{}`",
+    "`{stopping: true}`; then the process exits",
+)
+
+#: Every op by name, in the order the docs list them.
+OPS: dict[str, Op] = {
+    op.name: op
+    for op in (
+        PING,
+        STATS,
+        NOTEBOOK_READ,
+        NOTEBOOK_LIST,
+        NOTEBOOK_GREP,
+        NOTEBOOK_ADOPT,
+        RUN_PUBLISH,
+        KERNEL_EXEC,
+        KERNEL_STOP,
+        JOB_START,
+        JOB_CANCEL,
+        SHUTDOWN,
+    )
+}
