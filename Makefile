@@ -106,10 +106,12 @@ fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py
 
 # The reference pages in docs/reference/ are written from the code that owns each fact
-# (the click app's --help, the error classes, the settings table); tests/test_reference_docs.py
-# fails when the committed pages are stale.
+# (the click app's --help, the error classes, the settings table), and the op tables of
+# docs/protocol.md and docs/sidecar.md from the op declarations; tests/test_reference_docs.py
+# and tests/test_op_table.py fail when the committed pages are stale.
 docs: $(VENV)/.installed
 	$(BIN)/python -m jcli.reference_docs docs/reference
+	$(BIN)/python -m jcli.op_docs docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info
