@@ -17,8 +17,6 @@ when it is used.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ..base.errors import ProtocolError, UsageError
 from ..read.request_spec import (
     ADOPT_SPEC,
@@ -82,28 +80,7 @@ WITHOUT_SIDECAR = {
 }
 
 
-_OpFields = namedtuple(
-    "_OpFields",
-    [
-        "name",
-        "spec",
-        "core",
-        "without_sidecar",
-        "args",
-        "result",
-        "blocking",
-        "streaming",
-        "user_request",
-        "spawn",
-        "here_when",
-        "refuse",
-        "needed_by",
-    ],
-    defaults=(False, False, False, False, None, None, None),
-)
-
-
-class Op(_OpFields):  # a tuple: fixed, and far cheaper to import than a dataclass (a read loads this module)
+class Op:
     """One sidecar op.
 
     Args:
@@ -126,7 +103,63 @@ class Op(_OpFields):  # a tuple: fixed, and far cheaper to import than a datacla
         needed_by: what the user asked for that needs the sidecar, as a refusal names it.
     """
 
-    __slots__ = ()
+    __slots__ = (
+        "name",
+        "spec",
+        "core",
+        "without_sidecar",
+        "args",
+        "result",
+        "blocking",
+        "streaming",
+        "user_request",
+        "spawn",
+        "here_when",
+        "refuse",
+        "needed_by",
+    )
+
+    name: str
+    spec: tuple[Field, ...]
+    core: str | None
+    without_sidecar: str
+    args: str
+    result: str
+    blocking: bool
+    streaming: bool
+    user_request: bool
+    spawn: bool
+    here_when: str | None
+    refuse: str | None
+    needed_by: str | None
+
+    def __init__(
+        self,
+        name: str,
+        spec: tuple[Field, ...],
+        core: str | None,
+        without_sidecar: str,
+        args: str,
+        result: str,
+        *,
+        blocking: bool = False,
+        streaming: bool = False,
+        user_request: bool = False,
+        spawn: bool = False,
+        here_when: str | None = None,
+        refuse: str | None = None,
+        needed_by: str | None = None,
+    ) -> None:
+        # A plain class, not a dataclass: a read loads this module, and dataclasses costs milliseconds to import.
+        for field, value in locals().items():
+            if field != "self":
+                object.__setattr__(self, field, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"op {self.name!r} is a declaration: its {name} does not change")
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
 
     def check(self, args: Any) -> dict[str, Any]:
         """``args`` checked against :attr:`spec`, None values dropped.
