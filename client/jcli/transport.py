@@ -132,7 +132,7 @@ def sidecar_for(op: Op) -> SidecarPaths:
     if disabled():
         raise error_from_code(
             op.refuse,
-            f"{op.needed_by} needs the workspace's sidecar, and JCLI_SIDECAR=off disables it; unset JCLI_SIDECAR",
+            f"{op.needed_by} needs the workspace's sidecar, and JCLI_SIDECAR=off disables it; unset JCLI_SIDECAR, or run without {op.needed_by}",
             reason="disabled",
         )
     try:

@@ -100,7 +100,7 @@ class Op:
         spawn: with no sidecar answering, one is started in the background for the next call.
         here_when: a result holding this key (true) asks the client to do the work in-process after all.
         refuse: the error code of a :data:`START` op no sidecar can take.
-        needed_by: what the user asked for that needs the sidecar, as a refusal names it.
+        needed_by: what the user asked for that needs the sidecar (a :data:`START` op's refusal names it).
     """
 
     __slots__ = (
@@ -300,7 +300,7 @@ JOB_START = Op(
     "`{job_id, status, session, kind, file, cells, queued_behind}` at once; the run goes on in the sidecar",
     blocking=True,
     refuse="BACKGROUND_UNAVAILABLE",
-    needed_by="--background (the sidecar holds the job; or run in the foreground)",
+    needed_by="--background",
 )
 JOB_CANCEL = Op(
     "job.cancel",
