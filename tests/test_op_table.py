@@ -155,18 +155,9 @@ def ws(tmp_path, sidecar_on):
 
 
 def test_the_server_checks_every_request_against_its_op_spec_and_keeps_serving(ws):
-    import socket
+    from jcli_sidecar.sidecar.client import greeted
 
-    from jcli_sidecar import __version__
-    from jcli_sidecar.base.protocol import PROTOCOL_VERSION
-
-    paths = SidecarPaths(os.path.realpath(ws))
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(30)
-        sock.connect(paths.socket)
-        hello = {"protocol": PROTOCOL_VERSION, "version": __version__, "workspace": paths.workspace}
-        sock.sendall(pack_frame({"id": 0, "op": "hello", "args": hello}))
-        assert read_frame(sock)["ok"] is True
+    with greeted(SidecarPaths(os.path.realpath(ws)), timeout=30) as sock:
         bad = {
             "job.start": {"cwd": str(ws), "kind": "inline", "session": 5},
             "job.cancel": {},

@@ -43,7 +43,7 @@ def _without(op) -> str:
 def render_protocol_table() -> str:
     """docs/protocol.md's table: each op's args and result."""
     rows = ["| op | args | result |", "|---|---|---|", f"| `hello` | {_HELLO_ARGS} | {_HELLO_RESULT} |"]
-    rows += [f"| `{op.name}` | {op.args} | {op.result} |" for op in OPS.values()]
+    rows += [f"| `{op.name}` | {op.args_text()} | {op.result} |" for op in OPS.values()]
     return "\n".join(rows) + "\n"
 
 

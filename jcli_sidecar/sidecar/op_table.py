@@ -10,26 +10,14 @@ docs/sidecar.md are written from here (``make docs``) and a test fails
 when they are stale. A new op is one declaration here, its handler in
 :mod:`.ops` (which calls its core function), and its test.
 
-Cheap to import: a client loads it on every read, so it holds names and
-specs only; a core function is named ``"module:function"`` and imported
-when it is used.
+Cheap to import: a client loads it on every read, so it holds names only;
+a request spec is named by its name in ``jcli_sidecar.read.request_spec``
+and a core function ``"module:function"``, each imported when it is used.
 """
 
 from __future__ import annotations
 
 from ..base.errors import ProtocolError, UsageError
-from ..read.request_spec import (
-    ADOPT_SPEC,
-    CANCEL_SPEC,
-    EXEC_SPEC,
-    GREP_SPEC,
-    JOB_SPEC,
-    NO_ARGS,
-    PUBLISH_SPEC,
-    READ_SPEC,
-    STOP_SPEC,
-    check_request,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,12 +73,13 @@ class Op:
 
     Args:
         name: the op on the wire.
-        spec: its request's fields; the server checks each request against it.
+        spec_name: its request's spec in :mod:`jcli_sidecar.read.request_spec`
+            (:attr:`spec`); the server checks each request against it.
         core: ``"module:function"`` (or ``"module:Class.method"``), the core
             function the op runs; for a read, the one the client calls
             in-process too (None: the op is the sidecar's own).
         without_sidecar: :data:`IN_PROCESS`, :data:`START`, :data:`REFUSE`, :data:`SKIP` or :data:`NOT_APPLICABLE`.
-        args: the request, as the docs tables say it.
+        args: the request, as the docs tables say it (``FIELDS``: the spec's fields, :meth:`args_text`).
         result: the answer, as the docs tables say it.
         blocking: it reads files or waits: it runs on a worker thread, within the request deadline.
         streaming: it sends events before its answer, on a thread of its own, with no deadline.
@@ -105,7 +94,7 @@ class Op:
 
     __slots__ = (
         "name",
-        "spec",
+        "spec_name",
         "core",
         "without_sidecar",
         "args",
@@ -120,7 +109,7 @@ class Op:
     )
 
     name: str
-    spec: tuple[Field, ...]
+    spec_name: str
     core: str | None
     without_sidecar: str
     args: str
@@ -136,7 +125,7 @@ class Op:
     def __init__(
         self,
         name: str,
-        spec: tuple[Field, ...],
+        spec_name: str,
         core: str | None,
         without_sidecar: str,
         args: str,
@@ -161,6 +150,18 @@ class Op:
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
 
+    @property
+    def spec(self) -> tuple[Field, ...]:
+        """The request's fields: :attr:`spec_name` in :mod:`jcli_sidecar.read.request_spec` (imported on first use, off a client's read path)."""
+        from ..read import request_spec
+
+        return getattr(request_spec, self.spec_name)
+
+    def args_text(self) -> str:
+        """:attr:`args` with ``FIELDS`` spelled out as the spec's fields (``?``: optional), as the docs tables show it."""
+        names = ", ".join(f"{f.name}{'' if f.required else '?'}" for f in self.spec)
+        return self.args.replace("FIELDS", f"`{{{names}}}`")
+
     def check(self, args: Any) -> dict[str, Any]:
         """``args`` checked against :attr:`spec`, None values dropped.
 
@@ -168,6 +169,8 @@ class Op:
             UsageError: a bad user request (:attr:`user_request`).
             ProtocolError: a bad request of any other op.
         """
+        from ..read.request_spec import check_request
+
         if self.user_request:
             return check_request(args, self.spec, error=UsageError)
         try:
@@ -192,17 +195,12 @@ class Op:
         return found
 
 
-def _fields(spec: tuple[Field, ...]) -> str:
-    """A spec's field names, as the docs tables say them (``?``: optional)."""
-    return ", ".join(f"{f.name}{'' if f.required else '?'}" for f in spec)
+_READ_ARGS = "the read request, the JSON object `notebook output --request -` reads on stdin (FIELDS)"
 
-
-_READ_ARGS = f"the read request, the JSON object `notebook output --request -` reads on stdin (`{{{_fields(READ_SPEC)}}}`)"
-
-PING = Op("ping", NO_ARGS, None, NOT_APPLICABLE, "`{}`", "`{pong: true}`")
+PING = Op("ping", "NO_ARGS", None, NOT_APPLICABLE, "`{}`", "`{pong: true}`")
 STATS = Op(
     "stats",
-    NO_ARGS,
+    "NO_ARGS",
     "jcli_sidecar.sidecar.server:Sidecar.stats",
     NOT_APPLICABLE,
     "`{}`",
@@ -212,7 +210,7 @@ STATS = Op(
 )
 NOTEBOOK_LIST = Op(
     "notebook.list",
-    READ_SPEC,
+    "READ_SPEC",
     "jcli_sidecar.read.requests:handle_list",
     IN_PROCESS,
     "the read request, without `output_index`",
@@ -223,7 +221,7 @@ NOTEBOOK_LIST = Op(
 )
 NOTEBOOK_READ = Op(
     "notebook.read",
-    READ_SPEC,
+    "READ_SPEC",
     "jcli_sidecar.read.requests:handle_read",
     IN_PROCESS,
     _READ_ARGS,
@@ -235,10 +233,10 @@ NOTEBOOK_READ = Op(
 )
 NOTEBOOK_GREP = Op(
     "notebook.grep",
-    GREP_SPEC,
+    "GREP_SPEC",
     "jcli_sidecar.read.nbgrep:handle_grep",
     IN_PROCESS,
-    f"`{{{_fields(GREP_SPEC)}}}`",
+    "FIELDS",
     "what `notebook grep` prints with `-j`, without `next.command`, from the cached indexes (paths relative to the "
     "workspace); `{grep_budget: true}` when the search would outlast half the request deadline, and the client searches "
     "in-process (see [reading-outputs.md](reading-outputs.md#searching-notebooks-notebook-grep-and-notebook-text))",
@@ -249,7 +247,7 @@ NOTEBOOK_GREP = Op(
 )
 NOTEBOOK_ADOPT = Op(
     "notebook.adopt",
-    ADOPT_SPEC,
+    "ADOPT_SPEC",
     "jcli_sidecar.ipynb.nbindex:adopt",
     SKIP,
     "`{file_path, index}`: an absolute path, and the offset index a j-cli write left of the notebook it wrote (an "
@@ -262,10 +260,10 @@ NOTEBOOK_ADOPT = Op(
 )
 RUN_PUBLISH = Op(
     "run.publish",
-    PUBLISH_SPEC,
+    "PUBLISH_SPEC",
     "jcli_sidecar.runs.store:publish_run",
     IN_PROCESS,
-    f"`{{{_fields(PUBLISH_SPEC)}}}`",
+    "FIELDS",
     "rename a run the client staged into `.j-cli/outputs` under the outputs lock, then apply the client's retention "
     "policy (`max_age_days`, `max_runs`, `staging_grace_seconds`); `{manifest, warnings, cleaned}`. A permission "
     "problem is `OUTPUT_SAVE_FAILED` with `permission: true`, and the client publishes in-process",
@@ -273,10 +271,10 @@ RUN_PUBLISH = Op(
 )
 KERNEL_EXEC = Op(
     "kernel.exec",
-    EXEC_SPEC,
+    "EXEC_SPEC",
     "jcli_sidecar.kernel.inline_run:run_inline",
     IN_PROCESS,
-    f"`{{{_fields(EXEC_SPEC)}}}`, `server` being `{{url, token, proxy_env?}}`",
+    "FIELDS, `server` being `{url, token, proxy_env?}`",
     "events (`sending`, then `output`s), then `{session, status, execution_count, error, notes, dropped, failure}` "
     "(see [sidecar.md](sidecar.md#exec-through-the-sidecar-kernelexec-kernelstop))",
     streaming=True,
@@ -284,18 +282,18 @@ KERNEL_EXEC = Op(
 )
 KERNEL_STOP = Op(
     "kernel.stop",
-    STOP_SPEC,
+    "STOP_SPEC",
     "jcli_sidecar.kernel.stop_switch:StopSwitch.handle",
     NOT_APPLICABLE,
-    f"`{{{_fields(STOP_SPEC)}}}` (SIGINT or SIGTERM, as a number), on the run's own connection",
+    "FIELDS (SIGINT or SIGTERM, as a number), on the run's own connection",
     "`{stopped}` (false: no such run)",
 )
 JOB_START = Op(
     "job.start",
-    JOB_SPEC,
+    "JOB_SPEC",
     "jcli_sidecar.sidecar.held_jobs:HeldJobs.start",
     START,
-    f"`{{{_fields(JOB_SPEC)}}}`: inline, `code`; for a notebook, `file`, `cells` and the run's options, as a foreground "
+    "FIELDS: inline, `code`; for a notebook, `file`, `cells` and the run's options, as a foreground "
     "run checked them (see [jobs.md](jobs.md))",
     "`{job_id, status, session, kind, file, cells, queued_behind}` at once; the run goes on in the sidecar",
     blocking=True,
@@ -304,15 +302,15 @@ JOB_START = Op(
 )
 JOB_CANCEL = Op(
     "job.cancel",
-    CANCEL_SPEC,
+    "CANCEL_SPEC",
     "jcli_sidecar.sidecar.held_jobs:HeldJobs.cancel",
     REFUSE,
-    f"`{{{_fields(CANCEL_SPEC)}}}`",
+    "FIELDS",
     "`{job_id, cancelling}` (false: this sidecar holds no such job)",
 )
 SHUTDOWN = Op(
     "shutdown",
-    NO_ARGS,
+    "NO_ARGS",
     "jcli_sidecar.sidecar.server:Sidecar.request_stop",
     NOT_APPLICABLE,
     "`{}`",
