@@ -33,10 +33,11 @@ def sidecar_status(paths: SidecarPaths) -> dict:
     """What is known about the workspace's sidecar, live or not."""
     from ..base.errors import JcliError
     from .client import call
+    from .op_table import STATS
 
     out: dict = {"workspace": paths.workspace, "socket": paths.socket, "instance": paths.hash}
     try:
-        stats = call(paths, "stats", {}, timeout=5.0)
+        stats = call(paths, STATS.name, {}, timeout=5.0)
     except JcliError as exc:
         out["running"] = False
         out["reason"] = exc.message
