@@ -102,7 +102,7 @@ class _Stop:
         self.signum = self.signum or signum
         try:
             os.write(self.write, b"\0")
-        except OSError:
+        except OSError:  # the wake pipe is full or closed: the signal is already recorded in signum
             pass
 
     def sleep(self, seconds: float) -> bool:

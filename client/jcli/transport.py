@@ -240,7 +240,7 @@ def hand_over(path: str, index) -> bool:
 
     try:
         answer = ask(NOTEBOOK_ADOPT, {"file_path": os.path.realpath(path), "index": index_to_wire(index)}, timeout=10.0)
-    except (JcliError, OSError):
+    except (JcliError, OSError):  # best effort (documented): False, and the next read indexes it
         return False
     return bool(isinstance(answer, dict) and answer.get("adopted"))
 

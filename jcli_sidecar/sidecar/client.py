@@ -215,7 +215,7 @@ def _ask_to_exit(sock: socket.socket) -> None:
         sock.sendall(pack_frame({"id": 2, "op": SHUTDOWN.name, "args": {}}))
         while read_frame(sock).get("id") != 2:
             pass
-    except (JcliError, OSError):
+    except (JcliError, OSError):  # best effort and bounded (above): the call falls back all the same
         pass
 
 

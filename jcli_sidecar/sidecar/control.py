@@ -152,5 +152,5 @@ def _log_tail(paths: SidecarPaths, lines: int = 5) -> str:
     try:
         with open(paths.log, encoding="utf-8", errors="replace") as fh:
             return " | ".join(fh.read().splitlines()[-lines:]) or "(empty log)"
-    except OSError:
+    except OSError:  # the log is only quoted in a message
         return "(no log)"

@@ -233,7 +233,7 @@ class HeldJobs:
 
         try:
             clean_jobs(args["cwd"], Policy.from_wire(args.get("policy")))
-        except (JcliError, OSError):
+        except (JcliError, OSError):  # best effort (above): the next publish or clean applies the policy again
             pass
 
     def _inline(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:

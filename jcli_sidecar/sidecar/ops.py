@@ -139,7 +139,7 @@ def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     real = os.path.realpath(path)
     try:
         current = stat_key(stat_regular(real))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # gone, or not a regular file: not adopted, the next read builds its own index
         return {"adopted": False}
     if current != index.key:
         return {"adopted": False}

@@ -380,7 +380,7 @@ class Sidecar:
             return False
         try:
             return self.cache.is_fresh(os.path.realpath(path))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # gone, or not a regular file: not fresh, and the worker thread reports it
             return False
 
     async def _on_worker(self, handler, name: str, args: dict[str, Any]) -> Any:
@@ -496,7 +496,11 @@ async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fr
         if writer.can_write_eof():
             writer.write_eof()
         await asyncio.wait_for(reader.read(MAX_REQUEST_FRAME), timeout=5)
-    except (TimeoutError, OSError, asyncio.IncompleteReadError):
+    except (
+        TimeoutError,
+        OSError,
+        asyncio.IncompleteReadError,
+    ):  # the client is gone: the frame cannot reach it, and the connection closes below
         pass
     await _close(writer)
 
@@ -505,5 +509,5 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     writer.close()
     try:
         await writer.wait_closed()
-    except (ConnectionError, OSError):
+    except (ConnectionError, OSError):  # the connection is already down
         pass
