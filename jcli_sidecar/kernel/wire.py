@@ -131,31 +131,38 @@ def _connection(target: _Target, timeout: float, proxy: ProxyRoute | None) -> ht
     conn: http.client.HTTPConnection | None = None
     where = (proxy.host, proxy.port) if proxy is not None else (target.host, target.port)
     try:
-        if target.secure:
-            import ssl
-
-            conn = http.client.HTTPSConnection(*where, timeout=timeout, context=ssl.create_default_context())
-        else:
-            conn = http.client.HTTPConnection(*where, timeout=timeout)
+        conn = http.client.HTTPConnection(*where, timeout=timeout)  # TCP_NODELAY set on connect
         if proxy is not None:
             conn.set_tunnel(target.host, target.port, {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None)
-        conn.connect()  # the tunnel first, then TLS with the server's own name (SNI and the certificate check)
+        conn.connect()  # the tunnel first, when there is one
     except Exception as exc:
         if conn is not None:
             conn.close()
         raise _connect_error(exc, target, timeout, proxy) from None
+    if target.secure:
+        _start_tls(conn, target)
     return conn
+
+
+def _start_tls(conn: http.client.HTTPConnection, target: _Target) -> None:
+    """TLS over ``conn``'s socket with the server's own name (SNI and the certificate check): any failure, a timeout
+    included (a plain HTTP server never answers a ClientHello), is the TLS handshake's."""
+    import ssl
+
+    try:
+        conn.sock = ssl.create_default_context().wrap_socket(conn.sock, server_hostname=target.host)
+    except Exception as exc:
+        conn.close()
+        reason = exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else _reason(exc)
+        raise WireError(f"the TLS handshake with {target.host}:{target.port} failed ({reason})") from None
 
 
 def _connect_error(exc: Exception, target: _Target, timeout: float, proxy: ProxyRoute | None) -> WireError:
     """What a failed ``connect`` says, naming the proxy (redacted) when there is one."""
     import http.client
-    import ssl
 
     server = f"{target.host}:{target.port}"
     tunnel = f"[{target.host}]:{target.port}" if ":" in target.host else server
-    if isinstance(exc, ssl.SSLError):  # ssl.CertificateError included
-        return WireError(f"the TLS handshake with {server} failed ({exc.reason or exc})")
     if proxy is None:
         if isinstance(exc, ValueError):  # UnicodeError included: a host name with an empty or overlong label
             return WireError(f"cannot connect to {server} (the host name is invalid)")
