@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
     from typing import Any
 
-__all__ = ["MAX_MESSAGE_BYTES", "AnswerWatch", "ClientLines", "read_lines"]
+__all__ = ["AnswerWatch", "ClientLines", "MAX_MESSAGE_BYTES", "read_lines"]
 
 #: JSON-RPC 2.0's error codes for lines that are no request the server can take.
 PARSE_ERROR = -32700

@@ -39,12 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_MODE_IMAGE",
-    "READ_NOTEBOOK_OUTPUT",
     "JOB_STATUS",
     "JOB_WAIT",
     "JOB_WAIT_DEFAULT_SECONDS",
     "JOB_WAIT_MAX_SECONDS",
     "NOTEBOOK_GREP",
+    "READ_NOTEBOOK_OUTPUT",
     "READ_RUN_OUTPUT",
     "STRUCTURED_TOOLS",
     "TEXT_ONLY_IMAGE",
@@ -234,9 +234,9 @@ def call_tool(
         UsageError, PathAmbiguous, PathNotAllowed, and every read error.
     """
     if tool == NOTEBOOK_GREP:
-        return grep(args, roots)
+        return _grep(args, roots)
     if tool in (JOB_STATUS, JOB_WAIT):
-        return job_tool(tool, args, roots, progress)
+        return _job_tool(tool, args, roots, progress)
     args = {k: v for k, v in (args or {}).items() if k not in ("host", "text_only")}
     if host is not None:
         args["host"] = host
@@ -270,7 +270,7 @@ def call_tool(
     raise UsageError(f"unknown tool {tool!r}")
 
 
-def grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
+def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     """``notebook_grep``: the CLI's grep request, every path under the roots; ``next`` gains the next call's arguments.
 
     Raises:
@@ -317,7 +317,7 @@ def _workspace(args: dict[str, Any], roots: list[str]) -> str:
     return roots[0]
 
 
-def job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any = None) -> dict[str, Any]:
+def _job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any = None) -> dict[str, Any]:
     """``job_status`` and ``job_wait``: the job records of a workspace under the roots, read as ``job status|list|wait`` read them.
 
     Raises:
