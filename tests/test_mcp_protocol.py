@@ -305,6 +305,20 @@ def test_a_closed_stdin_ends_the_server_with_a_call_in_flight(fixture_dir, sidec
         os.kill(doc["pid"], 9)
 
 
+def test_a_client_that_stops_reading_ends_the_server_though_its_stdin_stays_open(fixture_dir):
+    server = Server(fixture_dir, "--root", str(fixture_dir))
+    try:
+        server.initialize()
+        server.proc.stdout.close()  # nobody reads the answers any more
+        server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})  # its answer finds the pipe broken
+        assert server.proc.wait(BOUND) == 0
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        server.proc.stdin.close()
+        server.proc.stderr.close()
+
+
 def _call(request_id, arguments, tool="read_notebook_output") -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
 

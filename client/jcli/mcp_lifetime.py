@@ -7,7 +7,8 @@ waits for them (at most ``JCLI_MCP_DRAIN_SECONDS``, default 10); then the
 calls still running are answered with a ``TIMEOUT`` tool error, and the
 process exits. A worker thread cannot be stopped, so the process exits
 without joining one that is stuck (a hung file system, a stalled sidecar).
-When stdout is gone too, nobody can be answered: it exits at once.
+When stdout is gone, nobody can be answered: it exits at once, even while
+stdin is open (its reader thread, blocked, is not waited for either).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LAST_WRITE_SECONDS", "answer_calls_received", "drain_seconds", "exit_if_calls_remain"]
+__all__ = ["LAST_WRITE_SECONDS", "answer_calls_received", "drain_seconds", "exit_if_threads_remain"]
 
 #: How long the answers to abandoned calls may take to be written before the input's end is passed on anyway
 #: (a client that reads nothing any more cannot hold the process).
@@ -54,13 +55,14 @@ async def answer_calls_received(pending: set[Any], drain_over: Any) -> None:
             await anyio.sleep(_POLL)
 
 
-def exit_if_calls_remain(session: Any) -> None:
-    """Exit now if a call's worker thread still runs (its call abandoned, or its client gone).
+def exit_if_threads_remain(session: Any) -> None:
+    """Exit now if a call's worker thread still runs (its call abandoned, or its client gone), or stdin's reader.
 
-    A call stuck on a hung file system or a stalled sidecar would
+    A call stuck on a hung file system or a stalled sidecar, or a read of
+    an stdin the client keeps open after it stopped reading, would
     otherwise keep the process alive with nobody to answer.
     """
-    if not session.calls_in_flight():
+    if not session.threads_remain():
         return
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -60,7 +60,7 @@ def serve(roots: list[str], host: str | None = None, text_only: bool = False) ->
             import traceback
 
             _log(f"the server stopped\n{traceback.format_exc()}")
-    mcp_lifetime.exit_if_calls_remain(session)
+    mcp_lifetime.exit_if_threads_remain(session)
     return 0
 
 
@@ -275,10 +275,11 @@ class McpSession:
 
     # -- lifetime --------------------------------------------------------------------------
 
-    def calls_in_flight(self) -> bool:
-        """True while a tool call's worker thread runs (an abandoned one included)."""
+    def threads_remain(self) -> bool:
+        """True while a tool call's worker thread runs (an abandoned one included), or stdin's reader may still block."""
         with self._lock:
-            return self._running > 0
+            running = self._running > 0
+        return running or (self._lines is not None and not self._lines.ended)
 
     async def _drain(self) -> None:
         """stdin closed: answer every call received before the SDK hears of it (:mod:`jcli.mcp_lifetime`)."""

@@ -137,6 +137,7 @@ class ClientLines:
         self._on_close = on_close
         self.refuse: Callable[[Any, int, str], Awaitable[None]] | None = None
         self.pending: set[Any] = set()  # the requests received and not answered (nor cancelled)
+        self.ended = False  # stdin reached its end (else a thread may still block reading it)
 
     def answered(self, request_id: Any) -> None:
         self.pending.discard(request_id)
@@ -149,6 +150,7 @@ class ClientLines:
         while True:
             line = await anyio.to_thread.run_sync(next, lines, None, abandon_on_cancel=True)
             if line is None:
+                self.ended = True
                 break
             message = _refusal(line)
             if not isinstance(message, dict):
