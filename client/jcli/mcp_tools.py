@@ -76,7 +76,7 @@ STRUCTURED_TOOLS = frozenset({NOTEBOOK_GREP, JOB_STATUS, JOB_WAIT})
 JOB_WAIT_DEFAULT_SECONDS = 30.0
 JOB_WAIT_MAX_SECONDS = 50.0
 
-#: ``notebook_grep``'s arguments and the grep request's fields they set (a flag's value negated where False).
+#: ``notebook_grep``'s arguments: the options of ``j-cli notebook grep``, spelled as its long flags.
 _GREP_ARGUMENTS = ("pattern", "paths", "fixed_strings", "ignore_case", "sources_only", "outputs_only", "max_hits", "skip")
 _WORKSPACE = {"type": "string", "description": "The workspace directory whose jobs to read (default: the single root)."}
 
@@ -278,9 +278,7 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     """
     from .transport import read
 
-    unknown = sorted(set(args) - set(_GREP_ARGUMENTS), key=str)
-    if unknown:
-        raise UsageError(f"unknown argument(s): {', '.join(map(str, unknown))} (known: {', '.join(_GREP_ARGUMENTS)})")
+    _check_known(args, _GREP_ARGUMENTS)
     paths = args.get("paths")
     if paths is not None and not isinstance(paths, list):
         raise UsageError("paths must be a list of strings")
@@ -309,6 +307,13 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     return doc
 
 
+def _check_known(args: dict[str, Any], known: tuple[str, ...]) -> None:
+    """Raises UsageError naming the arguments not in ``known``."""
+    unknown = sorted(set(args) - set(known), key=str)
+    if unknown:
+        raise UsageError(f"unknown argument(s): {', '.join(map(str, unknown))} (known: {', '.join(known)})")
+
+
 def _workspace(args: dict[str, Any], roots: list[str]) -> str:
     if args.get("workspace") is not None:
         return resolve_path(args["workspace"], roots, "workspace")
@@ -325,10 +330,7 @@ def _job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any =
     """
     from jcli_sidecar.runs import list_jobs, read_job, resolve_job, wait_jobs
 
-    known = ("job_id", "workspace", "timeout") if tool == JOB_WAIT else ("job_id", "workspace")
-    unknown = sorted(set(args) - set(known), key=str)
-    if unknown:
-        raise UsageError(f"unknown argument(s): {', '.join(map(str, unknown))} (known: {', '.join(known)})")
+    _check_known(args, ("job_id", "workspace", "timeout") if tool == JOB_WAIT else ("job_id", "workspace"))
     name = args.get("job_id")
     if name is not None and not isinstance(name, str):
         raise UsageError("job_id must be a string")
