@@ -4,8 +4,9 @@ tests/test_mcp.py proves, with the MCP SDK's own client, that the server
 speaks MCP; here each frame is written by hand, so what no SDK client would
 send (bad JSON, batches, huge lines, unknown methods, a call abandoned
 mid-flight) is sent too. Every line the server writes must be strict UTF-8
-JSON. tools/list must answer byte for byte what the SDK-based server
-answered (captured from it before it was replaced: tests/fixtures/mcp/).
+JSON. tools/list must list the two read tools byte for byte as the fixtures
+hold them (tests/fixtures/mcp/, captured from an SDK-based server), the tools
+added since after them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The MCP tools of ``j-cli mcp serve``, without the MCP SDK: what each tool
+"""The MCP tools of ``j-cli mcp serve``, without the MCP SDK (:mod:`jcli.mcp_server` speaks it): what each tool
 is, how its arguments reach the core, and how a result becomes content.
 Every tool only reads.
 
