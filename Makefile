@@ -109,10 +109,15 @@ fixtures: $(VENV)/.installed
 	$(BIN)/python tests/fixtures/make_protocol_fixtures.py
 
 # The reference pages in docs/reference/ are written from the code that owns each fact
-# (the click app's --help, the error classes, the settings table); tests/test_reference_docs.py
-# fails when the committed pages are stale.
+# (the click app's --help, the error classes, the settings table), and the op tables of
+# docs/protocol.md and docs/sidecar.md from the op declarations; so are the generated lines
+# in the plugins and docs/hosts.md (from the host table and the guard registry).
+# tests/test_reference_docs.py, tests/test_op_table.py and tests/test_setup_hosts.py fail
+# when the committed pages are stale.
 docs: $(VENV)/.installed
 	$(BIN)/python -m jcli.reference_docs docs/reference
+	$(BIN)/python -m jcli.op_docs docs
+	$(BIN)/python -m jcli.setup.generated .
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -174,20 +174,21 @@ def test_every_host_row_has_its_setup_module_command_and_profile():
     import importlib
 
     from jcli.cli import setup
-    from jcli.setup.host_commands import HOST_SETUPS
+    from jcli.setup.hosts import HOSTS
     from jcli_sidecar.guards.hook_payload import PLATFORMS
     from jcli_sidecar.read.host_profiles import HOST_NAMES
     from jcli_sidecar.read.imageview import HOST_PROFILES
 
-    assert list(HOST_SETUPS) == list(HOST_PROFILES) and all(name in HOST_NAMES for name in HOST_SETUPS)
+    assert list(HOSTS) == list(HOST_PROFILES) and all(name in HOST_NAMES for name in HOSTS)
     assert PLATFORMS == tuple(sorted(HOST_PROFILES))  # the hooks' --platform names are the host table's
-    for name, host in HOST_SETUPS.items():
+    for name, host in HOSTS.items():
         assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"setup_{name}"))
+        assert callable(getattr(importlib.import_module(f"jcli.setup.{name}"), f"status_{name}"))
         command = setup.commands[name]
         flags = {opt for param in command.params if not getattr(param, "hidden", False) for opt in param.opts}
         parts = {"--only"} if len(host.part_groups) > 1 else set()  # a choice of parts to offer
         skill = {"--skill-dir"} if "skill" in host.parts else set()
-        assert flags == {f"--{scope}" for scope, _help in host.scopes} | {"--remove"} | parts | skill
+        assert flags == {f"--{scope.name}" for scope in host.scopes} | {"--remove"} | parts | skill
 
 
 def test_what_the_model_receives_names_each_hosts_pinned_version_and_its_turn_suite():

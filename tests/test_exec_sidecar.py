@@ -241,6 +241,8 @@ def test_an_exec_through_the_sidecar_loads_neither_the_rest_client_nor_the_webso
     assert not modules & {
         "jcli_sidecar.kernel.wire",
         "jcli_sidecar.kernel.jupyter_api",
+        "websocket",
+        "http.client",
         "jcli_sidecar.kernel.session_lookup",
         "urllib.parse",
         "ast",

@@ -231,7 +231,7 @@ def modules_of_exec(session: str, cwd) -> set[str]:
 
 def test_exec_takes_the_lean_path_without_click(use_jupyter, kernel_session, tmp_path):
     roots = {name.split(".")[0] for name in modules_of_exec(kernel_session, tmp_path)}
-    assert not roots & {"click", "nbformat", "psutil", "websocket", "http", "mcp"}
+    assert not roots & {"click", "nbformat", "psutil", "mcp"}
 
 
 def test_a_server_behind_a_url_prefix_works_like_a_hub_user_server(tmp_path):

@@ -21,7 +21,7 @@ def test_the_rendered_plugin_holds_the_shared_module_and_imports_no_sibling(host
     rendered = render_plugin(host, ["j-cli"])
     assert 'sidecar-client.mjs"; // inlined' not in rendered and "sidecar-client.mjs' // inlined" not in rendered
     assert not re.search(r"""^import .* from ["']\.\.?/""", rendered, re.M), "an installed plugin imports nothing beside it"
-    for name in ("sidecarReader", "sidecarRead", "sidecarPeerIsOurs", "sidecarBlake2b"):
+    for name in ("sidecarReader", "sidecarRead", "sidecarPeerIsOurs", "sidecarWorkspaceHash"):
         assert re.search(rf"^(export )?(async )?function {name}\(", shared, re.M)
         assert re.search(rf"^(async )?function {name}\(", rendered, re.M), name
     assert rendered.count("function sidecarReader(") == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 import subprocess
 import sys
 
@@ -345,6 +346,20 @@ def test_upstream_skill_folder_is_replaced_unless_edited(home, project):
     result = run_cli("-j", "setup", "claude", "--project", cwd=project).json()
     assert f"skill in {folder}" in result["replaced_upstream"]
     assert sorted(p.name for p in folder.rglob("*")) == ["SKILL.md"] and "j-cli setup" in (folder / "SKILL.md").read_text()
+
+
+@pytest.mark.parametrize("planted", [".j-cli-managed.json", "workflows/exec.md"])
+def test_a_fifo_planted_in_an_upstream_skill_folder_never_blocks_setup(home, project, planted):
+    """A FIFO as upstream's manifest, or as a file it lists, is read as nothing (never opened to block): the folder
+    is not taken for upstream's, setup says so with its usual conflict, and the FIFO is left where it was."""
+    folder = project / ".claude" / "skills" / "j-cli"
+    _upstream_skill(folder)
+    (folder / planted).unlink()
+    os.mkfifo(folder / planted)
+    refused = run_cli("-j", "setup", "claude", "--project", cwd=project)
+    assert refused.returncode == 1 and refused.error()["code"] == "CONFIG_CONFLICT", refused.stderr
+    assert stat.S_ISFIFO((folder / planted).lstat().st_mode)
+    assert (folder / "SKILL.md").read_text() == "---\nname: j-cli\n---\nold\n"
 
 
 def test_upstream_opencode_and_dsh_plugins_and_row_are_replaced_and_the_users_stay(home, project):

@@ -147,7 +147,7 @@ def _vm_rss_mib(pid: int) -> float:
 def test_after_a_burst_of_concurrent_reads_the_sidecar_is_back_within_its_budget(tmp_path, sidecar_on, monkeypatch):
     from jcli_sidecar.base.errors import SidecarUnavailable
     from jcli_sidecar.base.runtime import SidecarPaths
-    from jcli_sidecar.read import HANDLERS
+    from jcli_sidecar.read import handle_read
     from jcli_sidecar.sidecar.client import call
 
     ws = tmp_path / "ws"
@@ -176,7 +176,7 @@ def test_after_a_burst_of_concurrent_reads_the_sidecar_is_back_within_its_budget
             doc = call(paths, "notebook.read", request)
         except SidecarUnavailable as exc:
             refused.append(exc.message)
-            doc = HANDLERS["notebook.read"](request)  # what a client does: read in-process
+            doc = handle_read(request)  # what a client does: read in-process
         data = doc["selected"]["data"]
         if (data if isinstance(data, bytes) else base64.b64decode(data)) != images[i % len(images)]:
             wrong.append(i)

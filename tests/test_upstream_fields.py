@@ -148,12 +148,25 @@ def test_connection_failed_is_an_alias_of_server_unavailable(ws):
 
 
 def test_interrupt_failed_is_an_alias_that_crosses_the_sidecar_wire():
+    """The sidecar's own error frame, sent through a real socket and read back by the client's one decode."""
+    import socket
+
+    from jcli_sidecar.base.framing import read_frame
+    from jcli_sidecar.sidecar import client, server
+
     err = errors.Interrupted("the kernel could not be interrupted (refused)", executed=True)
     err.code_aliases = errors.INTERRUPT_FAILED_ALIASES
-    again = errors.error_from_code(
-        **{"code": err.code, "message": err.message, **{k: v for k, v in err.to_dict().items() if k not in ("code", "message")}}
-    )
+    sidecar_end, client_end = socket.socketpair()
+    with sidecar_end, client_end:
+        sidecar_end.sendall(server._error_frame(7, err))
+        reply = read_frame(client_end)
+    assert reply["id"] == 7 and reply["ok"] is False
+    with pytest.raises(errors.JcliError) as raised:
+        client._result(reply)
+    again = raised.value
+    assert type(again) is errors.Interrupted
     assert again.code == "INTERRUPTED" and again.code_aliases == ("INTERRUPT_FAILED",) and again.details == {"executed": True}
+    assert again.message == err.message
     assert errors.Interrupted("stopped", executed=True).to_dict().get("code_aliases") is None
 
 

@@ -1,12 +1,15 @@
-"""The websocket reader of ``jcli_sidecar.kernel.wire`` on a real socket pair.
+"""The websocket of ``jcli_sidecar.kernel.wire`` (``websocket-client`` under j-cli's checks) on a real socket pair.
 
-The far end of a loopback TCP connection plays the server: it writes frames (unmasked, as a server
-must) in small pieces from a thread, so every message arrives split across
-many reads. These tests check what arrives, never how fast.
+The far end of a loopback TCP connection plays the server: it answers the
+opening handshake, then writes frames (unmasked, as a server must) in small
+pieces from a thread, so every message arrives split across many reads.
+These tests check what arrives, never how fast.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import socket
@@ -15,7 +18,7 @@ import threading
 
 import pytest
 
-from jcli_sidecar.kernel.wire import WebSocket, WireError, _Reader
+from jcli_sidecar.kernel.wire import HttpError, WebSocket, WireError, open_websocket
 
 TEXT, BINARY, CONTINUATION, CLOSE, PING, PONG = 0x1, 0x2, 0x0, 0x8, 0x9, 0xA
 
@@ -45,19 +48,47 @@ def unmasked(data: bytes) -> tuple[int, bytes]:
     return b1 & 0x0F, bytes(b ^ mask[i % 4] for i, b in enumerate(body))
 
 
-def tcp_pair() -> tuple[socket.socket, socket.socket]:
-    """Two connected TCP sockets on the loopback (the reader sets TCP options a Unix socket lacks)."""
+def _upgrade(request: bytes) -> bytes:
+    """The answer of a server that accepts the opening handshake ``request`` (RFC 6455 4.2.2)."""
+    key = next(line.split(b":", 1)[1].strip() for line in request.split(b"\r\n") if line.lower().startswith(b"sec-websocket-key:"))
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    return b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+
+
+def _serve_one(listener: socket.socket, answer, accepted: list[tuple[socket.socket, bytes]]) -> None:
+    """Accept one client, read its request and send ``answer(request)``."""
+    theirs, _ = listener.accept()
+    request = b""
+    while b"\r\n\r\n" not in request:
+        request += theirs.recv(4096)
+    theirs.sendall(answer(request))
+    accepted.append((theirs, request))
+
+
+def ws_pair(answer=_upgrade) -> tuple[WebSocket, socket.socket]:
+    """Our websocket, opened through the real handshake, and the server's end of its TCP connection."""
+    accepted: list[tuple[socket.socket, bytes]] = []
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        ours = socket.create_connection(listener.getsockname())
-        theirs, _ = listener.accept()
-    return ours, theirs
+        server = threading.Thread(target=_serve_one, args=(listener, answer, accepted), daemon=True)
+        server.start()
+        try:
+            ws = open_websocket(
+                f"ws://127.0.0.1:{listener.getsockname()[1]}/api/kernels/k/channels", headers={"Authorization": "token t"}, timeout=10
+            )
+        except BaseException:
+            server.join()
+            for theirs, _ in accepted:
+                theirs.close()
+            raise
+        server.join()
+    return ws, accepted[0][0]
 
 
 @pytest.fixture
 def pair():
-    ours, theirs = tcp_pair()
-    yield WebSocket(ours, _Reader(ours)), theirs
-    ours.close()
+    ws, theirs = ws_pair()
+    yield ws, theirs
+    ws.close()
     theirs.close()
 
 
@@ -129,13 +160,12 @@ def test_a_close_frame_and_a_dropped_connection_are_wire_errors(pair):
     server.sendall(frame(CLOSE, struct.pack("!H", 1000)))
     with pytest.raises(WireError, match="closed the websocket"):
         ws.recv(None)
-    ours, theirs = tcp_pair()
-    cut_off = WebSocket(ours, _Reader(ours))
+    cut_off, theirs = ws_pair()
     theirs.sendall(frame(TEXT, b"x" * 100_000)[:50_000])
     theirs.close()
     with pytest.raises(WireError, match="closed the connection"):
         cut_off.recv(None)
-    ours.close()
+    cut_off.close()
 
 
 def test_a_frame_over_the_size_limit_is_refused_before_it_is_read(pair):
@@ -150,3 +180,40 @@ def test_a_masked_frame_from_the_server_is_a_wire_error(pair):
     server.sendall(struct.pack("!BB", 0x81, 0x80 | 4) + b"\x01\x02\x03\x04" + b"abcd")
     with pytest.raises(WireError, match="masked"):
         ws.recv(None)
+
+
+def test_a_refused_upgrade_is_an_http_error_with_the_servers_status_body_and_headers():
+    with pytest.raises(HttpError) as refused:
+        ws_pair(lambda request: b"HTTP/1.1 403 Forbidden\r\nContent-Length: 12\r\nX-Why: token\r\n\r\nnot for you.")
+    assert (refused.value.status, refused.value.body, refused.value.headers["x-why"]) == (403, b"not for you.", "token")
+
+
+def test_a_redirect_is_not_followed_but_handed_back_with_its_location():
+    with pytest.raises(HttpError) as moved:
+        ws_pair(lambda request: b"HTTP/1.1 302 Found\r\nLocation: /hub/user/me/\r\nContent-Length: 0\r\n\r\n")
+    assert moved.value.status == 302 and moved.value.headers["location"] == "/hub/user/me/"
+
+
+def test_the_handshake_sends_the_callers_headers_and_no_origin():
+    seen: list[bytes] = []
+
+    def answer(request: bytes) -> bytes:
+        seen.append(request)
+        return _upgrade(request)
+
+    ws, server = ws_pair(answer)
+    ws.close()
+    server.close()
+    head = seen[0].lower()
+    assert b"\r\nauthorization: token t\r\n" in head and b"\r\norigin:" not in head
+
+
+def test_close_sends_a_close_frame_and_drops_the_connection(pair):
+    ws, server = pair
+    ws.close()
+    server.settimeout(10)
+    received = b""
+    while chunk := server.recv(1 << 16):  # ends when our side has closed the connection
+        received += chunk
+    assert unmasked(received)[0] == CLOSE
+    assert ws.closed

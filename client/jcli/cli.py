@@ -16,7 +16,7 @@ from jcli_sidecar.read import HOST_NAMES
 from . import emit
 from .fastpath import JSON_FLAGS
 from .lazy_group import LazyGroup
-from .setup.host_commands import HOST_SETUPS, PARTS, HostSetup
+from .setup.hosts import HOSTS, PARTS, Host
 
 __all__ = ["app", "run_click"]
 
@@ -133,28 +133,25 @@ def _run_setup(action) -> None:
     outcome.finish(ctx, result, "\n".join(lines))
 
 
-def _make_host_setup_command(host: HostSetup) -> click.Command:
+def _make_host_setup_command(host: Host) -> click.Command:
     """``j-cli setup NAME`` from the host's row: one flag per scope (the first is the default), ``--remove``, ``--only``, ``--skill-dir``.
 
-    ``jcli.setup.<name>.setup_<name>(scope, project, remove, parts=..., skill_dir=...)`` does the work.
+    ``host.setup`` (``jcli.setup.<name>.setup_<name>``) does the work.
     """
     first, *others = host.scopes
-    params: list[click.Parameter] = [click.Option([f"--{first[0]}", "scope"], flag_value=first[0], default=True, help=first[1])]
-    params += [click.Option([f"--{scope}", "scope"], flag_value=scope, help=text) for scope, text in others]
+    params: list[click.Parameter] = [click.Option([f"--{first.name}", "scope"], flag_value=first.name, default=True, help=first.help)]
+    params += [click.Option([f"--{scope.name}", "scope"], flag_value=scope.name, help=scope.help) for scope in others]
     params.append(click.Option(["--remove"], is_flag=True, help=host.remove_help))
     params.extend(_part_options(host))
     params.extend(_upstream_setup_options(host))
 
     def callback(scope: str, remove: bool, force: bool, only: tuple[str, ...], skill_dir: str | None) -> None:
-        import importlib
-
         from jcli_sidecar.base import workspace_of
 
         from .setup.host_path import with_path_check
 
         parts, skills = _selected_parts(host, only, skill_dir)
-        run = getattr(importlib.import_module(f".setup.{host.name}", __package__), f"setup_{host.name}")
-        _run_setup(lambda: with_path_check(run(scope, workspace_of(), remove, parts=parts, skill_dir=skills)))
+        _run_setup(lambda: with_path_check(host.setup(scope, workspace_of(), remove, parts=parts, skill_dir=skills)))
 
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
 
@@ -162,7 +159,7 @@ def _make_host_setup_command(host: HostSetup) -> click.Command:
 _PART_WORDS = {"skill": "the j-cli skill", "hook": "the guards", "tool": "the notebook-output tool"}
 
 
-def _part_options(host: HostSetup) -> list[click.Parameter]:
+def _part_options(host: Host) -> list[click.Parameter]:
     """``--only PART`` (repeatable) and ``--skill-dir DIR``; hidden where the host has no choice to offer (upstream's spellings)."""
     together = "".join(f"; {' and '.join(group)} go together" for group in host.part_groups if len(group) > 1)
     return [
@@ -182,7 +179,7 @@ def _part_options(host: HostSetup) -> list[click.Parameter]:
     ]
 
 
-def _selected_parts(host: HostSetup, only: tuple[str, ...], skill_dir: str | None) -> tuple[frozenset[str], str | None]:
+def _selected_parts(host: Host, only: tuple[str, ...], skill_dir: str | None) -> tuple[frozenset[str], str | None]:
     """The parts ``--only`` chose (all when none) and the ``--skill-dir`` path, checked against the host's row.
 
     Raises:
@@ -216,25 +213,16 @@ def _selected_parts(host: HostSetup, only: tuple[str, ...], skill_dir: str | Non
     return chosen, os.path.abspath(os.path.expanduser(skill_dir))
 
 
-#: Upstream jupyter-jcli's scope flags that j-cli spells otherwise, per host: flag -> j-cli scope.
-_UPSTREAM_SCOPES = {
-    "claude": {},
-    "codex": {"local": "project"},
-    "opencode": {"local": "project"},
-    "dsh": {"local": "project", "proj": "project", "global": "user"},
-}
-
-
-def _upstream_setup_options(host: HostSetup) -> list[click.Parameter]:
+def _upstream_setup_options(host: Host) -> list[click.Parameter]:
     """Upstream's ``setup HOST`` spellings, hidden: its scope names and ``--force``."""
     params: list[click.Parameter] = [
-        click.Option([f"--{flag}", "scope"], flag_value=scope, hidden=True) for flag, scope in _UPSTREAM_SCOPES[host.name].items()
+        click.Option([f"--{flag}", "scope"], flag_value=scope, hidden=True) for flag, scope in host.upstream_scopes.items()
     ]
     params.append(click.Option(["--force"], is_flag=True, hidden=True))  # j-cli always replaces its own entries
     return params
 
 
-for _host in HOST_SETUPS.values():
+for _host in HOSTS.values():
     setup.add_command(_make_host_setup_command(_host))
 
 

@@ -29,7 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EXEC_HELP", "EXEC_OPTIONS", "run_exec"]
+__all__ = ["EXEC_HELP", "EXEC_OPTIONS", "ExecRequest", "code_to_run", "inline_server", "run_exec", "server_of"]
 
 EXEC_HELP = (
     "Run code in a session's kernel and print what it produced.\n\n"
@@ -172,19 +172,21 @@ def run_exec(
 
         return start_background(
             json_mode,
-            server_url,
-            token,
-            session_key,
-            code,
-            file_path,
-            cell_spec,
-            timeout,
-            py_wins,
-            display_mode,
-            no_stream,
-            any_kernel,
-            queue,
-            runs,
+            ExecRequest(
+                server_url,
+                token,
+                session_key,
+                code,
+                file_path,
+                cell_spec,
+                timeout,
+                py_wins,
+                display_mode,
+                no_stream,
+                any_kernel,
+                queue,
+                runs,
+            ),
         )
 
     stop = StopSwitch()
@@ -196,6 +198,56 @@ def run_exec(
         return emit.error(stop.interrupted("stopped before any code ran", executed=False), json_mode)
     finally:
         stop.close()
+
+
+class ExecRequest:
+    """One ``j-cli exec`` as its options gave it (the server as ``-s/-t`` gave it, the session's name)."""
+
+    __slots__ = (
+        "server_url",
+        "token",
+        "session_key",
+        "code",
+        "file_path",
+        "cell_spec",
+        "timeout",
+        "py_wins",
+        "display_mode",
+        "no_stream",
+        "any_kernel",
+        "queue",
+        "runs",
+    )
+
+    def __init__(
+        self,
+        server_url: str | None,
+        token: str | None,
+        session_key: str,
+        code: str | None,
+        file_path: str | None,
+        cell_spec: str | None,
+        timeout: float | None,
+        py_wins: bool,
+        display_mode: str | None,
+        no_stream: bool,
+        any_kernel: bool,
+        queue: bool,
+        runs: _RunLimits,
+    ) -> None:
+        self.server_url = server_url
+        self.token = token
+        self.session_key = session_key
+        self.code = code
+        self.file_path = file_path
+        self.cell_spec = cell_spec
+        self.timeout = timeout
+        self.py_wins = py_wins
+        self.display_mode = display_mode
+        self.no_stream = no_stream
+        self.any_kernel = any_kernel
+        self.queue = queue
+        self.runs = runs
 
 
 class _RunLimits:
@@ -264,7 +316,7 @@ def _run_exec(
         if settings.any_kernel:
             raise UsageError("--any-kernel applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         settings.runs.refuse_inline()
-        code = _code_to_run(code, file_path)
+        code = code_to_run(code, file_path)
         return _exec_inline(json_mode, server_url, token, session_key, code, timeout, settings, stop)
     except JcliError as err:
         err.details.setdefault("executed", False)  # failures after the send say executed: true themselves
@@ -279,26 +331,18 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     """The core's inline run (:mod:`jcli_sidecar.kernel.inline_run`), through the sidecar when one is used; then print."""
     import time
 
-    from jcli_sidecar.kernel import ExecutionResult, finish_inline, proxy_environment
+    from jcli_sidecar.kernel import ExecutionResult, finish_inline
     from jcli_sidecar.runs import resolve_policy
 
-    from .embedded import resolve_server, server_address
+    from .embedded import resolve_server
     from .transport import exec_inline, publish
 
     policy = resolve_policy()  # a bad JCLI_OUTPUT_* setting fails before any code runs
-    address = server_address(server_url, token)  # an explicit server is passed on as given: checked where it is used
-    srv = None if address is not None else resolve_server(server_url, token)
+    srv, server = inline_server(server_url, token)
     started_ns = time.time_ns()
     result = ExecutionResult()
     live = None if json_mode or settings.no_stream else emit.live_output
-    request = {
-        "server": {"url": address[0], "token": address[1]} if srv is None else {"url": srv.url, "token": srv.token},
-        "session": session_key,
-        "code": code,
-        "timeout": timeout,
-        "display_mode": settings.display_mode,
-    }
-    request["server"]["proxy_env"] = proxy_environment()  # the sidecar routes by this client's proxy variables, not its own
+    request = {"server": server, "session": session_key, "code": code, "timeout": timeout, "display_mode": settings.display_mode}
     row, failure = exec_inline(
         request,
         result=result,
@@ -324,6 +368,30 @@ def _exec_inline(json_mode: bool, server_url, token, session_key: str, code: str
     return emit.EXIT_FAILURE if doc["status"] == "error" else emit.EXIT_OK
 
 
+def inline_server(server_url: str | None, token: str | None):
+    """``(server, request's server map)``: the map ``{url, token, proxy_env}`` a sidecar request names, and
+    the resolved server, or None when ``-s/-t`` or the environment named one (it is passed on as given, and checked where it is used).
+
+    ``proxy_env`` is this client's proxy variables: the sidecar routes by them, not by its own.
+    """
+    from .embedded import resolve_server, server_address
+
+    address = server_address(server_url, token)
+    if address is not None:
+        from jcli_sidecar.kernel import proxy_environment
+
+        return None, {"url": address[0], "token": address[1], "proxy_env": proxy_environment()}
+    srv = resolve_server(server_url, token)
+    return srv, server_of(srv)
+
+
+def server_of(srv) -> dict[str, Any]:
+    """The map ``{url, token, proxy_env}`` a sidecar request names the server ``srv`` by (and this client's proxy variables)."""
+    from jcli_sidecar.kernel import proxy_environment
+
+    return {"url": srv.url, "token": srv.token, "proxy_env": proxy_environment()}
+
+
 def _run_here(srv, request: dict[str, Any], result, live, stop) -> tuple[dict[str, Any], JcliError | None]:
     """The in-process run: ``(session, failure)``; raises when nothing was sent."""
     from jcli_sidecar.kernel import run_inline
@@ -341,7 +409,7 @@ def _run_here(srv, request: dict[str, Any], result, live, stop) -> tuple[dict[st
     )
 
 
-def _code_to_run(code: str | None, file_path: str | None) -> str:
+def code_to_run(code: str | None, file_path: str | None) -> str:
     if (code is None) == (file_path is None):
         raise UsageError("give exactly one of --code and --file")
     if code is not None:

@@ -131,6 +131,7 @@ def run_grep(
     import sys
 
     from jcli_sidecar.base import JcliError, UsageError, os_error
+    from jcli_sidecar.sidecar import NOTEBOOK_GREP
 
     from . import emit
     from .transport import read
@@ -149,7 +150,7 @@ def run_grep(
     try:
         if sources_only and outputs_only:
             raise UsageError("--sources-only and --outputs-only exclude each other")
-        doc = read(request, "notebook.grep")
+        doc = read(request, NOTEBOOK_GREP)
     except JcliError as err:
         return emit.error(err, json_mode)
     except OSError as exc:

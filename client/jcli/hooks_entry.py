@@ -37,13 +37,11 @@ def run_hook(argv: list[str]) -> int | None:
     if not argv or argv[0].startswith("-") or argv[0] in PASS_THROUGH:
         return None
     name, options = argv[0], argv[1:]
-    from jcli_sidecar.guards import GUARDS
+    from jcli_sidecar.guards import GUARDS, PLATFORMS
 
     if "--help" in options or "-h" in options:
         known = GUARDS.get(name)
-        print(
-            f"Usage: j-cli _hooks {name} [--platform claude|codex|dsh|opencode] [--debug]\n\n  {known.doc if known else 'not a j-cli hook'}"
-        )
+        print(f"Usage: j-cli _hooks {name} [--platform {'|'.join(PLATFORMS)}] [--debug]\n\n  {known.doc if known else 'not a j-cli hook'}")
         return 0
     debug = "--debug" in options
     from jcli_sidecar.guards import Decision, render_decision

@@ -102,7 +102,7 @@ class _Stop:
         self.signum = self.signum or signum
         try:
             os.write(self.write, b"\0")
-        except OSError:
+        except OSError:  # the wake pipe is full or closed: the signal is already recorded in signum
             pass
 
     def sleep(self, seconds: float) -> bool:
@@ -214,10 +214,11 @@ def _ask_cancel(job_id: str) -> None:
         SidecarUnavailable: no sidecar answers (the job then reads as lost).
         JobNotFound: the sidecar does not hold it.
     """
-    from jcli_sidecar.base import JobNotFound, SidecarPaths, ensure_runtime_dir, workspace_of
-    from jcli_sidecar.sidecar import call
+    from jcli_sidecar.base import JobNotFound
+    from jcli_sidecar.sidecar import JOB_CANCEL
 
-    paths = SidecarPaths(workspace_of(), ensure_runtime_dir(create=False))
-    answer = call(paths, "job.cancel", {"job_id": job_id})
+    from .transport import ask
+
+    answer = ask(JOB_CANCEL, {"job_id": job_id})
     if not answer.get("cancelling"):
         raise JobNotFound(f"job {job_id} is not held by this workspace's sidecar (it just ended, or its holder died)", job_id=job_id)

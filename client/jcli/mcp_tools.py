@@ -250,7 +250,7 @@ def call_tool(
             from jcli_sidecar.pair import paired_notebook_path
 
             resolve_path(paired_notebook_path(args["file_path"]), roots)  # its pair may not escape either
-        return read({k: v for k, v in args.items() if v is not None}, "notebook.read")
+        return read({k: v for k, v in args.items() if v is not None})
     if tool == READ_RUN_OUTPUT:
         from jcli_sidecar.read import RUN_SPEC, check_request, query_of
         from jcli_sidecar.runs import read_run

@@ -65,9 +65,11 @@ def build_request(command: str, file_path: str | None, values: dict[str, Any]) -
 
 def run_read(command: str, json_mode: bool, file_path: str | None, values: dict[str, Any]) -> int:
     """Do one read command end to end; returns the process exit code."""
+    from jcli_sidecar.sidecar import NOTEBOOK_LIST, NOTEBOOK_READ
+
     from .transport import read
 
-    op = "notebook.list" if command == "outputs" else "notebook.read"
+    op = NOTEBOOK_LIST if command == "outputs" else NOTEBOOK_READ
     supported = values.pop("supported_mime", None) or ()
     try:
         request = build_request(command, file_path, values)
@@ -89,13 +91,14 @@ def _first_supported(request: dict[str, Any], supported: tuple[str, ...]) -> str
         MimeNotFound: the output has none of them.
     """
     from jcli_sidecar.base import MimeNotFound
+    from jcli_sidecar.sidecar import NOTEBOOK_LIST
 
     from .transport import read
 
     index = request.get("output_index")
     if index is None:
         raise UsageError("--supported-mime needs --output K")
-    catalog = read({k: v for k, v in request.items() if k in (FILE_ARGUMENT, "cell_index", "max_response_bytes")}, "notebook.list")
+    catalog = read({k: v for k, v in request.items() if k in (FILE_ARGUMENT, "cell_index", "max_response_bytes")}, NOTEBOOK_LIST)
     outputs = [o for o in catalog.get("outputs", ()) if o.get("output_index") == index]
     available = outputs[0].get("available_mime_types", []) if outputs else []
     for mime in available:

@@ -6,9 +6,13 @@ __all__ = ["plugin_path", "shared_module_path"]
 
 
 def plugin_path(host: str) -> str:
-    """The shipped plugin file for ``host`` (``"opencode"`` or ``"dsh"``)."""
-    files = {"opencode": os.path.join("opencode", "jcli.js"), "dsh": os.path.join("dsh", "jcli.ts")}
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), files[host])
+    """The shipped plugin file for ``host``, as its :class:`~jcli.setup.hosts.Host` names it."""
+    from jcli.setup.hosts import HOSTS
+
+    plugin = HOSTS[host].plugin
+    if plugin is None:
+        raise KeyError(f"{host} has no plugin")
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), *plugin.file.split("/"))
 
 
 def shared_module_path() -> str:

@@ -10,6 +10,7 @@
 // (a coded answer about the request), or null: no sidecar, another version,
 // a check that failed, anything unexpected. On null the plugin spawns j-cli,
 // which gives the same result the slow way; so nothing depends on the sidecar.
+import * as sidecarCrypto from "node:crypto";
 import * as sidecarFs from "node:fs";
 import * as sidecarNet from "node:net";
 import * as sidecarPathMod from "node:path";
@@ -22,9 +23,12 @@ export const SIDECAR_CONNECT_MS = 2_000;
 export const SIDECAR_HELLO_MS = 1_000; // by default (JCLI_SIDECAR_HELLO_SECONDS): a live sidecar answers hello at once
 /** A sidecar that answers nothing for this long is treated as gone. */
 export const SIDECAR_REQUEST_MS = 120_000;
-/** Codes that say "the transport failed", not "your request is wrong": fall back. */
-const SIDECAR_FALLBACK_CODES = new Set(["PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"]);
-const SIDECAR_OFF_VALUES = new Set(["off", "0", "false", "no", "disabled"]);
+// ---- begin generated: constants (`make docs` writes it from jcli.setup.generated; edit the source)
+/** Codes that say "the transport failed", not "your request is wrong": fall back (the Python client's FALLBACK_CODES). */
+const SIDECAR_FALLBACK_CODES = new Set(["INTERNAL_ERROR", "PEER_REFUSED", "PROTOCOL_ERROR", "SIDECAR_ERROR", "SIDECAR_UNAVAILABLE"]);
+/** The values (trimmed, any case) that turn a switch such as JCLI_SIDECAR off (j-cli's OFF_VALUES). */
+export const SIDECAR_OFF_VALUES = new Set(["0", "disabled", "false", "no", "off"]);
+// ---- end generated: constants
 
 /** The hello's deadline in ms: JCLI_SIDECAR_HELLO_SECONDS when it is a number in (0, 120], read as j-cli reads it; else the default. */
 export function sidecarHelloMs(env = process.env) {
@@ -35,78 +39,13 @@ export function sidecarHelloMs(env = process.env) {
 
 // ---- Where the socket is (jcli_sidecar/base/runtime.py).
 
-const SIDECAR_BLAKE2B_IV = [
-  0x6a09e667f3bcc908n, 0xbb67ae8584caa73bn, 0x3c6ef372fe94f82bn, 0xa54ff53a5f1d36f1n,
-  0x510e527fade682d1n, 0x9b05688c2b3e6c1fn, 0x1f83d9abfb41bd6bn, 0x5be0cd19137e2179n,
-];
-const SIDECAR_BLAKE2B_SIGMA = [
-  [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-  [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-  [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
-  [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
-  [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
-  [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
-  [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
-  [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
-  [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
-  [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
-];
-const SIDECAR_MASK64 = (1n << 64n) - 1n;
-
-function sidecarRotr(x, n) {
-  return ((x >> n) | (x << (64n - n))) & SIDECAR_MASK64;
-}
-
-/** BLAKE2b (RFC 7693) of `bytes` with an `outlen`-byte digest and no key; Node's crypto has only the 64-byte one. */
-export function sidecarBlake2b(bytes, outlen) {
-  const h = SIDECAR_BLAKE2B_IV.slice();
-  h[0] ^= 0x01010000n ^ BigInt(outlen);
-  const blocks = Math.max(1, Math.ceil(bytes.length / 128));
-  for (let b = 0; b < blocks; b++) {
-    const block = Buffer.alloc(128);
-    bytes.copy(block, 0, b * 128, Math.min(bytes.length, (b + 1) * 128));
-    const m = Array.from({ length: 16 }, (_, i) => block.readBigUInt64LE(i * 8));
-    const last = b === blocks - 1;
-    const counter = BigInt(last ? bytes.length : (b + 1) * 128);
-    const v = [...h, ...SIDECAR_BLAKE2B_IV];
-    v[12] ^= counter & SIDECAR_MASK64;
-    v[13] ^= counter >> 64n;
-    if (last) v[14] ^= SIDECAR_MASK64;
-    const g = (a, bb, c, d, x, y) => {
-      v[a] = (v[a] + v[bb] + x) & SIDECAR_MASK64;
-      v[d] = sidecarRotr(v[d] ^ v[a], 32n);
-      v[c] = (v[c] + v[d]) & SIDECAR_MASK64;
-      v[bb] = sidecarRotr(v[bb] ^ v[c], 24n);
-      v[a] = (v[a] + v[bb] + y) & SIDECAR_MASK64;
-      v[d] = sidecarRotr(v[d] ^ v[a], 16n);
-      v[c] = (v[c] + v[d]) & SIDECAR_MASK64;
-      v[bb] = sidecarRotr(v[bb] ^ v[c], 63n);
-    };
-    for (let r = 0; r < 12; r++) {
-      const s = SIDECAR_BLAKE2B_SIGMA[r % 10];
-      g(0, 4, 8, 12, m[s[0]], m[s[1]]);
-      g(1, 5, 9, 13, m[s[2]], m[s[3]]);
-      g(2, 6, 10, 14, m[s[4]], m[s[5]]);
-      g(3, 7, 11, 15, m[s[6]], m[s[7]]);
-      g(0, 5, 10, 15, m[s[8]], m[s[9]]);
-      g(1, 6, 11, 12, m[s[10]], m[s[11]]);
-      g(2, 7, 8, 13, m[s[12]], m[s[13]]);
-      g(3, 4, 9, 14, m[s[14]], m[s[15]]);
-    }
-    for (let i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
-  }
-  const out = Buffer.alloc(64);
-  h.forEach((word, i) => out.writeBigUInt64LE(word, i * 8));
-  return out.subarray(0, outlen);
-}
-
 const sidecarHashes = new Map(); // workspace -> hash: a plugin sees few workspaces
 
-/** The 16 hex digits naming a workspace's sidecar files. */
+/** The 16 hex digits naming a workspace's sidecar files: the first 8 bytes of the SHA-256 of its path (workspace_hash). */
 export function sidecarWorkspaceHash(workspace) {
   let hash = sidecarHashes.get(workspace);
   if (hash === undefined) {
-    hash = sidecarBlake2b(Buffer.from(workspace, "utf8"), 8).toString("hex");
+    hash = sidecarCrypto.createHash("sha256").update(workspace, "utf8").digest("hex").slice(0, 16);
     if (sidecarHashes.size >= 64) sidecarHashes.clear();
     sidecarHashes.set(workspace, hash);
   }

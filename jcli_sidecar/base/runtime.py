@@ -40,9 +40,12 @@ import stat
 from .errors import RuntimeDirUnsafe, RuntimeDirUnusable
 
 try:  # the C module directly: importing hashlib would load OpenSSL
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - CPython always has it
-    from hashlib import blake2b
+    from _sha2 import sha256  # Python 3.12 and later
+except ImportError:  # pragma: no cover - which one exists depends on the Python
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
 
 __all__ = [
     "MAX_SOCKET_PATH",
@@ -100,11 +103,14 @@ def workspace_of(cwd: str | None = None) -> str:
 def workspace_hash(workspace: str) -> str:
     """16 hex characters naming a workspace's sidecar (and its systemd instance).
 
+    The first 8 bytes of the SHA-256 of the path's bytes; the plugins compute
+    the same with Node's ``crypto`` (client/plugins/sidecar-client.mjs).
+
     Example:
         >>> len(workspace_hash("/home/me/project"))
         16
     """
-    return blake2b(workspace.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return sha256(workspace.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def runtime_dir() -> str:

@@ -53,7 +53,7 @@ __all__ = [
 #: What a tool call does, as the guards see it.
 KINDS = ("shell", "edit", "write", "notebook_edit", "patch", "other")
 #: The hosts ``--platform`` names (upstream's three, and OpenCode by its own name): the
-#: host table's names (``read.host_profiles``; a test holds them equal, so a hook stays lean).
+#: client's host table's names (``jcli.setup.hosts``; a test holds them equal, so a hook stays lean).
 PLATFORMS = ("claude", "codex", "dsh", "opencode")
 
 _TOOL_KINDS = {

@@ -32,6 +32,7 @@ __all__, __getattr__ = lazy_face(
             "index_from_wire",
             "index_to_wire",
             "pread_span",
+            "stable_read",
             "stat_key",
             "take_offers",
         ),

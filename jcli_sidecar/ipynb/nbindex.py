@@ -36,7 +36,9 @@ from .jsonscan import JsonWindow
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "ADOPTED_MAX",
@@ -53,6 +55,7 @@ __all__ = [
     "index_from_wire",
     "index_to_wire",
     "pread_span",
+    "stable_read",
     "stat_key",
     "take_offers",
 ]
@@ -60,6 +63,35 @@ __all__ = [
 
 class Changed(Exception):
     """The file changed while it was indexed or read: start again."""
+
+
+#: How often a read starts again when the file changes under it.
+STABLE_ATTEMPTS = 3
+
+
+def stable_read(read: Callable[[], T], path: Any, *, doing: str = "read", otherwise: Callable[[], T] | None = None) -> T:
+    """``read()``, started again from scratch while it raises :class:`Changed` (the file changed under it), at most :data:`STABLE_ATTEMPTS` times.
+
+    Args:
+        read: one whole attempt: opens, reads and checks the file (raising :class:`Changed`), and closes it.
+        path: the file, as its errors name it.
+        doing: what the error says it was being ("read", "written back").
+        otherwise: the answer when it never held still (default: the error).
+
+    Raises:
+        NotebookReadFailed: it kept changing (no ``otherwise``).
+    """
+    for _attempt in range(STABLE_ATTEMPTS):
+        try:
+            return read()
+        except Changed:
+            continue
+    if otherwise is not None:
+        return otherwise()
+    from ..base.errors import NotebookReadFailed
+
+    name = os.fspath(path)
+    raise NotebookReadFailed(f"{name}: kept changing while it was being {doing}; try again", path=name)
 
 
 def stat_key(info: os.stat_result) -> tuple[int, int, int, int, int]:

@@ -32,10 +32,10 @@ from __future__ import annotations
 import os
 
 from ..base.boundedjson import Bail, TooDeep, loads
-from ..base.errors import JcliError, NotebookChanged, NotebookReadFailed
+from ..base.errors import JcliError, NotebookChanged
 from ..base.fileio import write_pieces_atomic
 from ..base.readfile import check_size, open_regular, read_open
-from .nbindex import CellSpan, Changed, NotebookIndex, adopt, adopted, build_index, cell_span, pread_span, stat_key
+from .nbindex import CellSpan, Changed, NotebookIndex, adopt, adopted, build_index, cell_span, pread_span, stable_read, stat_key
 from .nbwrite import dumps_cell_parts, dumps_notebook, write_notebook
 from .notebook import coded_read_error, exact_float, parse_notebook, read_file_bytes
 
@@ -119,27 +119,28 @@ class CellWriter:
             raise
 
     def _update(self, changes: list[Change]) -> list[JcliError | None]:
-        for _attempt in range(3):
-            try:
-                fd, info = open_regular(self.path)
-            except OSError as exc:
-                raise coded_read_error(exc, self.path) from None
-            try:
-                check_size(info, self.path)
-                if stat_key(info) != self.key:
-                    self._load(fd, info)
-                if self._spans is not None:
-                    try:
-                        return self._splice(fd, info, changes)
-                    except Bail:  # a cell or the frame is not JSON after all: the full parse says why
-                        pass
-                return self._rewrite(fd, info, changes)
-            except Changed:
-                self.key = None
-                continue
-            finally:
-                os.close(fd)
-        raise NotebookReadFailed(f"{self.path}: kept changing while it was being written back; try again", path=self.path)
+        return stable_read(lambda: self._update_once(changes), self.path, doing="written back")
+
+    def _update_once(self, changes: list[Change]) -> list[JcliError | None]:
+        try:
+            fd, info = open_regular(self.path)
+        except OSError as exc:
+            raise coded_read_error(exc, self.path) from None
+        try:
+            check_size(info, self.path)
+            if stat_key(info) != self.key:
+                self._load(fd, info)
+            if self._spans is not None:
+                try:
+                    return self._splice(fd, info, changes)
+                except Bail:  # a cell or the frame is not JSON after all: the full parse says why
+                    pass
+            return self._rewrite(fd, info, changes)
+        except Changed:
+            self.key = None  # the next attempt indexes it again
+            raise
+        finally:
+            os.close(fd)
 
     def _load(self, fd: int, info: os.stat_result) -> None:
         """Index the open file; no index (the whole file is parsed at the write) when the walk cannot."""
@@ -365,32 +366,37 @@ def notebook_heads(path: str) -> dict[str, Any] | None:
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: the file cannot be read.
     """
-    for _attempt in range(3):
-        try:
-            fd, info = open_regular(path)
-        except OSError as exc:
-            raise coded_read_error(exc, path) from None
-        try:
-            check_size(info, path)
-            index = build_index(fd, info)
-            spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
-            if not spans:
-                return None
-            top = _decode(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], info.st_size))
-            cells = [_decode(_head_bytes(fd, span)) for span in spans]
-            if not isinstance(top, dict) or any(not isinstance(cell, dict) for cell in cells):
-                return None
-            if stat_key(os.fstat(fd)) != index.key:
-                raise Changed()
-            top["cells"] = cells
-            return top
-        except (Bail, TooDeep):
+    return stable_read(lambda: _heads_once(path), path, otherwise=lambda: None)
+
+
+def _heads_once(path: str) -> dict[str, Any] | None:
+    """One attempt of :func:`notebook_heads`.
+
+    Raises:
+        Changed: the file changed while it was read.
+    """
+    try:
+        fd, info = open_regular(path)
+    except OSError as exc:
+        raise coded_read_error(exc, path) from None
+    try:
+        check_size(info, path)
+        index = build_index(fd, info)
+        spans: list[_Span] = [(c.start, c.end, c.outputs) for c in index.cells]
+        if not spans:
             return None
-        except Changed:
-            continue
-        finally:
-            os.close(fd)
-    return None
+        top = _decode(pread_span(fd, 0, spans[0][0]) + pread_span(fd, spans[-1][1], info.st_size))
+        cells = [_decode(_head_bytes(fd, span)) for span in spans]
+        if not isinstance(top, dict) or any(not isinstance(cell, dict) for cell in cells):
+            return None
+        if stat_key(os.fstat(fd)) != index.key:
+            raise Changed()
+        top["cells"] = cells
+        return top
+    except (Bail, TooDeep):
+        return None
+    finally:
+        os.close(fd)
 
 
 def _head_bytes(fd: int, span: _Span) -> bytes:

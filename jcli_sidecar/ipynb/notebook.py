@@ -17,7 +17,7 @@ from ..base.errors import CellNotFound, JcliError, NotebookReadFailed, UsageErro
 from ..base.os_errors import os_error, os_reason
 from ..base.protocol import display_name
 from ..base.readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
-from .nbindex import Changed, NotebookIndex, adopted, build_index, pread_span, stat_key
+from .nbindex import Changed, NotebookIndex, adopted, build_index, pread_span, stable_read, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,32 +128,37 @@ class NotebookFile:
         Raises:
             FileNotFound, NotebookReadFailed, UsageError: as :func:`read_file_bytes`.
         """
-        for _attempt in range(3):
+        return stable_read(lambda: cls._load_once(path), path)
+
+    @classmethod
+    def _load_once(cls, path: str) -> NotebookFile:
+        """One attempt of :meth:`load`.
+
+        Raises:
+            Changed: the file changed while it was indexed.
+        """
+        try:
+            fd, info = open_regular(path)
+        except OSError as exc:
+            raise coded_read_error(exc, path) from None
+        except ValueError:
+            raise UsageError(f"{display_name(path)} is not a usable file name (it holds a NUL byte or a lone surrogate)") from None
+        try:
+            check_size(info, path)
+            key = stat_key(info)
+            handed = adopted(key)  # the index a j-cli writer made of this very version
+            if handed is not None:
+                return cls(path, key, index=handed)
             try:
-                fd, info = open_regular(path)
-            except OSError as exc:
-                raise coded_read_error(exc, path) from None
-            except ValueError:
-                raise UsageError(f"{display_name(path)} is not a usable file name (it holds a NUL byte or a lone surrogate)") from None
-            try:
-                check_size(info, path)
-                key = stat_key(info)
-                handed = adopted(key)  # the index a j-cli writer made of this very version
-                if handed is not None:
-                    return cls(path, key, index=handed)
-                try:
-                    return cls(path, key, index=build_index(fd, info))
-                except TooDeep as exc:
-                    raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
-                except Bail:
-                    return cls(path, stat_key(info), full=parse_notebook(read_open(fd, info, path), path))
-                except Changed:
-                    continue
-            except OSError as exc:
-                raise coded_read_error(exc, path) from None
-            finally:
-                os.close(fd)
-        raise NotebookReadFailed(f"{path}: kept changing while it was being read; try again", path=path)
+                return cls(path, key, index=build_index(fd, info))
+            except TooDeep as exc:
+                raise NotebookReadFailed(f"{path}: {exc}", path=path) from None
+            except Bail:
+                return cls(path, stat_key(info), full=parse_notebook(read_open(fd, info, path), path))
+        except OSError as exc:
+            raise coded_read_error(exc, path) from None
+        finally:
+            os.close(fd)
 
     @property
     def approx_bytes(self) -> int:

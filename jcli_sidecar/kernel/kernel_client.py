@@ -148,7 +148,7 @@ class KernelConnection:
                 msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
                 if msg is not None and _kernel_gone(msg, ran=True) is not None:
                     return False
-        except (TimeoutError, OSError, ValueError):
+        except (TimeoutError, OSError, ValueError):  # broke, or spoke garbage: not worth using any more, False (documented)
             return False
         return not self.ws.closed
 

@@ -28,8 +28,8 @@ proxy through :func:`~jcli_sidecar.kernel.urls.redact_url`. TLS to the
 proxy itself (``https://`` proxies) and SOCKS proxies are refused with a
 ``USAGE_ERROR`` that names the variable.
 
-Nothing here touches the network: :mod:`jcli_sidecar.kernel.wire` opens
-the tunnel (an HTTP ``CONNECT``) a route describes.
+Nothing here touches the network: :mod:`jcli_sidecar.kernel.wire` has
+``http.client`` open the tunnel (an HTTP ``CONNECT``) a route describes.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def _address(host: str) -> bytes | None:
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             return socket.inet_pton(family, host.strip("[]").split("%", 1)[0])
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # not an address of this family: the next, or a name
             continue
     return None
 

@@ -1,40 +1,66 @@
-"""A lean HTTP/1.1 and WebSocket client for talking to a Jupyter Server.
+"""The connections to a Jupyter Server: REST over ``http.client``, the kernel channels over ``websocket-client``.
 
-Why not http.client and websocket-client: together they cost ~80 ms of
-imports on every ``j-cli exec``, which is most of the budget of a whole
-call. This module needs only ``socket`` (plus ``ssl`` for https/wss, imported
-then). Every connection sets ``TCP_NODELAY``, so small websocket frames are
-never held back by Nagle's algorithm against the peer's delayed ACK, and
-closing never waits on a timeout.
+Both are kept libraries; j-cli writes no HTTP or WebSocket protocol of its
+own. ``http.client`` opens every connection, the websocket's too: directly,
+or through the proxy's ``CONNECT`` tunnel (``set_tunnel``) when
+:func:`~jcli_sidecar.kernel.proxy_route.proxy_for` names one, and then TLS
+with the server's own name (SNI and the certificate check). It sets
+``TCP_NODELAY`` on every connection, so small websocket frames are never held
+back by Nagle's algorithm against the peer's delayed ACK. ``websocket-client``
+then does the handshake and the frames (ping/pong, fragments, close) on that
+socket; it is never given a proxy option, so it never reads the proxy
+variables itself (the route is j-cli's: loopback never proxied, the
+sidecar's client's variables, not the sidecar's own). Before Python 3.13,
+``http.client``'s ``CONNECT`` line leaves an IPv6 address unbracketed, so a
+server named by one is not reached through a proxy there (docs/remote.md).
 
-Only what the Jupyter Server REST and kernel-channel APIs need is here:
-request/response with Content-Length or chunked bodies, and text/binary
-WebSocket frames with ping/pong and close.
+Why ``websocket-client``: measured side by side in one run (the same
+Jupyter Server and kernel on loopback, Python 3.11, ``1+1`` executed over
+one held websocket), the three candidates' round trips were alike (about
+50 ms each, on a busy machine: each waited out the client's delayed ACK),
+while their imports on top of what ``j-cli exec`` loads anyway were not:
+``websocket-client`` about 25 ms, ``websockets.sync.client`` about 55 ms,
+tornado's websocket client about 65 ms. ``websocket-client`` reads a plain
+blocking socket in the caller's thread, so ``select`` on it works beside
+the stop switch's pipe, and its reads can be wrapped: each sets
+``TCP_QUICKACK`` (Linux) first, which brings the round trip back to the
+hand-written client's (about 12 ms there); ``websockets``' sync client
+reads in a thread of its own, and tornado's is asynchronous. It comes with
+the Jupyter stack. ``http.client`` adds about 15 ms. Both are imported only
+where a connection is opened: a client that goes through the sidecar loads
+neither.
+
+What stays here is j-cli's policy on top of them: closing sends a close frame
+and drops the socket, never waiting for the server's answer (the library's
+own ``close`` waits up to seconds); a message may be at most 256 MiB and a
+server frame may not be masked (RFC 6455 5.1), checked from a frame's head
+before its payload is read; failures become :class:`WireError` (the proxy's
+refusal :class:`ProxyRefused`, with its status) and non-2xx answers
+:class:`HttpError`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import socket
-import struct
 from urllib.parse import urlsplit
 
 from ..base.os_errors import os_reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import http.client
     from typing import Any
+
+    import websocket
 
     from .proxy_route import ProxyRoute
 
 __all__ = ["HttpError", "ProxyRefused", "Response", "WebSocket", "WireError", "http_request", "open_websocket"]
 
-_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-_QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 _MAX_BODY = 256 * 1024 * 1024
-_CHUNK = 1 << 16
+_QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+_TUNNEL_FAILED = "Tunnel connection failed: "  # how http.client words a proxy's non-200 answer to the CONNECT
 
 
 class WireError(OSError):
@@ -42,7 +68,7 @@ class WireError(OSError):
 
 
 class ProxyRefused(WireError):
-    """The proxy answered the ``CONNECT`` with a status other than 2xx (``status``; 407: it wants credentials)."""
+    """The proxy answered the ``CONNECT`` with a status other than 200 (``status``; 407: it wants credentials)."""
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
@@ -73,209 +99,99 @@ class Response:
         return json.loads(self.body) if self.body else None
 
 
-def _connect(url: str, timeout: float, proxy: ProxyRoute | None = None) -> tuple[socket.socket, str, str]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "ws", "wss"):
-        raise WireError(f"unsupported URL scheme {parts.scheme!r}")
-    secure = parts.scheme in ("https", "wss")
-    host = parts.hostname or "localhost"
-    try:
-        port = parts.port or (443 if secure else 80)
-    except ValueError:
-        raise WireError("the URL has an invalid port") from None
-    if proxy is not None:
-        sock = _tunnel(proxy, host, port, timeout)
-    else:
+class _Target:
+    """Where a URL points: ``host``, ``port``, ``netloc`` (as the URL names it, for messages) and ``path`` (with its query)."""
+
+    __slots__ = ("secure", "host", "port", "netloc", "path")
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https", "ws", "wss"):
+            raise WireError(f"unsupported URL scheme {parts.scheme!r}")
+        self.secure = parts.scheme in ("https", "wss")
+        self.host = parts.hostname or "localhost"
         try:
-            sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as exc:
-            raise WireError(f"cannot connect to {host}:{port} ({os_reason(exc)})") from None
-        except ValueError:  # UnicodeError included: a host name with an empty or overlong label
-            raise WireError(f"cannot connect to {host}:{port} (the host name is invalid)") from None
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if secure:
-        import ssl
-
-        try:  # through a tunnel too: the server's own name for SNI and the certificate check
-            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            sock.close()
-            raise WireError(f"the TLS handshake with {host}:{port} failed ({getattr(exc, 'reason', None) or exc})") from None
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    named = f"[{host}]" if ":" in host else host
-    netloc = named if parts.port is None else f"{named}:{parts.port}"
-    return sock, netloc, path
+            self.port = parts.port or (443 if self.secure else 80)
+        except ValueError:
+            raise WireError("the URL has an invalid port") from None
+        named = f"[{self.host}]" if ":" in self.host else self.host
+        self.netloc = named if parts.port is None else f"{named}:{parts.port}"
+        self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
-def _tunnel(proxy: ProxyRoute, host: str, port: int, timeout: float) -> socket.socket:
-    """A connection to ``host:port`` through ``proxy``'s ``CONNECT`` tunnel (RFC 9110 9.3.6).
+def _connection(target: _Target, timeout: float, proxy: ProxyRoute | None) -> http.client.HTTPConnection:
+    """A connected ``http.client`` connection to ``target``: through ``proxy``'s tunnel when given, TLS for https/wss.
 
     Raises:
-        ProxyRefused: the proxy answered other than 2xx.
-        WireError: the proxy cannot be reached, broke the exchange, or did not answer in time.
+        ProxyRefused: the proxy answered the ``CONNECT`` other than 200.
+        WireError: no connection (the proxy's or the server's), a broken tunnel, or a failed TLS handshake.
     """
-    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    import http.client
+
+    conn: http.client.HTTPConnection | None = None
+    where = (proxy.host, proxy.port) if proxy is not None else (target.host, target.port)
     try:
-        sock = socket.create_connection((proxy.host, proxy.port), timeout=timeout)
-    except OSError as exc:
-        raise WireError(f"cannot connect to {proxy.named()}: {os_reason(exc)}") from None
-    except ValueError:
-        raise WireError(f"cannot connect to {proxy.named()}: its host name is invalid") from None
-    head = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else {}
-    try:
-        sock.sendall(_head_lines("CONNECT", target, target, head))
-        reader = _Reader(sock)
-        status, reason, _headers = _read_head(reader)
-        if not 200 <= status < 300:
-            reason = "".join(ch for ch in reason[:80] if " " <= ch <= "~")
-            hint = "; it wants credentials (http://USER:PASSWORD@host:port) or refused the ones given" if status == 407 else ""
-            raise ProxyRefused(f"{proxy.named()} answered {status} {reason} to CONNECT {target}{hint}".replace("  ", " "), status)
-    except TimeoutError:
-        sock.close()
-        raise WireError(f"no answer from {proxy.named()} within {timeout:g} s") from None
-    except ProxyRefused:
-        sock.close()
-        raise
-    except (OSError, ValueError) as exc:  # WireError included
-        sock.close()
-        raise WireError(f"{proxy.named()} broke the CONNECT to {target} ({exc})") from None
-    if reader.pending():  # the server speaks only after our request (or TLS hello): these bytes are the proxy's
-        sock.close()
-        raise WireError(f"{proxy.named()} sent bytes before the tunnel to {target} opened")
-    return sock
+        if target.secure:
+            import ssl
+
+            conn = http.client.HTTPSConnection(*where, timeout=timeout, context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(*where, timeout=timeout)
+        if proxy is not None:
+            conn.set_tunnel(target.host, target.port, {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None)
+        conn.connect()  # the tunnel first, then TLS with the server's own name (SNI and the certificate check)
+    except Exception as exc:
+        if conn is not None:
+            conn.close()
+        raise _connect_error(exc, target, timeout, proxy) from None
+    return conn
 
 
-class _Reader:
-    """Buffered reads from a socket, in time linear in the bytes read.
+def _connect_error(exc: Exception, target: _Target, timeout: float, proxy: ProxyRoute | None) -> WireError:
+    """What a failed ``connect`` says, naming the proxy (redacted) when there is one."""
+    import http.client
+    import ssl
 
-    Unread bytes are ``buf[pos:]``; the consumed front is dropped only once
-    it is at least half the buffer, so each byte is moved a bounded number
-    of times. A read of more than :data:`_CHUNK` bytes goes straight into
-    a buffer of its own size (``recv_into``), with no copy per chunk; if it
-    times out, what arrived is kept and the next call for the same read
-    resumes it, so a slow frame never loses its place.
+    server = f"{target.host}:{target.port}"
+    tunnel = f"[{target.host}]:{target.port}" if ":" in target.host else server
+    if isinstance(exc, ssl.SSLError):  # ssl.CertificateError included
+        return WireError(f"the TLS handshake with {server} failed ({exc.reason or exc})")
+    if proxy is None:
+        if isinstance(exc, ValueError):  # UnicodeError included: a host name with an empty or overlong label
+            return WireError(f"cannot connect to {server} (the host name is invalid)")
+        return WireError(f"cannot connect to {server} ({_reason(exc)})")
+    if str(exc).startswith(_TUNNEL_FAILED):
+        status_text, _, reason = str(exc).removeprefix(_TUNNEL_FAILED).partition(" ")
+        status = int(status_text) if status_text.isdigit() else 0
+        reason = _shown(reason)
+        hint = "; it wants credentials (http://USER:PASSWORD@host:port) or refused the ones given" if status == 407 else ""
+        return ProxyRefused(f"{proxy.named()} answered {status} {reason} to CONNECT {tunnel}{hint}".replace("  ", " "), status)
+    if isinstance(exc, TimeoutError):
+        return WireError(f"no answer from {proxy.named()} within {timeout:g} s")
+    if isinstance(exc, (http.client.HTTPException, UnicodeError)):  # a garbled answer, or one cut short
+        return WireError(f"{proxy.named()} broke the CONNECT to {tunnel} ({_reason(exc)})")
+    if isinstance(exc, ValueError):
+        return WireError(f"cannot connect to {proxy.named()}: its host name is invalid")
+    return WireError(f"cannot connect to {proxy.named()}: {_reason(exc)}")
+
+
+def _reason(exc: Exception) -> str:
+    """Why ``exc`` failed, for a message: an ``OSError``'s own short text, else the library's words (see :func:`_shown`)."""
+    import http.client
+
+    if isinstance(exc, OSError) and exc.errno is not None or isinstance(exc, http.client.HTTPException):
+        return os_reason(exc)  # http.client's words repeat what the peer sent: its type's name says enough
+    return _shown(str(exc)) or type(exc).__name__
+
+
+def _shown(text: str) -> str:
+    r"""Peer-influenced ``text`` as a message may carry it: printable ASCII only, at most 80 characters.
+
+    Example:
+        >>> _shown(" Bad\x00 Gateway\r\n"), len(_shown("y" * 100))
+        ('Bad Gateway', 80)
     """
-
-    __slots__ = ("sock", "buf", "pos", "_big", "_big_filled")
-
-    def __init__(self, sock: socket.socket, buf: bytes = b"") -> None:
-        self.sock = sock
-        self.buf = bytearray(buf)
-        self.pos = 0
-        self._big: bytearray | None = None
-        self._big_filled = 0
-
-    def pending(self) -> int:
-        """How many bytes were read from the socket and not yet consumed."""
-        return len(self.buf) - self.pos
-
-    def _recv_into(self, view: memoryview) -> int:
-        try:
-            if _QUICKACK is not None:
-                # Acknowledge at once: the server's Nagle would otherwise hold its
-                # next small frame until our delayed ACK (up to 40 ms) goes out.
-                self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-            got = self.sock.recv_into(view)
-        except TimeoutError:
-            raise
-        except OSError as exc:
-            raise WireError(f"connection failed ({os_reason(exc)})") from None
-        if not got:
-            raise WireError("the server closed the connection")
-        return got
-
-    def _fill(self) -> None:
-        if self.pos and self.pos * 2 >= len(self.buf):
-            del self.buf[: self.pos]  # moves no more bytes than were consumed since the last time
-            self.pos = 0
-        chunk = bytearray(_CHUNK)
-        got = self._recv_into(memoryview(chunk))
-        self.buf += memoryview(chunk)[:got]
-
-    def ensure(self, n: int) -> None:
-        """Read until ``n`` unconsumed bytes wait; consumes nothing (a timeout loses nothing)."""
-        while len(self.buf) - self.pos < n:
-            self._fill()
-
-    def peek(self, n: int) -> bytes:
-        """The next ``n`` bytes, not consumed; call :meth:`ensure` first."""
-        return bytes(self.buf[self.pos : self.pos + n])
-
-    def skip(self, n: int) -> None:
-        self.pos += n
-
-    def line(self) -> bytes:
-        while (end := self.buf.find(b"\r\n", self.pos)) < 0:
-            if len(self.buf) - self.pos > 65536:
-                raise WireError("header line too long")
-            self._fill()
-        line = bytes(self.buf[self.pos : end])
-        self.pos = end + 2
-        return line
-
-    def exactly(self, n: int) -> bytearray:
-        """The next ``n`` bytes, consumed.
-
-        After a timeout in a read over :data:`_CHUNK` bytes, the next call
-        must ask for the same ``n``: it resumes that read.
-        """
-        if self._big is None and (n <= _CHUNK or n <= len(self.buf) - self.pos):
-            self.ensure(n)
-            data = self.buf[self.pos : self.pos + n]
-            self.pos += n
-            return data
-        if self._big is None:
-            big = bytearray(n)
-            have = len(self.buf) - self.pos
-            big[:have] = memoryview(self.buf)[self.pos :]
-            self.buf = bytearray()
-            self.pos = 0
-            self._big, self._big_filled = big, have
-        view = memoryview(self._big)
-        while self._big_filled < n:
-            self._big_filled += self._recv_into(view[self._big_filled :])
-        data, self._big = self._big, None
-        return data
-
-
-def _read_head(reader: _Reader) -> tuple[int, str, dict[str, str]]:
-    status_line = reader.line().decode("latin-1")
-    parts = status_line.split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise WireError("not an HTTP response")
-    headers: dict[str, str] = {}
-    while True:
-        line = reader.line()
-        if not line:
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), parts[2] if len(parts) > 2 else "", headers
-
-
-def _read_body(reader: _Reader, headers: dict[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytearray] = []
-        while True:
-            size = int(reader.line().split(b";")[0], 16)
-            if size == 0:
-                while reader.line():
-                    pass
-                return b"".join(chunks)
-            chunks.append(reader.exactly(size))
-            reader.exactly(2)
-    length = int(headers.get("content-length", "0") or 0)
-    if length > _MAX_BODY:
-        raise WireError("response body too large")
-    return bytes(reader.exactly(length))
-
-
-def _head_lines(method: str, netloc: str, path: str, headers: dict[str, str]) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", f"Host: {netloc}"]
-    lines += [f"{k}: {v}" for k, v in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    return "".join(ch for ch in text[:80] if " " <= ch <= "~").strip()
 
 
 def http_request(
@@ -296,141 +212,146 @@ def http_request(
         WireError: the connection failed or the answer is not HTTP (:class:`ProxyRefused`: the proxy said no).
         HttpError: a non-2xx status.
     """
-    sock, netloc, path = _connect(url, timeout, proxy)
+    import http.client
+
+    target = _Target(url)
+    conn = _connection(target, timeout, proxy)
     try:
-        data = b"" if body is None else json.dumps(body).encode("utf-8")
+        data = None if body is None else json.dumps(body).encode("utf-8")
         head = {"Connection": "close", "Accept": "application/json", **(headers or {})}
-        if body is not None:
+        if data is not None:
             head["Content-Type"] = "application/json"
-        if body is not None or method in ("POST", "PUT", "PATCH"):
-            head["Content-Length"] = str(len(data))
-        sock.sendall(_head_lines(method, netloc, path, head) + data)
-        reader = _Reader(sock)
-        status, reason, resp_headers = _read_head(reader)
-        payload = b"" if method == "HEAD" or status in (204, 304) else _read_body(reader, resp_headers)
+        conn.request(method, target.path, body=data, headers=head)
+        response = conn.getresponse()
+        resp_headers = {name.lower(): value for name, value in response.getheaders()}
+        if response.length is not None and response.length > _MAX_BODY:
+            raise WireError("response body too large")
+        payload = response.read() if response.length is not None else response.read(_MAX_BODY + 1)  # a short body: IncompleteRead
+        if len(payload) > _MAX_BODY:
+            raise WireError("response body too large")
     except TimeoutError:
-        raise WireError(f"no answer from {netloc} within {timeout:g} s") from None
+        raise WireError(f"no answer from {target.netloc} within {timeout:g} s") from None
+    except (OSError, http.client.HTTPException, ValueError) as exc:  # WireError passes through unchanged
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"the exchange with {target.netloc} broke ({_reason(exc)})") from None
     finally:
-        sock.close()
-    if not 200 <= status < 300:
-        raise HttpError(status, reason, payload, resp_headers)
-    return Response(status, reason, resp_headers, payload)
+        conn.close()
+    if not 200 <= response.status < 300:
+        raise HttpError(response.status, response.reason, payload, resp_headers)
+    return Response(response.status, response.reason, resp_headers, payload)
 
 
 class WebSocket:
-    """A client WebSocket (RFC 6455): text and binary messages."""
+    """A client WebSocket on ``websocket-client``: text and binary messages, as the kernel client reads them."""
 
-    def __init__(self, sock: socket.socket, reader: _Reader) -> None:
-        self.sock = sock
-        self._reader = reader
+    def __init__(self, ws: websocket.WebSocket) -> None:
+        self._ws = ws
         self.closed = False
-        self._frame: tuple[int, bool, int] | None = None  # (opcode, fin, length) of the frame being read
-        self._parts: list[bytearray] = []  # the fragments of the message being read
-        self._kind = 0
 
     def fileno(self) -> int:
         """The socket's descriptor (for ``select``; see :meth:`buffered`)."""
-        return self.sock.fileno()
+        return self._socket().fileno()
+
+    def _socket(self) -> socket.socket:
+        sock = self._ws.sock
+        if sock is None:
+            raise WireError("the websocket is closed")
+        return sock
 
     def buffered(self) -> bool:
-        """True when bytes already read (or decrypted) wait here: ``select`` on the socket would not see them."""
-        pending = getattr(self.sock, "pending", None)  # an SSL socket's decrypted bytes
-        return self._reader.pending() > 0 or bool(pending is not None and pending())
+        """True when bytes already read (or decrypted) wait here: ``select`` on the socket would not see them.
+
+        The library reads no further than the frame it is reading, so only
+        a TLS socket's decrypted bytes can wait unseen.
+        """
+        pending = getattr(self._ws.sock, "pending", None)
+        return bool(pending is not None and pending())
 
     def send_text(self, text: str) -> None:
-        self._send(0x1, text.encode("utf-8"))
+        import websocket
 
-    def _send(self, opcode: int, payload: bytes | bytearray) -> None:
-        mask = os.urandom(4)
-        n = len(payload)
-        if n < 126:
-            head = struct.pack("!BB", 0x80 | opcode, 0x80 | n)
-        elif n < 1 << 16:
-            head = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, n)
-        else:
-            head = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, n)
         try:
-            self.sock.sendall(head + mask + _mask(payload, mask))
-        except OSError as exc:
-            raise WireError(f"websocket send failed ({os_reason(exc)})") from None
+            self._ws.send(text)
+        except (OSError, websocket.WebSocketException) as exc:
+            raise WireError(f"websocket send failed ({_reason(exc)})") from None
 
     def recv(self, timeout: float | None) -> str | bytes:
-        """The next whole message (text as str, binary as bytes).
+        """The next whole message (text as str, binary as bytes); pings are answered on the way.
 
-        Each payload byte is copied once from the socket into its frame's
-        buffer (one per frame, sized from the frame's length), and a message
-        of one frame is decoded from that buffer: time linear in its size.
         A timeout loses nothing: the next call goes on where this one stopped.
 
         Raises:
             TimeoutError: nothing complete arrived within ``timeout``.
-            WireError: the connection closed or broke.
+            WireError: the connection closed or broke, or the server broke the protocol.
         """
-        self.sock.settimeout(timeout)
-        try:
-            while True:
-                if self._frame is None:
-                    self._frame = self._read_frame_head()
-                opcode, fin, n = self._frame
-                payload = self._reader.exactly(n)
-                self._frame = None
-                if opcode == 0x8:
-                    self.closed = True
-                    raise WireError("the server closed the websocket")
-                if opcode == 0x9:
-                    self._send(0xA, payload)
-                    continue
-                if opcode == 0xA:
-                    continue
-                if opcode in (0x1, 0x2):
-                    self._kind = opcode
-                self._parts.append(payload)
-                if fin:
-                    parts, self._parts = self._parts, []
-                    data = parts[0] if len(parts) == 1 else bytearray().join(parts)
-                    return data.decode("utf-8") if self._kind == 0x1 else bytes(data)
-        except TimeoutError:
-            raise TimeoutError("no websocket message in time") from None
+        import websocket
 
-    def _read_frame_head(self) -> tuple[int, bool, int]:
-        """A frame's opcode, FIN bit and payload length; consumed only once whole."""
-        reader = self._reader
-        reader.ensure(2)
-        b1, b2 = reader.peek(2)
-        if b2 & 0x80:  # RFC 6455 5.1: a server never masks; its bytes would be misread as payload
-            raise WireError("the server sent a masked websocket frame")
-        n = b2 & 0x7F
-        size = {126: 4, 127: 10}.get(n, 2)
-        reader.ensure(size)
-        head = reader.peek(size)
-        if n == 126:
-            (n,) = struct.unpack_from("!H", head, 2)
-        elif n == 127:
-            (n,) = struct.unpack_from("!Q", head, 2)
-        if n > _MAX_BODY - sum(len(part) for part in self._parts):  # the whole message, fragments included
-            raise WireError("websocket message too large")
-        reader.skip(size)
-        return b1 & 0x0F, bool(b1 & 0x80), n
+        try:
+            self._socket().settimeout(timeout)
+            opcode, data = self._ws.recv_data()
+        except websocket.WebSocketTimeoutException:
+            raise TimeoutError("no websocket message in time") from None
+        except websocket.WebSocketConnectionClosedException:
+            self.closed = True
+            raise WireError("the server closed the connection") from None
+        except (OSError, websocket.WebSocketException) as exc:  # WireError from the frame checks passes through
+            if isinstance(exc, WireError):
+                raise
+            raise WireError(f"the websocket broke ({_reason(exc)})") from None
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            self.closed = True
+            raise WireError("the server closed the websocket")
+        if opcode == websocket.ABNF.OPCODE_TEXT:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise WireError("the server sent a text message that is not UTF-8") from None
+        return bytes(data)
 
     def close(self) -> None:
         """Send a close frame and drop the connection; never waits."""
+        import websocket
+
         if not self.closed:
             self.closed = True
             try:
-                self._send(0x8, struct.pack("!H", 1000))
-            except OSError:
+                self._ws.send_close()
+            except (OSError, websocket.WebSocketException):  # the peer is gone: nothing to tell it, and the socket is dropped below
                 pass
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        self._ws.shutdown()
 
 
-def _mask(payload: bytes | bytearray, mask: bytes) -> bytes:
-    """XOR ``payload`` with the repeated 4-byte ``mask`` (one big-int XOR)."""
-    n = len(payload)
-    key = (mask * (n // 4 + 1))[:n]
-    return (int.from_bytes(payload, "little") ^ int.from_bytes(key, "little")).to_bytes(n, "little")
+def _checked_frames(ws: websocket.WebSocket) -> None:
+    """Make ``ws`` check each frame's head before its payload is read: no masked frame, no message over 256 MiB."""
+    import websocket
+
+    class Frames(websocket.frame_buffer):
+        message = 0  # the bytes of the message being read, its fragments so far included
+
+        def recv_header(self) -> None:
+            super().recv_header()
+            if self.has_mask():  # RFC 6455 5.1: a server never masks
+                raise WireError("the server sent a masked websocket frame")
+
+        def recv_length(self) -> None:
+            super().recv_length()
+            assert self.header is not None and self.length is not None
+            fin, opcode = self.header[0], self.header[4]
+            if opcode >= 0x8:  # a control frame: at most 125 bytes, between a message's fragments
+                return
+            if self.length > _MAX_BODY - self.message:
+                raise WireError("websocket message too large")
+            self.message = 0 if fin else self.message + self.length
+
+    def recv(bufsize: int) -> bytes:
+        if _QUICKACK is not None and ws.sock is not None:
+            # Acknowledge at once: the server's Nagle would otherwise hold its
+            # next small frame until our delayed ACK (up to 40 ms) goes out.
+            ws.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        return ws._recv(bufsize)
+
+    ws.frame_buffer = Frames(recv, True)  # UTF-8 is checked once, when a text message is decoded
 
 
 def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: float = 30.0, proxy: ProxyRoute | None = None) -> WebSocket:
@@ -438,36 +359,29 @@ def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: 
 
     Raises:
         WireError: connection or handshake failure (:class:`ProxyRefused`: the proxy said no).
-        HttpError: the server refused the upgrade.
+        HttpError: the server refused the upgrade (a redirect is not followed: the caller reads its location).
     """
-    sock, netloc, path = _connect(url, timeout, proxy)
-    key = base64.b64encode(os.urandom(16)).decode("ascii")
-    head = {
-        "Upgrade": "websocket",
-        "Connection": "Upgrade",
-        "Sec-WebSocket-Key": key,
-        "Sec-WebSocket-Version": "13",
-        **(headers or {}),
-    }
-    try:
-        sock.sendall(_head_lines("GET", netloc, path, head))
-        reader = _Reader(sock)
-        status, reason, resp_headers = _read_head(reader)
-        if status != 101:
-            body = _read_body(reader, resp_headers) if "content-length" in resp_headers else b""
-            raise HttpError(status, reason, body, resp_headers)
-        expected = base64.b64encode(_sha1(key.encode("ascii") + _WS_GUID)).decode("ascii")
-        if resp_headers.get("sec-websocket-accept") != expected:
-            raise WireError("bad websocket handshake")
-    except BaseException:
-        sock.close()
-        raise
-    return WebSocket(sock, reader)
+    import websocket
 
-
-def _sha1(data: bytes) -> bytes:
+    target = _Target(url)
+    conn = _connection(target, timeout, proxy)
+    sock, conn.sock = conn.sock, None  # the websocket owns the socket from here on
+    ws = websocket.WebSocket(skip_utf8_validation=True)
+    _checked_frames(ws)
+    header = [f"{name}: {value}" for name, value in (headers or {}).items()]
     try:
-        from _sha1 import sha1  # the C module: hashlib would load OpenSSL
-    except ImportError:  # pragma: no cover
-        from hashlib import sha1
-    return sha1(data).digest()
+        ws.connect(url, socket=sock, header=header, suppress_origin=True, redirect_limit=0)
+    except websocket.WebSocketBadStatusException as exc:
+        found = {str(k).lower(): str(v) for k, v in (exc.resp_headers or {}).items()}
+        raise HttpError(exc.status_code, exc.status_message or "", exc.resp_body or b"", found) from None
+    except websocket.WebSocketTimeoutException:
+        raise WireError(f"no answer from {target.netloc} within {timeout:g} s") from None
+    except (OSError, websocket.WebSocketException) as exc:
+        answer = ws.handshake_response
+        if answer is not None and 300 <= answer.status < 400:
+            raise HttpError(answer.status, "", b"", {str(k).lower(): str(v) for k, v in answer.headers.items()}) from None
+        raise WireError(f"bad websocket handshake with {target.netloc} ({_reason(exc)})") from None
+    finally:
+        if not ws.connected and sock is not None:
+            sock.close()
+    return WebSocket(ws)

@@ -3,7 +3,7 @@
 ``--host NAME`` (a read's ``host`` field, ``mcp serve --host``) fits an image
 to the row of that name (:mod:`jcli_sidecar.read.imageview`). The table's
 names are the hosts j-cli knows; how ``j-cli setup NAME`` presents each is
-the client's (``jcli.setup.host_commands``).
+the client's (``jcli.setup.hosts``, in the same order; a test holds them equal).
 """
 
 from __future__ import annotations

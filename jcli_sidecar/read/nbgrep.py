@@ -23,7 +23,7 @@ import time
 
 from ..base.errors import JcliError, NotebookReadFailed, Timeout, UsageError
 from ..base.protocol import SCHEMA_VERSION
-from ..ipynb.nbindex import Changed
+from ..ipynb.nbindex import stable_read
 from .notebook_walk import search_units
 from .text_parts import notebook_parts, percent_parts
 
@@ -56,7 +56,6 @@ LINE_CHARS = 200
 #: Files with problems listed in full; the rest are counted.
 MAX_PROBLEMS = 20
 _BEFORE = 60  # characters kept before the match in a clipped line
-_ATTEMPTS = 3
 
 
 def line_hits(regex: re.Pattern[str], text: str) -> Iterator[tuple[int, str, int, int]]:
@@ -151,22 +150,21 @@ def _unit_hits(
     unit: SearchUnit, regex: re.Pattern[str], want: int, sources: bool, outputs: bool, load, deadline: float | None
 ) -> list[dict[str, Any]]:
     """Up to ``want`` hits of one file, read again from the start when it changes meanwhile."""
-    for _attempt in range(_ATTEMPTS):
+
+    def search() -> list[dict[str, Any]]:
         hits: list[dict[str, Any]] = []
-        try:
-            with contextlib.closing(_parts(unit, load, outputs)) as parts:
-                for part in parts:
-                    _check(deadline)
-                    if part.text is None or not (sources and unit.sources if part.output is None else outputs):
-                        continue
-                    for found in line_hits(regex, part.text):
-                        hits.append(_hit(unit, part, *found))
-                        if len(hits) >= want:
-                            return hits
-            return hits
-        except Changed:
-            continue
-    raise NotebookReadFailed(f"{unit.path}: kept changing while it was being read; try again", path=unit.path)
+        with contextlib.closing(_parts(unit, load, outputs)) as parts:
+            for part in parts:
+                _check(deadline)
+                if part.text is None or not (sources and unit.sources if part.output is None else outputs):
+                    continue
+                for found in line_hits(regex, part.text):
+                    hits.append(_hit(unit, part, *found))
+                    if len(hits) >= want:
+                        return hits
+        return hits
+
+    return stable_read(search, unit.path)
 
 
 def _check(deadline: float | None) -> None:
@@ -250,15 +248,6 @@ def grep_notebooks(
     }
 
 
-def _flag(request: dict[str, Any], name: str, default: bool) -> bool:
-    value = request.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise UsageError(f"{name} must be a JSON boolean")
-    return value
-
-
 def _count(request: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
     value = request.get(name)
     if value is None:
@@ -268,34 +257,24 @@ def _count(request: dict[str, Any], name: str, default: int, low: int, high: int
     return value
 
 
-_FIELDS = ("pattern", "paths", "fixed", "ignore_case", "sources", "outputs", "max_hits", "skip")
-
-
 def handle_grep(
     request: Any, *, binary: bool = False, load: Callable[[str], NotebookFile] | None = None, budget: float | None = None
 ) -> dict[str, Any]:
-    """Answer a grep request ``{pattern, paths?, fixed?, ignore_case?, sources?, outputs?, max_hits?, skip?}``.
+    """Answer a grep request ``{pattern, paths?, fixed?, ignore_case?, sources?, outputs?, max_hits?, skip?}`` (:data:`~jcli_sidecar.read.request_spec.GREP_SPEC`).
 
     Raises:
-        UsageError: an unknown field or a value of the wrong type, and as :func:`grep_notebooks`.
+        UsageError: an unknown field or a value of the wrong type, a count out of bounds, and as :func:`grep_notebooks`.
     """
-    if not isinstance(request, dict):
-        raise UsageError("the request must be a JSON object")
-    unknown = sorted(set(request) - set(_FIELDS), key=str)
-    if unknown:
-        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(_FIELDS)})")
-    pattern, paths = request.get("pattern"), request.get("paths")
-    if not isinstance(pattern, str):
-        raise UsageError("the request needs pattern, a string")
-    if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
-        raise UsageError("paths must be a list of strings")
+    from .request_spec import GREP_SPEC, check_request
+
+    request = check_request(request, GREP_SPEC)
     return grep_notebooks(
-        pattern,
-        paths,
-        fixed=_flag(request, "fixed", False),
-        ignore_case=_flag(request, "ignore_case", False),
-        sources=_flag(request, "sources", True),
-        outputs=_flag(request, "outputs", True),
+        request["pattern"],
+        request.get("paths"),
+        fixed=request.get("fixed", False),
+        ignore_case=request.get("ignore_case", False),
+        sources=request.get("sources", True),
+        outputs=request.get("outputs", True),
         max_hits=_count(request, "max_hits", DEFAULT_MAX_HITS, 1, MAX_HITS_LIMIT),
         skip=_count(request, "skip", 0, 0, 1 << 40),
         load=load,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ..base.errors import NotebookReadFailed, OutputNotFound, UsageError
-from ..ipynb.nbindex import Changed
+from ..ipynb.nbindex import stable_read
 from .cells import ResolvedCell, resolve_cell
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     Loader = Callable[[str], NotebookFile]
 
 __all__ = ["OutputQuery", "list_outputs", "read_output"]
-
-
-#: How often a read starts again when the notebook changes under it.
-_ATTEMPTS = 3
 
 
 def _not_a_list(resolved: ResolvedCell) -> NotebookReadFailed:
@@ -58,16 +54,6 @@ def _output_count(resolved: ResolvedCell) -> int:
     return count
 
 
-def _again(read: Callable[[], dict[str, Any]], path: Any) -> dict[str, Any]:
-    """Run ``read``, starting again (a fresh load) when the notebook changes under it."""
-    for _attempt in range(_ATTEMPTS):
-        try:
-            return read()
-        except Changed:
-            continue
-    raise NotebookReadFailed(f"{os.fspath(path)}: kept changing while it was being read; try again", path=os.fspath(path))
-
-
 def list_outputs(path: str | os.PathLike[str], cell_index: int, *, load: Loader | None = None) -> dict[str, Any]:
     """The catalog of one cell's saved outputs, without payloads.
 
@@ -87,7 +73,7 @@ def list_outputs(path: str | os.PathLike[str], cell_index: int, *, load: Loader 
         >>> [(o["output_type"], o["available_mime_types"]) for o in cat["outputs"]]
         [('display_data', ['image/jpeg', 'image/png', 'text/plain']), ('stream', ['text/plain'])]
     """
-    return _again(lambda: _catalog(resolve_cell(path, cell_index, load)), path)
+    return stable_read(lambda: _catalog(resolve_cell(path, cell_index, load)), path)
 
 
 def _catalog(resolved: ResolvedCell) -> dict[str, Any]:
@@ -133,7 +119,7 @@ def read_output(
         >>> env["output_type"], env["stream"]["name"], env["stream"]["data"]
         ('stream', 'stderr', 'warned\\n')
     """
-    return _again(lambda: _read_output(path, cell_index, output_index, query, load), path)
+    return stable_read(lambda: _read_output(path, cell_index, output_index, query, load), path)
 
 
 def _read_output(

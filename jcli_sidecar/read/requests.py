@@ -11,9 +11,8 @@ names as the MCP tool arguments and the plugins' parameters; a run read has
 from __future__ import annotations
 
 from ..base.errors import UsageError
-from ..base.protocol import check_file_name
 from .reader import OutputQuery, read_output
-from .request_spec import READ_SPEC, VIEW_FIELDS, Field
+from .request_spec import READ_SPEC, VIEW_FIELDS, check_request
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,51 +21,15 @@ if TYPE_CHECKING:
     from .reader import Loader
 
 __all__ = [
-    "HANDLERS",
     "VIEW_FIELDS",
+    "answer_read",
+    "check_list_request",
     "check_read_request",
-    "check_request",
     "handle_list",
     "handle_read",
     "query_of",
     "view_of",
 ]
-
-
-def _type_ok(kind: str, value: Any) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_request(request: Any, spec: tuple[Field, ...]) -> dict[str, Any]:
-    """Validate a request map against ``spec``; None values count as absent.
-
-    Raises:
-        UsageError: not a map, an unknown field, a missing field, a value
-            of the wrong JSON type, or a file name no file can have.
-    """
-    if not isinstance(request, dict):
-        raise UsageError("the request must be a JSON object")
-    names = [f.name for f in spec]
-    unknown = sorted(set(request) - set(names), key=str)
-    if unknown:
-        raise UsageError(f"unknown request field(s): {', '.join(map(str, unknown))} (known: {', '.join(names)})")
-    clean: dict[str, Any] = {}
-    for field in spec:
-        value = request.get(field.name)
-        if value is None:
-            if field.required:
-                raise UsageError(f"the request needs {field.name}")
-            continue
-        if not _type_ok(field.type, value):
-            raise UsageError(f"{field.name} must be a JSON {field.type}, got {type(value).__name__}")
-        if field.path:
-            check_file_name(value, field.name)
-        clean[field.name] = value
-    return clean
 
 
 def check_read_request(request: Any) -> dict[str, Any]:
@@ -114,7 +77,11 @@ def handle_read(request: Any, *, binary: bool = False, load: Loader | None = Non
     Raises:
         UsageError, and every error of :func:`jcli_sidecar.read.reader.read_output`.
     """
-    args = check_read_request(request)
+    return answer_read(check_read_request(request), binary=binary, load=load)
+
+
+def answer_read(args: dict[str, Any], *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
+    """:func:`handle_read` of a request already checked against :data:`READ_SPEC` (the sidecar checks each one as it arrives)."""
     return read_output(args["file_path"], args["cell_index"], args.get("output_index"), query_of(args, binary=binary), load=load)
 
 
@@ -124,16 +91,15 @@ def handle_list(request: Any, *, binary: bool = False, load: Loader | None = Non
     Raises:
         UsageError: the request names an output.
     """
+    return answer_read(check_list_request(request), binary=binary, load=load)
+
+
+def check_list_request(request: Any) -> dict[str, Any]:
+    """:func:`check_read_request` for a catalog: a read request without ``output_index``.
+
+    Raises:
+        UsageError: the request names an output, or as :func:`check_read_request`.
+    """
     if isinstance(request, dict) and request.get("output_index") is not None:
         raise UsageError("listing a cell takes no output_index; read one output with notebook.read")
-    return handle_read(request, binary=binary, load=load)
-
-
-def _handle_grep(request: Any, *, binary: bool = False, load: Loader | None = None) -> dict[str, Any]:
-    from .nbgrep import handle_grep  # only a grep pays for its imports
-
-    return handle_grep(request, binary=binary, load=load)
-
-
-#: The read ops every transport offers, by name.
-HANDLERS = {"notebook.grep": _handle_grep, "notebook.list": handle_list, "notebook.read": handle_read}
+    return check_read_request(request)

@@ -234,7 +234,7 @@ class NotebookCache:
         """The key of the regular file at ``path`` now (open, fstat, close), or None."""
         try:
             return _key(stat_regular(path))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # gone, or not a regular file: None (documented)
             return None
 
     def is_fresh(self, path: str) -> bool:

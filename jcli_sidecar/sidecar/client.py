@@ -23,6 +23,7 @@ from ..base.framing import pack_frame, read_frame
 from ..base.os_errors import os_error
 from ..base.protocol import PROTOCOL_VERSION
 from .liveness import clear_unresponsive, hello_seconds, mark_unresponsive, why_not_ask
+from .op_table import SHUTDOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
     from ..base.runtime import SidecarPaths
 
-__all__ = ["CONNECT_TIMEOUT", "FALLBACK_CODES", "REQUEST_TIMEOUT", "call", "greeted", "request_shutdown"]
+__all__ = ["CONNECT_TIMEOUT", "FALLBACK_CODES", "REQUEST_TIMEOUT", "call", "error_of", "greeted", "request_shutdown", "transport_failed"]
 
 CONNECT_TIMEOUT = 2.0
 #: A sidecar that answers nothing for this long is treated as dead.
@@ -86,16 +87,33 @@ def _await_hello(sock: socket.socket, paths: SidecarPaths) -> None:
         )
 
 
-def _result(reply: dict[str, Any]) -> Any:
-    if reply.get("ok") is True:
-        return reply.get("result")
-    error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+def error_of(error: Any, **extra: Any) -> JcliError:
+    """The coded error an error map ``{code, message, ...details}`` from the sidecar stands for, with ``extra`` details.
+
+    A map that is not one (no text code or message) stands for a ``PROTOCOL_ERROR``.
+
+    Example:
+        >>> err = error_of({"code": "CELL_NOT_FOUND", "message": "no cell 9", "cell_index": 9}, executed=False)
+        >>> err.code, err.details
+        ('CELL_NOT_FOUND', {'cell_index': 9, 'executed': False})
+    """
+    error = error if isinstance(error, dict) else {}
     code = error.get("code") if isinstance(error.get("code"), str) else "PROTOCOL_ERROR"
     message = error.get("message") if isinstance(error.get("message"), str) else "no message"
     details = {k: v for k, v in error.items() if k not in ("code", "message") and isinstance(k, str)}
-    if code in FALLBACK_CODES:
-        raise SidecarUnavailable(f"sidecar: {code}: {message}")
-    raise error_from_code(code, message, **details)
+    return error_from_code(code, message, **{**details, **extra})
+
+
+def transport_failed(err: JcliError) -> SidecarUnavailable | None:
+    """The :class:`SidecarUnavailable` a sidecar's answer ``err`` stands for when its code says the transport failed (:data:`FALLBACK_CODES`), else None."""
+    return SidecarUnavailable(f"sidecar: {err.code}: {err.message}") if err.code in FALLBACK_CODES else None
+
+
+def _result(reply: dict[str, Any]) -> Any:
+    if reply.get("ok") is True:
+        return reply.get("result")
+    err = error_of(reply.get("error"))
+    raise transport_failed(err) or err
 
 
 def call(paths: SidecarPaths, op: str, args: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> Any:
@@ -194,16 +212,16 @@ def _ask_to_exit(sock: socket.socket) -> None:
     """
     try:
         sock.settimeout(CONNECT_TIMEOUT)
-        sock.sendall(pack_frame({"id": 2, "op": "shutdown", "args": {}}))
+        sock.sendall(pack_frame({"id": 2, "op": SHUTDOWN.name, "args": {}}))
         while read_frame(sock).get("id") != 2:
             pass
-    except (JcliError, OSError):
+    except (JcliError, OSError):  # best effort and bounded (above): the call falls back all the same
         pass
 
 
 def request_shutdown(paths: SidecarPaths, timeout: float = CONNECT_TIMEOUT) -> bool:
     """Ask the sidecar to stop; True when it acknowledged."""
     try:
-        return bool(call(paths, "shutdown", {}, timeout=timeout))
+        return bool(call(paths, SHUTDOWN.name, {}, timeout=timeout))
     except JcliError:
         return False

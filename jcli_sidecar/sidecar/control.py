@@ -33,10 +33,11 @@ def sidecar_status(paths: SidecarPaths) -> dict:
     """What is known about the workspace's sidecar, live or not."""
     from ..base.errors import JcliError
     from .client import call
+    from .op_table import STATS
 
     out: dict = {"workspace": paths.workspace, "socket": paths.socket, "instance": paths.hash}
     try:
-        stats = call(paths, "stats", {}, timeout=5.0)
+        stats = call(paths, STATS.name, {}, timeout=5.0)
     except JcliError as exc:
         out["running"] = False
         out["reason"] = exc.message
@@ -151,5 +152,5 @@ def _log_tail(paths: SidecarPaths, lines: int = 5) -> str:
     try:
         with open(paths.log, encoding="utf-8", errors="replace") as fh:
             return " | ".join(fh.read().splitlines()[-lines:]) or "(empty log)"
-    except OSError:
+    except OSError:  # the log is only quoted in a message
         return "(no log)"

@@ -59,7 +59,7 @@ def _release_spawn_lock() -> None:
     if raw and raw.isdigit():
         try:
             os.close(int(raw))
-        except OSError:
+        except OSError:  # already closed: the lock is released either way
             pass
 
 
@@ -162,5 +162,5 @@ def _unlink_if(path: str, test) -> None:
     try:
         if test(os.stat(path)):
             os.unlink(path)
-    except OSError:
+    except OSError:  # already gone, or not ours to look at: nothing to remove
         pass

@@ -25,12 +25,13 @@ import select
 import socket
 import time
 
-from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable, error_from_code
+from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable
 from ..base.framing import pack_frame, read_frame
 from ..base.os_errors import os_error
 from ..base.stall import stall_point
 from ..kernel.stop_switch import IDLE_AFTER_INTERRUPT
-from .client import FALLBACK_CODES, greeted
+from .client import error_of, greeted, transport_failed
+from .op_table import KERNEL_EXEC, KERNEL_STOP
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def exec_through(
         run_id = os.urandom(8).hex()
         try:
             sock.settimeout(None)
-            sock.sendall(pack_frame({"id": _RUN, "op": "kernel.exec", "args": {**request, "run_id": run_id}}))
+            sock.sendall(pack_frame({"id": _RUN, "op": KERNEL_EXEC.name, "args": {**request, "run_id": run_id}}))
         except OSError as exc:
             raise os_error(exc, "sidecar-connect") from None
         return _Follow(sock, run_id, result, on_output, stop).run()
@@ -121,7 +122,7 @@ class _Follow:
         self.stop.drain()
         new, self.seen = self.stop.count - self.seen, self.stop.count
         for _ in range(new):
-            frame = pack_frame({"id": self.next_id, "op": "kernel.stop", "args": {"run_id": self.run_id, "signal": self.stop.signum}})
+            frame = pack_frame({"id": self.next_id, "op": KERNEL_STOP.name, "args": {"run_id": self.run_id, "signal": self.stop.signum}})
             self.next_id += 1
             try:
                 self.sock.sendall(frame)
@@ -149,17 +150,10 @@ class _Follow:
             return None  # an event of a newer sidecar: nothing to do with it
         if frame.get("ok") is True:
             return self._finished(frame.get("result"))
-        error = frame.get("error") if isinstance(frame.get("error"), dict) else {}
-        code = error.get("code") if isinstance(error.get("code"), str) else "PROTOCOL_ERROR"
-        message = error.get("message") if isinstance(error.get("message"), str) else "no message"
-        details = {k: v for k, v in error.items() if k not in ("code", "message") and isinstance(k, str)}
+        err = error_of(frame.get("error"), executed=self.session is not None)
         if self.session is None:
-            if code in FALLBACK_CODES:
-                raise SidecarUnavailable(f"sidecar: {code}: {message}")
-            details["executed"] = False
-            raise error_from_code(code, message, **details)
-        details["executed"] = True
-        return self.session, error_from_code(code, message, **details)
+            raise transport_failed(err) or err
+        return self.session, err
 
     def _finished(self, answer: Any) -> tuple[dict[str, Any], JcliError | None]:
         if not isinstance(answer, dict) or not isinstance(answer.get("session"), dict):
@@ -172,11 +166,7 @@ class _Follow:
         result.notes[:] = list(answer.get("notes") or [])
         result.dropped = answer.get("dropped")
         failure = answer.get("failure")
-        if isinstance(failure, dict):
-            details = {k: v for k, v in failure.items() if k not in ("code", "message") and isinstance(k, str)}
-            details["executed"] = True
-            return answer["session"], error_from_code(str(failure.get("code")), str(failure.get("message")), **details)
-        return answer["session"], None
+        return answer["session"], error_of(failure, executed=True) if isinstance(failure, dict) else None
 
     def _lost(self, exc: JcliError) -> tuple[dict[str, Any], JcliError | None]:
         if self.session is None:

@@ -26,7 +26,6 @@ import time
 
 from ..base.errors import JcliError, ProtocolError, internal_error
 from ..kernel.stop_switch import StopSwitch
-from .held_kernels import proxy_variables
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -112,7 +111,7 @@ class HeldJobs:
             return len(self._jobs)
 
     def start(self, args: dict[str, Any], workspace: str | None) -> dict[str, Any]:
-        """Start the job ``args`` asks for; returns ``{job_id, status, session, kind, file, cells, queued_behind}`` at once.
+        """Start the job ``args`` (checked against ``JOB_SPEC`` by the server) asks for; returns ``{job_id, status, session, kind, file, cells, queued_behind}`` at once.
 
         Raises:
             JcliError: nothing was started (``SESSION_NOT_FOUND``, ``KERNEL_BUSY``, a record that cannot be written...).
@@ -120,16 +119,12 @@ class HeldJobs:
         from ..kernel.session_lookup import find_session
         from ..runs.jobs import JobRecord, new_job_id
 
-        cwd, kind = args.get("cwd"), args.get("kind")
-        if not isinstance(cwd, str) or os.path.realpath(cwd) != workspace:
+        cwd, kind, key = args["cwd"], args["kind"], args["session"]
+        if os.path.realpath(cwd) != workspace:
             raise ProtocolError("job.start is only for this sidecar's workspace")
-        if kind not in ("inline", "notebook"):
-            raise ProtocolError("job.start needs kind: inline or notebook")
-        server_args = args.get("server") if isinstance(args.get("server"), dict) else {}
-        url, token, key = server_args.get("url"), server_args.get("token"), args.get("session")
-        if not isinstance(url, str) or not isinstance(token, str) or not isinstance(key, str):
-            raise ProtocolError("job.start needs server {url, token} and session")
-        server = self.kernels.server(url, token, proxy_variables(server_args))
+        if kind not in ("inline", "notebook") or (kind == "inline") != ("code" in args) or (kind == "notebook") != ("file" in args):
+            raise ProtocolError("job.start needs kind: inline with code, or notebook with file")
+        server = self.kernels.server_of(args["server"])
         session = find_session(server, key)
         job_id = new_job_id()
         queue = bool(args.get("queue"))
@@ -238,7 +233,7 @@ class HeldJobs:
 
         try:
             clean_jobs(args["cwd"], Policy.from_wire(args.get("policy")))
-        except (JcliError, OSError):
+        except (JcliError, OSError):  # best effort (above): the next publish or clean applies the policy again
             pass
 
     def _inline(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:

@@ -81,6 +81,14 @@ class HeldKernels:
                 found = self._servers.setdefault(key, found)
         return found
 
+    def server_of(self, server_args: dict[str, Any]) -> JupyterServer:
+        """:meth:`server` of a request's checked ``server`` map ``{url, token, proxy_env?}``.
+
+        Raises:
+            ProtocolError: ``proxy_env`` is not a map of text to text.
+        """
+        return self.server(server_args["url"], server_args["token"], proxy_variables(server_args))
+
     def take(self, server: JupyterServer, kernel_id: str) -> KernelConnection:
         """A connection to ``kernel_id`` for one run: a held one that is still good, else a new one."""
         key = (server.key, kernel_id)
@@ -229,15 +237,6 @@ class HeldKernels:
         return {"held": self.held(), "opened": self.opened, "reused": self.reused, "running": running}
 
 
-def _text(args: dict[str, Any], name: str, *, optional: bool = False) -> Any:
-    value = args.get(name)
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise ProtocolError(f"kernel.exec needs {name} as a string")
-    return value
-
-
 def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run one ``kernel.exec`` request; ``send`` delivers each event to the client before this goes on.
 
@@ -246,8 +245,8 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     output changes become events.
 
     Args:
-        args: ``{run_id, server: {url, token}, session, code, timeout,
-            display_mode}`` (see docs/sidecar.md).
+        args: ``{run_id, server: {url, token, proxy_env?}, session, code, timeout?,
+            display_mode?}``, checked against its spec (``EXEC_SPEC``) by the server.
         send: delivers one event map (``sending``, ``output``) to the client.
 
     Returns:
@@ -261,16 +260,9 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     from ..kernel.exec_timeout import check_timeout
     from ..kernel.inline_run import run_inline
 
-    run_id, code, key = _text(args, "run_id"), _text(args, "code"), _text(args, "session")
-    mode = _text(args, "display_mode", optional=True)
-    server_args = args.get("server")
-    if not isinstance(server_args, dict):
-        raise ProtocolError("kernel.exec needs server: {url, token}")
-    timeout = args.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
-        raise ProtocolError("kernel.exec: timeout must be a number or nil")
-    timeout = check_timeout(timeout)
-    server = kernels.server(_text(server_args, "url"), _text(server_args, "token"), proxy_variables(server_args))
+    run_id, code, key, mode = args["run_id"], args["code"], args["session"], args.get("display_mode")
+    timeout = check_timeout(args.get("timeout"))
+    server = kernels.server_of(args["server"])
     stop = StopSwitch()
     stop.defer()  # a client's signal is recorded from the start; execute() checks it before sending
     kernels.register(run_id, stop)

@@ -54,7 +54,7 @@ def read_unresponsive(paths: SidecarPaths) -> dict[str, Any] | None:
     try:
         with open(paths.unresponsive, "rb") as fh:
             record = json.loads(fh.read(4096))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing or unreadable: no record
         return None
     return record if isinstance(record, dict) else None
 
@@ -125,7 +125,7 @@ def clear_unresponsive(paths: SidecarPaths) -> None:
     """Forget the record (the sidecar answered, or it is gone)."""
     try:
         os.unlink(paths.unresponsive)
-    except OSError:
+    except OSError:  # already gone: nothing to forget
         pass
 
 
@@ -139,8 +139,8 @@ def _write(paths: SidecarPaths, record: dict[str, Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(record, fh)
         os.replace(tmp, paths.unresponsive)
-    except OSError:
+    except OSError:  # the record is advice only: not written, and the temp file removed
         try:
             os.unlink(tmp)
-        except OSError:
+        except OSError:  # never created: nothing to remove
             pass

@@ -42,7 +42,7 @@ def _glibc():
 
             libc = ctypes.CDLL(None)
             _libc = libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else False
-        except (ImportError, OSError):
+        except (ImportError, OSError):  # no C library to trim with: memory is simply not trimmed
             _libc = False
     return _libc or None
 
@@ -66,7 +66,7 @@ def rss_bytes() -> int | None:
             for line in fh:
                 if line.startswith(b"VmRSS:"):
                     return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError):  # no /proc, or it reads oddly: None (documented)
         return None
     return None
 

@@ -1,12 +1,15 @@
-"""The sidecar's operations: one handler each, registered with :func:`op`.
+"""The sidecar's operations: one handler each, registered with :func:`op` under its declaration.
 
-A handler is a plain function ``handler(sidecar, args) -> result``. Slow
-ones (file reads, parsing) are marked ``blocking`` and run off the event
-loop. A ``streaming`` one (``kernel.exec``) is called as
-``handler(sidecar, args, send)`` on a thread of its own, with no deadline
-(a run lasts as long as its own timeout allows); ``send(event)`` delivers
-an event frame to the client, waiting until it is written. The handshake (``hello``) belongs to the connection and lives in the
-server; everything else is here, so a new op is one handler plus its test.
+Each op is declared once in :mod:`.op_table` (its name, request spec, core
+function, whether it blocks or streams, and what happens without a
+sidecar); here is what the sidecar does for it. A handler is a plain
+function ``handler(sidecar, args) -> result``, given a request the server
+has already checked against the op's spec. Blocking ones (file reads,
+parsing) run off the event loop. A streaming one (``kernel.exec``) is
+called as ``handler(sidecar, args, send)`` on a thread of its own, with no
+deadline (a run lasts as long as its own timeout allows); ``send(event)``
+delivers an event frame to the client, waiting until it is written. The
+handshake (``hello``) belongs to the connection and lives in the server.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import signal
 
 from ..base.errors import ProtocolError
 from ..base.os_errors import os_error
-from ..read.requests import handle_list, handle_read
+from ..read.requests import answer_read, check_list_request
+from . import op_table
+from .op_table import OPS as DECLARED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
 
     from .held_jobs import HeldJobs
     from .held_kernels import HeldKernels
+    from .op_table import Op
 
     class Sidecar(Protocol):
         """What a handler may use of the running sidecar (``server.Sidecar``).
@@ -43,65 +49,53 @@ if TYPE_CHECKING:
         def request_stop(self, reason: str) -> None: ...
         def stall(self, point: str) -> None: ...
 
-    Handler = Callable[[Sidecar, dict[str, Any]], Any]
+    Handler = Callable[..., Any]
 
-__all__ = ["OPS", "STREAMING_OPS", "op", "streaming_op"]
+__all__ = ["HANDLERS", "op"]
 
-#: op name -> (handler, blocking)
-OPS: dict[str, tuple[Handler, bool]] = {}
-#: Streaming ops: op name -> handler(sidecar, args, send)
-STREAMING_OPS: dict[str, Callable[..., Any]] = {}
+#: op name -> handler: ``handler(sidecar, args)``, or ``handler(sidecar, args, send)`` for a streaming op.
+HANDLERS: dict[str, Handler] = {}
 
 
-def op(name: str, *, blocking: bool = False) -> Callable[[Handler], Handler]:
-    """Register ``handler`` as the sidecar op ``name``."""
+def op(declared: Op) -> Callable[[Handler], Handler]:
+    """Register ``handler`` as what the sidecar does for the declared op."""
 
     def register(handler: Handler) -> Handler:
-        if name in OPS or name in STREAMING_OPS:
-            raise ValueError(f"op {name!r} is registered twice")
-        OPS[name] = (handler, blocking)
+        if DECLARED.get(declared.name) is not declared:
+            raise ValueError(f"op {declared.name!r} is not declared in op_table")
+        if declared.name in HANDLERS:
+            raise ValueError(f"op {declared.name!r} is registered twice")
+        HANDLERS[declared.name] = handler
         return handler
 
     return register
 
 
-def streaming_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``handler(sidecar, args, send)`` as the streaming op ``name``."""
-
-    def register(handler: Callable[..., Any]) -> Callable[..., Any]:
-        if name in OPS or name in STREAMING_OPS:
-            raise ValueError(f"op {name!r} is registered twice")
-        STREAMING_OPS[name] = handler
-        return handler
-
-    return register
-
-
-@op("ping")
+@op(op_table.PING)
 def ping(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Liveness: ``{"pong": true}``."""
     return {"pong": True}
 
 
-@op("stats")
+@op(op_table.STATS)
 def stats(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """pid, uptime, requests served, connections, and the cache counters."""
     return sidecar.stats()
 
 
-@op("notebook.list", blocking=True)
+@op(op_table.NOTEBOOK_LIST)
 def notebook_list(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """The catalog of one cell (a read request without ``output_index``)."""
-    return handle_list(args, binary=True, load=sidecar.load)
+    return answer_read(check_list_request(args), binary=True, load=sidecar.load)
 
 
-@op("notebook.read", blocking=True)
+@op(op_table.NOTEBOOK_READ)
 def notebook_read(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """One output (or the catalog), with image bytes as msgpack ``bin``."""
-    return handle_read(args, binary=True, load=sidecar.load)
+    return answer_read(args, binary=True, load=sidecar.load)
 
 
-@op("notebook.grep", blocking=True)
+@op(op_table.NOTEBOOK_GREP)
 def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Lines of notebook sources and text outputs that match, through the cached offset indexes.
 
@@ -122,7 +116,7 @@ def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
         return {"grep_budget": True}
 
 
-@op("notebook.adopt", blocking=True)
+@op(op_table.NOTEBOOK_ADOPT)
 def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """A j-cli writer's offset index of a notebook it has just written: ``{adopted}``.
 
@@ -135,8 +129,8 @@ def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     from ..base.readfile import stat_regular
     from ..ipynb.nbindex import adopt, index_from_wire, stat_key
 
-    path = args.get("file_path")
-    if not isinstance(path, str) or not os.path.isabs(path):
+    path = args["file_path"]
+    if not os.path.isabs(path):
         raise ProtocolError("notebook.adopt needs an absolute file_path")
     try:
         index = index_from_wire(args.get("index"))
@@ -145,7 +139,7 @@ def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     real = os.path.realpath(path)
     try:
         current = stat_key(stat_regular(real))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # gone, or not a regular file: not adopted, the next read builds its own index
         return {"adopted": False}
     if current != index.key:
         return {"adopted": False}
@@ -154,7 +148,7 @@ def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     return {"adopted": True}
 
 
-@op("run.publish", blocking=True)
+@op(op_table.RUN_PUBLISH)
 def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Publish a run the client staged: rename it into place under the outputs lock,
     then apply the retention policy the client sent.
@@ -166,10 +160,8 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     from ..runs.retention import Policy
     from ..runs.store import publish_run
 
-    cwd, run_id = args.get("cwd"), args.get("run_id")
+    cwd, run_id = args["cwd"], args["run_id"]
     policy = Policy.from_wire(args.get("policy"))  # the client's, never this process's environment
-    if not isinstance(cwd, str) or not isinstance(run_id, str):
-        raise ProtocolError("run.publish needs cwd and run_id")
     if os.path.realpath(cwd) != sidecar.workspace:
         raise ProtocolError("run.publish is only for this sidecar's workspace")
     sidecar.stall("run.publish:before-rename")
@@ -181,7 +173,7 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-@streaming_op("kernel.exec")
+@op(op_table.KERNEL_EXEC)
 def kernel_exec(sidecar: Sidecar, args: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Run code in a session's kernel over a held connection; outputs stream back as events."""
     from .held_kernels import run_streamed
@@ -189,16 +181,16 @@ def kernel_exec(sidecar: Sidecar, args: dict[str, Any], send: Callable[[dict[str
     return run_streamed(sidecar.kernels, args, send)
 
 
-@op("kernel.stop")
+@op(op_table.KERNEL_STOP)
 def kernel_stop(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """A client's SIGINT or SIGTERM for its run ``{run_id, signal}``: ``{stopped}`` (false: no such run)."""
-    run_id, signum = args.get("run_id"), args.get("signal")
-    if not isinstance(run_id, str) or signum not in (signal.SIGINT, signal.SIGTERM):
+    run_id, signum = args["run_id"], args["signal"]
+    if signum not in (signal.SIGINT, signal.SIGTERM):
         raise ProtocolError("kernel.stop needs run_id and signal (SIGINT or SIGTERM, as a number)")
     return {"stopped": sidecar.kernels.stop_run(run_id, signum)}
 
 
-@op("job.start", blocking=True)
+@op(op_table.JOB_START)
 def job_start(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Start a background job (``exec --background``): ``{job_id, status, session, kind, file, cells}`` at once.
 
@@ -208,17 +200,19 @@ def job_start(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     return sidecar.jobs.start(args, sidecar.workspace)
 
 
-@op("job.cancel")
+@op(op_table.JOB_CANCEL)
 def job_cancel(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Interrupt a job this sidecar holds: ``{job_id, cancelling}`` (false: it holds no such job)."""
-    job_id = args.get("job_id")
-    if not isinstance(job_id, str):
-        raise ProtocolError("job.cancel needs job_id")
-    return sidecar.jobs.cancel(job_id)
+    return sidecar.jobs.cancel(args["job_id"])
 
 
-@op("shutdown")
+@op(op_table.SHUTDOWN)
 def shutdown(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     """Stop after answering; in-flight requests are abandoned."""
     sidecar.request_stop("shutdown requested")
     return {"stopping": True}
+
+
+_missing = sorted(set(DECLARED) - set(HANDLERS))
+if _missing:
+    raise ValueError(f"declared op(s) without a handler: {', '.join(_missing)}")

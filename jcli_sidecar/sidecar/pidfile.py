@@ -45,7 +45,7 @@ def read_pid_record(paths: SidecarPaths) -> dict | None:
     try:
         with open(paths.pid, encoding="utf-8") as fh:
             record = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing or unreadable: None (documented)
         return None
     return record if isinstance(record, dict) else None
 
@@ -67,10 +67,10 @@ def unlink_pid_file_if_ours(path: str) -> None:
     try:
         with open(path, encoding="utf-8") as fh:
             record = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing or unreadable: not provably ours, so left alone
         return
     if isinstance(record, dict) and record.get("pid") == os.getpid():
         try:
             os.unlink(path)
-        except OSError:
+        except OSError:  # already gone
             pass

@@ -3,7 +3,8 @@
 :class:`Sidecar` accepts connections on a listening socket it is handed and
 answers them until ``shutdown``, SIGTERM/SIGINT, or the idle timeout. Each
 connection is checked with ``SO_PEERCRED`` (same uid only), must start
-with ``hello``, and then runs its requests concurrently, each through its
+with ``hello``, and then runs its requests concurrently, each checked against its
+op's declaration (:mod:`jcli_sidecar.sidecar.op_table`) and run by its
 handler in :mod:`jcli_sidecar.sidecar.ops`. Bad frames get a coded error or a closed
 connection; they never stop the server.
 
@@ -41,7 +42,8 @@ from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_fro
 from .held_jobs import HeldJobs
 from .held_kernels import HeldKernels
 from .memory import Trimmer
-from .ops import OPS, STREAMING_OPS
+from .op_table import OPS
+from .ops import HANDLERS
 from .pidfile import write_pid_file
 
 TYPE_CHECKING = False
@@ -329,18 +331,19 @@ class Sidecar:
         self.inflight += 1
         self.last_active = time.monotonic()
         try:
-            entry = OPS.get(name) if isinstance(name, str) else None
-            streaming = STREAMING_OPS.get(name) if isinstance(name, str) else None
-            if entry is None and streaming is None:
+            declared = OPS.get(name) if isinstance(name, str) else None
+            if declared is None:
                 raise ProtocolError(f"unknown op {name!r}")
             if not isinstance(args, dict):
                 raise ProtocolError("args must be a map")
-            if streaming is not None:
-                result = await self._on_thread(streaming, name, args, writer, lock, rid)
-            elif entry[1] and not self._answers_from_memory(args):
-                result = await self._on_worker(entry[0], name, args)
+            args = declared.check(args)  # every request, against its op's spec, here and only here
+            handler = HANDLERS[name]
+            if declared.streaming:
+                result = await self._on_thread(handler, name, args, writer, lock, rid)
+            elif declared.blocking and not self._answers_from_memory(args):
+                result = await self._on_worker(handler, name, args)
             else:
-                result = entry[0](self, args)
+                result = handler(self, args)
             frame = pack_frame({"id": rid, "ok": True, "result": result})
         except JcliError as exc:
             frame = _error_frame(rid, exc)
@@ -377,7 +380,7 @@ class Sidecar:
             return False
         try:
             return self.cache.is_fresh(os.path.realpath(path))
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # gone, or not a regular file: not fresh, and the worker thread reports it
             return False
 
     async def _on_worker(self, handler, name: str, args: dict[str, Any]) -> Any:
@@ -493,7 +496,11 @@ async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fr
         if writer.can_write_eof():
             writer.write_eof()
         await asyncio.wait_for(reader.read(MAX_REQUEST_FRAME), timeout=5)
-    except (TimeoutError, OSError, asyncio.IncompleteReadError):
+    except (
+        TimeoutError,
+        OSError,
+        asyncio.IncompleteReadError,
+    ):  # the client is gone: the frame cannot reach it, and the connection closes below
         pass
     await _close(writer)
 
@@ -502,5 +509,5 @@ async def _close(writer: asyncio.StreamWriter) -> None:
     writer.close()
     try:
         await writer.wait_closed()
-    except (ConnectionError, OSError):
+    except (ConnectionError, OSError):  # the connection is already down
         pass

@@ -33,7 +33,7 @@ def is_listening(path: str) -> bool:
     try:
         sock.connect(path)
         return True
-    except OSError:
+    except OSError:  # nothing accepts there: False
         return False
     finally:
         sock.close()

@@ -31,7 +31,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 
 from . import files, hook_entries, jsontext
 from .command import is_mcp_server_argv, mcp_server_argv, mcp_user_args
-from .host_commands import ALL_PARTS
+from .hosts import ALL_PARTS
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -39,7 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["claude_paths", "entry_edits", "installed_entry", "settings_path", "setup_claude"]
+__all__ = ["claude_paths", "entry_edits", "installed_entry", "settings_path", "setup_claude", "status_claude"]
 
 NAME = "jcli"
 #: The MCP server name upstream j-cli 0.9.7 registered.
@@ -333,3 +333,19 @@ def setup_claude(
         result["replaced_user_edits"] = edits
     plan.apply()
     return result
+
+
+def status_claude(scope: str, project: str) -> dict[str, Any]:
+    """What setup installed for Claude Code in ``scope`` (a row of ``j-cli setup status``)."""
+    from .status import installed_guards, installed_skill
+
+    config, skills = claude_paths(scope, project)
+    ours = installed_entry(scope, project)
+    settings = settings_path(scope, project)
+    return {
+        "mcp": config if ours else None,
+        "hooks": installed_guards(settings),
+        "hooks_file": settings,
+        "skill": installed_skill(skills),
+        "command": [ours["command"]] if ours else None,
+    }

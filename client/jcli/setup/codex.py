@@ -22,7 +22,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 from . import files, hook_entries
 from .blocks import find_block, put_block, remove_block
 from .command import MCP_SERVER_ENV, mcp_server_argv, mcp_user_args
-from .host_commands import ALL_PARTS
+from .hosts import ALL_PARTS
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
 
@@ -37,6 +37,7 @@ __all__ = [
     "project_trusted",
     "server_table",
     "setup_codex",
+    "status_codex",
     "table_edits",
 ]
 
@@ -52,6 +53,11 @@ def codex_paths(scope: str, project: str) -> tuple[str, str]:
         return os.path.join(project, ".codex", "config.toml"), os.path.join(project, ".agents", "skills")
     home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
     return os.path.join(home, "config.toml"), os.path.join(os.path.expanduser("~"), ".agents", "skills")
+
+
+def _hooks_file(config: str) -> str:
+    """The ``hooks.json`` beside ``config``: where Codex reads the guard hooks."""
+    return os.path.join(os.path.dirname(config), "hooks.json")
 
 
 def server_table(scope: str, project: str) -> dict[str, Any]:
@@ -331,7 +337,7 @@ def setup_codex(
     """
     config, skills = codex_paths(scope, project)
     skills = skill_dir or skills
-    hooks_file = os.path.join(os.path.dirname(config), "hooks.json")
+    hooks_file = _hooks_file(config)
     plan = files.Plan()
     result: dict[str, Any] = {"host": "codex", "scope": scope, "parts": sorted(parts)}
     if "tool" in parts:
@@ -457,3 +463,20 @@ def _plan_server(
         new = _with_table(base, table, created, dirs, config)
     plan.write(cur, new)
     return table
+
+
+def status_codex(scope: str, project: str) -> dict[str, Any]:
+    """What setup installed for Codex in ``scope`` (a row of ``j-cli setup status``)."""
+    from .status import installed_guards, installed_skill
+
+    config, skills = codex_paths(scope, project)
+    table = installed_table(scope, project)
+    hooks_file = _hooks_file(config)
+    command = table.get("command") if isinstance(table, dict) else None
+    return {
+        "mcp": config if table else None,
+        "hooks": installed_guards(hooks_file),
+        "hooks_file": hooks_file,
+        "skill": installed_skill(skills),
+        "command": [command] if isinstance(command, str) else None,
+    }

@@ -29,7 +29,7 @@ from jcli_sidecar.base import ConfigConflict, ConfigInvalid
 from . import files
 from .blocks import find_block, put_block, remove_block
 from .command import jcli_command
-from .host_commands import ALL_PARTS
+from .hosts import ALL_PARTS
 from .plugin_file import plan_plugin
 from .skill import plan_skill
 from .upstream_skill import plan_replace_upstream_skill
@@ -38,7 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["ROW_ID", "dsh_paths", "plugin_row", "setup_dsh"]
+__all__ = ["ROW_ID", "dsh_paths", "plugin_row", "setup_dsh", "status_dsh"]
 
 ROW_ID = "j-cli"
 _PROJECT_PLUGIN = "./plugins/jcli.ts"  # relative to .dsh/, where cordis.yml is
@@ -341,3 +341,17 @@ def _split(rows: list) -> tuple[list, list]:
     """``(other rows, j-cli's rows)``, each in file order."""
     ours = [r for r in rows if _claims([r])]
     return [r for r in rows if not _claims([r])], ours
+
+
+def status_dsh(scope: str, project: str) -> dict[str, Any]:
+    """What setup installed for DSH in ``scope`` (a row of ``j-cli setup status``)."""
+    from .status import installed_plugin, installed_skill
+
+    config, plugin_path, skills = dsh_paths(scope, project)
+    plugin, command = installed_plugin(plugin_path)
+    return {
+        "row": config if find_block(files.read(config).text or "") else None,
+        "plugin": plugin,
+        "skill": installed_skill(skills),
+        "command": command[:1] if command else None,
+    }

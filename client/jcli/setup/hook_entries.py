@@ -58,12 +58,6 @@ __all__ = [
 #: The field upstream j-cli 0.9.7 marked its entries with.
 UPSTREAM_MARK = "_jcli_managed"
 
-#: Per host: the matcher of its shell tool, its edits before, its edits after.
-_MATCHERS = {
-    "claude": ("Bash", "NotebookEdit|Edit|Write|MultiEdit", "Edit|Write|MultiEdit"),
-    "codex": ("Bash", "apply_patch", "apply_patch"),
-}
-
 
 def _hook(name: str, host: str, scope: str) -> dict[str, Any]:
     command = shlex.join([*jcli_command(scope), "_hooks", name, "--platform", host])
@@ -71,22 +65,24 @@ def _hook(name: str, host: str, scope: str) -> dict[str, Any]:
 
 
 def groups(host: str, scope: str, dirs: int = 0) -> dict[str, list[dict[str, Any]]]:
-    """The matcher groups j-cli installs for ``host``, by event (see docs/guards.md).
+    """The matcher groups j-cli installs for ``host``, by event (see docs/guards.md), on its tools (``Host.tools``).
 
     ``dirs``: the directories setup created for the file, recorded in the
     first hook's mark (``"notebook-exec-guard [+1 dir]"``) so that removal
     deletes them too (JSON has no comments to hold it).
     """
-    shell, pre, post = _MATCHERS[host]
+    from .hosts import HOSTS
 
-    def group(matcher: str, names: list[str]) -> dict[str, Any]:
-        return {"matcher": matcher, "hooks": [_hook(name, host, scope) for name in names]}
+    tools, (before, after) = HOSTS[host].tools, HOSTS[host].events
+
+    def group(matcher: tuple[str, ...], names: list[str]) -> dict[str, Any]:
+        return {"matcher": "|".join(matcher), "hooks": [_hook(name, host, scope) for name in names]}
 
     found = {
-        "PreToolUse": [group(shell, guards_for("before", "shell")), group(pre, guards_for("before", "edit"))],
-        "PostToolUse": [group(post, guards_for("after", "edit"))],
+        before: [group(tools.shell, guards_for("before", "shell")), group(tools.edit, guards_for("before", "edit"))],
+        after: [group(tools.edit_after, guards_for("after", "edit"))],
     }
-    first = found["PreToolUse"][0]["hooks"][0]
+    first = found[before][0]["hooks"][0]
     first[MARK] += files.dirs_mark(dirs)
     return found
 

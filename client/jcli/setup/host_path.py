@@ -37,7 +37,7 @@ def this_jcli() -> str | None:
 def _version(argv: list[str]) -> str | None:
     try:
         proc = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError):  # that j-cli cannot run: no version, which setup reports
         return None
     words = proc.stdout.split()
     return words[-1] if proc.returncode == 0 and words else None

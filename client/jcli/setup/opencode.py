@@ -14,10 +14,10 @@ import os
 
 from . import files
 from .command import jcli_command
-from .host_commands import ALL_PARTS
+from .hosts import ALL_PARTS
 from .plugin_file import plan_plugin
 
-__all__ = ["opencode_plugin_path", "setup_opencode"]
+__all__ = ["opencode_plugin_path", "setup_opencode", "status_opencode"]
 
 
 def opencode_plugin_path(scope: str, project: str) -> str:
@@ -56,3 +56,11 @@ def setup_opencode(
             result["replaced_user_edits"] = edits
     plan.apply()
     return result
+
+
+def status_opencode(scope: str, project: str) -> dict:
+    """What setup installed for OpenCode in ``scope`` (a row of ``j-cli setup status``)."""
+    from .status import installed_plugin
+
+    plugin, command = installed_plugin(opencode_plugin_path(scope, project))
+    return {"plugin": plugin, "command": command[:1] if command else None}

@@ -3,7 +3,9 @@
 It reads the same files setup edits (never writes) and reports, for each
 scope of each host: the MCP entry, the guard hooks (by guard), the plugin
 file and the skill, the command they name, and whether the host will find
-this j-cli by that command (:mod:`jcli.setup.host_path`).
+this j-cli by that command (:mod:`jcli.setup.host_path`). Each host's
+module reads its own files (``status_<name>``, named by its
+:class:`~jcli.setup.hosts.Host`) with the readers here.
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from jcli_sidecar.base import JcliError
 
 from . import files, hook_entries
 from .hook_marks import guard_of
-from .host_commands import HOST_SETUPS
 from .host_path import finds, finds_warning
+from .hosts import HOSTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["setup_status", "status_text"]
+__all__ = ["installed_guards", "installed_plugin", "installed_skill", "setup_status", "status_text"]
 
 _COMMAND_LINE = re.compile(r"^const INSTALLED_COMMAND\b[^=\n]*= (.*) // set by j-cli setup$", re.M)
 
@@ -31,7 +33,8 @@ def _text(path: str) -> str | None:
     return files.read(path).text
 
 
-def _skill(skills: str) -> str | None:
+def installed_skill(skills: str) -> str | None:
+    """The j-cli skill file in the skills dir ``skills``, when setup wrote it there."""
     from .skill import MARKER
 
     path = os.path.join(skills, "j-cli", "SKILL.md")
@@ -39,7 +42,8 @@ def _skill(skills: str) -> str | None:
     return path if text is not None and MARKER in text else None
 
 
-def _hooks(path: str) -> list[str]:
+def installed_guards(path: str) -> list[str]:
+    """The guards the hooks file ``path`` runs as j-cli's hooks, sorted."""
     doc = hook_entries.load(_text(path), path)
     return sorted(
         {
@@ -53,7 +57,8 @@ def _hooks(path: str) -> list[str]:
     )
 
 
-def _plugin(path: str) -> tuple[str | None, list[str] | None]:
+def installed_plugin(path: str) -> tuple[str | None, list[str] | None]:
+    """``(path, the command it starts j-cli with)`` when j-cli's plugin is at ``path``, else ``(None, None)``."""
     import json
 
     from .plugin_file import MARKER
@@ -69,61 +74,6 @@ def _plugin(path: str) -> tuple[str | None, list[str] | None]:
     return path, command if isinstance(command, list) and all(isinstance(c, str) for c in command) else None
 
 
-def _claude(scope: str, project: str) -> dict[str, Any]:
-    from .claude import claude_paths, installed_entry, settings_path
-
-    config, skills = claude_paths(scope, project)
-    ours = installed_entry(scope, project)
-    settings = settings_path(scope, project)
-    return {
-        "mcp": config if ours else None,
-        "hooks": _hooks(settings),
-        "hooks_file": settings,
-        "skill": _skill(skills),
-        "command": [ours["command"]] if ours else None,
-    }
-
-
-def _codex(scope: str, project: str) -> dict[str, Any]:
-    from .codex import codex_paths, installed_table
-
-    config, skills = codex_paths(scope, project)
-    table = installed_table(scope, project)
-    hooks_file = os.path.join(os.path.dirname(config), "hooks.json")
-    command = table.get("command") if isinstance(table, dict) else None
-    return {
-        "mcp": config if table else None,
-        "hooks": _hooks(hooks_file),
-        "hooks_file": hooks_file,
-        "skill": _skill(skills),
-        "command": [command] if isinstance(command, str) else None,
-    }
-
-
-def _opencode(scope: str, project: str) -> dict[str, Any]:
-    from .opencode import opencode_plugin_path
-
-    plugin, command = _plugin(opencode_plugin_path(scope, project))
-    return {"plugin": plugin, "command": command[:1] if command else None}
-
-
-def _dsh(scope: str, project: str) -> dict[str, Any]:
-    from .blocks import find_block
-    from .dsh import dsh_paths
-
-    config, plugin_path, skills = dsh_paths(scope, project)
-    plugin, command = _plugin(plugin_path)
-    return {
-        "row": config if find_block(_text(config) or "") else None,
-        "plugin": plugin,
-        "skill": _skill(skills),
-        "command": command[:1] if command else None,
-    }
-
-
-_READERS = {"claude": _claude, "codex": _codex, "opencode": _opencode, "dsh": _dsh}
-
-
 def setup_status(project: str, path: str | None = None) -> dict[str, Any]:
     """Every host and scope: what is installed, the command it names, and whether the host finds this j-cli.
 
@@ -131,11 +81,11 @@ def setup_status(project: str, path: str | None = None) -> dict[str, Any]:
     """
     entries = []
     warnings = []
-    for name, host in HOST_SETUPS.items():
-        for scope, _ in host.scopes:
+    for name, host in HOSTS.items():
+        for scope in (s.name for s in host.scopes):
             row: dict[str, Any] = {"host": name, "scope": scope}
             try:
-                row.update(_READERS[name](scope, project))
+                row.update(host.status(scope, project))
             except JcliError as exc:
                 row["error"] = {"code": exc.code, "message": str(exc)}
                 entries.append(row)

@@ -20,13 +20,16 @@ __all__ = ["plan_replace_upstream_skill"]
 
 MANIFEST = ".j-cli-managed.json"
 _SOURCE = "jupyter-jcli:j-cli"
+#: The most read of the manifest or of a file it lists (upstream's are a few KiB).
+_MAX_BYTES = 1 << 20
 
 
 def _listed(folder: str) -> dict[str, str] | None:
+    from jcli_sidecar.base import read_regular
+
     try:
-        with open(os.path.join(folder, MANIFEST), "rb") as handle:
-            manifest = json.loads(handle.read(1 << 20))
-    except (OSError, ValueError):
+        manifest = json.loads(read_regular(os.path.join(folder, MANIFEST), _MAX_BYTES)[0])
+    except (OSError, ValueError):  # absent, not a regular file (a FIFO never blocks), too large, or garbled: not upstream's
         return None
     listed = manifest.get("files") if isinstance(manifest, dict) and manifest.get("source") == _SOURCE else None
     if not isinstance(listed, dict) or "SKILL.md" not in listed:
@@ -35,12 +38,13 @@ def _listed(folder: str) -> dict[str, str] | None:
 
 
 def _unchanged(path: str, digest: str) -> bool:
-    if os.path.islink(path) or not os.path.isfile(path):
+    from jcli_sidecar.base import read_regular
+
+    if os.path.islink(path):
         return False
     try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest() == digest
-    except OSError:
+        return hashlib.sha256(read_regular(path, _MAX_BYTES)[0]).hexdigest() == digest
+    except (OSError, ValueError):  # absent, not a regular file, or too large: not as upstream wrote it
         return False
 
 

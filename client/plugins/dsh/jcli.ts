@@ -634,11 +634,11 @@ export function waitNotebookJobTool<Spec>(shell: Shell<Spec>, config: Config = {
 
 /** How long one guard may take before the call goes through unguarded. */
 export const HOOK_TIMEOUT_MS = 30_000
+// ---- begin generated: guards (`make docs` writes it from jcli.setup.generated; edit the source)
+/** Which guards run before and after which DSH tools: its host table entry and j-cli's guard registry. */
 const SHELL_TOOLS: ReadonlySet<string> = new Set(['bash'])
 const EDIT_TOOLS: ReadonlySet<string> = new Set(['edit', 'write', 'apply_patch'])
 
-// Which guards run before and after which DSH tools: j-cli's guard registry
-// (jcli_sidecar/guards/registry.py) decides the names; a test holds these to it.
 function hooksBefore(tool: string): string[] {
   if (SHELL_TOOLS.has(tool)) return ['notebook-exec-guard', 'python-run-guard']
   if (EDIT_TOOLS.has(tool)) return ['notebook-edit-guard', 'pair-drift-guard-pre']
@@ -648,6 +648,7 @@ function hooksBefore(tool: string): string[] {
 function hooksAfter(tool: string): string[] {
   return EDIT_TOOLS.has(tool) ? ['pair-drift-guard-post'] : []
 }
+// ---- end generated: guards
 
 /** Run `j-cli _hooks NAME --platform dsh` with the call on stdin; null when it could not run or answer. */
 export async function runHook<Spec>(shell: Shell<Spec>, name: string, exec: ToolCall, command: readonly string[]): Promise<ShellResult | null> {

@@ -50,7 +50,7 @@
 // as `JcliPlugin.internals` for the unit tests.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { sidecarReader } from "../sidecar-client.mjs"; // inlined by j-cli setup
+import { SIDECAR_OFF_VALUES, sidecarReader } from "../sidecar-client.mjs"; // inlined by j-cli setup
 
 // How to start j-cli: plain `j-cli` from PATH in a project's shared copy, this
 // install's absolute interpreter in a user's own (JCLI_BIN wins over both).
@@ -218,8 +218,6 @@ function toToolResult(doc) {
   return { title: caption, output, metadata: { mime_type: sel.mime_type } };
 }
 
-/** What turns JCLI_TEXT_ONLY off, as j-cli reads its switches (any case). */
-const OFF_WORDS = new Set(["off", "0", "false", "no", "disabled"]);
 /** Sessions whose model this plugin remembers (the oldest is forgotten first). */
 const REMEMBERED_SESSIONS = 256;
 
@@ -251,7 +249,7 @@ function modelInputs(limit = REMEMBERED_SESSIONS) {
 /** JCLI_TEXT_ONLY: true (on), false (off), or null when unset or blank. */
 function textOnlySetting(env = process.env) {
   const raw = String(env.JCLI_TEXT_ONLY ?? "").trim().toLowerCase();
-  return raw === "" ? null : !OFF_WORDS.has(raw);
+  return raw === "" ? null : !SIDECAR_OFF_VALUES.has(raw); // what turns a switch off, as j-cli reads it
 }
 
 /** Whether a read in tool `context` asks j-cli for `text_only`: JCLI_TEXT_ONLY when set, else what OpenCode said of the model. */
@@ -264,7 +262,8 @@ function wantsTextOnly(models, context, env = process.env) {
 /** How long one guard may take before the call goes through unguarded. */
 const HOOK_TIMEOUT_MS = 30_000;
 
-/** Which guards run before and after which OpenCode tools (names from j-cli's guard registry, jcli_sidecar/guards/registry.py; a test holds these to it). */
+// ---- begin generated: guards (`make docs` writes it from jcli.setup.generated; edit the source)
+/** Which guards run before and after which OpenCode tools: its host table entry and j-cli's guard registry. */
 const SHELL_TOOLS = new Set(["bash"]);
 const EDIT_TOOLS = new Set(["edit", "write", "patch", "apply_patch", "multiedit"]);
 
@@ -277,6 +276,7 @@ function hooksBefore(toolName) {
 function hooksAfter(toolName) {
   return EDIT_TOOLS.has(toolName) ? ["pair-drift-guard-post"] : [];
 }
+// ---- end generated: guards
 
 /**
  * Run `j-cli _hooks NAME --platform opencode` with `payload` on stdin.
