@@ -67,6 +67,6 @@ def exit_if_threads_remain(session: Any) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # a closed or broken stream: the process exits all the same
             pass
     os._exit(0)

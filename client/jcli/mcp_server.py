@@ -136,7 +136,7 @@ def _log(text: str) -> None:
     try:
         sys.stderr.write(f"j-cli mcp: {text}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # stderr is gone: the log line is lost, never the call
         pass
 
 
