@@ -102,10 +102,10 @@ def test_the_cli_read_options_and_the_mcp_tools_come_from_the_request_spec():
         if field in spec:
             assert kinds[option.kind] == spec[field].type, field
     assert {f.name for f in READ_SPEC} - {"file_path"} <= set(options)  # every field has a flag (FILE is positional)
-    (_, _, read_schema), (_, _, run_schema) = tool_definitions()
+    (_, _, read_schema), (_, _, run_schema), *others = tool_definitions()
     assert read_schema["properties"].keys() == tool_schema(READ_SPEC)["properties"].keys()
     assert run_schema == tool_schema(RUN_SPEC)
-    for schema in (read_schema, run_schema):
+    for schema in (read_schema, run_schema, *(other for _, _, other in others)):
         assert all(isinstance(p["type"], str) for p in schema["properties"].values())  # one type each: portable
 
 

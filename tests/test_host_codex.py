@@ -46,7 +46,7 @@ from helpers import BIN, FIXTURES, run_cli
 from hostbins import host_env
 
 SERVER = "jcli"
-TOOLS = {"read_notebook_output", "read_run_output"}
+TOOLS = {"read_notebook_output", "read_run_output", "notebook_grep", "job_status", "job_wait"}
 
 
 def codex(bin_dir, home, *args, cwd=None):

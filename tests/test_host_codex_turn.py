@@ -52,6 +52,8 @@ DIRECT_MODEL = "gpt-5.5"
 #: A catalog model in code mode only: every tool is reached from the exec tool's JavaScript.
 CODE_MODEL = "gpt-6.2-sol"
 NAMESPACE = "mcp__jcli"
+READ_TOOLS = {"read_notebook_output", "read_run_output"}  # the tools that may answer an image
+TOOLS = READ_TOOLS | {"notebook_grep", "job_status", "job_wait"}
 TURN_TIMEOUT = 50
 
 PNG_READ = {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}
@@ -160,7 +162,7 @@ def test_a_direct_tool_read_gives_the_model_one_image_part_with_the_notebook_byt
     (listing,) = _tool_result(found)
     namespaces = json.loads(listing.text)
     assert [ns["name"] for ns in namespaces] == [NAMESPACE]
-    assert {t["name"] for t in namespaces[0]["tools"]} == {"read_notebook_output", "read_run_output"}
+    assert READ_TOOLS <= {t["name"] for t in namespaces[0]["tools"]} <= TOOLS  # what matches the search's query
     expected = notebook_png(codex.project / "kernel_v4.5.ipynb")
     image = _only_image(after, expected)
     result = _tool_result(after)
@@ -178,7 +180,7 @@ def test_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_i
         codex.exec()
     first, after = model.turn
     (namespace,) = [t for t in first.body["tools"] if t.get("type") == "namespace" and t["name"] == NAMESPACE]
-    assert {t["name"] for t in namespace["tools"]} == {"read_notebook_output", "read_run_output"}
+    assert {t["name"] for t in namespace["tools"]} == TOOLS
     _only_image(after, notebook_png(codex.project / "kernel_v4.5.ipynb"))
 
 
@@ -333,8 +335,8 @@ def test_e_in_code_mode_the_tool_description_tells_the_model_to_pass_the_image_t
         codex.exec()
     (_, described) = _tool_result(model.turn[-1])
     tools = {t["name"]: t["description"].split("\n\n")[0] for t in json.loads(described.text)}
-    assert set(tools) == {f"{NAMESPACE}__read_notebook_output", f"{NAMESPACE}__read_run_output"}
-    assert all(first.endswith(CODE_MODE_IMAGE) for first in tools.values()), tools
+    assert set(tools) == {f"{NAMESPACE}__{name}" for name in TOOLS}
+    assert all(tools[f"{NAMESPACE}__{name}"].endswith(CODE_MODE_IMAGE) for name in READ_TOOLS), tools
 
 
 def _text_only(codex: Codex) -> None:
@@ -353,7 +355,7 @@ def test_e_a_text_only_server_gives_the_model_no_image_and_says_what_the_image_i
         codex.exec()
     _, found, after = model.turn
     described = {t["name"]: t["description"] for t in json.loads(_tool_result(found)[0].text)[0]["tools"]}
-    assert all(d.endswith(TEXT_ONLY_IMAGE) for d in described.values()), described
+    assert all(described[name].endswith(TEXT_ONLY_IMAGE) for name in READ_TOOLS), described
     assert after.images() == []
     expected = notebook_png(codex.project / "kernel_v4.5.ipynb")
     assert base64_leaks(after, expected) == []

@@ -99,17 +99,19 @@ def read(bin_dir, tmp_path, root, file_name, cell_index, output_index=None, era=
     return inspector(bin_dir, tmp_path, root, *args, era=era)
 
 
-def test_the_inspector_lists_both_tools_with_their_required_arguments(host_bin, tmp_path, root):
+def test_the_inspector_lists_every_tool_with_its_required_arguments(host_bin, tmp_path, root):
     # --strict: exit 6 on any error-severity schema portability problem (warnings are allowed)
     code, out, err = inspector(host_bin, tmp_path, root, "--method", "tools/list", "--strict")
     assert code == 0, err
     tools = {t["name"]: t for t in out["result"]["tools"]}
-    assert set(tools) == {"read_notebook_output", "read_run_output"}
+    assert set(tools) == {"read_notebook_output", "read_run_output", "notebook_grep", "job_status", "job_wait"}
     schema = tools["read_notebook_output"]["inputSchema"]
     assert set(schema["required"]) == {"file_path", "cell_index"}
     assert schema["properties"]["file_path"]["type"] == "string"
     assert schema["properties"]["cell_index"]["type"] == "integer"
     assert tools["read_run_output"]["inputSchema"]["required"] == ["run"]
+    assert tools["notebook_grep"]["inputSchema"]["required"] == ["pattern"]
+    assert tools["job_wait"]["inputSchema"]["required"] == ["job_id"]
     assert all(t["annotations"]["readOnlyHint"] is True for t in tools.values())
 
 

@@ -389,6 +389,32 @@ def test_a_click_command_imports_its_own_module_and_no_other_commands(args, need
     assert modules & COMMAND_MODULES == needs
 
 
+#: The MCP SDK and what it brings: about 1.4 s of imports, paid by ``mcp serve`` alone.
+MCP_SDK = {"mcp", "mcp_types", "anyio", "pydantic", "starlette"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-j", "notebook", "grep", "stream", "."],
+        ["-j", "job", "list"],
+        ["-j", "exec", "-h"],
+        ["-j", "setup", "git"],
+        ["mcp", "serve", "--help"],
+    ],
+    ids=["grep", "job", "exec", "setup", "mcp-help"],
+)
+def test_only_mcp_serve_imports_the_mcp_sdk(args, fixture_dir):
+    modules = _imported_by(args, fixture_dir)
+    assert modules  # the listing is real
+    assert not {name.split(".")[0] for name in modules} & MCP_SDK
+
+
+def test_mcp_serve_imports_the_mcp_sdk(tmp_path):
+    modules = _imported_by(["mcp", "serve", "--root", str(tmp_path)], tmp_path)  # stdin is empty: it serves, then ends
+    assert {"mcp.server.lowlevel", "mcp.server.stdio", "jcli.mcp_server"} <= modules
+
+
 def test_help_still_lists_every_command_a_lazy_group_holds():
     listed = run_cli("--help").stdout.decode()
     for name in (

@@ -40,8 +40,9 @@ def tool(name, **arguments):
 
 def test_the_tools_are_listed_read_only(fixture_dir):
     tools = call(["--root", str(fixture_dir)], lambda s: s.list_tools()).tools
-    assert {t.name for t in tools} == {"read_notebook_output", "read_run_output"}
+    assert {t.name for t in tools} == {"read_notebook_output", "read_run_output", "notebook_grep", "job_status", "job_wait"}
     assert all(t.annotations.read_only_hint for t in tools)
+    assert all(t.annotations.destructive_hint is False and t.annotations.open_world_hint is False for t in tools)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "envelope" in c["expect"]], ids=lambda c: c["name"])

@@ -4,8 +4,9 @@ tests/test_mcp.py proves, with the MCP SDK's own client, that the server
 speaks MCP; here each frame is written by hand, so what no SDK client would
 send (bad JSON, batches, huge lines, unknown methods, a call abandoned
 mid-flight) is sent too. Every line the server writes must be strict UTF-8
-JSON. tools/list must answer byte for byte what the SDK-based server
-answered (captured from it before it was replaced: tests/fixtures/mcp/).
+JSON. tools/list must list the two read tools byte for byte as the fixtures
+hold them (tests/fixtures/mcp/, captured from an SDK-based server), the tools
+added since after them.
 """
 
 from __future__ import annotations
@@ -101,10 +102,17 @@ def assert_still_serving(server: Server) -> None:
 # -- tools/list, exactly as before ------------------------------------------------------
 
 
+def _listed_as_before(line: bytes, expected: bytes) -> None:
+    """The two read tools are listed byte for byte as the fixture has them, the tools added after them."""
+    cut = expected.rindex(b'"name":"read_run_output"}]') + len(b'"name":"read_run_output"}')
+    assert line.startswith(expected[:cut] + b',{"annotations":'), line[:200]
+    assert line.endswith(expected[cut:]), line[-300:]
+
+
 def test_tools_list_is_byte_identical_to_the_sdk_servers(server):
     server.initialize(protocolVersion="2025-11-25")
     server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    assert server.line() == (MCP_FIXTURES / "tools_list.jsonl").read_bytes()
+    _listed_as_before(server.line(), (MCP_FIXTURES / "tools_list.jsonl").read_bytes())
 
 
 def test_tools_list_in_the_2026_era_is_byte_identical_to_the_sdk_servers(server):
@@ -112,7 +120,7 @@ def test_tools_list_in_the_2026_era_is_byte_identical_to_the_sdk_servers(server)
     assert discovered["result"]["supportedVersions"] == ["2026-07-28"]
     server.send({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {"_meta": ENVELOPE}})
     expected = (MCP_FIXTURES / "tools_list_modern.jsonl").read_bytes()
-    assert server.line() == expected.replace(b'"version":"0.1.0"', f'"version":"{__version__}"'.encode())
+    _listed_as_before(server.line(), expected.replace(b'"version":"0.1.0"', f'"version":"{__version__}"'.encode()))
 
 
 def test_each_tool_tells_a_scripting_model_to_pass_the_image_to_image_and_a_text_only_server_says_images_come_as_text(fixture_dir):
@@ -122,9 +130,11 @@ def test_each_tool_tells_a_scripting_model_to_pass_the_image_to_image_and_a_text
         server = Server(fixture_dir, "--root", str(fixture_dir), *args)
         server.initialize(protocolVersion="2025-11-25")
         tools = server.request(2, "tools/list")["result"]["tools"]
-        assert [t["name"] for t in tools] == ["read_notebook_output", "read_run_output"]
-        assert all(t["description"].endswith(" " + ending) for t in tools), tools
-        assert all("image()" not in t["description"] for t in tools) == bool(args)
+        assert [t["name"] for t in tools] == ["read_notebook_output", "read_run_output", "notebook_grep", "job_status", "job_wait"]
+        assert all(t["annotations"]["readOnlyHint"] is True for t in tools), tools
+        reads = tools[:2]  # the tools that may answer an image
+        assert all(t["description"].endswith(" " + ending) for t in reads), reads
+        assert all("image()" not in t["description"] for t in reads) == bool(args)
         assert server.close() == 0
 
 
@@ -296,6 +306,17 @@ def test_a_closed_stdin_ends_the_server_with_a_call_in_flight(fixture_dir, sidec
         os.kill(doc["pid"], 9)
 
 
+def test_a_client_that_stops_reading_ends_the_server_though_its_stdin_stays_open(fixture_dir):
+    server = Server(fixture_dir, "--root", str(fixture_dir))
+    try:
+        server.initialize()
+        server.proc.stdout.close()  # nobody reads the answers any more
+        server.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})  # its answer finds the pipe broken
+        assert server.proc.wait(BOUND) == 0  # stdin is still open
+    finally:
+        server.close()
+
+
 def _call(request_id, arguments, tool="read_notebook_output") -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
 
@@ -441,10 +462,10 @@ def test_an_unknown_host_is_a_usage_error_in_both_modes(tmp_path):
 # -- start-up: only what serving needs ------------------------------------------------------
 
 
-def test_serving_imports_neither_the_mcp_sdk_nor_an_event_loop(fixture_dir):
+def test_serving_imports_the_mcp_sdk_and_nothing_a_read_does_not_need(fixture_dir):
     server = Server(fixture_dir, "--root", str(fixture_dir), python_args=("-X", "importtime"))
     server.initialize()
-    assert len(server.request(2, "tools/list")["result"]["tools"]) == 2
+    assert len(server.request(2, "tools/list")["result"]["tools"]) == 5
     read = server.request(
         3,
         "tools/call",
@@ -457,4 +478,5 @@ def test_serving_imports_neither_the_mcp_sdk_nor_an_event_loop(fixture_dir):
     server.proc.stdout.close()
     server.proc.stderr.close()
     assert "jcli" in imported  # the listing is real
-    assert not imported & {"mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "asyncio", "httpx", "nbformat", "psutil"}
+    assert {"mcp", "mcp_types", "anyio"} <= imported  # the server is the SDK's
+    assert not imported & {"nbformat", "psutil"}

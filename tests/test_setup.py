@@ -63,6 +63,7 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
         ours["args"] == ["-m", "jcli", "mcp", "serve", "--host", "codex"]
         and ours["startup_timeout_sec"] == 30
         and ours["tool_timeout_sec"] == 120
+        and ours["required"] is True
     )
     assert config.read_text().startswith(CODEX_CONFIG)  # every byte outside our table survives
     skill = tmp_path / "home" / ".agents" / "skills" / "j-cli" / "SKILL.md"
@@ -73,6 +74,20 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
     assert not skill.exists()
     again = run_cli("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
     assert again["removed"] is False and config.read_text() == CODEX_CONFIG
+
+
+def test_codex_waits_for_the_server_unless_the_user_said_not_to(codex_home, tmp_path):
+    """``required = true``: Codex starts no turn before j-cli's tools are listed; a user's ``false`` survives a re-setup."""
+    config = codex_home / "config.toml"
+    assert run_cli("-j", "setup", "codex", cwd=tmp_path).returncode == 0
+    assert tomllib.loads(config.read_text())["mcp_servers"]["jcli"]["required"] is True
+    config.write_text(config.read_text().replace("required = true\n", "required = false\n"))
+    edited = config.read_bytes()
+    again = run_cli("-j", "setup", "codex", cwd=tmp_path).json()
+    assert again["changed"] is False and config.read_bytes() == edited
+    removed = run_cli("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
+    assert removed["removed"] and removed["dropped_user_edits"] == [f"[mcp_servers.jcli] in {config}: the keys required = false"]
+    assert config.read_text() == CODEX_CONFIG
 
 
 def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(codex_home, tmp_path):

@@ -298,7 +298,7 @@ def mcp() -> None:
     "--text-only", is_flag=True, help="The host's model takes no image input: tell images as text (what, size, where, text forms)."
 )
 def mcp_serve(roots: tuple[str, ...], host: str | None, text_only: bool) -> None:
-    """Serve read_notebook_output and read_run_output over stdio."""
+    """Serve the read-only tools (notebook outputs, runs, grep, jobs) over stdio."""
     from jcli_sidecar.base import JcliError
 
     from .mcp_server import serve

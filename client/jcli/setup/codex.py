@@ -69,11 +69,14 @@ def server_table(scope: str, project: str) -> dict[str, Any]:
         "env_vars": list(MCP_SERVER_ENV),  # Codex passes only these through, by name
         "startup_timeout_sec": STARTUP_TIMEOUT_SEC,
         "tool_timeout_sec": TOOL_TIMEOUT_SEC,
+        # Codex starts a turn without the tools of a server not ready yet, and the SDK's server takes
+        # about a second to start: required, Codex waits for it (and says so when it cannot start).
+        "required": True,
     }
 
 
-#: Keys of our table whose value the user may tune: a re-setup keeps theirs.
-_TUNABLE = ("startup_timeout_sec", "tool_timeout_sec")
+#: Keys of our table whose value the user may tune (a number of seconds, or a switch): a re-setup keeps theirs.
+_TUNABLE = {"startup_timeout_sec": int, "tool_timeout_sec": int, "required": bool}
 
 
 def _merged(table: dict[str, Any], current: Any) -> dict[str, Any]:
@@ -82,8 +85,8 @@ def _merged(table: dict[str, Any], current: Any) -> dict[str, Any]:
         return table
     merged = dict(current)
     merged.update(table)
-    for key in _TUNABLE:
-        if isinstance(current.get(key), int) and not isinstance(current.get(key), bool):
+    for key, kind in _TUNABLE.items():
+        if type(current.get(key)) is kind:
             merged[key] = current[key]
     extra = _user_args(current)
     merged["args"] = [*table["args"], *extra]
@@ -100,6 +103,11 @@ def _user_args(current: dict[str, Any]) -> list[str]:
     return mcp_user_args([command, *[str(a) for a in args]])
 
 
+def _toml_scalar(value: Any) -> str:
+    """A tunable's value as TOML spells it (``true``, ``30``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def table_edits(current: dict[str, Any], table: dict[str, Any]) -> list[str]:
     """What the user added to our ``[mcp_servers.jcli]``, each as a phrase (env variables by name only)."""
     found = []
@@ -113,7 +121,7 @@ def table_edits(current: dict[str, Any], table: dict[str, Any]) -> list[str]:
     env = current.get("env")
     if isinstance(env, dict) and env:
         found.append(f"the env variables {', '.join(sorted(map(str, env)))}")
-    tuned = [f"{k} = {current[k]}" for k in _TUNABLE if k in current and current[k] != table[k]]
+    tuned = [f"{k} = {_toml_scalar(current[k])}" for k in _TUNABLE if k in current and current[k] != table[k]]
     keys = [str(k) for k in current if k not in table and k != "env"]
     if tuned or keys:
         found.append(f"the keys {', '.join([*tuned, *keys])}")

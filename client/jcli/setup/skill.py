@@ -155,7 +155,10 @@ window of a long text, `--host claude` (or `codex`, `dsh`, `opencode`) fits
 an image to that host. With the MCP tools,
 `read_notebook_output(file_path, cell_index, output_index)` and
 `read_run_output(run, output_index)` do the same, and images arrive as
-images. Reads never run code or change a file.
+images; `notebook_grep(pattern)` searches as `notebook grep` does (its
+`next.arguments` are the next page's call), and `job_status(job_id)` and
+`job_wait(job_id)` follow a background job (the wait returns within 50 s).
+Reads never run code or change a file.
 """
 
 _LONG_RUNS = """

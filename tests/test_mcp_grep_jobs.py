@@ -1,0 +1,230 @@
+"""``notebook_grep``, ``job_status`` and ``job_wait``: the MCP SDK's own client against the real ``j-cli mcp serve``.
+
+Each answers what the CLI answers for the same request (``notebook grep
+-j``, ``job status -j``, ``job wait -j``), reads only under the roots, and
+refuses bad arguments with a coded tool error. The jobs are real: started
+with ``exec --background`` on a real kernel, held by a real sidecar, and
+timed from the kernel side (tests/test_jobs_run.py's barriers).
+"""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+from helpers import run_cli
+from test_jobs_run import Barrier, start, status, ws  # noqa: F401  (ws is a fixture)
+from test_mcp import call, tool
+
+
+def _notebook(path, sources, outputs=()) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    for index, text in outputs:
+        nb.cells[index].outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    nbformat.write(nb, str(path))
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    _notebook(root / "a.ipynb", ["needle = 1", "print(needle)", "haystack"], outputs=[(1, "needle 1\n")])
+    _notebook(root / "b.ipynb", ["NEEDLE", "x = 'needle'"])
+    return root
+
+
+def _document(result) -> dict:
+    """A document tool's answer: one text block, the same as its structuredContent."""
+    assert not result.is_error, result.content
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    doc = json.loads(result.content[0].text)
+    assert result.structured_content == doc
+    return doc
+
+
+def _error(result) -> str:
+    assert result.is_error, result.content
+    return result.content[0].text
+
+
+# -- notebook_grep ----------------------------------------------------------------------
+
+
+def test_grep_answers_the_clis_hits_and_its_next_arguments_fetch_the_next_page(notebooks):
+    cli = run_cli("-j", "notebook", "grep", "-i", "--max-hits", "2", "needle", str(notebooks), cwd=notebooks).json()
+
+    async def pages(session):
+        first = await session.call_tool("notebook_grep", {"pattern": "needle", "ignore_case": True, "max_hits": 2})
+        doc = _document(first)
+        second = await session.call_tool("notebook_grep", doc["next"]["arguments"])
+        return doc, _document(second)
+
+    first, second = call(["--root", str(notebooks)], pages)
+    assert first["hits"] == cli["hits"] and first["next"]["skip"] == cli["next"]["skip"] == 2
+    assert first["next"]["arguments"] == {"pattern": "needle", "ignore_case": True, "max_hits": 2, "skip": 2}
+    rest = run_cli("-j", "notebook", "grep", "-i", "--max-hits", "2", "--skip", "2", "needle", str(notebooks), cwd=notebooks).json()
+    assert second["hits"] == rest["hits"] and len(second["hits"]) == 2
+    everything = run_cli("-j", "notebook", "grep", "-i", "needle", str(notebooks), cwd=notebooks).json()["hits"]
+    assert first["hits"] + second["hits"] == everything[:4]
+
+
+def test_grep_takes_the_clis_options(notebooks):
+    def grep(**arguments):
+        return _document(call(["--root", str(notebooks)], tool("notebook_grep", **arguments)))
+
+    sources = grep(pattern="needle", sources_only=True, paths=["a.ipynb"])
+    assert [(h["cell"], "output" in h) for h in sources["hits"]] == [(0, False), (1, False)]
+    outputs = grep(pattern="needle", outputs_only=True, paths=["a.ipynb"])
+    assert [(h["cell"], h["output"], h["text"]) for h in outputs["hits"]] == [(1, 0, "needle 1")]
+    assert grep(pattern="NEEDLE", fixed_strings=True)["hits"][0]["text"] == "NEEDLE"
+    assert [h["text"] for h in grep(pattern="t(n", fixed_strings=True)["hits"]] == ["print(needle)"]  # literal: no regex error
+    assert grep(pattern="nothing like it")["hits"] == [] and grep(pattern="nothing like it")["next"] is None
+
+
+def test_grep_reads_nothing_outside_the_roots(notebooks, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    _notebook(outside / "secret.ipynb", ["needle = 'secret'"])
+    (notebooks / "link").symlink_to(outside)
+    (notebooks / "link.ipynb").symlink_to(outside / "secret.ipynb")
+
+    def grep(**arguments):
+        return call(["--root", str(notebooks)], tool("notebook_grep", **arguments))
+
+    for paths in ([str(outside)], [str(outside / "secret.ipynb")], ["link"], ["link.ipynb"], ["../outside"]):
+        assert _error(grep(pattern="needle", paths=paths)).startswith("PATH_NOT_ALLOWED:"), paths
+    walked = _document(grep(pattern="secret"))  # the walk follows no link out of the root
+    assert walked["hits"] == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"pattern": 3},
+        {"pattern": "("},
+        {"pattern": "x", "max_hits": 0},
+        {"pattern": "x", "max_hits": 1001},
+        {"pattern": "x", "skip": -1},
+        {"pattern": "x", "sources_only": True, "outputs_only": True},
+        {"pattern": "x", "ignore_case": "yes"},
+        {"pattern": "x", "paths": "a.ipynb"},
+        {"pattern": "x", "paths": [3]},
+        {"pattern": "x", "context": 2},
+    ],
+    ids=[
+        "no-pattern",
+        "pattern-number",
+        "bad-regex",
+        "max-hits-0",
+        "max-hits-big",
+        "skip-negative",
+        "both-only",
+        "flag-string",
+        "paths-string",
+        "path-number",
+        "unknown",
+    ],
+)
+def test_grep_refuses_bad_arguments_with_a_usage_error(notebooks, arguments):
+    assert _error(call(["--root", str(notebooks)], tool("notebook_grep", **arguments))).startswith("USAGE_ERROR:")
+
+
+# -- job_status and job_wait, no job needed ---------------------------------------------------
+
+
+def test_job_tools_without_jobs_and_outside_the_roots(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+
+    async def calls(session):
+        return [
+            await session.call_tool("job_status", {}),
+            await session.call_tool("job_status", {"job_id": "20990101T000000.000000000Z-00000000"}),
+            await session.call_tool("job_wait", {"job_id": "2099"}),
+            await session.call_tool("job_status", {"workspace": str(tmp_path)}),
+            await session.call_tool("job_wait", {"job_id": "x", "workspace": "/"}),
+        ]
+
+    listed, unknown, waited, outside, outside_wait = call(["--root", str(root)], calls)
+    assert _document(listed) == {"schema_version": 1, "jobs": []}
+    assert _error(unknown).startswith("JOB_NOT_FOUND:") and _error(waited).startswith("JOB_NOT_FOUND:")
+    assert _error(outside).startswith("PATH_NOT_ALLOWED:") and _error(outside_wait).startswith("PATH_NOT_ALLOWED:")
+
+
+@pytest.mark.parametrize(
+    "tool_name, arguments",
+    [
+        ("job_wait", {}),
+        ("job_wait", {"job_id": "x", "timeout": 0}),
+        ("job_wait", {"job_id": "x", "timeout": 51}),
+        ("job_wait", {"job_id": "x", "timeout": "5"}),
+        ("job_wait", {"job_id": "x", "timeout": True}),
+        ("job_wait", {"job_id": 7}),
+        ("job_status", {"job_id": "../x"}),
+        ("job_status", {"job_id": "x", "timeout": 1}),
+        ("job_status", {"workspace": 3}),
+    ],
+    ids=[
+        "wait-no-id",
+        "timeout-0",
+        "timeout-over-max",
+        "timeout-string",
+        "timeout-bool",
+        "id-number",
+        "id-path",
+        "status-timeout",
+        "workspace-number",
+    ],
+)
+def test_job_tools_refuse_bad_arguments_with_a_usage_error(tmp_path, tool_name, arguments):
+    assert _error(call(["--root", str(tmp_path)], tool(tool_name, **arguments))).startswith("USAGE_ERROR:")
+
+
+def test_job_tools_with_several_roots_need_the_workspace(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    roots = ["--root", str(tmp_path / "a"), "--root", str(tmp_path / "b")]
+    assert _error(call(roots, tool("job_status"))).startswith("PATH_AMBIGUOUS:")
+    assert _document(call(roots, tool("job_status", workspace=str(tmp_path / "b"))))["jobs"] == []
+
+
+# -- a real background job ------------------------------------------------------------------
+
+
+def test_job_status_and_job_wait_follow_a_real_background_job(ws, kernel_session, tmp_path):  # noqa: F811
+    barrier = Barrier(tmp_path, "held")
+    job = start(ws, kernel_session, "-c", "print('before')\n" + barrier.code() + "print('after')\n")
+    barrier.reached()
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def while_held(session):
+        async def noted(value, total, message):
+            progress.append((value, total, message))
+
+        listed = _document(await session.call_tool("job_status", {}))
+        one = _document(await session.call_tool("job_status", {"job_id": job["job_id"][:20]}))
+        held = _document(await session.call_tool("job_wait", {"job_id": job["job_id"], "timeout": 1.5}, progress_callback=noted))
+        return listed, one, held
+
+    listed, one, held = call(["--root", str(ws)], while_held, cwd=ws)
+    assert [j["job_id"] for j in listed["jobs"]] == [job["job_id"]] and listed["jobs"][0]["state"] == "running"
+    cli = status(ws, job["job_id"])
+    assert one["job_id"] == cli["job_id"] and one["state"] == cli["state"] == "running"
+    assert held["timed_out"] is True and held["jobs"][0]["state"] == "running" and held["pending"] == [job["job_id"]]
+    assert "call job_wait again" in held["note"]
+    assert progress and all(total == 1.5 and job["job_id"] in message for _, total, message in progress)
+    assert [value for value, _, _ in progress] == sorted(value for value, _, _ in progress)
+
+    barrier.release()
+
+    async def after(session):
+        waited = _document(await session.call_tool("job_wait", {"job_id": job["job_id"], "timeout": 50}))
+        return waited, _document(await session.call_tool("job_status", {"job_id": job["job_id"]}))
+
+    waited, ended = call(["--root", str(ws)], after, cwd=ws)
+    assert waited["timed_out"] is False and waited["ended"] == [job["job_id"]] and "note" not in waited
+    assert waited["jobs"][0]["state"] == "ok"
+    assert ended == status(ws, job["job_id"])  # the CLI's document, field for field
