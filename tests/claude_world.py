@@ -73,6 +73,10 @@ def run_claude(host_bin, home, project, script, allowed, *options, prefix=()) ->
             CLAUDE_CODE_MAX_RETRIES=0,
             ANTHROPIC_API_KEY="sk-scripted",
             ANTHROPIC_BASE_URL=model.url,
+            # Claude Code connects MCP servers without waiting by default; j-cli's (on the MCP SDK) takes about a
+            # second to start, so a loaded machine could send the first request before its tools are listed.
+            # docs/hosts.md tells users the same switch.
+            MCP_CONNECTION_NONBLOCKING="false",
         )
         env["PATH"] = os.pathsep.join([str(BIN), env.get("PATH", "")])  # `j-cli` on PATH, as on a user's machine
         argv = [*prefix, str(host_bin / "claude"), "-p", "go", "--allowedTools", ",".join(allowed), *options]

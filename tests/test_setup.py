@@ -140,7 +140,7 @@ def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp
                 await session.initialize()
                 return [tool.name for tool in (await session.list_tools()).tools]
 
-    assert sorted(asyncio.run(main())) == ["read_notebook_output", "read_run_output"]
+    assert sorted(asyncio.run(main())) == ["job_status", "job_wait", "notebook_grep", "read_notebook_output", "read_run_output"]
 
 
 @pytest.mark.parametrize(

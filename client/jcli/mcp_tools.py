@@ -276,6 +276,8 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     Raises:
         UsageError: an unknown argument or a value of the wrong type. PathAmbiguous, PathNotAllowed, and as grep.
     """
+    from jcli_sidecar.sidecar import NOTEBOOK_GREP as GREP_OP
+
     from .transport import read
 
     _check_known(args, _GREP_ARGUMENTS)
@@ -301,7 +303,7 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     for name in ("max_hits", "skip"):
         if args.get(name) is not None:
             request[name] = args[name]
-    doc = read(request, "notebook.grep")
+    doc = read(request, GREP_OP)
     if doc.get("next") is not None:
         doc["next"]["arguments"] = {**args, "skip": doc["next"]["skip"]}
     return doc
