@@ -130,26 +130,24 @@ def run_grep(
     """Search, print the hits (and the next page's command), and return the exit status: 0 hits, 1 none."""
     import sys
 
-    from jcli_sidecar.base import JcliError, UsageError, os_error
+    from jcli_sidecar.base import JcliError, os_error
+    from jcli_sidecar.read import grep_request
     from jcli_sidecar.sidecar import NOTEBOOK_GREP
 
     from . import emit
     from .transport import read
 
-    request: dict[str, Any] = {"pattern": pattern, "fixed": fixed, "ignore_case": ignore_case}
-    if paths:
-        request["paths"] = list(paths)
-    if sources_only:
-        request["outputs"] = False
-    if outputs_only:
-        request["sources"] = False
-    if max_hits is not None:
-        request["max_hits"] = max_hits
-    if skip:
-        request["skip"] = skip
     try:
-        if sources_only and outputs_only:
-            raise UsageError("--sources-only and --outputs-only exclude each other")
+        request = grep_request(
+            pattern,
+            list(paths),
+            fixed=fixed,
+            ignore_case=ignore_case,
+            sources_only=sources_only,
+            outputs_only=outputs_only,
+            max_hits=max_hits,
+            skip=skip,
+        )
         doc = read(request, NOTEBOOK_GREP)
     except JcliError as err:
         return emit.error(err, json_mode)

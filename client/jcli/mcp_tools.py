@@ -276,6 +276,7 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     Raises:
         UsageError: an unknown argument or a value of the wrong type. PathAmbiguous, PathNotAllowed, and as grep.
     """
+    from jcli_sidecar.read import grep_request
     from jcli_sidecar.sidecar import NOTEBOOK_GREP as GREP_OP
 
     from .transport import read
@@ -288,21 +289,16 @@ def _grep(args: dict[str, Any], roots: list[str]) -> dict[str, Any]:
     for name, value in flags.items():
         if value is not None and not isinstance(value, bool):
             raise UsageError(f"{name} must be a boolean")
-    if flags["sources_only"] and flags["outputs_only"]:
-        raise UsageError("sources_only and outputs_only exclude each other")
-    request: dict[str, Any] = {
-        "pattern": args.get("pattern"),
-        "paths": [resolve_path(path, roots, "paths") for path in paths] if paths else list(roots),
-        "fixed": bool(flags["fixed_strings"]),
-        "ignore_case": bool(flags["ignore_case"]),
-    }
-    if flags["sources_only"]:
-        request["outputs"] = False
-    if flags["outputs_only"]:
-        request["sources"] = False
-    for name in ("max_hits", "skip"):
-        if args.get(name) is not None:
-            request[name] = args[name]
+    request = grep_request(
+        args.get("pattern"),
+        [resolve_path(path, roots, "paths") for path in paths] if paths else list(roots),
+        fixed=bool(flags["fixed_strings"]),
+        ignore_case=bool(flags["ignore_case"]),
+        sources_only=bool(flags["sources_only"]),
+        outputs_only=bool(flags["outputs_only"]),
+        max_hits=args.get("max_hits"),
+        skip=args.get("skip"),
+    )
     doc = read(request, GREP_OP)
     if doc.get("next") is not None:
         doc["next"]["arguments"] = {**args, "skip": doc["next"]["skip"]}

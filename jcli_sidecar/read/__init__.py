@@ -134,6 +134,7 @@ __all__, __getattr__ = lazy_face(
             "STOP_SPEC",
             "VIEW_FIELDS",
             "check_request",
+            "grep_request",
             "tool_schema",
         ),
         "requests": (

@@ -214,7 +214,7 @@ def grep_notebooks(
 
         load = NotebookFile.load
     if not sources and not outputs:
-        raise UsageError("--sources-only and --outputs-only exclude each other")
+        raise UsageError("sources only and outputs only (--sources-only, --outputs-only) exclude each other")
     regex = compile_pattern(pattern, fixed, ignore_case)
     deadline = None if budget is None else time.monotonic() + budget
     units, problems = search_units(paths or ["."])

@@ -34,6 +34,7 @@ __all__ = [
     "STOP_SPEC",
     "VIEW_FIELDS",
     "check_request",
+    "grep_request",
     "tool_schema",
 ]
 
@@ -156,6 +157,41 @@ GREP_SPEC: tuple[Field, ...] = (
     Field("max_hits", "integer", "Hits per page (1 to 1000, default 50).", minimum=1),
     Field("skip", "integer", "Hits to skip: the next page.", minimum=0),
 )
+
+
+def grep_request(
+    pattern: Any,
+    paths: list[Any] | None = None,
+    *,
+    fixed: Any = False,
+    ignore_case: Any = False,
+    sources_only: Any = False,
+    outputs_only: Any = False,
+    max_hits: Any = None,
+    skip: Any = None,
+) -> dict[str, Any]:
+    """The :data:`GREP_SPEC` request for a search as ``j-cli notebook grep`` and the MCP ``notebook_grep`` tool put it.
+
+    Values are passed as given: the search checks them against the spec (and refuses
+    ``sources_only`` with ``outputs_only``).
+
+    Example:
+        >>> grep_request("x", ["a.ipynb"], sources_only=True, skip=0)
+        {'pattern': 'x', 'fixed': False, 'ignore_case': False, 'paths': ['a.ipynb'], 'outputs': False}
+    """
+    request: dict[str, Any] = {"pattern": pattern, "fixed": fixed, "ignore_case": ignore_case}
+    if paths:
+        request["paths"] = list(paths)
+    if sources_only is True:
+        request["outputs"] = False
+    if outputs_only is True:
+        request["sources"] = False
+    if max_hits is not None:
+        request["max_hits"] = max_hits
+    if skip:
+        request["skip"] = skip
+    return request
+
 
 #: The Jupyter Server a kernel request goes to, and the client's proxy variables.
 _SERVER = Field(
