@@ -21,17 +21,14 @@ from __future__ import annotations
 import json
 import os
 
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR  # JSON-RPC's codes, as the SDK names them
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
     from typing import Any
 
 __all__ = ["AnswerWatch", "ClientLines", "MAX_MESSAGE_BYTES", "read_lines"]
-
-#: JSON-RPC 2.0's error codes for lines that are no request the server can take.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
 
 #: The longest message accepted; a tool call's arguments are a few hundred bytes.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
