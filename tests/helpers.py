@@ -16,6 +16,8 @@ FIXTURES = TESTS / "fixtures" / "protocol"
 REPO = TESTS.parent
 BIN = Path(sys.executable).parent
 JCLI = str(BIN / "j-cli")
+#: The environment pytest started with, before any test changed it: the warm parent's (tests/warm_cli.py).
+_START_ENV = dict(os.environ)
 
 
 def _svg_extra_missing() -> bool:
@@ -63,6 +65,18 @@ def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = Non
         timeout=60,
     )
     return CliResult(proc)
+
+
+def run_cli_warm(*args: str, cwd: Path | str | None = None, stdin: bytes | None = None, env=None) -> CliResult:
+    """:func:`run_cli`, in a process forked from a warm one (tests/warm_cli.py says what that skips).
+
+    For the matrices that run ``j-cli`` hundreds of times on what its code
+    decides (setup configs, hook payloads); how ``j-cli`` starts is
+    :func:`run_cli`'s, and each of those suites keeps cases through it.
+    """
+    from warm_cli import run_warm
+
+    return CliResult(run_warm(JCLI, args, cwd, stdin if stdin is not None else b"", env, _START_ENV, timeout=60))
 
 
 #: Runs argv[1:] and prints its peak RSS in KiB last on stderr (Linux reports ru_maxrss in KiB).

@@ -7,8 +7,9 @@ overwritten or deleted (``CONFIG_CONFLICT``); a read-only one is refused
 (``OUTPUT_SAVE_FAILED``); what is not a regular file is refused without
 blocking (``CONFIG_INVALID``); valid configs of every shape are accepted.
 
-Each test builds a scratch ``$HOME`` and project, runs the installed
-``j-cli``, and compares a snapshot of both trees (type, mode, bytes, link
+Each test builds a scratch ``$HOME`` and project, runs ``j-cli`` (forked
+warm, tests/warm_cli.py: the matrix is about what setup decides; the cases
+on PATH and odd working dirs run the installed script), and compares a snapshot of both trees (type, mode, bytes, link
 target of every entry). Root ignores file modes, so the permission tests
 also run as ``nobody``.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import click
 import pytest
-from helpers import DROP, nobody_interpreter, run_cli
+from helpers import DROP, nobody_interpreter, run_cli, run_cli_warm
 
 import jcli
 import jcli_sidecar
@@ -100,7 +101,7 @@ class World:
 
     def setup(self, host: str, scope: str | None, *more: str, env: dict[str, str] | None = None):
         args = ["-j", "setup", host, *([scope] if scope else []), *more]
-        result = run_cli(*args, cwd=self.project, env=env or self.env())
+        result = run_cli_warm(*args, cwd=self.project, env=env or self.env())
         assert b"Traceback" not in result.stderr, result.stderr
         if result.returncode != 0:
             assert result.error()["code"] != "INTERNAL_ERROR", result.stderr
