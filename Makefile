@@ -112,7 +112,7 @@ fixtures: $(VENV)/.installed
 # (the click app's --help, the error classes, the settings table), and the op tables of
 # docs/protocol.md and docs/sidecar.md from the op declarations; so are the generated lines
 # in the plugins and docs/hosts.md (from the host table and the guard registry).
-# tests/test_reference_docs.py, tests/test_op_table.py and tests/test_setup_hosts.py fail
+# tests/docs/test_reference_docs.py, tests/sidecar/test_op_table.py and tests/hosts/test_setup_hosts.py fail
 # when the committed pages are stale.
 docs: $(VENV)/.installed
 	$(BIN)/python -m jcli.reference_docs docs/reference

@@ -3,7 +3,7 @@
 :func:`setup_claude` runs the real ``j-cli setup claude``; :func:`approve`
 records what an interactive ``claude`` writes when the user trusts the
 folder and approves the project's server; :func:`run_claude` runs one
-``claude -p`` turn against ``tests/model_server.py`` on loopback (through
+``claude -p`` turn against ``tests/hosts/model_server.py`` on loopback (through
 ``ANTHROPIC_BASE_URL``) with ``j-cli`` on PATH, as on a user's machine.
 The ``home`` and ``project`` fixtures (``home_fixture``, ``project_fixture``)
 are imported by the test modules that use them.

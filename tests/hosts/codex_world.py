@@ -1,7 +1,7 @@
 """What the Codex host tests share: the fixture notebook's PNG, the protocol cases, and the check that no process outlives a test.
 
-``tests/test_host_codex.py`` drives Codex's app server and
-``tests/test_host_codex_turn.py`` whole ``codex exec`` turns; both read the
+``tests/hosts/test_host_codex.py`` drives Codex's app server and
+``tests/hosts/test_host_codex_turn.py`` whole ``codex exec`` turns; both read the
 same fixture image and both end by proving that nothing Codex started in the
 test's directories is still running.
 """

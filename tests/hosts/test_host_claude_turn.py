@@ -1,7 +1,7 @@
 """A whole Claude Code turn, driven by a scripted model: what the model receives.
 
 The real ``claude`` (pinned in tests/hosts) runs ``claude -p`` against the
-scripted model server (``tests/model_server.py``, Anthropic Messages) through
+scripted model server (``tests/hosts/model_server.py``, Anthropic Messages) through
 ``ANTHROPIC_BASE_URL``, in a project ``j-cli setup claude`` prepared, with the
 approval an interactive ``claude`` records (``test_host_claude.approve``).
 The tests assert on the requests the model server received.

@@ -3,7 +3,7 @@
 Codex runs offline against a temporary HOME and CODEX_HOME. Nothing is mocked.
 Besides ``codex mcp list/get``, the tests drive ``codex app-server`` (Codex's
 own JSON-RPC interface for its IDE clients) over stdio, through
-``tests/codex_app_server.py``:
+``tests/hosts/codex_app_server.py``:
 
 - ``initialize`` (+ ``initialized``): ``{userAgent, codexHome, platformFamily, platformOs}``;
 - ``thread/start`` (ephemeral, read-only sandbox, approvals ``never``):

@@ -1,6 +1,6 @@
 """A whole Codex turn: ``codex exec`` (pinned 0.171.0) talks to a scripted model, and the test reads what the model received.
 
-The model is ``tests/model_server.py`` on loopback, reached through a custom
+The model is ``tests/hosts/model_server.py`` on loopback, reached through a custom
 ``model_providers`` entry (``wire_api = "responses"``). Nothing else goes
 out: ``analytics.enabled = false`` (else Codex resolves its analytics host),
 ``features.plugins = false`` (else the plugin marketplace sync starts), and
