@@ -15,7 +15,7 @@ import json
 import shlex
 
 import pytest
-from claude_world import FINAL, claude_turn, home_fixture, project_fixture, setup_claude  # noqa: F401 (fixtures)
+from claude_world import FINAL, claude_turn, setup_claude
 from model_server import Say, Seen, ToolCall
 from test_jobs_run import Barrier
 

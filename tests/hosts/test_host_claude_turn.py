@@ -39,7 +39,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from claude_world import FINAL, claude_turn, home_fixture, project_fixture, project_setup, run_claude, setup_claude  # noqa: F401 (fixtures)
+from claude_world import FINAL, claude_turn, project_setup, run_claude, setup_claude
 from helpers import load_cases, run_cli
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
