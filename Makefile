@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # each worker has its own shared Jupyter Server (tests/conftest.py).
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
-# pytest keeps its rewritten test modules as bytecode in tests/__pycache__; with
+# pytest keeps its rewritten test modules as bytecode in each test folder's __pycache__; with
 # bytecode writing off (as some environments set it) every worker would redo that
 # at each run.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
