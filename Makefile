@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # each worker has its own shared Jupyter Server (tests/conftest.py).
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist worksteal
-# pytest keeps its rewritten test modules as bytecode in tests/__pycache__; with
+# pytest keeps its rewritten test modules as bytecode in each test folder's __pycache__; with
 # bytecode writing off (as some environments set it) every worker would redo that
 # at each run.
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest
@@ -112,7 +112,7 @@ fixtures: $(VENV)/.installed
 # (the click app's --help, the error classes, the settings table), and the op tables of
 # docs/protocol.md and docs/sidecar.md from the op declarations; so are the generated lines
 # in the plugins and docs/hosts.md (from the host table and the guard registry).
-# tests/test_reference_docs.py, tests/test_op_table.py and tests/test_setup_hosts.py fail
+# tests/docs/test_reference_docs.py, tests/sidecar/test_op_table.py and tests/hosts/test_setup_hosts.py fail
 # when the committed pages are stale.
 docs: $(VENV)/.installed
 	$(BIN)/python -m jcli.reference_docs docs/reference

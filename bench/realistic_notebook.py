@@ -19,7 +19,7 @@ what nbformat would write (Jupyter's own saves), else each cell is dumped
 on its own without nbformat's nesting.
 
 Shared by the benchmarks (``bench/read_latency.py``, ``bench/mcp_latency.py``)
-and the memory tests (``tests/test_big_notebook.py``, ``tests/test_big_rerun.py``). The file is written
+and the memory tests (``tests/ipynb/test_big_notebook.py``, ``tests/kernel/test_big_rerun.py``). The file is written
 cell by cell: generating 400 MB holds a few cells in memory, never the file.
 """
 

@@ -5,18 +5,60 @@ CLI is run as the installed ``j-cli`` console script, exactly as users do.
 Module- and session-scoped fixtures, which are set up before any test's
 own isolation, run under a runtime dir of the whole run, also with the
 sidecar off.
+
+The tests live in folders that mirror the code (docs/development.md), none
+of them a package: every folder is on ``sys.path``, so a module of one
+(``helpers``, ``claude_world``, a test module another imports) is imported
+by its bare name from any other, and no two modules may share a name
+(:func:`module_folders` refuses the run when two do).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
 
 from jcli_sidecar.base.process_record import wait_for_exit
+
+TESTS_ROOT = Path(__file__).resolve().parent
+#: Folders under tests/ that hold no modules of ours: data, the pinned host installs, caches.
+NOT_OURS = frozenset({"fixtures", "node_modules", "__pycache__"})
+
+
+def module_folders(root: Path = TESTS_ROOT) -> list[Path]:
+    """The folders of ``root`` that hold Python modules of ours, after checking that no two modules share a name.
+
+    pytest imports a folder's modules by their bare names (no ``__init__.py``
+    anywhere), so a second ``helpers.py`` would be shadowed by the first on
+    ``sys.path`` without a word; a name used twice is a usage error instead.
+    """
+    seen: dict[str, Path] = {}
+    clashes: list[str] = []
+    folders: list[Path] = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in NOT_OURS and not d.startswith("."))
+        modules = sorted(name for name in files if name.endswith(".py") and name != "conftest.py")
+        if modules:
+            folders.append(Path(folder))
+        for name in modules:
+            path = Path(folder) / name
+            if name in seen:
+                clashes.append(f"{seen[name].relative_to(root)} and {path.relative_to(root)}")
+            seen.setdefault(name, path)
+    if clashes:
+        raise pytest.UsageError(f"test modules share a name, so one would shadow the other on sys.path: {'; '.join(clashes)}")
+    return folders
+
+
+for _folder in module_folders():
+    if str(_folder) not in sys.path:
+        sys.path.insert(1, str(_folder))  # after the folder pytest put first
+
 
 # -- the two tiers: `make quick` runs what needs no kernel, server, gateway or host ------------
 
@@ -255,7 +297,7 @@ def kernel_session(jupyter):
 # -- real gateway servers (tests/gateways.py says what each is for) ------------------------
 
 # Each is started once per pytest worker and shared by the three modules that use it
-# (tests/test_remote_*.py): every test makes, names and removes sessions of its own.
+# (tests/remote/test_remote_*.py): every test makes, names and removes sessions of its own.
 
 
 def _gateway(kind: str, *, as_nobody: bool, listing: bool):

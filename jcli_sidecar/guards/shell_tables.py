@@ -13,7 +13,7 @@ The tables are regenerated with::
 
     python -m jcli_sidecar.guards.shell_tables > jcli_sidecar/guards/_bashlex_lr.py
 
-and ``tests/test_guards.py`` checks that the shipped tables match the
+and ``tests/guards/test_guards.py`` checks that the shipped tables match the
 installed grammar and parse the guard corpus exactly as bashlex's own do.
 """
 

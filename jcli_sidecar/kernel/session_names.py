@@ -302,7 +302,7 @@ def _drop_stale_session(server: JupyterServer, entry: dict[str, Any]) -> None:
     asked for; a new session with the same path fails (HTTP 500) and so
     does that. So it is asked for twice, by a DELETE and by a GET of its
     id (each answers an error, 404, 410 or 500), after which the path is
-    free (pinned in tests/test_remote_gateways.py).
+    free (pinned in tests/remote/test_remote_gateways.py).
     """
     session_id = entry.get("session_id")
     if session_id:

@@ -57,7 +57,7 @@ process.env.XDG_RUNTIME_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "jcli-xdg-")
 fs.chmodSync(process.env.XDG_RUNTIME_DIR, 0o700);
 made.push(process.env.XDG_RUNTIME_DIR);
 
-test("the module exports only functions, as OpenCode's loader requires (the real loader is tests/test_host_opencode.py)", () => {
+test("the module exports only functions, as OpenCode's loader requires (the real loader is tests/hosts/test_host_opencode.py)", () => {
   const exported = Object.entries(pluginModule);
   assert.deepEqual(exported.map(([name]) => name), ["default"]);
   for (const [name, value] of exported) assert.equal(typeof value, "function", name);
@@ -304,7 +304,7 @@ test("a coded j-cli error is thrown with its code and no base64", async () => {
   );
 });
 
-// ---- wait_notebook_job: `j-cli -j job wait`, translated (the real binary with a real job: tests/test_host_opencode.py).
+// ---- wait_notebook_job: `j-cli -j job wait`, translated (the real binary with a real job: tests/hosts/test_host_opencode.py).
 
 const { toWaitResult, waitArgs, MAX_WAIT_SECONDS } = JcliPlugin.internals;
 

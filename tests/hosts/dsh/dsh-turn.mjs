@@ -4,7 +4,7 @@
 // dsh-agent-loop drives turns against an LLM adapter (dsh-llm-deepseek's
 // chat-completions route, or dsh-llm-pi-ai's Responses or Anthropic route)
 // pointed at the scripted model server a pytest test runs on loopback
-// (tests/model_server.py). DSH is booted with dsh-app-boot's `boot()` from
+// (tests/hosts/model_server.py). DSH is booted with dsh-app-boot's `boot()` from
 // patch layers as `dsh` does: the host layer below (under dsh-base's row ids)
 // and then `$DSH_HOME/cordis.patch.yml`, where `j-cli setup dsh --user`
 // wrote its row, or where the test pasted the include row that

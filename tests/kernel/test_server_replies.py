@@ -2,7 +2,7 @@
 
 Against a real Jupyter Server of its own (kernel specs: ipykernel, a kernel
 that is not IPython, and one whose binary does not exist), so every reply
-here is the server's own. The gateways' side is tests/test_remote_gateways.py.
+here is the server's own. The gateways' side is tests/remote/test_remote_gateways.py.
 """
 
 from __future__ import annotations

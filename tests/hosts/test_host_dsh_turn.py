@@ -2,7 +2,7 @@
 
 The published DSH agent loop (``dsh-agent-loop``, pinned in tests/hosts/dsh)
 drives a session whose model is the scripted model server
-(tests/model_server.py) on loopback, through one of DSH's own LLM adapters:
+(tests/hosts/model_server.py) on loopback, through one of DSH's own LLM adapters:
 
 - ``deepseek``: ``dsh-llm-deepseek``, DeepSeek's chat-completions route;
 - ``responses`` and ``anthropic``: ``dsh-llm-pi-ai`` routes speaking OpenAI

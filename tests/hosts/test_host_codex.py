@@ -3,7 +3,7 @@
 Codex runs offline against a temporary HOME and CODEX_HOME. Nothing is mocked.
 Besides ``codex mcp list/get``, the tests drive ``codex app-server`` (Codex's
 own JSON-RPC interface for its IDE clients) over stdio, through
-``tests/codex_app_server.py``:
+``tests/hosts/codex_app_server.py``:
 
 - ``initialize`` (+ ``initialized``): ``{userAgent, codexHome, platformFamily, platformOs}``;
 - ``thread/start`` (ephemeral, read-only sandbox, approvals ``never``):
@@ -36,13 +36,12 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
 from codex_app_server import OFFLINE_CONFIG, AppServer, AppServerError
-from codex_world import no_process_outlives, notebook_png, protocol_case
-from helpers import BIN, FIXTURES, run_cli
+from codex_world import notebook_png, protocol_case
+from helpers import BIN, run_cli
 from hostbins import host_env
 
 SERVER = "jcli"
@@ -87,54 +86,13 @@ def test_codex_lists_our_server_exactly_as_configured(host_bin, tmp_path, monkey
 # -- codex app-server --------------------------------------------------------
 
 
-class Host:
-    """A temporary HOME/CODEX_HOME with the offline config, and a project dir holding the fixture notebooks."""
-
-    def __init__(self, host_bin, tmp_path, monkeypatch):
-        self.tmp = tmp_path
-        self.home = tmp_path / "home"
-        self.codex_home = self.home / ".codex"
-        self.codex_home.mkdir(parents=True)
-        self.user_config = self.codex_home / "config.toml"
-        self.user_config.write_text(OFFLINE_CONFIG)
-        self.project = tmp_path / "project"
-        shutil.copytree(FIXTURES, self.project)
-        self.codex = str(host_bin / "codex")
-        monkeypatch.setenv("HOME", str(self.home))
-        monkeypatch.setenv("CODEX_HOME", str(self.codex_home))
-        # j-cli first on PATH: a project-scope config names plain `j-cli`.
-        self.env = host_env(self.home, CODEX_HOME=self.codex_home, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-        self._started = 0
-
-    def setup(self, *args):
-        """``j-cli -j setup codex ARGS`` in the project, as its JSON result."""
-        done = run_cli("-j", "setup", "codex", *args, cwd=self.project, env=self.env)
-        assert done.returncode == 0, done.stderr
-        return done.json()
-
-    def trust_project(self):
-        """What a user writes (or Codex's trust prompt does) to trust the project."""
-        with open(self.user_config, "a", encoding="utf-8") as fh:
-            fh.write(f'\n[projects.{json.dumps(os.path.realpath(self.project))}]\ntrust_level = "trusted"\n')
-
-    def app_server(self, *overrides) -> AppServer:
-        """``codex app-server`` in the project dir (initialized); use it as a context manager."""
-        self._started += 1
-        server = AppServer(self.codex, self.env, self.project, self.tmp / f"app-server-{self._started}.stderr", overrides)
-        try:
-            info = server.initialize()
-            assert os.path.realpath(info["codexHome"]) == os.path.realpath(self.codex_home), info
-        except BaseException:
-            server.close()
-            raise
-        return server
-
-
 @pytest.fixture
-def host(host_bin, tmp_path, monkeypatch):
-    made = Host(host_bin, tmp_path, monkeypatch)
-    yield made
-    no_process_outlives(tmp_path, "processes working in the test's directories survived")
+def host(codex_world, monkeypatch):
+    """The Codex world (``tests/hosts/conftest.py``) with the offline user config, its HOME and CODEX_HOME this test's too."""
+    codex_world.user_config.write_text(OFFLINE_CONFIG)
+    monkeypatch.setenv("HOME", str(codex_world.home))
+    monkeypatch.setenv("CODEX_HOME", str(codex_world.codex_home))
+    return codex_world
 
 
 def _no_jcli(server: AppServer, thread_id: str) -> None:

@@ -1,6 +1,6 @@
 """The offset index's C-speed scanner builds the very index the token-by-token walk built.
 
-The walk as it was is kept in ``tests/nbwalk_reference.py``; every notebook
+The walk as it was is kept in ``tests/ipynb/nbwalk_reference.py``; every notebook
 here is indexed both ways and the answers compared: the same spans, or the
 same refusal (``Bail`` or ``TooDeep``). Shared fixtures, hostile layouts
 and escapes, windows of a few bytes (every token cut somewhere), random

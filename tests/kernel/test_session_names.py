@@ -3,7 +3,7 @@
 What it reads (only this user's own regular file, in its format), how it
 writes (0600, whole, by a rename that never follows a link), that
 concurrent writers under its lock lose nothing, and its lock's refusals.
-The same rules against real gateways: tests/test_remote_names.py.
+The same rules against real gateways: tests/remote/test_remote_names.py.
 """
 
 from __future__ import annotations

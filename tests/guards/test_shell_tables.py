@@ -2,7 +2,7 @@
 
 Each side runs in a process of its own (bashlex builds its parser once, at
 import): one imports it through ``jcli_sidecar.guards.shell_tables``, the
-other plainly. The guard tests (tests/test_guards.py, test_guards_reach.py)
+other plainly. The guard tests (tests/guards/test_guards.py, test_guards_reach.py)
 then check every decision through the installed ``j-cli``.
 """
 

@@ -209,5 +209,5 @@ def test_what_the_model_receives_names_each_hosts_pinned_version_and_its_turn_su
         assert version == pinned[host], (host, version)
         for suite in re.findall(r"`([^`]+)`", suites):
             assert (REPO / suite).is_file(), suite
-    turn_suites = {f"tests/{p.name}" for p in (REPO / "tests").glob("test_host_*_turn.py")}
+    turn_suites = {f"tests/hosts/{p.name}" for p in (REPO / "tests" / "hosts").glob("test_host_*_turn.py")}
     assert turn_suites == {s for _, _, suites in rows for s in re.findall(r"`([^`]+)`", suites)}

@@ -5,7 +5,7 @@
 each config dir. :meth:`OpenCode.run_tool` runs one tool with no model
 (``opencode debug agent build --tool``, which skips plugin hooks);
 :meth:`OpenCode.turn` runs a whole ``opencode run`` turn whose model is
-``tests/model_server.py`` on loopback, reached through a custom provider of
+``tests/hosts/model_server.py`` on loopback, reached through a custom provider of
 the given provider package.
 
 The provider packages a turn uses (``@ai-sdk/openai-compatible``,

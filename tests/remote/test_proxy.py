@@ -1,6 +1,6 @@
 """Servers behind a proxy: j-cli tunnels through the proxy the environment names, with a real proxy process.
 
-The proxy is proxy.py on loopback (``tests/proxy_hosts.py``). The server URL
+The proxy is proxy.py on loopback (``tests/remote/proxy_hosts.py``). The server URL
 is ``http://jupyter.proxied.test:PORT``, a name that only the proxy resolves
 (to a real Jupyter Server on 127.0.0.1): j-cli cannot resolve it itself, so
 every success here went through the proxy, websocket included. Loopback is

@@ -1,6 +1,6 @@
 """A whole Codex turn: ``codex exec`` (pinned 0.171.0) talks to a scripted model, and the test reads what the model received.
 
-The model is ``tests/model_server.py`` on loopback, reached through a custom
+The model is ``tests/hosts/model_server.py`` on loopback, reached through a custom
 ``model_providers`` entry (``wire_api = "responses"``). Nothing else goes
 out: ``analytics.enabled = false`` (else Codex resolves its analytics host),
 ``features.plugins = false`` (else the plugin marketplace sync starts), and
@@ -35,14 +35,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 
 import pytest
-from codex_app_server import AppServer
-from codex_world import no_process_outlives, notebook_png, protocol_case
-from helpers import BIN, FIXTURES, run_cli
-from hostbins import host_env
+from codex_world import CodexWorld, notebook_png, protocol_case
+from helpers import run_cli
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
 from jcli.mcp_tools import CODE_MODE_IMAGE, TEXT_ONLY_IMAGE
@@ -54,7 +50,6 @@ CODE_MODEL = "gpt-6.2-sol"
 NAMESPACE = "mcp__jcli"
 READ_TOOLS = {"read_notebook_output", "read_run_output"}  # the tools that may answer an image
 TOOLS = READ_TOOLS | {"notebook_grep", "job_status", "job_wait"}
-TURN_TIMEOUT = 50
 
 PNG_READ = {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}
 
@@ -76,62 +71,10 @@ def _script(source: str) -> ToolCall:
     return ToolCall("exec", {"input": source}, {"type": "custom_tool_call"})
 
 
-class Codex:
-    """A HOME and CODEX_HOME of their own, a project holding the fixture notebooks, and ``codex exec`` in it."""
-
-    def __init__(self, host_bin, tmp_path):
-        self.tmp = tmp_path
-        self.home = tmp_path / "home"
-        self.codex_home = self.home / ".codex"
-        self.codex_home.mkdir(parents=True)
-        self.user_config = self.codex_home / "config.toml"
-        self.project = tmp_path / "project"
-        shutil.copytree(FIXTURES, self.project)
-        self.codex = str(host_bin / "codex")
-        # j-cli first on PATH: a project-scope config names plain `j-cli`, and so does the model's shell.
-        self.env = host_env(self.home, CODEX_HOME=self.codex_home, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-
-    def configure(self, model: ScriptedModel, model_name: str, extra: str = "") -> None:
-        """The user config: the scripted model as provider, nothing that goes out, the project trusted."""
-        self.user_config.write_text(
-            f'model_provider = "jcli_test_model"\nmodel = "{model_name}"\n{extra}\n'
-            "[analytics]\nenabled = false\n\n[features]\nplugins = false\n\n"
-            f'[model_providers.jcli_test_model]\nname = "scripted model on loopback"\nbase_url = "{model.url}/v1"\n'
-            'wire_api = "responses"\n\n'
-            f'[projects.{json.dumps(os.path.realpath(self.project))}]\ntrust_level = "trusted"\n'
-        )
-
-    def setup(self, *args: str) -> dict:
-        done = run_cli("-j", "setup", "codex", *args, cwd=self.project, env=self.env)
-        assert done.returncode == 0, done.stderr
-        return done.json()
-
-    def trust_hooks(self) -> list[dict]:
-        """Trust every hook as ``/hooks`` does: its current hash, from Codex's own ``hooks/list``, into the user config."""
-        with AppServer(self.codex, self.env, self.project, self.tmp / "hooks-list.stderr") as server:
-            server.initialize()
-            listed = server.request("hooks/list", {"cwds": [str(self.project)]})
-        hooks = [hook for entry in listed["data"] for hook in entry["hooks"]]
-        with open(self.user_config, "a", encoding="utf-8") as fh:
-            for hook in hooks:
-                fh.write(f"\n[hooks.state.{json.dumps(hook['key'])}]\ntrusted_hash = {json.dumps(hook['currentHash'])}\n")
-        return hooks
-
-    def exec(self, *args: str, prompt: str = "Do the task.") -> subprocess.CompletedProcess:
-        """``codex exec`` in the project, to the end of its turn."""
-        argv = [self.codex, "exec", "--skip-git-repo-check", "--ephemeral", *args, prompt]
-        done = subprocess.run(
-            argv, cwd=self.project, env=self.env, capture_output=True, text=True, timeout=TURN_TIMEOUT, stdin=subprocess.DEVNULL
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done
-
-
 @pytest.fixture
-def codex(host_bin, tmp_path):
-    made = Codex(host_bin, tmp_path)
-    yield made
-    no_process_outlives(tmp_path, "processes of the turn outlived codex exec")
+def codex(codex_world):
+    """The Codex world (``tests/hosts/conftest.py``), configured by each test for its scripted model."""
+    return codex_world
 
 
 def _tool_result(seen: Seen, index: int = -1):
@@ -211,7 +154,7 @@ def test_b_html_and_a_stream_reach_the_model_verbatim(codex):
 # -- (c) the guard refuses a notebook run outside j-cli ------------------------------------------
 
 
-def _paired_notebook(codex: Codex) -> None:
+def _paired_notebook(codex: CodexWorld) -> None:
     (codex.project / "a.py").write_text("# %%\nprint(1)\n")
     made = run_cli("convert", "py-to-ipynb", "a.py", cwd=codex.project, env=codex.env)
     assert made.returncode == 0, made.stderr
@@ -263,7 +206,7 @@ SANDBOXES = {
 }
 
 
-def _inline_run(codex: Codex, jupyter, session: str, sandbox: str):
+def _inline_run(codex: CodexWorld, jupyter, session: str, sandbox: str):
     codex.env.update(JCLI_JUPYTER_SERVER_URL=jupyter["url"], JCLI_JUPYTER_SERVER_TOKEN=jupyter["token"])
     # login=False: a login shell re-reads /etc/profile, whose PATH has no j-cli in this test's HOME
     with ScriptedModel([_shell(f"j-cli exec {session} -c {json.dumps(PLOT)}", login=False), Say("seen")]) as model:
@@ -339,7 +282,7 @@ def test_e_in_code_mode_the_tool_description_tells_the_model_to_pass_the_image_t
     assert all(tools[f"{NAMESPACE}__{name}"].endswith(CODE_MODE_IMAGE) for name in READ_TOOLS), tools
 
 
-def _text_only(codex: Codex) -> None:
+def _text_only(codex: CodexWorld) -> None:
     """What a user writes for a model that takes no image input: ``--text-only`` on setup's server command."""
     config = codex.project / ".codex" / "config.toml"
     text = config.read_text()

@@ -5,7 +5,7 @@ the sidecar reuses its connection; two clients on one kernel each get
 their own outputs; a sidecar that fails before the code was sent is a
 fallback, one that fails after it is a reported failure (the code never
 runs twice). Signals and timeouts are covered in both modes by
-test_hostile_exec.py, test_exec_options.py and test_kernel.py (the
+tests/kernel/test_hostile_exec.py, test_exec_options.py and test_kernel.py (the
 ``exec_path`` fixture). Real kernels, real sidecars; waits are on events.
 """
 

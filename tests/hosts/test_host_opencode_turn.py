@@ -2,7 +2,7 @@
 
 Each test runs ``opencode run`` (the pinned 1.18.33) with j-cli's plugin
 installed by the real ``j-cli setup opencode``, against a custom provider
-whose model is tests/model_server.py on loopback, and asserts on the model
+whose model is tests/hosts/model_server.py on loopback, and asserts on the model
 requests OpenCode sent: which content parts, where, with which bytes.
 
 Where OpenCode puts an image a tool returned depends on the provider package:

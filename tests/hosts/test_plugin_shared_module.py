@@ -1,6 +1,6 @@
 """The sidecar client both plugins share is inlined into each plugin file setup writes.
 
-The real hosts load those files (tests/test_host_opencode.py, tests/hosts/dsh);
+The real hosts load those files (tests/hosts/test_host_opencode.py, tests/hosts/dsh);
 this checks what the rendering did to them.
 """
 

@@ -20,7 +20,7 @@ import pytest
 from jcli.setup import generated
 from jcli.setup.hosts import HOSTS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_generated_block_in_the_repository_is_what_the_code_writes():

@@ -1,6 +1,6 @@
 """A Claude Code turn that outlives its shell calls: a background job, waited on across two Bash calls.
 
-The real ``claude -p`` runs against the scripted model (``tests/model_server.py``,
+The real ``claude -p`` runs against the scripted model (``tests/hosts/model_server.py``,
 Anthropic Messages) as in ``test_host_claude_turn``. The model starts
 ``j-cli -j exec S -c CODE --background`` through Bash, learns the job id from
 that tool result, calls ``j-cli -j job wait ID --timeout 1`` while a
@@ -15,7 +15,7 @@ import json
 import shlex
 
 import pytest
-from claude_world import FINAL, claude_turn, home_fixture, project_fixture, setup_claude  # noqa: F401 (fixtures)
+from claude_world import FINAL, claude_turn, setup_claude
 from model_server import Say, Seen, ToolCall
 from test_jobs_run import Barrier
 

@@ -68,7 +68,7 @@ PLACEHOLDERS = {
 PARSE_ONLY = {
     ("inline", ("server", "stop")): "stops the server every later command uses; the fixture's teardown runs it and asserts it succeeds",
     **{
-        (kind, argv): "needs a git repository and changes its hooks; tests/test_git_precommit.py runs it in real ones"
+        (kind, argv): "needs a git repository and changes its hooks; tests/pair/test_git_precommit.py runs it in real ones"
         for kind, argv in (
             ("block", ("setup", "git", "--hooks")),
             ("block", ("setup", "git", "--hooks", "--include", "notebooks/*.py")),
@@ -82,8 +82,8 @@ PARSE_ONLY = {
     ),
 }
 
-#: Background jobs need the sidecar, which the docs' workspace runs without; tests/test_jobs_run.py runs each for real.
-_JOBS = "needs the workspace's sidecar to hold a job (the docs' workspace runs with JCLI_SIDECAR=off); tests/test_jobs_run.py runs it"
+#: Background jobs need the sidecar, which the docs' workspace runs without; tests/runs/test_jobs_run.py runs each for real.
+_JOBS = "needs the workspace's sidecar to hold a job (the docs' workspace runs with JCLI_SIDECAR=off); tests/runs/test_jobs_run.py runs it"
 PARSE_ONLY.update(
     {
         (kind, argv): _JOBS

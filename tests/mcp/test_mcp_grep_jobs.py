@@ -4,7 +4,7 @@ Each answers what the CLI answers for the same request (``notebook grep
 -j``, ``job status -j``, ``job wait -j``), reads only under the roots, and
 refuses bad arguments with a coded tool error. The jobs are real: started
 with ``exec --background`` on a real kernel, held by a real sidecar, and
-timed from the kernel side (tests/test_jobs_run.py's barriers).
+timed from the kernel side (tests/runs/test_jobs_run.py's barriers).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``j-cli mcp serve`` at the protocol level: raw JSON-RPC lines over its real stdio.
 
-tests/test_mcp.py proves, with the MCP SDK's own client, that the server
+tests/mcp/test_mcp.py proves, with the MCP SDK's own client, that the server
 speaks MCP; here each frame is written by hand, so what no SDK client would
 send (bad JSON, batches, huge lines, unknown methods, a call abandoned
 mid-flight) is sent too. Every line the server writes must be strict UTF-8

@@ -3,42 +3,24 @@
 :func:`setup_claude` runs the real ``j-cli setup claude``; :func:`approve`
 records what an interactive ``claude`` writes when the user trusts the
 folder and approves the project's server; :func:`run_claude` runs one
-``claude -p`` turn against ``tests/model_server.py`` on loopback (through
+``claude -p`` turn against ``tests/hosts/model_server.py`` on loopback (through
 ``ANTHROPIC_BASE_URL``) with ``j-cli`` on PATH, as on a user's machine.
-The ``home`` and ``project`` fixtures (``home_fixture``, ``project_fixture``)
-are imported by the test modules that use them.
+The world's ``home`` and ``project`` are fixtures of ``tests/hosts/conftest.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 
-import pytest
-from helpers import BIN, FIXTURES, run_cli
+from helpers import BIN, run_cli
 from hostbins import host_env
 from model_server import ScriptedModel
 
 #: The scripted model's last words, which ``claude -p`` prints when the turn ends.
 FINAL = "scripted turn over"
 TURN_TIMEOUT = 60
-
-
-@pytest.fixture(name="home")
-def home_fixture(tmp_path, monkeypatch):
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    return folder
-
-
-@pytest.fixture(name="project")
-def project_fixture(tmp_path):
-    folder = tmp_path / "project"
-    shutil.copytree(FIXTURES, folder)
-    return folder
 
 
 def approve(home, project, how):

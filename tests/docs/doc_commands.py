@@ -1,6 +1,6 @@
 """Every ``j-cli`` command the README, ``docs/`` and the skill show, as runnable argument lists.
 
-Used by ``tests/test_doc_commands.py``. What counts as a shown command:
+Used by ``tests/docs/test_doc_commands.py``. What counts as a shown command:
 
 - in a fenced shell code block (no language, ``sh``, ``bash``, ...), every line (``\\`` continuations joined,
   a ``$ `` prompt and ``# comments`` dropped) whose command, after

@@ -52,7 +52,7 @@ def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_note
 
 
 # HTML and a stream also reach the model verbatim in a whole turn, through each provider
-# package (tests/test_host_opencode_turn.py); here the other text kinds, through the tool alone.
+# package (tests/hosts/test_host_opencode_turn.py); here the other text kinds, through the tool alone.
 @pytest.mark.parametrize("name", ["html_as_plain", "markdown"])
 def test_text_and_html_arrive_verbatim(host_bin, tmp_path, name):
     case = _case(name)
@@ -181,7 +181,7 @@ def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(host_bin, tmp_
 # `opencode debug agent --tool` calls a tool's execute directly, without
 # OpenCode's `tool.execute.before`/`after` hooks, so the guards are driven by
 # a whole turn instead: `opencode run` against a provider whose "model" is
-# tests/model_server.py on loopback, answering with the scripted tool calls,
+# tests/hosts/model_server.py on loopback, answering with the scripted tool calls,
 # one per step, then "done". Everything else is OpenCode's own: its session
 # loop, its bash/read/edit tools, its plugin hooks. OpenCode and the model
 # share a network namespace whose only interface is its loopback, and

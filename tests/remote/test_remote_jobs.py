@@ -7,7 +7,7 @@ run into its notebook and two of its outputs read back, an error, a timeout
 that interrupts, a restart, and the session killed. With listing on, the
 session is selected by name from the server's list; with default settings
 (no listing), by the name j-cli remembered when it created the session
-(tests/test_remote_names.py tests that memory), and by its full kernel id.
+(tests/remote/test_remote_names.py tests that memory), and by its full kernel id.
 Enterprise Gateway runs as ``nobody``: its kernel cannot enter the test's
 directory, so it stays where the gateway put it, and the notebook run still
 reads and writes the notebook here.

@@ -1,7 +1,7 @@
 """A whole Claude Code turn, driven by a scripted model: what the model receives.
 
 The real ``claude`` (pinned in tests/hosts) runs ``claude -p`` against the
-scripted model server (``tests/model_server.py``, Anthropic Messages) through
+scripted model server (``tests/hosts/model_server.py``, Anthropic Messages) through
 ``ANTHROPIC_BASE_URL``, in a project ``j-cli setup claude`` prepared, with the
 approval an interactive ``claude`` records (``test_host_claude.approve``).
 The tests assert on the requests the model server received.
@@ -39,7 +39,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from claude_world import FINAL, claude_turn, home_fixture, project_fixture, project_setup, run_claude, setup_claude  # noqa: F401 (fixtures)
+from claude_world import FINAL, claude_turn, project_setup, run_claude, setup_claude
 from helpers import load_cases, run_cli
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
