@@ -35,6 +35,7 @@ __all__ = [
     "VIEW_FIELDS",
     "check_request",
     "grep_request",
+    "spec_named",
     "tool_schema",
 ]
 
@@ -265,6 +266,18 @@ ADOPT_SPEC: tuple[Field, ...] = (
 )
 #: An op that takes no arguments.
 NO_ARGS: tuple[Field, ...] = ()
+
+
+def spec_named(name: str) -> tuple[Field, ...]:
+    """The spec defined here as ``name`` (``"READ_SPEC"``): how an op declaration names its spec without importing this module.
+
+    Raises:
+        AttributeError: no spec has that name.
+    """
+    spec = globals().get(name)
+    if not name.isupper() or not isinstance(spec, tuple) or not all(isinstance(field, Field) for field in spec):
+        raise AttributeError(f"{__name__} has no spec {name!r}")
+    return spec
 
 
 def tool_schema(spec: tuple[Field, ...] = READ_SPEC, **descriptions: str) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from ..base.os_errors import os_error
 from ..base.protocol import SCHEMA_VERSION, check_file_name
 from ..base.readfile import FileTooLarge, read_regular
 from ..base.trust import check_stat, trusted_stat
-from ..read import representations
 from ..read.envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
+from ..read.representations import kind_of_manifest_ref
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         raise os_error(exc, "payload", path, output_index=index) from None
     check_stat(info, path, "run payload")
     try:
-        return representations.of_manifest_ref(ref, path).load(raw)
+        return kind_of_manifest_ref(ref, path).load(raw)
     except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
         raise OutputDataInvalid(f"{path}: the payload is damaged ({type(exc).__name__})", output_index=index) from None
 

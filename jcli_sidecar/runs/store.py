@@ -33,7 +33,7 @@ from ..base.protocol import SCHEMA_VERSION
 from ..base.trust import check_dir
 from ..base.workspace_dir import open_outputs_root, open_staging, opened_for_writing
 from ..ipynb.multiline import join_text
-from ..read import representations
+from ..read.representations import JSON_KIND, TEXT_KIND, kind_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -235,14 +235,14 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any]) -> dict
 
 
 def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any) -> dict[str, Any]:
-    kind = representations.of(mime, value)
+    kind = kind_of(mime, value)
     try:
         data = kind.payload(mime, value)
     except OutputDataInvalid:
         return {"inline": value, "invalid": True}  # kept as the kernel sent it
-    if kind is representations.JSON and len(data) <= INLINE_TEXT_LIMIT:
+    if kind is JSON_KIND and len(data) <= INLINE_TEXT_LIMIT:
         return {"inline": value}
-    if kind is representations.TEXT and mime == "text/plain":
+    if kind is TEXT_KIND and mime == "text/plain":
         text = join_text(value, mime)
         if len(text) <= INLINE_TEXT_LIMIT:  # characters, as the kernel sent them
             return {"inline": text}

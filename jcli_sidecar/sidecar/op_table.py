@@ -155,9 +155,9 @@ class Op:
     @property
     def spec(self) -> tuple[Field, ...]:
         """The request's fields: :attr:`spec_name` in :mod:`jcli_sidecar.read.request_spec` (imported on first use, off a client's read path)."""
-        from ..read import request_spec
+        from ..read.request_spec import spec_named
 
-        return getattr(request_spec, self.spec_name)
+        return spec_named(self.spec_name)
 
     def args_text(self) -> str:
         """:attr:`args` with ``FIELDS`` spelled out as the spec's fields (``?``: optional), as the docs tables show it."""
