@@ -1,37 +1,21 @@
 """Reading saved outputs: which cell a read means, MIME rules, representations, the envelope, text windows,
 images fitted per host, and the notebook views (summary, show, map).
 
-This face re-exports the public names of the modules below; each module is imported on first use.
+This face exports the names the other concerns use, each from its module below, imported on first use.
 """
 
-from ..base.face import lazy_face
+from ..base import lazy_face
 
 __all__, __getattr__ = lazy_face(
     __name__,
     {
-        "agent_text": (
-            "agent_strings",
-            "caption",
-            "window_notice",
-        ),
-        "cell_analysis": (
-            "ANALYSE_MAX_CHARS",
-            "NAME_CHARS",
-            "NAME_LIMIT",
-            "analyse_code",
-        ),
-        "cells": (
-            "ResolvedCell",
-            "resolve_cell",
-        ),
+        "agent_text": ("caption",),
         "envelope": (
             "DEFAULT_QUERY",
             "OutputQuery",
-            "STREAM_MIME",
             "catalog_envelope",
             "fit_response",
             "output_envelope",
-            "source_label",
         ),
         "host_profiles": (
             "HOST_NAMES",
@@ -39,100 +23,34 @@ __all__, __getattr__ = lazy_face(
             "HostProfile",
             "MiB",
         ),
-        "image_headers": (
-            "image_size",
-            "is_animated",
-        ),
-        "imageview": (
-            "CAPS",
-            "SVG_INSTALL_HINT",
-            "ViewSpec",
-            "render_svg",
-            "view_image",
-            "view_note",
-            "view_spec",
-            "worker_command",
-        ),
-        "imagework": (
-            "OPS",
-            "main",
-        ),
+        "imageview": ("view_spec",),
         "mime": (
-            "AUTO_ORDER",
-            "RASTER_IMAGE_TYPES",
-            "auto_rank",
             "auto_select",
-            "check_image",
-            "decode_image",
             "decoded_size",
-            "is_json_mime",
             "is_raster_image",
-            "mime_kind",
         ),
         "nbgrep": (
             "DEFAULT_MAX_HITS",
-            "LINE_CHARS",
             "MAX_HITS_LIMIT",
-            "MAX_PROBLEMS",
-            "clip_line",
-            "compile_pattern",
-            "grep_notebooks",
             "handle_grep",
-            "line_hits",
         ),
         "notebook_summary": (
-            "ERROR_CHARS",
-            "PREVIEW_CHARS",
-            "PREVIEW_LINES",
-            "SUMMARY_CELL_LIMIT",
             "show_cells",
             "summarise",
         ),
-        "notebook_text": (
-            "INDENT",
-            "render_notebook_text",
-        ),
-        "notebook_view": (
-            "NotebookView",
-            "cell_source",
-            "open_view",
-            "select_cells",
-        ),
-        "notebook_walk": (
-            "SKIPPED_DIRS",
-            "SearchUnit",
-            "search_units",
-        ),
+        "notebook_text": ("render_notebook_text",),
         "pair_map": ("map_pair",),
-        "reader": (
-            "list_outputs",
-            "read_output",
-        ),
         "representations": (
-            "IMAGE_KIND",
             "JSON_KIND",
-            "KINDS",
-            "Representation",
             "TEXT_KIND",
-            "checked",
             "kind_of",
             "kind_of_manifest_ref",
             "kind_of_selected",
         ),
         "request_spec": (
-            "ADOPT_SPEC",
-            "AS_MIME_TYPES",
-            "CANCEL_SPEC",
-            "EXEC_SPEC",
             "Field",
-            "GREP_SPEC",
-            "JOB_SPEC",
-            "NO_ARGS",
-            "PUBLISH_SPEC",
             "READ_SPEC",
             "RUN_SPEC",
-            "STOP_SPEC",
-            "VIEW_FIELDS",
             "check_request",
             "grep_request",
             "spec_named",
@@ -141,31 +59,11 @@ __all__, __getattr__ = lazy_face(
         "requests": (
             "answer_read",
             "check_list_request",
-            "check_read_request",
-            "handle_list",
-            "handle_read",
             "query_of",
-            "view_of",
-        ),
-        "svgcheck": ("check_svg",),
-        "text_parts": (
-            "Part",
-            "is_text_mime",
-            "notebook_parts",
-            "output_parts",
-            "percent_parts",
-            "source_part",
         ),
         "textwindow": (
             "check_window",
-            "is_whole",
             "window",
-        ),
-        "withheld": (
-            "WITHHELD_ENCODING",
-            "WITHHELD_WHY",
-            "text_forms",
-            "withheld_image",
         ),
     },
 )

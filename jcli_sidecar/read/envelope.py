@@ -12,10 +12,21 @@ from __future__ import annotations
 
 import base64
 
-from ..base.errors import InvalidWindow, MimeNotFound, OutputDataInvalid, OutputTooLarge, UsageError
-from ..base.plain_text import strip_ansi_lines
-from ..base.protocol import SCHEMA_VERSION, check_max_response_bytes, dump_json, json_size, json_text, utf8_size
-from ..ipynb.multiline import join_text
+from ..base import (
+    SCHEMA_VERSION,
+    InvalidWindow,
+    MimeNotFound,
+    OutputDataInvalid,
+    OutputTooLarge,
+    UsageError,
+    check_max_response_bytes,
+    dump_json,
+    json_size,
+    json_text,
+    strip_ansi_lines,
+    utf8_size,
+)
+from ..ipynb import join_text
 from . import image_headers, representations
 from . import mime as mimes
 from .textwindow import check_window, is_whole, window

@@ -17,10 +17,8 @@ Reader, store, runs and the renderers dispatch through :func:`kind_of`,
 
 from __future__ import annotations
 
-from ..base.boundedjson import loads
-from ..base.errors import OutputDataInvalid
-from ..base.protocol import dump_json, json_text, utf8_size
-from ..ipynb.multiline import join_text
+from ..base import OutputDataInvalid, dump_json, json_text, loads, utf8_size
+from ..ipynb import join_text
 from . import mime as mimes
 
 TYPE_CHECKING = False

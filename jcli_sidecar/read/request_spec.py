@@ -12,8 +12,7 @@ op's spec and the server checks every request against it. Imports nothing heavy.
 
 from __future__ import annotations
 
-from ..base.errors import JcliError, UsageError
-from ..base.protocol import check_file_name
+from ..base import JcliError, UsageError, check_file_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from ..base.errors import OutputDataInvalid
+from ..base import OutputDataInvalid
 from . import representations
 
 TYPE_CHECKING = False

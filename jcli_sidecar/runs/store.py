@@ -24,16 +24,29 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import OutputDataInvalid, OutputSaveFailed
-from ..base.layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, WRITER_RECORD, Outputs, encode_manifest, manifest_path
-from ..base.locks import outputs_lock
-from ..base.nofollow import Dir, LinkRefused
-from ..base.os_errors import os_error, os_reason
-from ..base.protocol import SCHEMA_VERSION
-from ..base.trust import check_dir
-from ..base.workspace_dir import open_outputs_root, open_staging, opened_for_writing
-from ..ipynb.multiline import join_text
-from ..read.representations import JSON_KIND, TEXT_KIND, kind_of
+from ..base import (
+    MANAGED_BY,
+    MANIFEST,
+    MANIFEST_TMP,
+    SCHEMA_VERSION,
+    WRITER_RECORD,
+    Dir,
+    LinkRefused,
+    OutputDataInvalid,
+    Outputs,
+    OutputSaveFailed,
+    check_dir,
+    encode_manifest,
+    manifest_path,
+    open_outputs_root,
+    open_staging,
+    opened_for_writing,
+    os_error,
+    os_reason,
+    outputs_lock,
+)
+from ..ipynb import join_text
+from ..read import JSON_KIND, TEXT_KIND, kind_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,7 +101,7 @@ class StagedRun:
 
 
 def _owner() -> dict[str, Any]:
-    from ..base.process_record import ProcessRecord
+    from ..base import ProcessRecord
 
     return ProcessRecord.current().to_dict()
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import sys
 
-from ..base.errors import ProtocolError, UsageError
+from ..base import ProtocolError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..read.request_spec import Field
+    from ..read import Field
 
 __all__ = [
     "IN_PROCESS",
@@ -155,7 +155,7 @@ class Op:
     @property
     def spec(self) -> tuple[Field, ...]:
         """The request's fields: :attr:`spec_name` in :mod:`jcli_sidecar.read.request_spec` (imported on first use, off a client's read path)."""
-        from ..read.request_spec import spec_named
+        from ..read import spec_named
 
         return spec_named(self.spec_name)
 
@@ -171,7 +171,7 @@ class Op:
             UsageError: a bad user request (:attr:`user_request`).
             ProtocolError: a bad request of any other op.
         """
-        from ..read.request_spec import check_request
+        from ..read import check_request
 
         if self.user_request:
             return check_request(args, self.spec, error=UsageError)
