@@ -280,7 +280,29 @@ def names_used_from_outside() -> dict[str, set[str]]:
         layer = module.removeprefix("jcli_sidecar.")
         if layer in used:
             used[layer] |= set(names)
+    for layer, name in op_cores():
+        if layer in used:
+            used[layer].add(name)
     return used
+
+
+def op_cores() -> list[tuple[str, str]]:
+    """The core functions the op declarations name in another subpackage: (what they name it through, the name there)."""
+    from jcli_sidecar.sidecar import op_table
+
+    found = []
+    for op in op_table.OPS.values():
+        if op.core and not op.core.startswith("jcli_sidecar.sidecar."):
+            module, _, name = op.core.partition(":")
+            found.append((module.removeprefix("jcli_sidecar."), name.split(".")[0]))
+    return found
+
+
+def test_an_op_names_another_subpackages_core_function_through_its_face():
+    """An op's core function is imported by name when it runs (in the sidecar, or in a client in-process): an import like any other."""
+    cores = op_cores()
+    assert ("read", "handle_read") in cores
+    assert [layer for layer, _name in cores if layer not in LAYERS] == []
 
 
 @pytest.mark.parametrize("layer", LAYERS)

@@ -59,6 +59,8 @@ __all__, __getattr__ = lazy_face(
         "requests": (
             "answer_read",
             "check_list_request",
+            "handle_list",
+            "handle_read",
             "query_of",
         ),
         "textwindow": (

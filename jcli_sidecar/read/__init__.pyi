@@ -35,6 +35,8 @@ from .request_spec import spec_named as spec_named
 from .request_spec import tool_schema as tool_schema
 from .requests import answer_read as answer_read
 from .requests import check_list_request as check_list_request
+from .requests import handle_list as handle_list
+from .requests import handle_read as handle_read
 from .requests import query_of as query_of
 from .textwindow import check_window as check_window
 from .textwindow import window as window
