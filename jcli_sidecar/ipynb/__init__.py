@@ -21,6 +21,7 @@ __all__, __getattr__ = lazy_face(
             "index_to_wire",
             "stable_read",
             "stat_key",
+            "take_offers",
         ),
         "nbsplice": (
             "CellWriter",

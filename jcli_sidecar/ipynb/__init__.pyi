@@ -11,6 +11,7 @@ from .nbindex import index_from_wire as index_from_wire
 from .nbindex import index_to_wire as index_to_wire
 from .nbindex import stable_read as stable_read
 from .nbindex import stat_key as stat_key
+from .nbindex import take_offers as take_offers
 from .nbsplice import CellWriter as CellWriter
 from .nbsplice import format_changes as format_changes
 from .nbsplice import notebook_heads as notebook_heads
