@@ -113,11 +113,13 @@ fixtures: $(VENV)/.installed
 # docs/protocol.md and docs/sidecar.md from the op declarations; so are the generated lines
 # in the plugins and docs/hosts.md (from the host table and the guard registry).
 # tests/docs/test_reference_docs.py, tests/sidecar/test_op_table.py and tests/hosts/test_setup_hosts.py fail
-# when the committed pages are stale.
+# when the committed pages are stale. The typed stubs of the core's faces (jcli_sidecar/*/__init__.pyi,
+# which mypy reads) are written from each face's table too; tests/packaging/test_imports.py fails when one is stale.
 docs: $(VENV)/.installed
 	$(BIN)/python -m jcli.reference_docs docs/reference
 	$(BIN)/python -m jcli.op_docs docs
 	$(BIN)/python -m jcli.setup.generated .
+	$(BIN)/python -m jcli.face_stubs jcli_sidecar
 
 clean:
 	rm -rf $(VENV) build *.egg-info

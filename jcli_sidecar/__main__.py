@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         help="socket activation: the workspace hash (systemd %%i); the workspace comes from the first hello",
     )
     args = parser.parse_args(argv)
-    from .sidecar.daemon import serve as run
+    from .sidecar import serve as run
 
     if args.instance:
         return run(instance=args.instance)

@@ -41,8 +41,11 @@ def _offer_written_indexes() -> None:
     Free for a command that wrote none: nothing is imported (the index module
     is not even loaded by most commands, and a read leaves no offers).
     """
-    nbindex = sys.modules.get("jcli_sidecar.ipynb.nbindex")
-    offers = nbindex.take_offers() if nbindex is not None else []
+    if "jcli_sidecar.ipynb.nbindex" not in sys.modules:  # no index was built or read: nothing to offer
+        return
+    from jcli_sidecar.ipynb import take_offers
+
+    offers = take_offers()
     if offers:
         from .transport import hand_over
 

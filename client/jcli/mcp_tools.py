@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 
 from jcli_sidecar.base import PathAmbiguous, PathNotAllowed, UsageError, check_file_name, json_text
-from jcli_sidecar.read import caption, of_selected
+from jcli_sidecar.read import caption, kind_of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def tool_result_parts(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     selected = doc["selected"]
     if "withheld" in selected:  # an image told as text (text_only): the caption says it all
         return [note]
-    text = of_selected(selected).as_text(selected["data"])
+    text = kind_of_selected(selected).as_text(selected["data"])
     if text is None:  # an image
         data = selected["data"]
         if isinstance(data, (bytes, bytearray)):

@@ -7,7 +7,7 @@ continue at) is the envelope's caption, built once in
 
 from __future__ import annotations
 
-from jcli_sidecar.read import caption, of_selected
+from jcli_sidecar.read import caption, kind_of_selected
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def render_human(doc: dict[str, Any]) -> tuple[str, str | None]:
     sel = doc["selected"]
     if "withheld" in sel:  # an image told as text (--text-only): the caption says it all
         return note + "\n", None
-    text = of_selected(sel).as_text(sel["data"])
+    text = kind_of_selected(sel).as_text(sel["data"])
     if text is None:  # an image
         return note + "\n", "[use -j to get the image data]"
     return _text(text), note

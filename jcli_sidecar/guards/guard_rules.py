@@ -32,7 +32,7 @@ from .hook_payload import fs_spellings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..pair.pairing import Pair
+    from ..pair import Pair
     from .hook_payload import ToolCall
     from .shell_commands import Command
 
@@ -288,7 +288,7 @@ def notebook_edit(call: ToolCall) -> str | None:
     """The reason to deny a hand edit of a paired ``.ipynb``, or None."""
     if call.kind not in ("edit", "write", "notebook_edit", "patch"):
         return None
-    from ..pair.pairing import is_percent_file, paired_py_path
+    from ..pair import is_percent_file, paired_py_path
 
     for path in call.paths:
         if not path.endswith(".ipynb"):
@@ -311,7 +311,7 @@ def percent_pair_of(path: str) -> Pair | None:
 
     A guard peeks: a ``.py`` over :data:`_PEEK_BYTES` counts as no py:percent file.
     """
-    from ..pair.pairing import Pair
+    from ..pair import Pair
 
     for spelling in fs_spellings(path):
         found = Pair.on_disk(spelling, _PEEK_BYTES)

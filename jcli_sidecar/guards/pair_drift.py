@@ -45,8 +45,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..pair.pairing import LockedPair, Pair
-    from ..pair.percent import PercentCell
+    from ..pair import LockedPair, Pair, PercentCell
     from .hook_payload import ToolCall
 
 __all__ = ["after_edit", "before_edit", "merge_cells"]
@@ -63,9 +62,8 @@ def _pairs(call: ToolCall) -> list[Pair]:
 
 
 def _read(py: str, nb_path: str) -> tuple[list[PercentCell], dict[str, Any], str]:
-    from ..ipynb.nbwrite import read_for_update
-    from ..ipynb.notebook import read_file_bytes
-    from ..pair.percent import parse_percent
+    from ..ipynb import read_file_bytes, read_for_update
+    from ..pair import parse_percent
 
     text = read_file_bytes(os.path.realpath(py)).decode("utf-8", "replace")
     return parse_percent(text), read_for_update(nb_path), text
@@ -108,7 +106,7 @@ def _compare(py_cells: list[PercentCell], nb: dict[str, Any]) -> tuple[str, list
     ``conflict`` (both changed the same cells) or ``unknown`` (the notebook
     changed but the record has no per-cell digests).
     """
-    from ..pair.pairguard import agreed_cells, cell_digests, changes_since_agreement, notebook_cells
+    from ..pair import agreed_cells, cell_digests, changes_since_agreement, notebook_cells
 
     changed = changes_since_agreement(nb, py_cells)
     if changed is None or not changed[1]:
@@ -196,8 +194,8 @@ def after_edit(call: ToolCall) -> str | None:
 
 
 def _sync(py: str, nb_path: str) -> str | None:
-    from ..base.errors import JcliError, PairConflict
-    from ..pair.pairing import Pair
+    from ..base import JcliError, PairConflict
+    from ..pair import Pair
 
     try:
         with Pair(py, nb_path).write_lock() as held:
@@ -237,12 +235,19 @@ def _sync_locked(held: LockedPair) -> str | None:
 
 
 def _merge(held: LockedPair, py_cells: list[PercentCell], nb: dict[str, Any], text: str) -> str:
-    from ..base.fileio import write_text_atomic
-    from ..ipynb.multiline import join_text
-    from ..pair.pairguard import agreed_cells, cell_digests, notebook_cells
-    from ..pair.pairing import sync_cells
-    from ..pair.percent import PercentCell, normalize_source, parse_percent, read_percent
-    from ..pair.percent_write import write_percent
+    from ..base import write_text_atomic
+    from ..ipynb import join_text
+    from ..pair import (
+        PercentCell,
+        agreed_cells,
+        cell_digests,
+        normalize_source,
+        notebook_cells,
+        parse_percent,
+        read_percent,
+        sync_cells,
+        write_percent,
+    )
 
     py, nb_path = held.pair
     nb_cells = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base.errors import CellNotFound, UsageError
+from ..base import CellNotFound, UsageError
 
 __all__ = ["parse_cell_spec"]
 

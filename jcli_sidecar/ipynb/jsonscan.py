@@ -25,7 +25,7 @@ import json
 import os
 import re
 
-from ..base.boundedjson import Bail, TooDeep
+from ..base import Bail, TooDeep
 
 try:  # the walk in C, built with the package where a compiler is at hand
     from . import _nbwalk as native

@@ -6,7 +6,7 @@ the join (the exec result's text budget) does not import the notebook reader.
 
 from __future__ import annotations
 
-from ..base.errors import OutputDataInvalid
+from ..base import OutputDataInvalid
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

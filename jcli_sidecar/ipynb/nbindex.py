@@ -29,7 +29,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from ..base.boundedjson import MAX_DEPTH, Bail
+from ..base import MAX_DEPTH, Bail
 from . import jsonscan
 from .jsonscan import JsonWindow
 
@@ -88,7 +88,7 @@ def stable_read(read: Callable[[], T], path: Any, *, doing: str = "read", otherw
             continue
     if otherwise is not None:
         return otherwise()
-    from ..base.errors import NotebookReadFailed
+    from ..base import NotebookReadFailed
 
     name = os.fspath(path)
     raise NotebookReadFailed(f"{name}: kept changing while it was being {doing}; try again", path=name)

@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import os
 
-from ..base.boundedjson import Bail, TooDeep, loads
-from ..base.errors import JcliError, NotebookChanged
-from ..base.fileio import write_pieces_atomic
-from ..base.readfile import check_size, open_regular, read_open
+from ..base import Bail, JcliError, NotebookChanged, TooDeep, check_size, loads, open_regular, read_open, write_pieces_atomic
 from .nbindex import CellSpan, Changed, NotebookIndex, adopt, adopted, build_index, cell_span, pread_span, stable_read, stat_key
 from .nbwrite import dumps_cell_parts, dumps_notebook, write_notebook
 from .notebook import coded_read_error, exact_float, parse_notebook, read_file_bytes
@@ -452,7 +449,7 @@ def format_changes(path: str) -> list[str]:
     file the index cannot take (an older format has no top-level ``cells``)
     is read whole.
     """
-    from ..base.boundedjson import loads
+    from ..base import loads
 
     try:
         fd, _info = open_regular(path)

@@ -17,7 +17,7 @@ import json
 import os
 import re
 
-from ..base.fileio import write_pieces_atomic
+from ..base import write_pieces_atomic
 from .notebook import RawNumber, parse_notebook, read_file_bytes
 
 TYPE_CHECKING = False
@@ -210,7 +210,7 @@ def write_notebook(
 
 def _hand_over(path: str, data: bytes, written: os.stat_result) -> None:
     """Keep the index of the notebook just written for this process's next reads and writes (a splice after a sync builds none), and its sidecar."""
-    from ..base.boundedjson import Bail, TooDeep
+    from ..base import Bail, TooDeep
     from .nbindex import adopt, index_bytes, stat_key
 
     if written.st_size != len(data):

@@ -12,11 +12,24 @@ import json
 import math
 import os
 
-from ..base.boundedjson import Bail, TooDeep, loads
-from ..base.errors import CellNotFound, JcliError, NotebookReadFailed, UsageError
-from ..base.os_errors import os_error, os_reason
-from ..base.protocol import display_name
-from ..base.readfile import FileTooLarge, NotARegularFile, check_size, open_regular, read_open, read_regular
+from ..base import (
+    Bail,
+    CellNotFound,
+    FileTooLarge,
+    JcliError,
+    NotARegularFile,
+    NotebookReadFailed,
+    TooDeep,
+    UsageError,
+    check_size,
+    display_name,
+    loads,
+    open_regular,
+    os_error,
+    os_reason,
+    read_open,
+    read_regular,
+)
 from .nbindex import Changed, NotebookIndex, adopted, build_index, pread_span, stable_read, stat_key
 
 TYPE_CHECKING = False

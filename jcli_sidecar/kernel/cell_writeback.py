@@ -14,15 +14,9 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import JcliError, NotebookChanged, NotebookOutOfSync, OutputSaveFailed
-from ..base.os_errors import os_error
-from ..base.stall import stall_point
-from ..base.tempnames import clean_dead_temps, temp_path
-from ..ipynb.multiline import join_text
-from ..ipynb.nbindex import stat_key
-from ..ipynb.nbwrite import dumps_cell
-from ..pair.pairing import notebook_write_lock
-from ..pair.percent import normalize_source
+from ..base import JcliError, NotebookChanged, NotebookOutOfSync, OutputSaveFailed, clean_dead_temps, os_error, stall_point, temp_path
+from ..ipynb import dumps_cell, join_text, stat_key
+from ..pair import normalize_source, notebook_write_lock
 from .cell_timing import EXECUTION_METADATA, TIMING_KEYS
 from .exec_result import ExecutionResult
 
@@ -31,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..ipynb.nbsplice import CellWriter
+    from ..ipynb import CellWriter
     from .output_collector import OutputEvent
 
     #: A hook: called with keyword arguments only.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..base.errors import JcliError, UsageError
+from ..base import JcliError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

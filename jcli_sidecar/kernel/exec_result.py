@@ -7,10 +7,8 @@ anything was left out.
 
 from __future__ import annotations
 
-from ..base.errors import EXECUTION_ERROR_ALIASES
-from ..base.plain_text import strip_ansi_lines
-from ..base.protocol import SCHEMA_VERSION
-from ..ipynb.multiline import join_text
+from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, strip_ansi_lines
+from ..ipynb import join_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

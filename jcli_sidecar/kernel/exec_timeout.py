@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ..base.errors import UsageError
-from ..base.settings import SETTINGS, setting
+from ..base import SETTINGS, UsageError, setting
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

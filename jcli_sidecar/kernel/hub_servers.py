@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
-from ..base.errors import JcliError, NotAuthorized, ServerNotRunning, ServerUnavailable
+from ..base import JcliError, NotAuthorized, ServerNotRunning, ServerUnavailable
 from .server_replies import MESSAGE_CHARS, server_message
 from .urls import redact_url
 from .wire import HttpError, WireError, http_request

@@ -18,8 +18,7 @@ what counts as "the code ran", and the error that says so are defined here.
 
 from __future__ import annotations
 
-from ..base.errors import JcliError, internal_error
-from ..base.stall import stall_point
+from ..base import JcliError, internal_error, stall_point
 from .exec_result import build_result, needs_store
 
 TYPE_CHECKING = False
@@ -145,8 +144,8 @@ def _keep_outputs(
     """
     if not needs_store(result.outputs):
         return doc
-    from ..base.runtime import workspace_of
-    from ..runs.store import stage_run
+    from ..base import workspace_of
+    from ..runs import stage_run
 
     cwd = workspace_of()
     source = {

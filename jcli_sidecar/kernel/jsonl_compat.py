@@ -18,7 +18,7 @@ something was cut, ``cell.truncated`` is true.
 
 from __future__ import annotations
 
-from ..base.plain_text import strip_ansi
+from ..base import strip_ansi
 from .exec_result import ITEM_BUDGET, TEXT_BUDGET
 
 TYPE_CHECKING = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from ..base.errors import Forbidden, JcliError, ProxyAuthRequired, ServerUnavailable, SessionNotFound, UsageError
+from ..base import Forbidden, JcliError, ProxyAuthRequired, ServerUnavailable, SessionNotFound, UsageError
 from .proxy_route import proxy_environment, proxy_for
 from .server_replies import reply_error
 from .urls import redact_url, split_server_url

@@ -30,8 +30,7 @@ import json
 import os
 import time
 
-from ..base.errors import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, Timeout
-from ..base.stall import stall_point
+from ..base import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, Timeout, stall_point
 from .cell_timing import message_time
 from .exec_result import ExecutionResult
 from .exec_timeout import check_timeout

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import os
 
-from ..base.errors import JcliError
+from ..base import JcliError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

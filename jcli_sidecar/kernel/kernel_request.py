@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import FileNotFound, KernelMismatch, UsageError
+from ..base import FileNotFound, KernelMismatch, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def inspect_kernel_request(path: str) -> dict[str, Any]:
         >>> inspect_kernel_request("examples/demo.ipynb")["source"]  # doctest: +SKIP
         'notebook'
     """
-    from ..ipynb.notebook import parse_notebook, read_file_bytes
-    from ..pair.percent import read_header
+    from ..ipynb import parse_notebook, read_file_bytes
+    from ..pair import read_header
 
     full = os.path.abspath(path)
     extension = os.path.splitext(full)[1].lower()
@@ -99,8 +99,8 @@ def _metadata(nb: dict[str, Any]) -> dict[str, Any]:
 
 def _paired_metadata(py_path: str, text: str) -> tuple[dict[str, Any], str | None, str | None]:
     """A py:percent file's paired notebook speaks for it, when there is one."""
-    from ..ipynb.notebook import parse_notebook, read_file_bytes
-    from ..pair.pairing import is_percent, paired_notebook_path
+    from ..ipynb import parse_notebook, read_file_bytes
+    from ..pair import is_percent, paired_notebook_path
 
     if not is_percent(text):
         return {}, None, None

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 
-from ..base.errors import KernelBusy, Timeout, UsageError, VariableNotFound
+from ..base import KernelBusy, Timeout, UsageError, VariableNotFound
 from . import vars_rules
 from .exec_timeout import check_timeout
 from .kernel_client import KernelConnection

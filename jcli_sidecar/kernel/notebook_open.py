@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import NotebookReadFailed
-from ..pair.pairing import Pair
-from ..pair.percent import parse_percent
+from ..base import NotebookReadFailed
+from ..pair import Pair, parse_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,9 +60,8 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
         KernelMismatch: the file asks for another kernel; nothing is written.
         PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
     """
-    from ..ipynb.nbsplice import format_changes
-    from ..ipynb.notebook import read_file_bytes
-    from ..pair.cell_ids import check_py_ids
+    from ..ipynb import format_changes, read_file_bytes
+    from ..pair import check_py_ids
     from .kernel_request import asked_kernel, check_session_kernel
 
     path = os.path.abspath(file_path)
@@ -106,8 +104,8 @@ def _py_kernel(text: str, py_path: str, nb_path: str) -> tuple[dict[str, Any] | 
     The jupytext header speaks first (a new notebook records what it names);
     without one, an existing paired notebook speaks for the ``.py``.
     """
-    from ..base.errors import JcliError
-    from ..pair.percent import read_header
+    from ..base import JcliError
+    from ..pair import read_header
     from .kernel_request import asked_kernel
 
     try:
@@ -137,10 +135,9 @@ def _renew_ids(path: str, heads: list[Any]) -> list[dict[str, Any]]:
     Raises:
         OutputSaveFailed: the notebook cannot be written (``executed: false``).
     """
-    from ..base.os_errors import os_error
-    from ..ipynb.nbwrite import read_for_update, write_notebook
-    from ..pair.cell_ids import renew_duplicate_ids
-    from ..pair.pairing import notebook_write_lock
+    from ..base import os_error
+    from ..ipynb import read_for_update, write_notebook
+    from ..pair import notebook_write_lock, renew_duplicate_ids
 
     ids = [cell.get("id") for cell in heads if isinstance(cell, dict) and isinstance(cell.get("id"), str)]
     if len(ids) == len(set(ids)):
@@ -181,8 +178,7 @@ def _notebook_heads(path: str) -> tuple[Any, list[Any], list[str]]:
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: the notebook cannot be read.
     """
-    from ..ipynb.nbsplice import format_changes, notebook_heads
-    from ..ipynb.notebook import load_notebook
+    from ..ipynb import format_changes, load_notebook, notebook_heads
 
     notes: list[str] = []
     top = notebook_heads(path)

@@ -39,13 +39,9 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import EXECUTION_ERROR_ALIASES, Interrupted, JcliError, Timeout, internal_error
-from ..base.protocol import SCHEMA_VERSION
-from ..base.stall import stall_point
-from ..ipynb.cell_spec import parse_cell_spec
-from ..ipynb.multiline import join_text
-from ..ipynb.nbsplice import CellWriter
-from ..pair.pairing import paired_notebook_path
+from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, Timeout, internal_error, stall_point
+from ..ipynb import CellWriter, join_text, parse_cell_spec
+from ..pair import paired_notebook_path
 from .cell_timing import timing_fields
 from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
 from .display_mode import in_display_mode
@@ -61,7 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..ipynb.nbindex import NotebookIndex
+    from ..ipynb import NotebookIndex
     from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
     from .stop_switch import StopSwitch

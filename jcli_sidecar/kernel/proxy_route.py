@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import socket
 
-from ..base.errors import UsageError
+from ..base import UsageError
 from .urls import redact_url
 
 TYPE_CHECKING = False

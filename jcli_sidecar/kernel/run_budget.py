@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from ..base.errors import Timeout
+from ..base import Timeout
 
 __all__ = ["RunBudget", "per_cell_note"]
 

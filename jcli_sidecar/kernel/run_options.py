@@ -7,8 +7,8 @@ reads nothing else.
 
 from __future__ import annotations
 
-from ..base.settings import SETTINGS, setting
-from ..pair.pairing import is_percent_file
+from ..base import SETTINGS, setting
+from ..pair import is_percent_file
 from .display_mode import check_display_mode
 from .exec_timeout import check_timeout
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base.errors import Forbidden, JcliError, NotAuthorized
+from ..base import Forbidden, JcliError, NotAuthorized
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..base.errors import Forbidden, JcliError, KernelspecNotFound, NotAuthorized, ServerError, ServerNotRunning, ServerUnavailable
+from ..base import Forbidden, JcliError, KernelspecNotFound, NotAuthorized, ServerError, ServerNotRunning, ServerUnavailable
 from .urls import redact_text
 
 TYPE_CHECKING = False

@@ -12,7 +12,7 @@ any other key is ``FORBIDDEN`` naming the setting that allows listing
 
 from __future__ import annotations
 
-from ..base.errors import Forbidden, SessionNotFound
+from ..base import Forbidden, SessionNotFound
 from .jupyter_api import kernel_summary, select_session, session_summary
 from .session_names import is_full_id, remembered_session, remembered_sessions
 

@@ -37,7 +37,7 @@ import re
 import stat
 import time
 
-from ..base.errors import JcliError, SessionNotFound, UsageError
+from ..base import JcliError, SessionNotFound, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def server_key(url: str) -> str:
     """
     from urllib.parse import urlsplit
 
-    from ..base.runtime import workspace_hash
+    from ..base import workspace_hash
 
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -111,7 +111,7 @@ class NameMemory:
     """
 
     def __init__(self, url: str, shown_url: str, directory: str) -> None:
-        from ..base.runtime import SERVER_FILES
+        from ..base import SERVER_FILES
 
         self.shown_url = shown_url
         base = os.path.join(directory, server_key(url))
@@ -127,7 +127,7 @@ class NameMemory:
             RuntimeDirUnsafe, RuntimeDirUnusable, FileNotFoundError: as
                 :func:`~jcli_sidecar.base.runtime.ensure_runtime_dir` (``create``: made when missing).
         """
-        from ..base.runtime import ensure_runtime_dir
+        from ..base import ensure_runtime_dir
 
         return cls(server.url, server.shown_url, ensure_runtime_dir(create=create))
 
@@ -137,7 +137,7 @@ class NameMemory:
         if raw is None:
             return {}
         try:
-            from ..base.boundedjson import loads
+            from ..base import loads
 
             doc = loads(raw)
         except (ValueError, RecursionError):
@@ -148,7 +148,7 @@ class NameMemory:
 
     def _read_own(self) -> bytes | None:
         """The file's bytes when it is a regular file of this user, not writable by others, one link, within the cap."""
-        from ..base.readfile import read_open
+        from ..base import read_open
 
         try:
             before = os.lstat(self.path)
@@ -177,7 +177,7 @@ class NameMemory:
             OSError: the lock cannot be taken (a link or another user's file
                 in its place); nothing is changed then.
         """
-        from ..base.locks import private_lock
+        from ..base import private_lock
 
         with private_lock(self.lock_path):
             entries = self.entries()
@@ -190,7 +190,7 @@ class NameMemory:
                     self.failed = exc
 
     def _write(self, entries: dict[str, dict[str, Any]]) -> None:
-        from ..base.tempnames import clean_dead_temps, temp_path
+        from ..base import clean_dead_temps, temp_path
 
         clean_dead_temps(self.path)
         if not entries:
@@ -405,7 +405,7 @@ def create_remembered(server: JupyterServer, name: str, create: Callable[[], dic
 
 
 def _not_remembered(exc: OSError | JcliError) -> str:
-    from ..base.os_errors import os_reason
+    from ..base import os_reason
 
     reason = exc.message if isinstance(exc, JcliError) else os_reason(exc)
     return f"j-cli could not remember the name ({reason})"

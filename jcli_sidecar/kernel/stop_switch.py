@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from ..base.errors import Interrupted
+from ..base import Interrupted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..base.errors import UsageError
+from ..base import UsageError
 
 __all__ = ["check_server_url", "redact_text", "redact_url", "split_server_url"]
 

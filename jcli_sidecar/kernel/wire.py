@@ -45,7 +45,7 @@ import json
 import socket
 from urllib.parse import urlsplit
 
-from ..base.os_errors import os_reason
+from ..base import os_reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import CellIdDuplicate
+from ..base import CellIdDuplicate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -39,8 +39,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..base.errors import NotebookReadFailed, UsageError
-from ..base.os_errors import os_error
+from ..base import NotebookReadFailed, UsageError, os_error
 from .pairing import Pair, notebook_write_lock, paired_notebook_path, paired_py_path
 
 TYPE_CHECKING = False
@@ -74,7 +73,7 @@ def _check_output(source: str, out: str) -> None:
 
 
 def _read_notebook(path: str) -> dict[str, Any]:
-    from ..ipynb.nbwrite import read_for_update
+    from ..ipynb import read_for_update
 
     nb = read_for_update(path)
     if not isinstance(nb.get("cells"), list):
@@ -83,7 +82,7 @@ def _read_notebook(path: str) -> dict[str, Any]:
 
 
 def _read_py(path: str) -> tuple[Any, str]:
-    from ..ipynb.notebook import read_text_file
+    from ..ipynb import read_text_file
     from .pairing import is_percent
     from .percent import read_percent
 
@@ -94,7 +93,7 @@ def _read_py(path: str) -> tuple[Any, str]:
 
 
 def _write(path: str, text: str) -> None:
-    from ..base.fileio import write_text_atomic
+    from ..base import write_text_atomic
 
     try:
         write_text_atomic(path, text)
@@ -281,7 +280,7 @@ def assign_ids(nb_path: str) -> dict[str, Any]:
         FileNotFound, NotebookReadFailed: the notebook cannot be read.
         OutputSaveFailed: it cannot be written.
     """
-    from ..ipynb.nbwrite import write_notebook
+    from ..ipynb import write_notebook
 
     nb_path = os.path.abspath(nb_path)
     if nb_path.endswith(".py"):

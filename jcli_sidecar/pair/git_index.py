@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from ..base.errors import GitFailed, UsageError
-from ..base.os_errors import os_error
+from ..base import GitFailed, UsageError, os_error
 
 __all__ = ["IndexEntry", "Repository", "changed_in_worktree", "read_blobs", "repository", "stage_blob", "staged_changes", "staged_entries"]
 

@@ -49,7 +49,7 @@ import fnmatch
 import os
 import sys
 
-from ..base.errors import JcliError, NotebookOutOfSync, NotebookReadFailed, UsageError, internal_error
+from ..base import JcliError, NotebookOutOfSync, NotebookReadFailed, UsageError, internal_error
 from .pairing import pair_paths, percent_cells
 
 TYPE_CHECKING = False
@@ -109,7 +109,7 @@ def _percent_cells(raw: bytes) -> list[PercentCell] | None:
 
 def _worktree_in_line(repo: Repository, nb: str, py_cells: list[PercentCell]) -> bool:
     """Whether the working tree's notebook (when readable) is in line with the staged ``.py``."""
-    from ..ipynb.notebook import parse_notebook, read_file_bytes
+    from ..ipynb import parse_notebook, read_file_bytes
     from .pair_update import in_line
 
     try:
@@ -164,7 +164,7 @@ def _q(path: str) -> str:
 def _check_pair(
     repo: Repository, py: str, nb: str, entries: dict[str, IndexEntry], blobs: dict[str, bytes], changed: set[str]
 ) -> dict[str, Any]:
-    from ..ipynb.notebook import parse_notebook
+    from ..ipynb import parse_notebook
     from .pair_update import describe_drift, in_line
 
     out: dict[str, Any] = {"py": py, "notebook": nb}
@@ -289,8 +289,7 @@ def stage_synced(cwd: str, include: tuple[str, ...] = ()) -> dict[str, Any]:
     Raises:
         UsageError, GitFailed: not in a repository, or git failed.
     """
-    from ..ipynb.nbwrite import dumps_notebook
-    from ..ipynb.notebook import parse_notebook
+    from ..ipynb import dumps_notebook, parse_notebook
     from .git_index import stage_blob
     from .pair_update import synced_notebook
 

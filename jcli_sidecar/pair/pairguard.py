@@ -26,8 +26,8 @@ import hashlib
 import json
 import os
 
-from ..base.errors import PairConflict
-from ..ipynb.multiline import join_text
+from ..base import PairConflict
+from ..ipynb import join_text
 from .percent import normalize_source
 
 TYPE_CHECKING = False

@@ -35,9 +35,17 @@ import posixpath
 import re
 from collections import namedtuple
 
-from ..base.errors import CellMappingUnreliable, CellNotFound, JcliError, NotebookChanged, OutputDataInvalid, OutputSaveFailed, UsageError
-from ..base.os_errors import os_error
-from ..ipynb.multiline import join_text
+from ..base import (
+    CellMappingUnreliable,
+    CellNotFound,
+    JcliError,
+    NotebookChanged,
+    OutputDataInvalid,
+    OutputSaveFailed,
+    UsageError,
+    os_error,
+)
+from ..ipynb import join_text
 from .percent import PercentCell, normalize_source, parse_percent
 from .percent_write import write_percent
 
@@ -93,7 +101,7 @@ def is_percent_file(path: str, limit: int | None = None) -> bool:
     only when it holds at most ``limit`` bytes (default: the read limit); a
     larger one is no as well.
     """
-    from ..base.readfile import read_regular
+    from ..base import read_regular
 
     try:
         raw, _ = read_regular(path, limit)
@@ -150,8 +158,7 @@ def notebook_write_lock(notebook: str, *, executed: bool | None = None) -> Itera
         RuntimeDirUnsafe: the runtime dir is unsafe.
         OutputSaveFailed: the lock cannot be created or taken.
     """
-    from ..base.locks import notebook_lock
-    from ..base.runtime import ensure_runtime_dir
+    from ..base import ensure_runtime_dir, notebook_lock
 
     try:
         held = notebook_lock(ensure_runtime_dir(create=True), notebook)
@@ -339,8 +346,8 @@ class LockedPair:
         Raises:
             FileNotFound, NotebookReadFailed, UsageError: it cannot be read.
         """
-        from ..base.swap import file_key
-        from ..ipynb.nbwrite import read_for_update
+        from ..base import file_key
+        from ..ipynb import read_for_update
 
         path = self.pair.notebook
         if not os.path.exists(path):
@@ -352,7 +359,7 @@ class LockedPair:
 
     def unchanged(self, py_cells: list[PercentCell], kernel_name: Kernel = None) -> PairSync | None:
         """The sync when it would change nothing, seen through the notebook's offset index (outputs read as ``[]``); else None."""
-        from ..ipynb.nbsplice import notebook_heads
+        from ..ipynb import notebook_heads
 
         heads = notebook_heads(self.pair.notebook) if os.path.exists(self.pair.notebook) else None
         if heads is None:
@@ -395,7 +402,7 @@ class LockedPair:
         Raises:
             OutputSaveFailed: it cannot be written (with ``executed``, when the lock was taken with it).
         """
-        from ..ipynb.nbwrite import write_notebook
+        from ..ipynb import write_notebook
 
         path = self.pair.notebook
         try:

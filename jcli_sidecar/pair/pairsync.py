@@ -20,9 +20,8 @@ import copy
 import difflib
 import os
 
-from ..base.errors import OutputDataInvalid
-from ..ipynb.multiline import join_text
-from ..ipynb.nbwrite import new_cell, new_notebook
+from ..base import OutputDataInvalid
+from ..ipynb import join_text, new_cell, new_notebook
 from .percent import PercentCell, normalize_source
 
 TYPE_CHECKING = False

@@ -51,7 +51,7 @@ import json
 import re
 from collections import namedtuple
 
-from ..base.errors import NotebookReadFailed
+from ..base import NotebookReadFailed
 from .percent_magics import PythonStrings, uncomment_lines, uncomment_magics, unescape_code_start
 
 TYPE_CHECKING = False

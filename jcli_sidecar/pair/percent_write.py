@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ..base.errors import UsageError
+from ..base import UsageError
 from .percent import LANGUAGE_MAGICS, METADATA_KEY, PercentCell, is_active, normalize_source, parse_percent
 from .percent_magics import comment_magics
 
@@ -99,7 +99,7 @@ def _forms(kind: str, source: str) -> list[str]:
 
 
 def _as_cell(index: int, cell: Any) -> tuple[str, str, str | None, dict[str, Any]]:
-    from ..ipynb.multiline import join_text
+    from ..ipynb import join_text
 
     if isinstance(cell, PercentCell):
         return cell.cell_type, cell.source, cell.cell_id, dict(cell.metadata or {})

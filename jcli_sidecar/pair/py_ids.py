@@ -16,8 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..base.errors import UsageError
-from ..base.os_errors import os_error
+from ..base import UsageError, os_error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ def assign_py_ids(py_path: str) -> dict[str, Any]:
         UsageError: a marker that cannot carry an appended id.
         OutputSaveFailed: it cannot be written.
     """
-    from ..base.fileio import write_text_atomic
+    from ..base import write_text_atomic
     from .cell_ids import check_py_ids, fresh_cell_id
     from .convert import _read_py
     from .percent import read_percent

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import FileNotFound, NotebookReadFailed, UsageError
-from ..base.os_errors import os_error
-from ..base.protocol import check_file_name
-from ..ipynb.notebook import NotebookFile, cell_at, read_text_file
-from ..pair.pairing import is_percent, map_cell, paired_notebook_path
-from ..pair.percent import parse_percent
+from ..base import FileNotFound, NotebookReadFailed, UsageError, check_file_name, os_error
+from ..ipynb import NotebookFile, cell_at, read_text_file
+from ..pair import is_percent, map_cell, paired_notebook_path, parse_percent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

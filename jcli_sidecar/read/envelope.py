@@ -12,10 +12,21 @@ from __future__ import annotations
 
 import base64
 
-from ..base.errors import InvalidWindow, MimeNotFound, OutputDataInvalid, OutputTooLarge, UsageError
-from ..base.plain_text import strip_ansi_lines
-from ..base.protocol import SCHEMA_VERSION, check_max_response_bytes, dump_json, json_size, json_text, utf8_size
-from ..ipynb.multiline import join_text
+from ..base import (
+    SCHEMA_VERSION,
+    InvalidWindow,
+    MimeNotFound,
+    OutputDataInvalid,
+    OutputTooLarge,
+    UsageError,
+    check_max_response_bytes,
+    dump_json,
+    json_size,
+    json_text,
+    strip_ansi_lines,
+    utf8_size,
+)
+from ..ipynb import join_text
 from . import image_headers, representations
 from . import mime as mimes
 from .textwindow import check_window, is_whole, window
@@ -344,11 +355,11 @@ def _error_block(error: dict[str, Any], offset: int, limit: int | None) -> dict[
 
 def _select(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, Any]:
     kind = representations.checked(mime, value)
-    if kind is representations.IMAGE:
+    if kind is representations.IMAGE_KIND:
         return _select_image(mime, value, query, memo)
     if query.converting:
         return _render_svg(mime, value, kind, query)
-    if kind is representations.TEXT:
+    if kind is representations.TEXT_KIND:
         return {"mime_type": mime, **_text_block(join_text(value, mime), query.offset, query.limit)}
     return _select_json(mime, value, query)
 
@@ -360,7 +371,7 @@ def _select_image(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, 
     known = notebook.memo if notebook is not None and notebook.memo is not None else {}
     data = known.get(key)
     if data is None:
-        data = representations.IMAGE.payload(mime, value)  # checked: base64 text, or a run's bytes
+        data = representations.IMAGE_KIND.payload(mime, value)  # checked: base64 text, or a run's bytes
         if notebook is not None and not isinstance(value, (bytes, bytearray)):
             notebook.remember(key, data, len(data))
     facts: dict[str, Any] = {}
@@ -372,7 +383,7 @@ def _select_image(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, 
 
 
 def _render_svg(mime: str, value: Any, kind: representations.Representation, query: OutputQuery) -> dict[str, Any]:
-    if mime != "image/svg+xml" or kind is not representations.TEXT:
+    if mime != "image/svg+xml" or kind is not representations.TEXT_KIND:
         raise UsageError(f"--as converts images and SVG; the selected representation is {mime}")
     if query.offset or query.limit is not None:
         raise InvalidWindow("offset/limit apply to text; the SVG is being rendered as an image")

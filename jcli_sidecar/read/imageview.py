@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from ..base.errors import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
+from ..base import ImageTooLarge, RendererUnavailable, RenderFailed, UsageError, error_from_code
 from . import image_headers
 from .host_profiles import HOST_PROFILES, MiB
 from .mime import RASTER_IMAGE_TYPES

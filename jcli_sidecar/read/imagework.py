@@ -23,7 +23,7 @@ import re
 import resource
 import sys
 
-from ..base.errors import ImageTooLarge, JcliError, RendererUnavailable, RenderFailed
+from ..base import ImageTooLarge, JcliError, RendererUnavailable, RenderFailed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

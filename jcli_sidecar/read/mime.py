@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import binascii
 
-from ..base.errors import OutputDataInvalid
+from ..base import OutputDataInvalid
 
 __all__ = [
     "AUTO_ORDER",

@@ -21,9 +21,8 @@ import contextlib
 import re
 import time
 
-from ..base.errors import JcliError, NotebookReadFailed, Timeout, UsageError
-from ..base.protocol import SCHEMA_VERSION
-from ..ipynb.nbindex import stable_read
+from ..base import SCHEMA_VERSION, JcliError, NotebookReadFailed, Timeout, UsageError
+from ..ipynb import stable_read
 from .notebook_walk import search_units
 from .text_parts import notebook_parts, percent_parts
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
     from typing import Any
 
-    from ..ipynb.notebook import NotebookFile
+    from ..ipynb import NotebookFile
     from .notebook_walk import SearchUnit
     from .text_parts import Part
 
@@ -119,8 +118,8 @@ def compile_pattern(pattern: str, fixed: bool, ignore_case: bool) -> re.Pattern[
 
 def _parts(unit: SearchUnit, load: Callable[[str], NotebookFile], outputs: bool) -> Generator[Part, None, None]:
     if unit.kind == "py":
-        from ..ipynb.notebook import read_text_file
-        from ..pair.pairing import percent_cells
+        from ..ipynb import read_text_file
+        from ..pair import percent_cells
 
         cells = percent_cells(read_text_file(unit.real))
         if cells is None:
@@ -210,7 +209,7 @@ def grep_notebooks(
         [(1, None, 'import sys; print("warned", file=sys.stderr)'), (1, 1, 'warned')]
     """
     if load is None:
-        from ..ipynb.notebook import NotebookFile
+        from ..ipynb import NotebookFile
 
         load = NotebookFile.load
     if not sources and not outputs:
@@ -229,7 +228,7 @@ def grep_notebooks(
         except JcliError as err:
             problems.append({"path": unit.path, "code": err.code, "message": err.message.replace(unit.real, unit.path)})
         except OSError as exc:
-            from ..ipynb.notebook import coded_read_error
+            from ..ipynb import coded_read_error
 
             coded = coded_read_error(exc, unit.path)
             problems.append({"path": unit.path, "code": coded.code, "message": coded.message})

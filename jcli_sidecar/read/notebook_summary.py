@@ -14,9 +14,8 @@ spec names. Reads only; writes nothing.
 
 from __future__ import annotations
 
-from ..base.errors import OutputDataInvalid
-from ..base.protocol import SCHEMA_VERSION
-from ..ipynb.multiline import join_text
+from ..base import SCHEMA_VERSION, OutputDataInvalid
+from ..ipynb import join_text
 from .cell_analysis import analyse_code
 from .notebook_view import cell_source, open_view, select_cells
 

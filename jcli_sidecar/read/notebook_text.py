@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import shlex
 
-from ..base.plain_text import human_size
+from ..base import human_size
 from .text_parts import notebook_parts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..ipynb.notebook import NotebookFile
+    from ..ipynb import NotebookFile
     from .text_parts import Part
 
 __all__ = ["INDENT", "render_notebook_text"]

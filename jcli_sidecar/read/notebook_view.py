@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid
-from ..base.os_errors import os_error
-from ..base.protocol import check_file_name
-from ..ipynb.multiline import join_text
-from ..ipynb.notebook import load_notebook, read_text_file
-from ..pair.pairing import normalize_source, paired_notebook_path, paired_py_path, percent_cells
+from ..base import CellNotFound, FileNotFound, NotebookReadFailed, OutputDataInvalid, check_file_name, os_error
+from ..ipynb import join_text, load_notebook, read_text_file
+from ..pair import normalize_source, paired_notebook_path, paired_py_path, percent_cells
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..pair.pairing import PercentCell
-    from ..pair.pairsync import SyncPlan
+    from ..pair import PercentCell, SyncPlan
 
 __all__ = ["NotebookView", "cell_source", "open_view", "select_cells"]
 
@@ -84,7 +80,7 @@ class NotebookView:
     def shared_ids(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
         """``(ids the .py's markers repeat, ids several notebook cells carry)``, each with its cells; read once."""
         if self._shared is None:
-            from ..pair.cell_ids import duplicate_ids
+            from ..pair import duplicate_ids
 
             py = duplicate_ids(self.py_cells) if self.py_cells else {}
             found: dict[str, list[int]] = {}
@@ -191,7 +187,7 @@ def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookV
         except NotebookReadFailed as err:
             view.pair_note = f"the paired .py cannot be read: {err.message}"
     if view.py_cells is not None and view.nb is not None:
-        from ..pair.pairsync import plan_sync
+        from ..pair import plan_sync
 
         view.plan = plan_sync(view.py_cells, view.nb)
     return view
@@ -214,7 +210,7 @@ def select_cells(view: NotebookView, spec: str | None) -> list[int]:
         UsageError: not ``N``, ``A:B``, ``A:`` or ``:B``.
         CellNotFound: any part of it outside the file, or no cell at all.
     """
-    from ..ipynb.cell_spec import parse_cell_spec
+    from ..ipynb import parse_cell_spec
 
     count = view.cell_count
     try:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 
-from ..base.protocol import check_file_name
-from ..ipynb.notebook import coded_read_error
-from ..pair.pairing import is_percent_file, paired_py_path
+from ..base import check_file_name
+from ..ipynb import coded_read_error
+from ..pair import is_percent_file, paired_py_path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ what the next ``exec -f`` of the ``.py`` would do, or why it would refuse
 
 from __future__ import annotations
 
-from ..base.errors import PairConflict
-from ..base.protocol import SCHEMA_VERSION
+from ..base import SCHEMA_VERSION, PairConflict
 from .notebook_view import cell_source, open_view
 
 TYPE_CHECKING = False
@@ -112,8 +111,7 @@ def _rows(view: NotebookView, since: tuple[bool, bool] | None) -> list[dict[str,
 
 def _next_sync(view: NotebookView) -> dict[str, Any]:
     """What ``exec -f`` of the ``.py`` would do to the notebook, or why it would refuse."""
-    from ..pair.cell_ids import duplicate_ids
-    from ..pair.pairguard import check_sync
+    from ..pair import check_sync, duplicate_ids
 
     plan = view.plan
     added = sum(1 for i in plan.match if i is None)
@@ -180,7 +178,7 @@ def map_pair(path: str | os.PathLike[str]) -> dict[str, Any]:
     }
     if view.plan is None:
         return doc
-    from ..pair.pairguard import changes_since_agreement
+    from ..pair import changes_since_agreement
 
     since = changes_since_agreement(view.nb, view.py_cells)
     plan = view.plan

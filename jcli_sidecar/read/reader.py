@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import NotebookReadFailed, OutputNotFound, UsageError
-from ..ipynb.nbindex import stable_read
+from ..base import NotebookReadFailed, OutputNotFound, UsageError
+from ..ipynb import stable_read
 from .cells import ResolvedCell, resolve_cell
 from .envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..ipynb.notebook import NotebookFile
+    from ..ipynb import NotebookFile
 
     Loader = Callable[[str], NotebookFile]
 

@@ -11,23 +11,31 @@ everywhere else is here, once:
   ``selected`` block (so renderers can tell the kind of what they got);
 - the file extension and manifest item type of a stored payload.
 
-Reader, store, runs and the renderers dispatch through :func:`of`,
-:func:`of_manifest_ref` and :func:`of_selected` instead of branching on names.
+Reader, store, runs and the renderers dispatch through :func:`kind_of`,
+:func:`kind_of_manifest_ref` and :func:`kind_of_selected` instead of branching on names.
 """
 
 from __future__ import annotations
 
-from ..base.boundedjson import loads
-from ..base.errors import OutputDataInvalid
-from ..base.protocol import dump_json, json_text, utf8_size
-from ..ipynb.multiline import join_text
+from ..base import OutputDataInvalid, dump_json, json_text, loads, utf8_size
+from ..ipynb import join_text
 from . import mime as mimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["IMAGE", "JSON", "KINDS", "Representation", "TEXT", "checked", "of", "of_manifest_ref", "of_selected"]
+__all__ = [
+    "IMAGE_KIND",
+    "JSON_KIND",
+    "KINDS",
+    "Representation",
+    "TEXT_KIND",
+    "checked",
+    "kind_of",
+    "kind_of_manifest_ref",
+    "kind_of_selected",
+]
 
 #: Payload file extensions of well-known MIME types; others use the kind's default.
 _EXTENSIONS = {
@@ -158,20 +166,20 @@ class _Text(Representation):
         return _TEXT_ITEM_TYPES.get(mime, "text")
 
 
-IMAGE: Representation = _Image()
-JSON: Representation = _Json()
-TEXT: Representation = _Text()
+IMAGE_KIND: Representation = _Image()
+JSON_KIND: Representation = _Json()
+TEXT_KIND: Representation = _Text()
 
 #: Every kind, by name.
-KINDS: dict[str, Representation] = {kind.name: kind for kind in (IMAGE, JSON, TEXT)}
+KINDS: dict[str, Representation] = {kind.name: kind for kind in (IMAGE_KIND, JSON_KIND, TEXT_KIND)}
 _BY_ENVELOPE = {kind.envelope_encoding: kind for kind in KINDS.values()}
 
 
-def of(mime: str, value: Any) -> Representation:
+def kind_of(mime: str, value: Any) -> Representation:
     """The kind of a stored bundle value.
 
     Example:
-        >>> of("image/png", "iVBOR").name, of("text/html", ["<b>", "x"]).name, of("text/plain", {"a": 1}).name
+        >>> kind_of("image/png", "iVBOR").name, kind_of("text/html", ["<b>", "x"]).name, kind_of("text/plain", {"a": 1}).name
         ('image', 'text', 'json')
     """
     return KINDS[mimes.mime_kind(mime, value)]
@@ -196,8 +204,8 @@ def checked(mime: str, value: Any) -> Representation:
         ...
         jcli_sidecar.base.errors.OutputDataInvalid: the image/png value is null, not text
     """
-    kind = of(mime, value)
-    if kind is JSON and not mimes.is_json_mime(mime):
+    kind = kind_of(mime, value)
+    if kind is JSON_KIND and not mimes.is_json_mime(mime):
         raise OutputDataInvalid(f"the {mime} value is {_json_type(value)}, not text")
     return kind
 
@@ -216,25 +224,25 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def of_manifest_ref(ref: dict[str, Any], path: str) -> Representation:
+def kind_of_manifest_ref(ref: dict[str, Any], path: str) -> Representation:
     """The kind of a run's payload file, from its manifest reference.
 
     Files without an ``encoding`` are raw image bytes, except ``.txt``
     files, which are text.
     """
     encoding = ref.get("encoding")
-    if encoding == JSON.manifest_encoding:
-        return JSON
-    if encoding == TEXT.manifest_encoding or path.endswith(".txt"):
-        return TEXT
-    return IMAGE
+    if encoding == JSON_KIND.manifest_encoding:
+        return JSON_KIND
+    if encoding == TEXT_KIND.manifest_encoding or path.endswith(".txt"):
+        return TEXT_KIND
+    return IMAGE_KIND
 
 
-def of_selected(selected: dict[str, Any]) -> Representation:
+def kind_of_selected(selected: dict[str, Any]) -> Representation:
     """The kind of an envelope's ``selected`` block (a cut JSON value is text).
 
     Example:
-        >>> of_selected({"encoding": "base64"}).name, of_selected({"encoding": "utf-8", "serialization": "json"}).name
+        >>> kind_of_selected({"encoding": "base64"}).name, kind_of_selected({"encoding": "utf-8", "serialization": "json"}).name
         ('image', 'text')
     """
-    return _BY_ENVELOPE.get(selected.get("encoding", ""), TEXT)
+    return _BY_ENVELOPE.get(selected.get("encoding", ""), TEXT_KIND)

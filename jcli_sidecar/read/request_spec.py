@@ -12,8 +12,7 @@ op's spec and the server checks every request against it. Imports nothing heavy.
 
 from __future__ import annotations
 
-from ..base.errors import JcliError, UsageError
-from ..base.protocol import check_file_name
+from ..base import JcliError, UsageError, check_file_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ __all__ = [
     "VIEW_FIELDS",
     "check_request",
     "grep_request",
+    "spec_named",
     "tool_schema",
 ]
 
@@ -265,6 +265,18 @@ ADOPT_SPEC: tuple[Field, ...] = (
 )
 #: An op that takes no arguments.
 NO_ARGS: tuple[Field, ...] = ()
+
+
+def spec_named(name: str) -> tuple[Field, ...]:
+    """The spec defined here as ``name`` (``"READ_SPEC"``): how an op declaration names its spec without importing this module.
+
+    Raises:
+        AttributeError: no spec has that name.
+    """
+    spec = globals().get(name)
+    if not name.isupper() or not isinstance(spec, tuple) or not all(isinstance(field, Field) for field in spec):
+        raise AttributeError(f"{__name__} has no spec {name!r}")
+    return spec
 
 
 def tool_schema(spec: tuple[Field, ...] = READ_SPEC, **descriptions: str) -> dict[str, Any]:

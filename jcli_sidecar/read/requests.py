@@ -10,7 +10,7 @@ names as the MCP tool arguments and the plugins' parameters; a run read has
 
 from __future__ import annotations
 
-from ..base.errors import UsageError
+from ..base import UsageError
 from .reader import OutputQuery, read_output
 from .request_spec import READ_SPEC, VIEW_FIELDS, check_request
 

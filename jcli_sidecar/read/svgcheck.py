@@ -15,7 +15,7 @@ import binascii
 import re
 import xml.parsers.expat
 
-from ..base.errors import ImageTooLarge, RenderFailed
+from ..base import ImageTooLarge, RenderFailed
 from . import image_headers
 from . import mime as mimes
 from .imageview import CAPS

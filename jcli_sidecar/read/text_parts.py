@@ -20,12 +20,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..base.boundedjson import Bail, TooDeep
-from ..base.errors import OutputDataInvalid
-from ..base.plain_text import strip_ansi, strip_ansi_lines
-from ..base.readfile import open_regular
-from ..ipynb.multiline import join_text
-from ..ipynb.nbindex import Changed, MemberReader, stat_key
+from ..base import Bail, OutputDataInvalid, TooDeep, open_regular, strip_ansi, strip_ansi_lines
+from ..ipynb import Changed, MemberReader, join_text, stat_key
 from .mime import is_json_mime, is_raster_image
 
 TYPE_CHECKING = False
@@ -33,8 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from ..ipynb.notebook import NotebookFile
-    from ..pair.percent import PercentCell
+    from ..ipynb import NotebookFile
+    from ..pair import PercentCell
 
 __all__ = ["Part", "is_text_mime", "notebook_parts", "output_parts", "percent_parts", "source_part"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base.errors import InvalidWindow
+from ..base import InvalidWindow
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

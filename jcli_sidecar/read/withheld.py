@@ -18,7 +18,7 @@ Example:
 
 from __future__ import annotations
 
-from ..base.errors import OutputDataInvalid
+from ..base import OutputDataInvalid
 from . import representations
 
 TYPE_CHECKING = False
@@ -46,7 +46,7 @@ def text_forms(bundle: dict[str, Any]) -> list[dict[str, Any]]:
             kind = representations.checked(mime, value)
         except OutputDataInvalid:
             continue  # a damaged representation is no way to read the output
-        if kind is not representations.IMAGE:
+        if kind is not representations.IMAGE_KIND:
             forms.append({"mime_type": mime, "bytes": kind.size(mime, value)})
     forms.sort(key=lambda form: form["mime_type"] != "text/plain")
     return forms

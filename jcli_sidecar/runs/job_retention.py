@@ -13,8 +13,7 @@ from __future__ import annotations
 import stat
 import time
 
-from ..base.errors import JobNotFound, OutputDataInvalid, UsageError
-from ..base.os_errors import os_reason
+from ..base import JobNotFound, OutputDataInvalid, UsageError, os_reason
 from .jobs import _open_jobs, _read_record, is_job_id, job_view
 
 TYPE_CHECKING = False

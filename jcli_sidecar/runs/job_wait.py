@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from ..base.errors import JobNotFound
+from ..base import JobNotFound
 from .jobs import ENDED_STATES, read_job
 
 TYPE_CHECKING = False

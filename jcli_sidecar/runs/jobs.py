@@ -22,13 +22,24 @@ import os
 import re
 import time
 
-from ..base.errors import JcliError, JobAmbiguous, JobNotFound, KernelBusy, OutputDataInvalid, UsageError
-from ..base.layout import JOB_OUTPUT, JOB_RECORD, MANAGED_BY
-from ..base.nofollow import Dir, LinkRefused
-from ..base.os_errors import os_error
-from ..base.protocol import SCHEMA_VERSION
-from ..base.trust import DIR_MODE, check_dir
-from ..base.workspace_dir import open_jobs
+from ..base import (
+    DIR_MODE,
+    JOB_OUTPUT,
+    JOB_RECORD,
+    MANAGED_BY,
+    SCHEMA_VERSION,
+    Dir,
+    JcliError,
+    JobAmbiguous,
+    JobNotFound,
+    KernelBusy,
+    LinkRefused,
+    OutputDataInvalid,
+    UsageError,
+    check_dir,
+    open_jobs,
+    os_error,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -212,7 +223,7 @@ def _read_record(jobs: Dir, job_id: str) -> dict[str, Any]:
         JobNotFound: no such job directory (or record yet).
         UsageError: a link in the way. OutputDataInvalid: not a record of ours.
     """
-    from ..base.boundedjson import loads
+    from ..base import loads
 
     try:
         with jobs.sub(job_id) as directory:
@@ -246,7 +257,7 @@ def job_view(doc: dict[str, Any], *, alive: Any = None) -> dict[str, Any]:
     view = {k: v for k, v in doc.items() if k not in ("managed_by",)}
     if view.get("state") != "running":
         return view
-    from ..base.process_record import GONE, ProcessRecord
+    from ..base import GONE, ProcessRecord
 
     holder = ProcessRecord.from_dict(doc.get("holder"))
     gone = (holder is None or holder.state() == GONE) if alive is None else not alive(doc.get("holder"))

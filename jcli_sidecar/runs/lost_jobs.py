@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from ..base.errors import JcliError
+from ..base import JcliError
 from .jobs import LOST_NOTE, JobRecord, list_jobs
 
 TYPE_CHECKING = False
@@ -38,9 +38,8 @@ def clear_running_mark(notebook: str, index: int) -> bool:
         JcliError: the notebook cannot be read or written, or the lock taken.
         OSError: the new file cannot be written.
     """
-    from ..ipynb.nbsplice import CellWriter
-    from ..ipynb.notebook import load_notebook
-    from ..pair.pairing import notebook_write_lock
+    from ..ipynb import CellWriter, load_notebook
+    from ..pair import notebook_write_lock
 
     with notebook_write_lock(notebook):
         cells = load_notebook(notebook).get("cells")
@@ -55,7 +54,7 @@ def clear_running_mark(notebook: str, index: int) -> bool:
         def clear(found: Any) -> None:
             meta = found.get("metadata") if isinstance(found, dict) else None
             if not isinstance(meta, dict) or meta.get("jcli") != RUNNING_MARK:
-                from ..base.errors import NotebookOutOfSync
+                from ..base import NotebookOutOfSync
 
                 raise NotebookOutOfSync("the cell lost its running mark meanwhile", no_mark=True)
             meta.pop("jcli", None)

@@ -35,14 +35,22 @@ import os
 import stat
 import time
 
-from ..base.errors import UsageError
-from ..base.layout import LOCK_FILE, MANIFEST, WRITER_RECORD, Outputs, parse_manifest
-from ..base.locks import outputs_lock
-from ..base.nofollow import Dir, LinkRefused
-from ..base.os_errors import os_reason
-from ..base.protocol import SCHEMA_VERSION
-from ..base.trust import untrusted_reason
-from ..base.workspace_dir import open_outputs_root, open_staging
+from ..base import (
+    LOCK_FILE,
+    MANIFEST,
+    SCHEMA_VERSION,
+    WRITER_RECORD,
+    Dir,
+    LinkRefused,
+    Outputs,
+    UsageError,
+    open_outputs_root,
+    open_staging,
+    os_reason,
+    outputs_lock,
+    parse_manifest,
+    untrusted_reason,
+)
 from .retention_policy import DEFAULT_MAX_AGE_DAYS, DEFAULT_MAX_RUNS, Policy, resolve_policy
 from .staged_runs import judge_staging
 
@@ -73,7 +81,7 @@ def owner_alive(owner: Any) -> bool:
 
     An owner on another host, or without a readable record, counts as alive.
     """
-    from ..base.process_record import GONE, ProcessRecord
+    from ..base import GONE, ProcessRecord
 
     record = ProcessRecord.from_dict(owner)
     return record is None or record.state() != GONE

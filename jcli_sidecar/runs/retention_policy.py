@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import UsageError
-from ..base.settings import SETTINGS, setting
+from ..base import SETTINGS, UsageError, setting
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

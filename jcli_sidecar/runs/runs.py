@@ -17,14 +17,26 @@ from __future__ import annotations
 
 import os
 
-from ..base.errors import JcliError, OutputDataInvalid, PathNotAllowed, RunNotFound, UsageError
-from ..base.layout import JCLI_DIR, OUTPUTS_DIR, Outputs, manifest_path, parse_manifest
-from ..base.os_errors import os_error
-from ..base.protocol import SCHEMA_VERSION, check_file_name
-from ..base.readfile import FileTooLarge, read_regular
-from ..base.trust import check_stat, trusted_stat
-from ..read import representations
-from ..read.envelope import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, output_envelope
+from ..base import (
+    JCLI_DIR,
+    OUTPUTS_DIR,
+    SCHEMA_VERSION,
+    FileTooLarge,
+    JcliError,
+    OutputDataInvalid,
+    Outputs,
+    PathNotAllowed,
+    RunNotFound,
+    UsageError,
+    check_file_name,
+    check_stat,
+    manifest_path,
+    os_error,
+    parse_manifest,
+    read_regular,
+    trusted_stat,
+)
+from ..read import DEFAULT_QUERY, OutputQuery, catalog_envelope, fit_response, kind_of_manifest_ref, output_envelope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -161,7 +173,7 @@ def _value(run_dir: str, ref: Any, index: int) -> Any:
         raise os_error(exc, "payload", path, output_index=index) from None
     check_stat(info, path, "run payload")
     try:
-        return representations.of_manifest_ref(ref, path).load(raw)
+        return kind_of_manifest_ref(ref, path).load(raw)
     except ValueError as exc:  # not UTF-8, not JSON, nested too deeply
         raise OutputDataInvalid(f"{path}: the payload is damaged ({type(exc).__name__})", output_index=index) from None
 
@@ -190,7 +202,7 @@ def read_run(
         RunNotFound, OutputNotFound, MimeNotFound, InvalidWindow,
         OutputDataInvalid, OutputTooLarge, UsageError, PathNotAllowed.
     """
-    from ..base.errors import OutputNotFound
+    from ..base import OutputNotFound
 
     run_dir, manifest = resolve_run(cwd, ref)
     if roots is not None and not any(os.path.commonpath([root, run_dir]) == root for root in roots):

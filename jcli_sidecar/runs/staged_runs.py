@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import stat
 
-from ..base.layout import MANIFEST, WRITER_RECORD, parse_manifest
-from ..base.nofollow import Dir
-from ..base.os_errors import os_reason
-from ..base.trust import untrusted_reason
+from ..base import MANIFEST, WRITER_RECORD, Dir, os_reason, parse_manifest, untrusted_reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,7 +51,7 @@ def writer_of(run_dir: Dir) -> tuple[str, str]:
     that finished writing). A record or manifest that is not a regular file
     this user (or root) alone can write is not believed.
     """
-    from ..base.process_record import ALIVE, GONE, ProcessRecord
+    from ..base import ALIVE, GONE, ProcessRecord
 
     for name, field in ((WRITER_RECORD, "writer"), (MANIFEST, "owner")):
         try:

@@ -24,16 +24,29 @@ from __future__ import annotations
 import os
 import time
 
-from ..base.errors import OutputDataInvalid, OutputSaveFailed
-from ..base.layout import MANAGED_BY, MANIFEST, MANIFEST_TMP, WRITER_RECORD, Outputs, encode_manifest, manifest_path
-from ..base.locks import outputs_lock
-from ..base.nofollow import Dir, LinkRefused
-from ..base.os_errors import os_error, os_reason
-from ..base.protocol import SCHEMA_VERSION
-from ..base.trust import check_dir
-from ..base.workspace_dir import open_outputs_root, open_staging, opened_for_writing
-from ..ipynb.multiline import join_text
-from ..read import representations
+from ..base import (
+    MANAGED_BY,
+    MANIFEST,
+    MANIFEST_TMP,
+    SCHEMA_VERSION,
+    WRITER_RECORD,
+    Dir,
+    LinkRefused,
+    OutputDataInvalid,
+    Outputs,
+    OutputSaveFailed,
+    check_dir,
+    encode_manifest,
+    manifest_path,
+    open_outputs_root,
+    open_staging,
+    opened_for_writing,
+    os_error,
+    os_reason,
+    outputs_lock,
+)
+from ..ipynb import join_text
+from ..read import JSON_KIND, TEXT_KIND, kind_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,7 +101,7 @@ class StagedRun:
 
 
 def _owner() -> dict[str, Any]:
-    from ..base.process_record import ProcessRecord
+    from ..base import ProcessRecord
 
     return ProcessRecord.current().to_dict()
 
@@ -235,14 +248,14 @@ def _stage_output(staged: StagedRun, index: int, output: dict[str, Any]) -> dict
 
 
 def _stage_value(staged: StagedRun, index: int, number: int, mime: str, value: Any) -> dict[str, Any]:
-    kind = representations.of(mime, value)
+    kind = kind_of(mime, value)
     try:
         data = kind.payload(mime, value)
     except OutputDataInvalid:
         return {"inline": value, "invalid": True}  # kept as the kernel sent it
-    if kind is representations.JSON and len(data) <= INLINE_TEXT_LIMIT:
+    if kind is JSON_KIND and len(data) <= INLINE_TEXT_LIMIT:
         return {"inline": value}
-    if kind is representations.TEXT and mime == "text/plain":
+    if kind is TEXT_KIND and mime == "text/plain":
         text = join_text(value, mime)
         if len(text) <= INLINE_TEXT_LIMIT:  # characters, as the kernel sent them
             return {"inline": text}

@@ -29,10 +29,8 @@ import threading
 import time
 from collections import OrderedDict
 
-from ..base.readfile import stat_regular
-from ..base.settings import SETTINGS
-from ..ipynb.nbindex import stat_key
-from ..ipynb.notebook import NotebookFile
+from ..base import SETTINGS, stat_regular
+from ..ipynb import NotebookFile, stat_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,7 +63,7 @@ FINE_RACY_NS = 20_000_000
 
 def budget_from_env() -> int:
     """``JCLI_SIDECAR_CACHE_MB`` in bytes (default 256 MiB; 0 disables caching; a bad value means the default)."""
-    from ..base.settings import setting
+    from ..base import setting
 
     return int(setting("JCLI_SIDECAR_CACHE_MB") * 1024 * 1024)
 
@@ -76,7 +74,7 @@ def racy_from_env() -> int:
     Raise it on a file system with coarser timestamps (FAT keeps 2 s); 0
     trusts every entry at once, which only a test should want.
     """
-    from ..base.settings import setting
+    from ..base import setting
 
     return int(setting("JCLI_SIDECAR_RACY_MS") * 1_000_000)
 

@@ -18,10 +18,7 @@ import socket
 import struct
 
 from .. import __version__
-from ..base.errors import JcliError, SidecarError, SidecarUnavailable, error_from_code
-from ..base.framing import pack_frame, read_frame
-from ..base.os_errors import os_error
-from ..base.protocol import PROTOCOL_VERSION
+from ..base import PROTOCOL_VERSION, JcliError, SidecarError, SidecarUnavailable, error_from_code, os_error, pack_frame, read_frame
 from .liveness import clear_unresponsive, hello_seconds, mark_unresponsive, why_not_ask
 from .op_table import SHUTDOWN
 
@@ -29,7 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..base.runtime import SidecarPaths
+    from ..base import SidecarPaths
 
 __all__ = ["CONNECT_TIMEOUT", "FALLBACK_CODES", "REQUEST_TIMEOUT", "call", "error_of", "greeted", "request_shutdown", "transport_failed"]
 
@@ -195,7 +192,7 @@ def greeted(paths: SidecarPaths, timeout: float = REQUEST_TIMEOUT) -> socket.soc
 
 def _wait_until_gone(paths: SidecarPaths, timeout: float = 5.0) -> None:
     """Wait (bounded) for an old sidecar to release its lifetime lock, so a new one can start."""
-    from ..base.locks import wait_for_lock
+    from ..base import wait_for_lock
 
     wait_for_lock(paths.lock, timeout)
 

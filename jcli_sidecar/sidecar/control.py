@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import os
 
-from ..base.locks import wait_for_lock
-from ..base.process_record import wait_for_exit
+from ..base import wait_for_exit, wait_for_lock
 from .pidfile import recorded_process
 from .spawn import spawn_detached
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..base.runtime import SidecarPaths
+    from ..base import SidecarPaths
 
 __all__ = ["sidecar_status", "start_sidecar", "stop_sidecar"]
 
 
 def sidecar_status(paths: SidecarPaths) -> dict:
     """What is known about the workspace's sidecar, live or not."""
-    from ..base.errors import JcliError
+    from ..base import JcliError
     from .client import call
     from .op_table import STATS
 
@@ -56,7 +55,7 @@ def sidecar_status(paths: SidecarPaths) -> dict:
 
 def _unresponsive(paths: SidecarPaths) -> dict | None:
     """``{pid, stopped, since}`` of the sidecar recorded as missing its hello, if that process still runs."""
-    from ..base.process_record import ALIVE, ProcessRecord
+    from ..base import ALIVE, ProcessRecord
     from .liveness import read_unresponsive
 
     record = read_unresponsive(paths)
@@ -74,7 +73,7 @@ def start_sidecar(paths: SidecarPaths, timeout: float = 30.0) -> dict:
             the one running does not answer (stopped: stop it first).
         RuntimeDirUnusable: the runtime dir is too long for its socket.
     """
-    from ..base.errors import SidecarUnavailable
+    from ..base import SidecarUnavailable
 
     paths.check_socket()
     spawn_detached(paths)

@@ -18,12 +18,9 @@ import logging
 import os
 import socket
 
-from ..base.errors import JcliError
-from ..base.os_errors import os_reason
-from ..base.runtime import SPAWN_LOCK_FD_ENV, SidecarPaths, ensure_runtime_dir
-from ..base.settings import SETTINGS
-from ..base.stall import STALL_AT_ENV as EXEC_STALL_AT_ENV
-from ..base.stall import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
+from ..base import SETTINGS, SPAWN_LOCK_FD_ENV, JcliError, SidecarPaths, ensure_runtime_dir, os_reason
+from ..base import STALL_AT_ENV as EXEC_STALL_AT_ENV
+from ..base import STALL_FIFO_ENV as EXEC_STALL_FIFO_ENV
 from .memory import limit_arenas
 from .pidfile import unlink_pid_file_if_ours, write_pid_file
 from .server import LISTEN_BACKLOG, Sidecar
@@ -49,7 +46,7 @@ def _systemd_listener() -> socket.socket | None:
 
 
 def _idle_seconds() -> float:
-    from ..base.settings import setting
+    from ..base import setting
 
     return setting("JCLI_SIDECAR_IDLE_SECONDS")
 
@@ -143,7 +140,7 @@ def _settle_lost_jobs(workspace: str) -> None:
     Before the spawn lock goes, so the call that started this sidecar finds
     them settled. Best effort: a failure is logged, never stops the sidecar.
     """
-    from ..runs.lost_jobs import settle_lost_jobs
+    from ..runs import settle_lost_jobs
 
     try:
         for done in settle_lost_jobs(workspace):

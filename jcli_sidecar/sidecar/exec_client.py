@@ -25,11 +25,8 @@ import select
 import socket
 import time
 
-from ..base.errors import JcliError, ProtocolError, SidecarError, SidecarUnavailable
-from ..base.framing import pack_frame, read_frame
-from ..base.os_errors import os_error
-from ..base.stall import stall_point
-from ..kernel.stop_switch import IDLE_AFTER_INTERRUPT
+from ..base import JcliError, ProtocolError, SidecarError, SidecarUnavailable, os_error, pack_frame, read_frame, stall_point
+from ..kernel import IDLE_AFTER_INTERRUPT
 from .client import error_of, greeted, transport_failed
 from .op_table import KERNEL_EXEC, KERNEL_STOP
 
@@ -38,9 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..base.runtime import SidecarPaths
-    from ..kernel.exec_result import ExecutionResult
-    from ..kernel.stop_switch import StopSwitch
+    from ..base import SidecarPaths
+    from ..kernel import ExecutionResult, StopSwitch
 
 __all__ = ["MAX_RUN_FRAME", "STOP_GRACE", "exec_through"]
 

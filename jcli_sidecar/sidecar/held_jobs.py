@@ -24,14 +24,14 @@ import signal
 import threading
 import time
 
-from ..base.errors import JcliError, ProtocolError, internal_error
-from ..kernel.stop_switch import StopSwitch
+from ..base import JcliError, ProtocolError, internal_error
+from ..kernel import StopSwitch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..runs.jobs import JobRecord
+    from ..runs import JobRecord
     from .held_kernels import HeldKernels
 
 __all__ = ["FLUSH_SECONDS", "HeldJobs", "state_of"]
@@ -72,7 +72,7 @@ class _Job:
         self.lock = threading.Lock()
 
     def text(self) -> str:
-        from ..kernel.exec_result import output_text
+        from ..kernel import output_text
 
         return "".join(self.finished_text) + "".join(output_text(o) for o in self.current)
 
@@ -116,8 +116,8 @@ class HeldJobs:
         Raises:
             JcliError: nothing was started (``SESSION_NOT_FOUND``, ``KERNEL_BUSY``, a record that cannot be written...).
         """
-        from ..kernel.session_lookup import find_session
-        from ..runs.jobs import JobRecord, new_job_id
+        from ..kernel import find_session
+        from ..runs import JobRecord, new_job_id
 
         cwd, kind, key = args["cwd"], args["kind"], args["session"]
         if os.path.realpath(cwd) != workspace:
@@ -131,7 +131,7 @@ class HeldJobs:
         behind = self.kernels.job_on(session["kernel_id"])
         if behind is not None and not queue:
             self.kernels.claim(session["kernel_id"], job_id)  # raises KERNEL_BUSY naming the job
-        from ..base.process_record import ProcessRecord
+        from ..base import ProcessRecord
 
         doc = {
             "job_id": job_id,
@@ -228,8 +228,7 @@ class HeldJobs:
 
     def _clean(self, args: dict[str, Any]) -> None:
         """Apply the client's retention policy to ended jobs (best effort, as after a publish)."""
-        from ..runs.job_retention import clean_jobs
-        from ..runs.retention_policy import Policy
+        from ..runs import Policy, clean_jobs
 
         try:
             clean_jobs(args["cwd"], Policy.from_wire(args.get("policy")))
@@ -237,9 +236,8 @@ class HeldJobs:
             pass
 
     def _inline(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:
-        from ..kernel.exec_result import ExecutionResult
-        from ..kernel.inline_run import finish_inline, run_inline
-        from ..runs.retention_policy import Policy
+        from ..kernel import ExecutionResult, finish_inline, run_inline
+        from ..runs import Policy
 
         result = ExecutionResult()
         started_ns = time.time_ns()
@@ -277,8 +275,7 @@ class HeldJobs:
         return end
 
     def _notebook(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:
-        from ..kernel.notebook_run import NotebookRun
-        from ..kernel.run_options import RunOptions
+        from ..kernel import NotebookRun, RunOptions
 
         options = RunOptions(
             cells=args.get("cell_spec"),
@@ -309,9 +306,8 @@ class HeldJobs:
 
 def _publish(cwd: str, run_id: str, policy: Any) -> dict[str, Any]:
     """The sidecar publishes a job's inline run itself, under the outputs lock (the client is gone)."""
-    from ..base.layout import Outputs
-    from ..base.os_errors import os_error
-    from ..runs.store import publish_run
+    from ..base import Outputs, os_error
+    from ..runs import publish_run
 
     try:
         return publish_run(Outputs.of_workspace(cwd).root, run_id, policy)
@@ -339,7 +335,7 @@ class _Progress:
         self.job.record.update(cells=len(cell_indexes), notebook=notebook, cell_indexes=cell_indexes)
 
     def on_cell_start(self, *, cell_index: int, cell: dict[str, Any]) -> None:
-        from ..kernel.exec_result import output_text
+        from ..kernel import output_text
 
         with self.job.lock:  # the cell before is over: its text is kept, the new one's starts empty
             self.job.finished_text.append("".join(output_text(o) for o in self.job.current))

@@ -23,17 +23,15 @@ import contextlib
 import threading
 import time
 
-from ..base.errors import KernelBusy, ProtocolError
-from ..kernel.exec_result import ExecutionResult
-from ..kernel.kernel_client import KernelConnection
-from ..kernel.stop_switch import StopSwitch
+from ..base import KernelBusy, ProtocolError
+from ..kernel import ExecutionResult, KernelConnection, StopSwitch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
 
-    from ..kernel.jupyter_api import JupyterServer
+    from ..kernel import JupyterServer
 
 __all__ = ["HeldKernels", "IDLE_SECONDS", "MAX_IDLE", "proxy_variables", "run_streamed"]
 
@@ -69,7 +67,7 @@ class HeldKernels:
         route is decided from them, never from this process's environment,
         which is that of whichever client started the sidecar.
         """
-        from ..kernel.jupyter_api import JupyterServer
+        from ..kernel import JupyterServer
 
         env = dict(proxy_env or {})
         key = (url, token, tuple(sorted(env.items())))
@@ -257,8 +255,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
     Raises:
         JcliError: anything before the code was sent (nothing ran); ``executed: false``.
     """
-    from ..kernel.exec_timeout import check_timeout
-    from ..kernel.inline_run import run_inline
+    from ..kernel import check_timeout, run_inline
 
     run_id, code, key, mode = args["run_id"], args["code"], args["session"], args.get("display_mode")
     timeout = check_timeout(args.get("timeout"))

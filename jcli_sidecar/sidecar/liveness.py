@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..base.runtime import SidecarPaths
+    from ..base import SidecarPaths
 
 __all__ = ["RETRY_SECONDS", "clear_unresponsive", "hello_seconds", "mark_unresponsive", "read_unresponsive", "why_not_ask"]
 
@@ -42,7 +42,7 @@ RETRY_SECONDS = 10.0
 
 def hello_seconds() -> float:
     """``JCLI_SIDECAR_HELLO_SECONDS``: how long a client waits for the sidecar's hello."""
-    from ..base.settings import setting
+    from ..base import setting
 
     return setting("JCLI_SIDECAR_HELLO_SECONDS")
 
@@ -61,7 +61,7 @@ def read_unresponsive(paths: SidecarPaths) -> dict[str, Any] | None:
 
 def _recorded_sidecar(paths: SidecarPaths):
     """The ProcessRecord the pid file names, or None."""
-    from ..base.process_record import ProcessRecord
+    from ..base import ProcessRecord
     from .pidfile import read_pid_record
 
     return ProcessRecord.from_dict(read_pid_record(paths))
@@ -81,7 +81,7 @@ def why_not_ask(paths: SidecarPaths) -> tuple[str | None, bool]:
 def _why_not(paths: SidecarPaths) -> str | None:
     import time
 
-    from ..base.process_record import ALIVE, ProcessRecord
+    from ..base import ALIVE, ProcessRecord
 
     record = read_unresponsive(paths)
     marked = ProcessRecord.from_dict(record)
@@ -108,7 +108,7 @@ def mark_unresponsive(paths: SidecarPaths) -> None:
     """Record that the pid file's sidecar missed its hello (nothing is recorded without a live pid file's process)."""
     import time
 
-    from ..base.process_record import ALIVE
+    from ..base import ALIVE
 
     current = _recorded_sidecar(paths)
     if current is None or current.state() != ALIVE:

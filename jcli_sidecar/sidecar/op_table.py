@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import sys
 
-from ..base.errors import ProtocolError, UsageError
+from ..base import ProtocolError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..read.request_spec import Field
+    from ..read import Field
 
 __all__ = [
     "IN_PROCESS",
@@ -79,7 +79,9 @@ class Op:
             (:attr:`spec`); the server checks each request against it.
         core: ``"module:function"`` (or ``"module:Class.method"``), the core
             function the op runs; for a read, the one the client calls
-            in-process too (None: the op is the sidecar's own).
+            in-process too (None: the op is the sidecar's own). Another
+            subpackage's function is named through its face
+            (``"jcli_sidecar.read:handle_read"``), the sidecar's own by its module.
         without_sidecar: :data:`IN_PROCESS`, :data:`START`, :data:`REFUSE`, :data:`SKIP` or :data:`NOT_APPLICABLE`.
         args: the request, as the docs tables say it (``FIELDS``: the spec's fields, :meth:`args_text`).
         result: the answer, as the docs tables say it.
@@ -155,9 +157,9 @@ class Op:
     @property
     def spec(self) -> tuple[Field, ...]:
         """The request's fields: :attr:`spec_name` in :mod:`jcli_sidecar.read.request_spec` (imported on first use, off a client's read path)."""
-        from ..read import request_spec
+        from ..read import spec_named
 
-        return getattr(request_spec, self.spec_name)
+        return spec_named(self.spec_name)
 
     def args_text(self) -> str:
         """:attr:`args` with ``FIELDS`` spelled out as the spec's fields (``?``: optional), as the docs tables show it."""
@@ -171,7 +173,7 @@ class Op:
             UsageError: a bad user request (:attr:`user_request`).
             ProtocolError: a bad request of any other op.
         """
-        from ..read.request_spec import check_request
+        from ..read import check_request
 
         if self.user_request:
             return check_request(args, self.spec, error=UsageError)
@@ -212,7 +214,7 @@ STATS = Op(
 NOTEBOOK_LIST = Op(
     "notebook.list",
     "READ_SPEC",
-    "jcli_sidecar.read.requests:handle_list",
+    "jcli_sidecar.read:handle_list",
     IN_PROCESS,
     "the read request, without `output_index`",
     "the catalog `notebook outputs` prints with `-j`",
@@ -223,7 +225,7 @@ NOTEBOOK_LIST = Op(
 NOTEBOOK_READ = Op(
     "notebook.read",
     "READ_SPEC",
-    "jcli_sidecar.read.requests:handle_read",
+    "jcli_sidecar.read:handle_read",
     IN_PROCESS,
     _READ_ARGS,
     "the envelope `notebook output` prints with `-j` (a catalog when `output_index` is absent), exactly as the in-process "
@@ -235,7 +237,7 @@ NOTEBOOK_READ = Op(
 NOTEBOOK_GREP = Op(
     "notebook.grep",
     "GREP_SPEC",
-    "jcli_sidecar.read.nbgrep:handle_grep",
+    "jcli_sidecar.read:handle_grep",
     IN_PROCESS,
     "FIELDS",
     "what `notebook grep` prints with `-j`, without `next.command`, from the cached indexes (paths relative to the "
@@ -249,7 +251,7 @@ NOTEBOOK_GREP = Op(
 NOTEBOOK_ADOPT = Op(
     "notebook.adopt",
     "ADOPT_SPEC",
-    "jcli_sidecar.ipynb.nbindex:adopt",
+    "jcli_sidecar.ipynb:adopt",
     SKIP,
     "`{file_path, index}`: an absolute path, and the offset index a j-cli write left of the notebook it wrote (an "
     "`exec -f` write-back, a pair sync, `convert`; each command offers it as it exits), `[key, cells]` (`key` the file's "
@@ -262,7 +264,7 @@ NOTEBOOK_ADOPT = Op(
 RUN_PUBLISH = Op(
     "run.publish",
     "PUBLISH_SPEC",
-    "jcli_sidecar.runs.store:publish_run",
+    "jcli_sidecar.runs:publish_run",
     IN_PROCESS,
     "FIELDS",
     "rename a run the client staged into `.j-cli/outputs` under the outputs lock, then apply the client's retention "
@@ -273,7 +275,7 @@ RUN_PUBLISH = Op(
 KERNEL_EXEC = Op(
     "kernel.exec",
     "EXEC_SPEC",
-    "jcli_sidecar.kernel.inline_run:run_inline",
+    "jcli_sidecar.kernel:run_inline",
     IN_PROCESS,
     "FIELDS, `server` being `{url, token, proxy_env?}`",
     "events (`sending`, then `output`s), then `{session, status, execution_count, error, notes, dropped, failure}` "
@@ -284,7 +286,7 @@ KERNEL_EXEC = Op(
 KERNEL_STOP = Op(
     "kernel.stop",
     "STOP_SPEC",
-    "jcli_sidecar.kernel.stop_switch:StopSwitch.handle",
+    "jcli_sidecar.kernel:StopSwitch.handle",
     NOT_APPLICABLE,
     "FIELDS (SIGINT or SIGTERM, as a number), on the run's own connection",
     "`{stopped}` (false: no such run)",

@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 import signal
 
-from ..base.errors import ProtocolError
-from ..base.os_errors import os_error
-from ..read.requests import answer_read, check_list_request
+from ..base import ProtocolError, os_error
+from ..read import answer_read, check_list_request
 from . import op_table
 from .op_table import OPS as DECLARED
 
@@ -104,9 +103,8 @@ def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     big tree never makes the sidecar retire. (Not an error: a ``TIMEOUT``
     raised here would read as the deadline itself.)
     """
-    from ..base.errors import Timeout
-    from ..base.settings import setting
-    from ..read.nbgrep import handle_grep
+    from ..base import Timeout, setting
+    from ..read import handle_grep
 
     try:
         return handle_grep(args, load=sidecar.load, budget=setting("JCLI_SIDECAR_REQUEST_SECONDS") / 2)
@@ -126,8 +124,8 @@ def notebook_adopt(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     names (its ``fstat`` key); the next read of that version then builds
     nothing. Any other write changes the key, and the index is never used.
     """
-    from ..base.readfile import stat_regular
-    from ..ipynb.nbindex import adopt, index_from_wire, stat_key
+    from ..base import stat_regular
+    from ..ipynb import adopt, index_from_wire, stat_key
 
     path = args["file_path"]
     if not os.path.isabs(path):
@@ -156,9 +154,8 @@ def run_publish(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
     The sidecar writes nothing itself; a permission problem is reported as
     such, so the client finishes in-process with its own rights.
     """
-    from ..base.layout import Outputs
-    from ..runs.retention import Policy
-    from ..runs.store import publish_run
+    from ..base import Outputs
+    from ..runs import Policy, publish_run
 
     cwd, run_id = args["cwd"], args["run_id"]
     policy = Policy.from_wire(args.get("policy"))  # the client's, never this process's environment

@@ -13,18 +13,18 @@ import json
 import os
 
 from .. import __version__
-from ..base.protocol import PROTOCOL_VERSION
+from ..base import PROTOCOL_VERSION
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..base.runtime import SidecarPaths
+    from ..base import SidecarPaths
 
 __all__ = ["read_pid_record", "recorded_process", "unlink_pid_file_if_ours", "write_pid_file"]
 
 
 def write_pid_file(paths: SidecarPaths, workspace: str | None) -> None:
     """Atomically record who serves this socket (pid plus create time)."""
-    from ..base.process_record import ProcessRecord
+    from ..base import ProcessRecord
 
     record = {
         **ProcessRecord.current().to_dict(),
@@ -56,7 +56,7 @@ def recorded_process(paths: SidecarPaths):
     Returns None for a missing or stale record (dead pid, or a pid reused by
     another process), so a stale file never leads to signalling a stranger.
     """
-    from ..base.process_record import ProcessRecord
+    from ..base import ProcessRecord
 
     record = ProcessRecord.from_dict(read_pid_record(paths))
     return None if record is None else record.process()

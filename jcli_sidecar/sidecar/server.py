@@ -32,12 +32,22 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import __version__
-from ..base.errors import InternalError, JcliError, PeerRefused, ProtocolError, Timeout
-from ..base.framing import MAX_REQUEST_FRAME, pack_frame, read_frame_async, unpack_payload
-from ..base.os_errors import os_error, os_reason
-from ..base.protocol import PROTOCOL_VERSION
-from ..base.runtime import workspace_hash
-from ..base.settings import SETTINGS
+from ..base import (
+    MAX_REQUEST_FRAME,
+    PROTOCOL_VERSION,
+    SETTINGS,
+    InternalError,
+    JcliError,
+    PeerRefused,
+    ProtocolError,
+    Timeout,
+    os_error,
+    os_reason,
+    pack_frame,
+    read_frame_async,
+    unpack_payload,
+    workspace_hash,
+)
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .held_jobs import HeldJobs
 from .held_kernels import HeldKernels
@@ -50,7 +60,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from ..base.runtime import SidecarPaths
+    from ..base import SidecarPaths
 
 __all__ = ["DEFAULT_REQUEST_SECONDS", "LISTEN_BACKLOG", "STOP_GRACE_SECONDS", "Sidecar", "request_seconds_from_env"]
 
@@ -78,7 +88,7 @@ _PEERCRED = struct.Struct("3i")
 
 def request_seconds_from_env() -> float:
     """``JCLI_SIDECAR_REQUEST_SECONDS`` (default 60; a bad value means the default, with a warning in the log)."""
-    from ..base.settings import setting
+    from ..base import setting
 
     return setting("JCLI_SIDECAR_REQUEST_SECONDS")
 
@@ -159,7 +169,7 @@ class Sidecar:
         self.cache.evict(path)
 
     def stats(self) -> dict[str, Any]:
-        from ..ipynb.nbindex import adopted_uses
+        from ..ipynb import adopted_uses
 
         return {
             "pid": os.getpid(),

@@ -21,7 +21,7 @@ import socket
 import sys
 import threading
 
-from ..base.runtime import SPAWN_LOCK_FD_ENV, SidecarPaths
+from ..base import SPAWN_LOCK_FD_ENV, SidecarPaths
 
 __all__ = ["is_listening", "launch_detached", "spawn_detached"]
 

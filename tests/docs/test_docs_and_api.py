@@ -14,7 +14,8 @@ from helpers import REPO
 
 import jcli
 import jcli_sidecar
-from jcli_sidecar.base import PLACES, errors, os_error
+from jcli_sidecar.base import errors, os_error
+from jcli_sidecar.base.os_errors import PLACES
 
 CORE = REPO / "jcli_sidecar"
 CLIENT = REPO / "client" / "jcli"

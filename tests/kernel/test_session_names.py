@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from jcli_sidecar.base import private_lock
-from jcli_sidecar.kernel import MEMORY_MAX_BYTES, NameMemory, server_key
+from jcli_sidecar.kernel.session_names import MEMORY_MAX_BYTES, NameMemory, server_key
 
 URL = "http://127.0.0.1:8888/gw"
 K1, K2 = "11111111-2222-4333-8444-555555555555", "66666666-7777-4888-8999-aaaaaaaaaaaa"
@@ -171,7 +171,7 @@ def test_the_lock_is_never_taken_through_a_link_nor_on_what_is_not_ours(tmp_path
 
 _WRITER = """
 import sys
-from jcli_sidecar.kernel import NameMemory
+from jcli_sidecar.kernel.session_names import NameMemory
 memory = NameMemory(sys.argv[1], sys.argv[1], sys.argv[2])
 for number in range(int(sys.argv[4])):
     with memory.changing() as entries:

@@ -11,6 +11,7 @@ with the sidecar off, cold (the read starts one) and warm (one answers).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import os
 import subprocess
@@ -22,6 +23,7 @@ from helpers import JCLI, run_cli, sidecars_under
 
 import jcli
 import jcli_sidecar
+from jcli.face_stubs import face_stub, face_table, stale_stubs
 from jcli_sidecar.base.locks import wait_for_lock
 from jcli_sidecar.base.runtime import SidecarPaths
 
@@ -47,6 +49,13 @@ def core_files() -> dict[str, Path]:
 FILES = core_files()
 
 
+@functools.cache
+def face_modules(layer: str) -> dict[str, str]:
+    """Each name the face of ``layer`` exports, to the module it comes from (the face's one table)."""
+    table = face_table(FILES[layer].read_text(encoding="utf-8"))
+    return {name: module for module, names in table.items() for name in names}
+
+
 def _package_of(name: str) -> list[str]:
     """The package a file's relative imports start from, as dotted parts."""
     if name in TOP:
@@ -62,23 +71,23 @@ def _key(dotted: str, imported: tuple[str, ...]) -> set[str]:
     rest = ".".join(parts[1:])
     if not rest:  # `from jcli_sidecar import x`: a subpackage, or a name of the top __init__
         return {name if name in FILES else "__init__" for name in imported or ("__init__",)}
-    if rest in FILES and rest in LAYERS:  # a face: the names may be its modules
+    if rest in FILES and rest in LAYERS:  # a face: the names may be its modules, or names its modules define
+        table = face_modules(rest)
         found = {f"{rest}.{name}" for name in imported if f"{rest}.{name}" in FILES}
-        if len(found) < len(imported) or not imported:
-            found.add(rest)
+        found |= {f"{rest}.{table[name]}" for name in imported if name in table}
+        found.add(rest)  # the face itself runs first
         return found
     assert rest in FILES, f"an import of {dotted}, which the core does not have"
     return {rest}
 
 
-def imported_by(name: str, path: Path | None = None) -> set[str]:
-    """The names of :data:`FILES` that the file ``name`` imports, anywhere in it."""
+def import_statements(name: str, path: Path | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """Every import in the file ``name``, anywhere in it: (the dotted module, the names taken from it; none for ``import``)."""
     path = path or FILES[name]
-    found: set[str] = set()
+    found: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                found |= _key(alias.name, ())
+            found += [(alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = _package_of(name)
@@ -87,7 +96,15 @@ def imported_by(name: str, path: Path | None = None) -> set[str]:
                 dotted = ".".join(parts)
             else:
                 dotted = node.module or ""
-            found |= _key(dotted, tuple(alias.name for alias in node.names))
+            found.append((dotted, tuple(alias.name for alias in node.names)))
+    return found
+
+
+def imported_by(name: str, path: Path | None = None) -> set[str]:
+    """The names of :data:`FILES` that the file ``name`` imports, anywhere in it (a name taken from a face: its module too)."""
+    found: set[str] = set()
+    for dotted, names in import_statements(name, path):
+        found |= _key(dotted, names)
     return found - {name}
 
 
@@ -195,13 +212,108 @@ def _public(path: Path) -> set[str]:
     return {e.value for e in listed.elts} & _defined(tree)
 
 
+def _layer_of(name: str) -> str | None:
+    """The subpackage a file of :data:`FILES` belongs to (a face to its own), None for the top modules."""
+    return None if name in TOP else name.split(".")[0]
+
+
+def faces_reached(name: str, path: Path | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """The imports of another subpackage (its layer, the names taken) in the file ``name``; a module named through a face counts as a module."""
+    found = []
+    for dotted, names in import_statements(name, path):
+        parts = dotted.split(".")
+        if parts[0] == "jcli_sidecar" and len(parts) > 1 and parts[1] in LAYERS and parts[1] != _layer_of(name):
+            found.append((".".join(parts[1:]), names))
+    return found
+
+
+def _is_module(layer: str, name: str) -> bool:
+    """Whether ``name`` is a module of ``layer``: a source file, or a compiled one (``ipynb._nbwalk``)."""
+    return f"{layer}.{name}" in FILES or any((PACKAGE / layer).glob(f"{name}.*.so"))
+
+
+def bypassing_imports(name: str, path: Path | None = None) -> list[str]:
+    """The imports in the file ``name`` that reach past a face: into another subpackage's module, or a module's own face."""
+    wrong = []
+    for dotted, names in faces_reached(name, path):
+        modules = [n for n in names if "." not in dotted and _is_module(dotted, n)]
+        if "." in dotted or modules:
+            wrong.append(f"{name}: {dotted} {modules or list(names)}")
+    layer = _layer_of(name)
+    if layer is not None and name != layer:  # a module of a subpackage: its siblings directly, never its own face
+        for dotted, names in import_statements(name, path):
+            if dotted == f"jcli_sidecar.{layer}" and not all(_is_module(layer, n) for n in names):
+                wrong.append(f"{name}: its own face, for {list(names)}")
+    return wrong
+
+
+def test_every_import_of_another_subpackage_goes_through_its_face():
+    """A subpackage's modules are its own: the other concerns (and the top modules) name only its face."""
+    assert sum(len(faces_reached(name)) for name in FILES) > 200  # the reader sees them
+    assert [wrong for name in FILES for wrong in bypassing_imports(name)] == []
+
+
+def test_the_face_rule_catches_a_bypass(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(
+        "from ..base.errors import JcliError\n"
+        "from ..base import errors, UsageError\n"
+        "from ..base import JcliError\n"
+        "from . import mime\n"
+        "from . import read_output\n"
+    )
+    assert bypassing_imports("read.probe", path) == [
+        "read.probe: base.errors ['JcliError']",
+        "read.probe: base ['errors']",
+        "read.probe: its own face, for ['read_output']",
+    ]
+
+
+def names_used_from_outside() -> dict[str, set[str]]:
+    """Each subpackage's names that the other concerns take from its face: the other subpackages, the top modules, the clients."""
+    used: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    for name in FILES:
+        for dotted, names in faces_reached(name):
+            if dotted in used:  # a face (an import of a module is the bypass test's)
+                used[dotted] |= {n for n in names if not _is_module(dotted, n)}
+    for _file, module, names in client_imports():
+        layer = module.removeprefix("jcli_sidecar.")
+        if layer in used:
+            used[layer] |= set(names)
+    for layer, name in op_cores():
+        if layer in used:
+            used[layer].add(name)
+    return used
+
+
+def op_cores() -> list[tuple[str, str]]:
+    """The core functions the op declarations name in another subpackage: (what they name it through, the name there)."""
+    from jcli_sidecar.sidecar import op_table
+
+    found = []
+    for op in op_table.OPS.values():
+        if op.core and not op.core.startswith("jcli_sidecar.sidecar."):
+            module, _, name = op.core.partition(":")
+            found.append((module.removeprefix("jcli_sidecar."), name.split(".")[0]))
+    return found
+
+
+def test_an_op_names_another_subpackages_core_function_through_its_face():
+    """An op's core function is imported by name when it runs (in the sidecar, or in a client in-process): an import like any other."""
+    cores = op_cores()
+    assert ("read", "handle_read") in cores
+    assert [layer for layer, _name in cores if layer not in LAYERS] == []
+
+
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_face_re_exports_its_modules_public_names_and_nothing_else(layer):
+def test_a_face_exports_exactly_the_names_other_concerns_use(layer):
+    """A face is a boundary: what the rest of j-cli uses, each name a public one of the module its table names."""
     face = importlib.import_module(f"jcli_sidecar.{layer}")
-    modules = {name.split(".")[1]: path for name, path in FILES.items() if name.startswith(f"{layer}.")}
-    expected = set().union(*(_public(path) for path in modules.values()))
-    assert set(face.__all__) == expected
-    assert not set(face.__all__) & set(modules), "a face name that is also a module name is shadowed once the module is imported"
+    assert set(face.__all__) == names_used_from_outside()[layer]
+    modules = {name.split(".")[1] for name in FILES if name.startswith(f"{layer}.")}
+    assert not set(face.__all__) & modules, "a face name that is also a module name is shadowed once the module is imported"
+    for name, module in face_modules(layer).items():
+        assert name in _public(FILES[f"{layer}.{module}"]), f"{layer}.{name} is no public name of {layer}.{module}"
     for name in face.__all__:
         value = getattr(face, name)
         owner = getattr(value, "__module__", None)
@@ -209,6 +321,19 @@ def test_a_face_re_exports_its_modules_public_names_and_nothing_else(layer):
             assert owner and owner.startswith(f"jcli_sidecar.{layer}."), f"{layer}.{name} comes from {owner}"
     with pytest.raises(AttributeError):
         face.no_such_name  # noqa: B018
+
+
+#: The core's sources in this checkout, where the faces' stubs live (they are the type checker's, not shipped).
+SOURCE_CORE = Path(__file__).resolve().parent.parent / "jcli_sidecar"
+
+
+def test_each_face_has_its_stub_written_from_its_table():
+    """mypy types a face's names from ``__init__.pyi``, which ``make docs`` writes from the face's one table."""
+    assert stale_stubs(SOURCE_CORE) == [], "run `make docs` to rewrite the faces' stubs"
+    for layer in LAYERS:
+        face = importlib.import_module(f"jcli_sidecar.{layer}")
+        stub = face_stub((SOURCE_CORE / layer / "__init__.py").read_text(encoding="utf-8"))
+        assert {line.rsplit(" as ", 1)[1] for line in stub.splitlines() if line.startswith("from ")} == set(face.__all__)
 
 
 def test_a_face_imports_no_module_until_a_name_is_asked_for():

@@ -16,7 +16,8 @@ from jcli.mcp_tools import tool_result_parts
 from jcli.render import render_human
 from jcli_sidecar.base.errors import OutputTooLarge
 from jcli_sidecar.base.protocol import json_size
-from jcli_sidecar.read import agent_strings, caption, window_notice
+from jcli_sidecar.read import caption
+from jcli_sidecar.read.agent_text import agent_strings, window_notice
 from jcli_sidecar.read.requests import handle_read
 
 CASES = load_cases()

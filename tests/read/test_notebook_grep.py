@@ -239,7 +239,7 @@ def test_the_sidecar_answers_the_same_hits_from_its_cached_indexes(world, sideca
 
 def test_a_search_past_its_budget_stops_with_a_timeout_the_client_answers_in_process(world, monkeypatch):
     from jcli_sidecar.base import Timeout
-    from jcli_sidecar.read import grep_notebooks
+    from jcli_sidecar.read.nbgrep import grep_notebooks
 
     monkeypatch.chdir(world)
     with pytest.raises(Timeout) as stopped:

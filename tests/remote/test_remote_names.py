@@ -30,7 +30,8 @@ from helpers import DROP, JCLI, nobody_interpreter, run_cli
 
 import jcli
 import jcli_sidecar
-from jcli_sidecar.kernel import JupyterServer, NameMemory
+from jcli_sidecar.kernel import JupyterServer
+from jcli_sidecar.kernel.session_names import NameMemory
 
 
 @pytest.fixture

@@ -147,7 +147,7 @@ def _vm_rss_mib(pid: int) -> float:
 def test_after_a_burst_of_concurrent_reads_the_sidecar_is_back_within_its_budget(tmp_path, sidecar_on, monkeypatch):
     from jcli_sidecar.base.errors import SidecarUnavailable
     from jcli_sidecar.base.runtime import SidecarPaths
-    from jcli_sidecar.read import handle_read
+    from jcli_sidecar.read.requests import handle_read
     from jcli_sidecar.sidecar.client import call
 
     ws = tmp_path / "ws"

@@ -1,0 +1,30 @@
+"""Written by `make docs` (jcli.face_stubs) from the table in __init__.py: the face's names with their types."""
+
+from .cell_spec import parse_cell_spec as parse_cell_spec
+from .multiline import join_text as join_text
+from .nbindex import Changed as Changed
+from .nbindex import MemberReader as MemberReader
+from .nbindex import NotebookIndex as NotebookIndex
+from .nbindex import adopt as adopt
+from .nbindex import adopted_uses as adopted_uses
+from .nbindex import index_from_wire as index_from_wire
+from .nbindex import index_to_wire as index_to_wire
+from .nbindex import stable_read as stable_read
+from .nbindex import stat_key as stat_key
+from .nbindex import take_offers as take_offers
+from .nbsplice import CellWriter as CellWriter
+from .nbsplice import format_changes as format_changes
+from .nbsplice import notebook_heads as notebook_heads
+from .nbwrite import dumps_cell as dumps_cell
+from .nbwrite import dumps_notebook as dumps_notebook
+from .nbwrite import new_cell as new_cell
+from .nbwrite import new_notebook as new_notebook
+from .nbwrite import read_for_update as read_for_update
+from .nbwrite import write_notebook as write_notebook
+from .notebook import NotebookFile as NotebookFile
+from .notebook import cell_at as cell_at
+from .notebook import coded_read_error as coded_read_error
+from .notebook import load_notebook as load_notebook
+from .notebook import parse_notebook as parse_notebook
+from .notebook import read_file_bytes as read_file_bytes
+from .notebook import read_text_file as read_text_file

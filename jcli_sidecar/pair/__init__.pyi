@@ -1,0 +1,37 @@
+"""Written by `make docs` (jcli.face_stubs) from the table in __init__.py: the face's names with their types."""
+
+from .cell_ids import check_py_ids as check_py_ids
+from .cell_ids import duplicate_ids as duplicate_ids
+from .cell_ids import renew_duplicate_ids as renew_duplicate_ids
+from .convert import assign_ids as assign_ids
+from .convert import ipynb_to_py as ipynb_to_py
+from .convert import py_to_ipynb as py_to_ipynb
+from .git_index import Repository as Repository
+from .git_index import repository as repository
+from .git_precommit import check_commit as check_commit
+from .git_precommit import render_commit_check as render_commit_check
+from .git_precommit import stage_synced as stage_synced
+from .pairguard import agreed_cells as agreed_cells
+from .pairguard import cell_digests as cell_digests
+from .pairguard import changes_since_agreement as changes_since_agreement
+from .pairguard import check_sync as check_sync
+from .pairguard import notebook_cells as notebook_cells
+from .pairing import LockedPair as LockedPair
+from .pairing import Pair as Pair
+from .pairing import is_percent as is_percent
+from .pairing import is_percent_file as is_percent_file
+from .pairing import map_cell as map_cell
+from .pairing import notebook_write_lock as notebook_write_lock
+from .pairing import paired_notebook_path as paired_notebook_path
+from .pairing import paired_py_path as paired_py_path
+from .pairing import percent_cells as percent_cells
+from .pairing import sync_cells as sync_cells
+from .pairsync import SyncPlan as SyncPlan
+from .pairsync import plan_sync as plan_sync
+from .percent import PercentCell as PercentCell
+from .percent import normalize_source as normalize_source
+from .percent import parse_percent as parse_percent
+from .percent import read_header as read_header
+from .percent import read_percent as read_percent
+from .percent_write import write_percent as write_percent
+from .py_ids import assign_py_ids as assign_py_ids
