@@ -185,6 +185,15 @@ def host_bin():
 
 
 @pytest.fixture(scope="session")
+def opencode_hosts(host_bin, tmp_path_factory):
+    """This worker's ``opencode serve`` processes, one per configuration, started on first use (tests/opencode_world.py)."""
+    from opencode_world import OpenCodeHosts
+
+    with OpenCodeHosts(host_bin, tmp_path_factory.mktemp("opencode")) as hosts:
+        yield hosts
+
+
+@pytest.fixture(scope="session")
 def dsh_node():
     """The Node 22 pinned beside the DSH runtime (tests/hosts/dsh), which DSH's agent loop needs."""
     from hostbins import dsh_node
