@@ -1,17 +1,23 @@
 """The real OpenCode binary (pinned in tests/hosts) loads the plugin ``j-cli setup opencode`` placed.
 
 Each test installs the plugin with the real ``j-cli setup opencode`` into a
-temporary project (or a temporary user config dir), then runs ``opencode
-debug agent build --tool read_notebook_output --params JSON``: OpenCode's own
-loader imports the file and runs the tool, with no model. OpenCode runs with
-no network at all (``unshare -n`` where the machine allows it, and its
-fetches switched off): the dependency it would install into each config dir
-is seeded from the pinned ``tests/hosts/opencode-deps``.
+fresh project (or the user config dir of its scope's HOME) and has OpenCode
+call a tool in a turn on a running ``opencode serve`` (tests/opencode_world.py):
+OpenCode's own loader imports the file, and the scripted model calls the
+tool once; the test checks the tool part OpenCode recorded, which the model
+received verbatim. The server runs in a network namespace with nothing but
+its loopback, its fetches switched off: the dependency it would install into
+each config dir is seeded from the pinned ``tests/hosts/opencode-deps``.
 
-The guard tests at the end drive a whole ``opencode run`` turn instead (its
-model scripted on loopback), since ``debug agent --tool`` skips plugin hooks.
+The tests about OpenCode's own start (no j-cli on PATH, no plugin package
+offline) run ``opencode debug agent build --tool read_notebook_output
+--params JSON`` in a process of their own, with no network at all
+(``unshare -n`` where the machine allows it) and no model.
 
-Every run fails the test if OpenCode logged a plugin load failure.
+The guard tests at the end script several calls in one turn, through
+OpenCode's plugin hooks.
+
+Every turn fails the test if the server logged a plugin load failure.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_note
 
 
 # HTML and a stream also reach the model verbatim in a whole turn, through each provider
-# package (tests/test_host_opencode_turn.py); here the other text kinds, through the tool alone.
+# package (tests/test_host_opencode_turn.py); here the other text kinds, one call each.
 @pytest.mark.parametrize("name", ["html_as_plain", "markdown"])
 def test_text_and_html_arrive_verbatim(opencode_hosts, tmp_path, name):
     case = _case(name)
@@ -187,20 +193,19 @@ def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(opencode_hosts
     assert "JOB_NOT_FOUND: no job nosuch" in state["error"]
 
 
-# ---- The guards: a real `opencode run` turn, its model scripted on loopback.
+# ---- The guards: a real OpenCode turn, its model scripted on loopback.
 #
-# `opencode debug agent --tool` calls a tool's execute directly, without
-# OpenCode's `tool.execute.before`/`after` hooks, so the guards are driven by
-# a whole turn instead: `opencode run` against a provider whose "model" is
+# A turn on the running server against a provider whose "model" is
 # tests/model_server.py on loopback, answering with the scripted tool calls,
 # one per step, then "done". Everything else is OpenCode's own: its session
-# loop, its bash/read/edit tools, its plugin hooks. OpenCode and the model
-# share a network namespace whose only interface is its loopback, and
-# OpenCode's own fetches stay switched off.
+# loop, its bash/read/edit tools, its plugin hooks (which `opencode debug
+# agent --tool` would skip). OpenCode and the model share a network namespace
+# whose only interface is its loopback, and OpenCode's own fetches stay
+# switched off.
 
 
 def _turn(world: OpenCode, calls: list[tuple[str, dict]], extra_env: dict[str, str] | None = None) -> list[str]:
-    """One `opencode run` turn whose model makes `calls`; returns what each tool answered the model."""
+    """One turn whose model makes `calls`; returns what each tool answered the model."""
     model = world.turn([ToolCall(name, args) for name, args in calls], env=extra_env)
     return tool_texts(model.turn[-1])
 
@@ -249,10 +254,11 @@ def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of
 # ---- Offline, without the read tool's package: the guards still load.
 #
 # OpenCode installs `@opencode-ai/plugin` into each config dir it loads
-# plugins from when it starts; these runs leave the project's `.opencode`
-# unseeded and give OpenCode no registry (no network at all under `unshare
-# -n`; for the scripted turn, which needs loopback, a registry address on a
-# closed loopback port), so that install fails as it does offline.
+# plugins from when it loads a directory; these runs leave the project's
+# `.opencode` unseeded and give OpenCode no registry (no network at all under
+# `unshare -n`; for the scripted turn, whose server needs loopback, a
+# registry address on a closed loopback port), so that install fails as it
+# does offline.
 
 
 def _unseeded_project(world: OpenCode) -> None:

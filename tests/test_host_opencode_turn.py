@@ -1,9 +1,10 @@
 """What the model receives in a real OpenCode turn, per provider package OpenCode routes differently.
 
-Each test runs ``opencode run`` (the pinned 1.18.33) with j-cli's plugin
-installed by the real ``j-cli setup opencode``, against a custom provider
-whose model is tests/model_server.py on loopback, and asserts on the model
-requests OpenCode sent: which content parts, where, with which bytes.
+Each test runs a turn on ``opencode serve`` (the pinned 1.18.33, one server
+per configuration: tests/opencode_world.py) in a fresh project with j-cli's
+plugin installed by the real ``j-cli setup opencode``, against a custom
+provider whose model is tests/model_server.py on loopback, and asserts on the
+model requests OpenCode sent: which content parts, where, with which bytes.
 
 Where OpenCode puts an image a tool returned depends on the provider package:
 
