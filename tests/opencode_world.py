@@ -158,13 +158,14 @@ class LoopbackOnly:
 class OpenCodeServer:
     """One ``opencode serve`` with its HOME and environment, in ``net``; stopped by :meth:`close`.
 
-    Its log (``--print-logs``) goes to a file: a plugin load failure in it
-    fails every turn after it.
+    Its log (``--print-logs``) goes to a file: a plugin load failure logged
+    there fails the turn it was logged in (or the first after it).
     """
 
     def __init__(self, bin_path: Path, home: Path, folder: Path, net: LoopbackOnly, env: dict[str, str]):
         self.net = net
         self.log = folder / "opencode.log"
+        self._seen = 0  # how far into the log turns have looked for load failures
         folder.mkdir(parents=True)
         with open(self.log, "wb") as stderr:
             self.proc = subprocess.Popen(
@@ -217,7 +218,10 @@ class OpenCodeServer:
         """A new session in ``directory``, one prompt, the turn to its end: the session's messages."""
         session = self.request("POST", "/session", directory, {})["id"]
         done = self.request("POST", f"/session/{session}/message", directory, {"parts": [{"type": "text", "text": text}]})
-        log = self.log.read_text(errors="replace")
+        with open(self.log, "rb") as fh:  # what the server logged since the last turn looked (its start, for the first)
+            fh.seek(self._seen)
+            log = fh.read().decode(errors="replace")
+            self._seen = fh.tell()
         for failure in LOAD_FAILURES:
             assert failure not in log, [ln for ln in log.splitlines() if failure in ln]
         assert not done["info"].get("error"), (done["info"]["error"], log[-2000:])
