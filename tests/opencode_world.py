@@ -259,7 +259,6 @@ class OpenCodeHosts:
         self.root = root
         self.runtime = root / "runtime"
         self.runtime.mkdir(mode=0o700)
-        self.setups: dict[str, dict] = {}
         self._servers: dict[tuple, OpenCodeServer] = {}
         self._nets: dict[bool, tuple[LoopbackOnly, ScriptedModel]] = {}
         self._count = itertools.count()
@@ -271,7 +270,7 @@ class OpenCodeHosts:
         self.close()
 
     def home(self, scope: str) -> Path:
-        """The HOME of ``scope``'s servers; for ``user``, with the plugin installed in its config dir."""
+        """The HOME of ``scope``'s servers, its config dir seeded (``j-cli setup opencode --user`` installs the plugin there)."""
         home = self.root / f"home-{scope}"
         if not home.exists():
             seed_opencode_dir(home / ".config" / "opencode")
