@@ -2,7 +2,8 @@
 
 Each world is per test: the suites run ``j-cli setup`` into it, so no test
 may see another's. The OpenCode suites build theirs with
-``opencode_world.OpenCode``.
+``opencode_world.OpenCode`` on this worker's running OpenCode servers
+(``opencode_hosts``, one per configuration, kept for the whole run).
 """
 
 from __future__ import annotations
@@ -42,3 +43,15 @@ def codex_world(host_bin, tmp_path):
     world = CodexWorld(host_bin, tmp_path)
     yield world
     no_process_outlives(tmp_path, "processes Codex started in the test's directories outlived it")
+
+
+# -- OpenCode (opencode_world.py): one running server per configuration ----------------------
+
+
+@pytest.fixture(scope="session")
+def opencode_hosts(host_bin, tmp_path_factory):
+    """This worker's ``opencode serve`` processes, one per configuration, started on first use (tests/hosts/opencode_world.py)."""
+    from opencode_world import OpenCodeHosts
+
+    with OpenCodeHosts(host_bin, tmp_path_factory.mktemp("opencode")) as hosts:
+        yield hosts

@@ -371,19 +371,40 @@ class ScriptedModel:
         model.turn  # the requests that offered tools, parsed (Seen), in order
     """
 
-    def __init__(self, script: list[Step], side_text: str = "title"):
+    def __init__(self, script: list[Step], side_text: str = "title", *, listen: bool = True):
         self.script = list(script)
         self.side_text = side_text
         #: Every request received, parsed, in arrival order.
         self.requests: list[Seen] = []
         self._lock = threading.Lock()
         self._ids = itertools.count()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._mounts: dict[str, ScriptedModel] = {}
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler()) if listen else None
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True) if self._server else None
+        self._url = f"http://127.0.0.1:{self._server.server_port}" if self._server else ""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
+        return self._url
+
+    def mount(self, name: str, script: list[Step], side_text: str = "title") -> ScriptedModel:
+        """A model of its own at ``{url}/{name}``, served by this one's server, replacing one mounted there before.
+
+        For a host that keeps its base URL from turn to turn: each turn plays
+        a new script, and the mounted model alone records (and answers) the
+        requests under its prefix, so a late side request of an earlier turn
+        under another prefix never lands in this one.
+        """
+        model = ScriptedModel(script, side_text, listen=False)
+        model._url = f"{self.url}/{name}"
+        with self._lock:
+            self._mounts[name] = model
+        return model
+
+    def _route(self, path: str) -> ScriptedModel:
+        """The mounted model whose prefix ``path`` starts with, else this one."""
+        with self._lock:
+            return self._mounts.get(path.lstrip("/").split("/", 1)[0], self)
 
     @property
     def turn(self) -> list[Seen]:
@@ -391,13 +412,15 @@ class ScriptedModel:
         return [seen for seen in self.requests if seen.offers_tools]
 
     def __enter__(self) -> ScriptedModel:
-        self._thread.start()
+        if self._thread is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        if self._server is not None and self._thread is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
 
     def _step(self, seen: Seen) -> ToolCall | Say:
         index = len(seen.tool_results)
@@ -445,7 +468,7 @@ class ScriptedModel:
                 dialect = _dialect(path)
                 if dialect is None:
                     return self._send(404, "application/json", [b'{"error": {"message": "no such route"}}'])
-                step, n, _ = model.answer(dialect, path, body)
+                step, n, _ = model._route(path).answer(dialect, path, body)
                 if dialect == "anthropic" and not body.get("stream"):
                     return self._send(200, "application/json", [json.dumps(_anthropic_message(step, n)).encode()])
                 self._send(200, "text/event-stream", _WRITERS[dialect](step, n))

@@ -1,17 +1,23 @@
 """The real OpenCode binary (pinned in tests/hosts) loads the plugin ``j-cli setup opencode`` placed.
 
 Each test installs the plugin with the real ``j-cli setup opencode`` into a
-temporary project (or a temporary user config dir), then runs ``opencode
-debug agent build --tool read_notebook_output --params JSON``: OpenCode's own
-loader imports the file and runs the tool, with no model. OpenCode runs with
-no network at all (``unshare -n`` where the machine allows it, and its
-fetches switched off): the dependency it would install into each config dir
-is seeded from the pinned ``tests/hosts/opencode-deps``.
+fresh project (or the user config dir of its scope's HOME) and has OpenCode
+call a tool in a turn on a running ``opencode serve`` (tests/hosts/opencode_world.py):
+OpenCode's own loader imports the file, and the scripted model calls the
+tool once; the test checks the tool part OpenCode recorded, which the model
+received verbatim. The server runs in a network namespace with nothing but
+its loopback, its fetches switched off: the dependency it would install into
+each config dir is seeded from the pinned ``tests/hosts/opencode-deps``.
 
-The guard tests at the end drive a whole ``opencode run`` turn instead (its
-model scripted on loopback), since ``debug agent --tool`` skips plugin hooks.
+The tests about OpenCode's own start (no j-cli on PATH, no plugin package
+offline) run ``opencode debug agent build --tool read_notebook_output
+--params JSON`` in a process of their own, with no network at all
+(``unshare -n`` where the machine allows it) and no model.
 
-Every run fails the test if OpenCode logged a plugin load failure.
+The guard tests at the end script several calls in one turn, through
+OpenCode's plugin hooks.
+
+Every turn fails the test if the server logged a plugin load failure.
 """
 
 from __future__ import annotations
@@ -39,8 +45,8 @@ def _notebook_bytes(cell: int, output: int, mime: str) -> bytes:
     return base64.b64decode("".join(data) if isinstance(data, list) else data)
 
 
-def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_notebooks_bytes(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_notebooks_bytes(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0})
     (attachment,) = result["attachments"]
     assert attachment["type"] == "file" and attachment["mime"] == "image/png"
@@ -52,12 +58,12 @@ def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_note
 
 
 # HTML and a stream also reach the model verbatim in a whole turn, through each provider
-# package (tests/hosts/test_host_opencode_turn.py); here the other text kinds, through the tool alone.
+# package (tests/hosts/test_host_opencode_turn.py); here the other text kinds, one call each.
 @pytest.mark.parametrize("name", ["html_as_plain", "markdown"])
-def test_text_and_html_arrive_verbatim(host_bin, tmp_path, name):
+def test_text_and_html_arrive_verbatim(opencode_hosts, tmp_path, name):
     case = _case(name)
     assert case["request"]["file_path"] == NOTEBOOK
-    world = OpenCode(host_bin, tmp_path)
+    world = OpenCode(opencode_hosts, tmp_path)
     result = world.read(case["request"])
     envelope = case["expect"]["envelope"]
     expected = envelope["stream"]["data"] if "stream" in envelope else envelope["selected"]["data"]
@@ -65,23 +71,23 @@ def test_text_and_html_arrive_verbatim(host_bin, tmp_path, name):
     assert "attachments" not in result
 
 
-def test_the_catalog_lists_outputs_and_attaches_nothing(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_the_catalog_lists_outputs_and_attaches_nothing(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2})
     catalog = json.loads(result["output"])
     assert [o["available_mime_types"] for o in catalog["outputs"]] == [["image/png", "text/plain"]]
     assert "attachments" not in result
 
 
-def test_a_missing_cell_is_a_coded_error_from_the_tool(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
-    proc = world.run_tool({"file_path": NOTEBOOK, "cell_index": 999})
-    assert proc.returncode != 0
-    assert "CELL_NOT_FOUND: cell 999 is outside" in proc.stderr
+def test_a_missing_cell_is_a_coded_error_from_the_tool(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
+    state = world.call("read_notebook_output", {"file_path": NOTEBOOK, "cell_index": 999})
+    assert state["status"] == "error"
+    assert "CELL_NOT_FOUND: cell 999 is outside" in state["error"]
 
 
-def test_a_project_plugin_without_j_cli_on_path_says_what_to_set(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_a_project_plugin_without_j_cli_on_path_says_what_to_set(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     bare = tmp_path / "bare-bin"  # a PATH with a shell but no j-cli
     bare.mkdir()
     for tool in ("sh", "bash", "env"):
@@ -92,25 +98,34 @@ def test_a_project_plugin_without_j_cli_on_path_says_what_to_set(host_bin, tmp_p
     assert "JCLI_UNAVAILABLE: cannot run j-cli (j-cli: ENOENT)" in proc.stderr and "set JCLI_BIN" in proc.stderr
 
 
-def test_user_plugin_loads_and_finds_this_j_cli_without_path(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path, scope="user")
+def test_user_plugin_loads_and_finds_this_j_cli_without_path(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path, scope="user")
     assert world.setup["plugin"] == str(world.user_config / "plugins" / "jcli.js")
     assert not (world.project / ".opencode" / "plugins" / "jcli.js").exists()
     bare = tmp_path / "bare-bin"
     bare.mkdir()
-    result = world.read({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0}, path=str(bare))
-    (attachment,) = result["attachments"]
+    proc = world.run_tool({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0}, path=str(bare))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (attachment,) = json.loads(proc.stdout)["result"]["attachments"]
     assert base64.b64decode(attachment["url"].split(",", 1)[1]) == _notebook_bytes(2, 0, "image/png")
 
 
-def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_what_spawning_gets(host_bin, tmp_path, sidecar_on):
-    world = OpenCode(host_bin, tmp_path)
+def _returned(state: dict) -> dict:
+    """What a tool returned, without the ids OpenCode gives each attachment in its session."""
+    if state["status"] != "completed":
+        return {"status": state["status"]}
+    attachments = [{k: v for k, v in a.items() if k in ("type", "mime", "url")} for a in state.get("attachments") or []]
+    return {"output": state["output"], "title": state["title"], "metadata": state["metadata"], "attachments": attachments}
+
+
+def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_what_spawning_gets(opencode_hosts, tmp_path, sidecar_on):
+    world = OpenCode(opencode_hosts, tmp_path)
     cases = [
         {"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0},
         _case("html")["request"],
         {"file_path": NOTEBOOK, "cell_index": 99},
     ]
-    spawned = [world.run_tool(params) for params in cases]  # JCLI_SIDECAR=off: the plugin spawns j-cli
+    spawned = [world.call("read_notebook_output", params) for params in cases]  # JCLI_SIDECAR=off: the plugin spawns j-cli
     counting = tmp_path / "counting-bin"
     counting.mkdir()
     log = tmp_path / "spawns.log"
@@ -118,32 +133,36 @@ def test_with_a_sidecar_running_the_plugin_reads_through_its_socket_and_gets_wha
     (counting / "j-cli").chmod(0o755)
     path = f"{counting}{os.pathsep}{os.environ['PATH']}"
     env = host_env(world.home, PATH=path)
+    # This test's own server: its PATH counts spawns, and it finds the sidecar in this test's runtime dir.
+    own = {"PATH": path, "JCLI_SIDECAR": "on", "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"]}
     assert run_cli("sidecar", "start", cwd=world.project, env=env).returncode == 0
     try:
         before = run_cli("-j", "sidecar", "status", cwd=world.project, env=env).json()["requests_served"]
-        socketed = [world.run_tool(params, path=path, sidecar=True) for params in cases]
+        socketed = [world.call("read_notebook_output", params, env=own) for params in cases]
         after = run_cli("-j", "sidecar", "status", cwd=world.project, env=env).json()["requests_served"]
     finally:
+        world.stop_server(env=own)
         run_cli("sidecar", "stop", cwd=world.project, env=env)
     reads = [line for line in log.read_text().splitlines() if line != "--version"]
     assert reads == [], "OpenCode's plugin spawned j-cli for a read"
     assert after - before == len(cases) + 1, "the sidecar served every read (and one status call)"
     for got, want in zip(socketed, spawned, strict=True):
-        assert got.returncode == want.returncode
-        if want.returncode == 0:
-            assert json.loads(got.stdout)["result"] == json.loads(want.stdout)["result"]
-        else:
-            assert "CELL_NOT_FOUND: cell 99 is outside" in got.stderr and "CELL_NOT_FOUND: cell 99 is outside" in want.stderr
+        assert got["status"] == want["status"]
+        assert _returned(got) == _returned(want)
+        if want["status"] == "error":
+            assert "CELL_NOT_FOUND: cell 99 is outside" in got["error"] and "CELL_NOT_FOUND: cell 99 is outside" in want["error"]
 
 
 # ---- wait_notebook_job: the plugin's `j-cli -j job wait`, on a real background job.
 
 
-def test_wait_notebook_job_answers_a_timed_out_snapshot_then_the_ended_job(host_bin, tmp_path, use_jupyter, sidecar_on, kernel_session):
+def test_wait_notebook_job_answers_a_timed_out_snapshot_then_the_ended_job(
+    opencode_hosts, tmp_path, use_jupyter, sidecar_on, kernel_session
+):
     """A real job held at a kernel-side barrier: a 1 s wait is ``timed_out`` (running), and once released the next wait is ``ok``."""
     from test_jobs_run import Barrier
 
-    world = OpenCode(host_bin, tmp_path)
+    world = OpenCode(opencode_hosts, tmp_path)
     barrier = Barrier(tmp_path, "opencode")
     started = run_cli(
         "-j", "exec", kernel_session, "-c", "print('held')\n" + barrier.code() + "print('done')\n", "--background", cwd=world.project
@@ -152,44 +171,41 @@ def test_wait_notebook_job_answers_a_timed_out_snapshot_then_the_ended_job(host_
     job_id = started.json()["job_id"]
     barrier.reached()
 
-    snapshot = world.run_tool({"job_ids": [job_id], "timeout_seconds": 1}, tool="wait_notebook_job")
-    assert snapshot.returncode == 0, snapshot.stderr[-2000:]
-    held = json.loads(snapshot.stdout)["result"]
+    held = world.call("wait_notebook_job", {"job_ids": [job_id], "timeout_seconds": 1})
+    assert held["status"] == "completed", held
     assert held["title"] == f"still running after 1 s: {job_id}; wait again"
     mine = {key: held["metadata"][key] for key in ("timed_out", "stopped", "ended", "pending", "failed")}  # OpenCode adds its own keys
     assert mine == {"timed_out": True, "stopped": False, "ended": [], "pending": [job_id], "failed": None}
     assert json.loads(held["output"])["jobs"][0]["state"] == "running"
 
     barrier.release()
-    ended = world.run_tool({"job_ids": [job_id[:12]], "timeout_seconds": 30}, tool="wait_notebook_job")  # a unique prefix names it too
-    assert ended.returncode == 0, ended.stderr[-2000:]
-    result = json.loads(ended.stdout)["result"]
+    result = world.call("wait_notebook_job", {"job_ids": [job_id[:12]], "timeout_seconds": 30})  # a unique prefix names it too
+    assert result["status"] == "completed", result
     assert result["title"] == f"ended: {job_id} ok" and result["metadata"]["ended"] == [job_id]
     (job,) = json.loads(result["output"])["jobs"]
     assert job["state"] == "ok" and job["result"]["text"] == "held\ndone\n"
 
 
-def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
-    proc = world.run_tool({"job_ids": ["nosuch"]}, tool="wait_notebook_job")
-    assert proc.returncode != 0
-    assert "JOB_NOT_FOUND: no job nosuch" in proc.stderr
+def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
+    state = world.call("wait_notebook_job", {"job_ids": ["nosuch"]})
+    assert state["status"] == "error"
+    assert "JOB_NOT_FOUND: no job nosuch" in state["error"]
 
 
-# ---- The guards: a real `opencode run` turn, its model scripted on loopback.
+# ---- The guards: a real OpenCode turn, its model scripted on loopback.
 #
-# `opencode debug agent --tool` calls a tool's execute directly, without
-# OpenCode's `tool.execute.before`/`after` hooks, so the guards are driven by
-# a whole turn instead: `opencode run` against a provider whose "model" is
+# A turn on the running server against a provider whose "model" is
 # tests/hosts/model_server.py on loopback, answering with the scripted tool calls,
 # one per step, then "done". Everything else is OpenCode's own: its session
-# loop, its bash/read/edit tools, its plugin hooks. OpenCode and the model
-# share a network namespace whose only interface is its loopback, and
-# OpenCode's own fetches stay switched off.
+# loop, its bash/read/edit tools, its plugin hooks (which `opencode debug
+# agent --tool` would skip). OpenCode and the model share a network namespace
+# whose only interface is its loopback, and OpenCode's own fetches stay
+# switched off.
 
 
 def _turn(world: OpenCode, calls: list[tuple[str, dict]], extra_env: dict[str, str] | None = None) -> list[str]:
-    """One `opencode run` turn whose model makes `calls`; returns what each tool answered the model."""
+    """One turn whose model makes `calls`; returns what each tool answered the model."""
     model = world.turn([ToolCall(name, args) for name, args in calls], env=extra_env)
     return tool_texts(model.turn[-1])
 
@@ -200,8 +216,8 @@ def _paired(world: OpenCode) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_guards_refuse_papermill_and_a_paired_py_before_bash_runs_and_let_an_ordinary_command_run(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_guards_refuse_papermill_and_a_paired_py_before_bash_runs_and_let_an_ordinary_command_run(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     _paired(world)
     answers = _turn(
         world,
@@ -219,8 +235,8 @@ def test_guards_refuse_papermill_and_a_paired_py_before_bash_runs_and_let_an_ord
     assert (world.project / "ordinary-ran").exists()
 
 
-def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of_the_py(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of_the_py(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     _paired(world)
     notebook = world.project / "a.ipynb"
     before = notebook.read_bytes()
@@ -238,10 +254,11 @@ def test_guards_refuse_an_edit_of_a_paired_notebook_and_sync_it_after_an_edit_of
 # ---- Offline, without the read tool's package: the guards still load.
 #
 # OpenCode installs `@opencode-ai/plugin` into each config dir it loads
-# plugins from when it starts; these runs leave the project's `.opencode`
-# unseeded and give OpenCode no registry (no network at all under `unshare
-# -n`; for the scripted turn, which needs loopback, a registry address on a
-# closed loopback port), so that install fails as it does offline.
+# plugins from when it loads a directory; these runs leave the project's
+# `.opencode` unseeded and give OpenCode no registry (no network at all under
+# `unshare -n`; for the scripted turn, whose server needs loopback, a
+# registry address on a closed loopback port), so that install fails as it
+# does offline.
 
 
 def _unseeded_project(world: OpenCode) -> None:
@@ -251,8 +268,8 @@ def _unseeded_project(world: OpenCode) -> None:
             path.unlink()
 
 
-def test_offline_without_the_plugin_package_the_read_tool_loads_and_says_why(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_offline_without_the_plugin_package_the_read_tool_loads_and_says_why(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     _unseeded_project(world)
     env = host_env(world.home, PATH=world.path, JCLI_SIDECAR="off", **NO_REGISTRY, **QUIET)
     params = json.dumps({"file_path": NOTEBOOK, "cell_index": 2})
@@ -276,8 +293,8 @@ def test_offline_without_the_plugin_package_the_read_tool_loads_and_says_why(hos
     assert not (world.project / ".opencode" / "node_modules").exists()
 
 
-def test_offline_without_the_plugin_package_the_guards_still_refuse(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_offline_without_the_plugin_package_the_guards_still_refuse(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     _unseeded_project(world)
     _paired(world)
     answers = _turn(

@@ -1,9 +1,10 @@
 """What the model receives in a real OpenCode turn, per provider package OpenCode routes differently.
 
-Each test runs ``opencode run`` (the pinned 1.18.33) with j-cli's plugin
-installed by the real ``j-cli setup opencode``, against a custom provider
-whose model is tests/hosts/model_server.py on loopback, and asserts on the model
-requests OpenCode sent: which content parts, where, with which bytes.
+Each test runs a turn on ``opencode serve`` (the pinned 1.18.33, one server
+per configuration: tests/hosts/opencode_world.py) in a fresh project with j-cli's
+plugin installed by the real ``j-cli setup opencode``, against a custom
+provider whose model is tests/hosts/model_server.py on loopback, and asserts on the
+model requests OpenCode sent: which content parts, where, with which bytes.
 
 Where OpenCode puts an image a tool returned depends on the provider package:
 
@@ -66,8 +67,8 @@ def _image_arrives_as_the_package_puts_it(npm: str, seen) -> None:
 
 
 @pytest.mark.parametrize("npm", PACKAGES)
-def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_bytes(host_bin, tmp_path, npm):
-    world = OpenCode(host_bin, tmp_path)
+def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_bytes(opencode_hosts, tmp_path, npm):
+    world = OpenCode(opencode_hosts, tmp_path)
     model = world.turn([READ_PNG, Say("seen")], npm=npm)
     seen = model.turn[-1]
     (image,) = seen.images()
@@ -79,8 +80,8 @@ def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_b
     assert [len(s.images()) for s in model.requests] == [0] * (len(model.requests) - 1) + [1]
 
 
-def test_with_the_plugin_in_the_user_config_dir_the_png_reaches_the_model_the_same_way(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path, scope="user")
+def test_with_the_plugin_in_the_user_config_dir_the_png_reaches_the_model_the_same_way(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path, scope="user")
     assert not (world.project / ".opencode" / "plugins" / "jcli.js").exists()
     seen = world.turn([READ_PNG, Say("seen")]).turn[-1]
     (image,) = seen.images()
@@ -95,9 +96,9 @@ def _paired(world: OpenCode, stem: str = "x") -> None:
 
 
 @pytest.mark.parametrize("npm", PACKAGES)
-def test_html_and_a_stream_arrive_verbatim_and_nbconvert_on_a_paired_notebook_is_refused_before_bash_runs(host_bin, tmp_path, npm):
+def test_html_and_a_stream_arrive_verbatim_and_nbconvert_on_a_paired_notebook_is_refused_before_bash_runs(opencode_hosts, tmp_path, npm):
     """One turn, three tool calls, every result text: two reads, then a notebook run the guard refuses (the model reads j-cli exec)."""
-    world = OpenCode(host_bin, tmp_path)
+    world = OpenCode(opencode_hosts, tmp_path)
     _paired(world)
     notebook = (world.project / "x.ipynb").read_bytes()
     cases = ["html", "stream_stdout"]
@@ -119,9 +120,9 @@ PLOT = "import matplotlib.pyplot as plt; plt.plot([1, 3, 2]); plt.show(); print(
 
 @pytest.mark.parametrize("npm", ["@ai-sdk/openai-compatible", "@ai-sdk/anthropic"])
 def test_a_plot_run_through_bash_with_j_cli_exec_reaches_the_model_as_the_runs_paths_and_no_image(
-    host_bin, tmp_path, use_jupyter, kernel_session, npm
+    opencode_hosts, tmp_path, use_jupyter, kernel_session, npm
 ):
-    world = OpenCode(host_bin, tmp_path)
+    world = OpenCode(opencode_hosts, tmp_path)
     command = f"j-cli exec {kernel_session} -c {shlex.quote(PLOT)}"
     script = [ToolCall("bash", {"command": command, "description": "Plot"}), Say()]
     seen = world.turn(script, npm=npm, offline=False).turn[-1]  # j-cli exec reaches the test's Jupyter Server on loopback
@@ -155,8 +156,8 @@ def _told_as_text(seen) -> str:
 
 
 @pytest.mark.parametrize("npm", PACKAGES)
-def test_a_model_without_image_input_receives_j_clis_description_of_the_png_and_goes_on_to_its_text_form(host_bin, tmp_path, npm):
-    world = OpenCode(host_bin, tmp_path)
+def test_a_model_without_image_input_receives_j_clis_description_of_the_png_and_goes_on_to_its_text_form(opencode_hosts, tmp_path, npm):
+    world = OpenCode(opencode_hosts, tmp_path)
     model = world.turn([READ_PNG, READ_TEXT_FORM, Say("read it")], npm=npm, images=False)
     after_read, last = model.turn[1], model.turn[-1]
     caption = _told_as_text(after_read)
@@ -169,20 +170,20 @@ def test_a_model_without_image_input_receives_j_clis_description_of_the_png_and_
     assert last.images() == []
 
 
-def test_a_model_with_no_modalities_in_its_config_is_text_only_to_opencode_and_gets_the_description(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_a_model_with_no_modalities_in_its_config_is_text_only_to_opencode_and_gets_the_description(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     seen = world.turn([READ_PNG, Say()], images=None).turn[-1]
     assert "not sent: the model takes no image input" in _told_as_text(seen)
 
 
-def test_jcli_text_only_on_tells_the_png_as_text_even_to_a_model_that_takes_images(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path)
+def test_jcli_text_only_on_tells_the_png_as_text_even_to_a_model_that_takes_images(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path)
     seen = world.turn([READ_PNG, Say()], npm="@ai-sdk/anthropic", env={"JCLI_TEXT_ONLY": "1"}).turn[-1]
     assert "not sent: the model takes no image input" in _told_as_text(seen)
 
 
-def test_jcli_text_only_off_sends_the_png_even_to_a_model_opencode_says_takes_none(host_bin, tmp_path):
-    world = OpenCode(host_bin, tmp_path, scope="user")
+def test_jcli_text_only_off_sends_the_png_even_to_a_model_opencode_says_takes_none(opencode_hosts, tmp_path):
+    world = OpenCode(opencode_hosts, tmp_path, scope="user")
     seen = world.turn([READ_PNG, Say()], npm="@ai-sdk/anthropic", images=False, env={"JCLI_TEXT_ONLY": "off"}).turn[-1]
     (image,) = seen.images()
     assert image.data == _png() and image.role == "tool"
