@@ -109,28 +109,12 @@ def setup() -> None:
 
 
 def _run_setup(action) -> None:
-    """Run one ``setup`` action and print what it changed (warnings on stderr)."""
-    from . import outcome
+    """Run one ``setup`` action and print what it changed (``jcli.setup.report``, which the fast path runs too)."""
+    from .outcome import json_mode
+    from .setup.report import run_setup
 
     ctx = click.get_current_context()
-    result = outcome.attempt(ctx, action, "write")
-    if not outcome.json_mode(ctx):
-        for warning in result.get("warnings", ()):
-            click.echo(f"warning: {warning}", err=True)
-    keys = ("config", "hooks", "skill", "gitignore", "plugin", "hook", "chained", "restored")
-    lines = [f"{key}: {result[key]}" for key in keys if result.get(key)]
-    replaced = result.get("replaced_upstream")
-    if isinstance(replaced, list):
-        lines.extend(f"replaced upstream j-cli's {what}" for what in replaced)
-    elif replaced:
-        lines.append("replaced upstream j-cli's pre-commit shim")
-    lines.extend(f"dropped what you added: {what}" for what in result.get("dropped_user_edits", ()))
-    lines.extend(f"replaced your edits: {what}" for what in result.get("replaced_user_edits", ()))
-    if "removed" in result:
-        lines.append("removed" if result["removed"] else "nothing to remove")
-    else:
-        lines.append("updated" if result.get("changed") else "already up to date")
-    outcome.finish(ctx, result, "\n".join(lines))
+    ctx.exit(run_setup(action, json_mode(ctx)))
 
 
 def _make_host_setup_command(host: Host) -> click.Command:

@@ -35,6 +35,7 @@ __all__ = [
     "shown_path",
     "stored_output_lines",
     "unexpected",
+    "warn",
 ]
 
 EXIT_OK = 0
@@ -196,6 +197,11 @@ def shown_path(path: str) -> str:
 def say(line: str) -> None:
     """Human mode: one line on stdout (a reader that went away is not an error)."""
     _write(sys.stdout, (line + "\n").encode("utf-8", "backslashreplace"))
+
+
+def warn(line: str) -> None:
+    """Human mode: ``warning: line`` on stderr."""
+    _write(sys.stderr, f"warning: {line}\n".encode("utf-8", "backslashreplace"))
 
 
 def show_stored_outputs(doc: dict[str, Any]) -> None:

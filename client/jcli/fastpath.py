@@ -1,4 +1,4 @@
-"""The lean entry path: reads, ``exec``, ``notebook grep``, ``notebook text FILE`` and the agent hooks without importing click.
+"""The lean entry path: reads, ``exec``, ``notebook grep``, ``notebook text FILE``, the agent hooks, ``setup HOST`` and ``mcp serve`` without importing click.
 
 It understands exactly the commands of the option tables in ``read_options``
 and ``exec_cmd`` (plus the global ``-j``, ``-s`` and ``-t``) and nothing
@@ -13,7 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["JSON_FLAGS", "parse", "parse_exec", "parse_grep_command", "try_run"]
+__all__ = ["JSON_FLAGS", "parse", "parse_exec", "parse_grep_command", "parse_mcp_serve", "parse_setup", "try_run"]
 
 JSON_FLAGS = ("-j", "--json")
 _GLOBAL_VALUES = {"-s": "server_url", "--server-url": "server_url", "-t": "token", "--token": "token"}
@@ -148,6 +148,101 @@ def parse_grep_command(argv: list[str]) -> dict[str, Any] | None:
     return None if found is None else {**found, "json_mode": split[0]["json"]}
 
 
+def parse_setup(argv: list[str]) -> tuple[bool, str, str, bool] | None:
+    """Parse ``[globals] setup HOST [--SCOPE] [--remove]`` into (json, host, scope, remove), or None.
+
+    The host's first scope is the default, as in the click command; any other
+    option (``--only``, ``--skill-dir``, upstream's spellings, ``--help``) goes to click.
+
+    Example:
+        >>> parse_setup(["-j", "setup", "codex", "--remove"])
+        (True, 'codex', 'user', True)
+        >>> parse_setup(["setup", "claude", "--only", "skill"]) is None
+        True
+    """
+    split = _globals(argv)
+    if split is None or split[1][:1] != ["setup"] or len(split[1]) < 2:
+        return None
+    from .setup.hosts import HOSTS
+
+    host = HOSTS.get(split[1][1])
+    if host is None:
+        return None
+    flags = {f"--{scope.name}": scope.name for scope in host.scopes}
+    scope: str | None = None
+    remove = False
+    for token in split[1][2:]:
+        if token == "--remove" and not remove:
+            remove = True
+        elif token in flags and scope is None:
+            scope = flags[token]
+        else:
+            return None
+    return split[0]["json"], host.name, scope or host.scopes[0].name, remove
+
+
+def parse_mcp_serve(argv: list[str]) -> dict[str, Any] | None:
+    """Parse ``[globals] mcp serve [--root DIR]... [--host NAME] [--text-only]`` into ``serve`` keywords (plus ``json_mode``), or None.
+
+    A root that names a regular file goes to click, which says so.
+
+    Example:
+        >>> parse_mcp_serve(["mcp", "serve", "--root", "/nb", "--root=/x", "--host", "codex"])
+        {'roots': ['/nb', '/x'], 'host': 'codex', 'text_only': False, 'json_mode': False}
+    """
+    split = _globals(argv)
+    if split is None or split[1][:2] != ["mcp", "serve"]:
+        return None
+    found: dict[str, Any] = {"roots": [], "host": None, "text_only": False}
+    rest = split[1][2:]
+    k = 0
+    while k < len(rest):
+        name, eq, value = rest[k].partition("=")
+        k += 1
+        if name == "--text-only" and not eq and not found["text_only"]:
+            found["text_only"] = True
+            continue
+        if name not in ("--root", "--host") or (name == "--host" and found["host"] is not None):
+            return None
+        if not eq:
+            if k >= len(rest):
+                return None
+            value = rest[k]
+            k += 1
+        if name == "--host":
+            found["host"] = value
+        else:
+            found["roots"].append(value)
+    import os
+
+    if any(os.path.isfile(root) for root in found["roots"]):
+        return None
+    return {**found, "json_mode": split[0]["json"]}
+
+
+def _run_setup(json_mode: bool, name: str, scope: str, remove: bool) -> int:
+    from jcli_sidecar.base import workspace_of
+
+    from .setup.host_path import with_path_check
+    from .setup.hosts import HOSTS
+    from .setup.report import run_setup
+
+    host = HOSTS[name]
+    return run_setup(lambda: with_path_check(host.setup(scope, workspace_of(), remove, parts=host.parts, skill_dir=None)), json_mode)
+
+
+def _run_mcp_serve(json_mode: bool, roots: list[str], host: str | None, text_only: bool) -> int:
+    from jcli_sidecar.base import JcliError
+
+    from . import emit
+    from .mcp_server import serve
+
+    try:
+        return serve(roots, host, text_only)
+    except JcliError as err:
+        return emit.error(err, json_mode)
+
+
 def try_run(argv: list[str]) -> int | None:
     """Run a read, exec or hook command if ``argv`` is one; None means "use click"."""
     hooks = argv[1:2] == ["_hooks"] and argv[0] in JSON_FLAGS  # a hook's answer is JSON in either mode
@@ -175,4 +270,12 @@ def try_run(argv: list[str]) -> int | None:
             from .exec_cmd import run_exec
 
             return run_exec(**request)
+    if "setup" in argv:
+        setup = parse_setup(argv)
+        if setup is not None:
+            return _run_setup(*setup)
+    if "serve" in argv:
+        serving = parse_mcp_serve(argv)
+        if serving is not None:
+            return _run_mcp_serve(serving.pop("json_mode"), **serving)
     return None

@@ -324,7 +324,7 @@ def test_a_face_exports_exactly_the_names_other_concerns_use(layer):
 
 
 #: The core's sources in this checkout, where the faces' stubs live (they are the type checker's, not shipped).
-SOURCE_CORE = Path(__file__).resolve().parent.parent / "jcli_sidecar"
+SOURCE_CORE = Path(__file__).resolve().parents[2] / "jcli_sidecar"
 
 
 def test_each_face_has_its_stub_written_from_its_table():
@@ -538,6 +538,52 @@ def test_only_mcp_serve_imports_the_mcp_sdk(args, fixture_dir):
 def test_mcp_serve_imports_the_mcp_sdk(tmp_path):
     modules = _imported_by(["mcp", "serve", "--root", str(tmp_path)], tmp_path)  # stdin is empty: it serves, then ends
     assert {"mcp.server.lowlevel", "mcp.server.stdio", "jcli.mcp_server"} <= modules
+    assert "click" not in modules  # a host starts it at every session: the fast path
+
+
+@pytest.mark.parametrize(
+    ("args", "fast"),
+    [
+        (["-j", "setup", "codex", "--project"], True),
+        (["setup", "claude", "--user", "--remove"], True),
+        (["-j", "setup", "codex", "--project", "--only", "tool"], False),
+        (["-j", "setup", "codex", "--project", "--project"], False),
+        (["mcp", "serve", "--root", "notebook.ipynb"], False),
+    ],
+    ids=["setup", "setup-remove", "setup-only", "setup-scope-twice", "mcp-root-a-file"],
+)
+def test_setup_host_takes_the_fast_path_and_what_it_does_not_parse_goes_to_click(args, fast, tmp_path):
+    (tmp_path / "notebook.ipynb").write_text("{}")
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", JCLI, *args],
+        cwd=tmp_path,
+        env={**os.environ, "HOME": str(home)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    modules = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines() if line.startswith("import time:")}
+    assert "Traceback" not in proc.stderr.decode()
+    assert ("click" not in modules) is fast
+
+
+@pytest.mark.parametrize("json_flag", [["-j"], []], ids=["json", "human"])
+def test_setup_prints_the_same_on_the_fast_path_and_through_click(json_flag, tmp_path):
+    """The hidden ``--force`` (upstream's, a no-op) sends the same setup through click."""
+    results = []
+    for way, extra in (("fast", []), ("click", ["--force"])):
+        home = tmp_path / way / "home"
+        project = tmp_path / way / "project"
+        home.mkdir(parents=True)
+        project.mkdir()
+        env = {**os.environ, "HOME": str(home)}
+        runs = [run_cli(*json_flag, "setup", "codex", "--user", *extra, cwd=project, env=env) for _ in range(2)]
+        runs.append(run_cli(*json_flag, "setup", "codex", "--user", "--remove", *extra, cwd=project, env=env))
+        results.append([(r.returncode, r.stdout.replace(str(tmp_path / way).encode(), b"ROOT"), r.stderr) for r in runs])
+    assert results[0] == results[1]
+    assert [code for code, _, _ in results[0]] == [0, 0, 0]
 
 
 def test_help_still_lists_every_command_a_lazy_group_holds():
