@@ -1,34 +1,150 @@
-"""The read-only MCP server, driven by the MCP SDK's own client over stdio."""
+"""The read-only MCP server, driven by the MCP SDK's own client over stdio.
+
+Starting ``j-cli mcp serve`` costs the MCP SDK's import each time, so the
+tests that only read the fixture notebooks through ``--root`` share one
+server and one client session per module (:class:`SharedSession`, on a
+read-only copy of the fixtures); a test that needs its own roots, launch
+directory, host flag, sidecar or files starts its own server with
+:func:`call`, as a client would.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
+import hashlib
 import json
 import os
 import shutil
+import threading
 
 import nbformat
 import pytest
-from helpers import JCLI, load_cases, requires_svg_extra
+from helpers import FIXTURES, JCLI, load_cases, requires_svg_extra
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 CASES = load_cases()
+BOUND = 60  # seconds: a call on the shared session that takes longer than this is a hang, and fails
+
+
+def _params(root_args, cwd=None, env=None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=JCLI, args=["mcp", "serve", *root_args], cwd=str(cwd) if cwd else None, env=env or dict(os.environ)
+    )
 
 
 def call(root_args, calls, cwd=None, env=None):
     """Start ``j-cli mcp serve``, run ``calls(session)``, return its result."""
 
     async def main():
-        params = StdioServerParameters(
-            command=JCLI, args=["mcp", "serve", *root_args], cwd=str(cwd) if cwd else None, env=env or dict(os.environ)
-        )
-        async with stdio_client(params) as (read, write):
+        async with stdio_client(_params(root_args, cwd, env)) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 return await calls(session)
 
     return asyncio.run(main())
+
+
+class SharedSession:
+    """One ``j-cli mcp serve`` and one initialized SDK client session on it, kept open across tests.
+
+    The SDK's client is async: the session lives in a task on an event
+    loop of its own, in a background thread, and :meth:`call` runs one
+    ``calls(session)`` coroutine on that loop and waits for its result.
+    """
+
+    def __init__(self, root_args, cwd=None) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="shared-mcp-session", daemon=True)
+        self._thread.start()
+        self._ready: concurrent.futures.Future = concurrent.futures.Future()
+        self._stop = asyncio.Event()
+        self._served = asyncio.run_coroutine_threadsafe(self._serve(_params(root_args, cwd)), self._loop)
+        try:
+            self._session = self._ready.result(BOUND)
+        except BaseException:
+            self._end_loop()
+            raise
+
+    async def _serve(self, params) -> None:
+        try:
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    self._ready.set_result(session)
+                    await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    def call(self, calls):
+        """Run ``calls(session)`` on the shared session; return its result."""
+        future = asyncio.run_coroutine_threadsafe(calls(self._session), self._loop)
+        try:
+            return future.result(BOUND)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def close(self) -> None:
+        """End the session and the server (the SDK's client closes its stdin and waits for it)."""
+        try:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._served.result(BOUND)
+        finally:
+            self._end_loop()
+
+    def _end_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(BOUND)
+        self._loop.close()
+
+
+def tree_state(root) -> dict:
+    """Every entry under ``root``: its kind, and a file's size, mtime and digest, a link's target."""
+    state = {}
+    for folder, subfolders, files in os.walk(root):
+        for name in subfolders + files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if os.path.islink(path):
+                state[path] = ("link", os.readlink(path))
+            elif os.path.isdir(path):
+                state[path] = ("dir",)
+            else:
+                with open(path, "rb") as fh:
+                    state[path] = ("file", info.st_size, info.st_mtime_ns, hashlib.sha256(fh.read()).hexdigest())
+    return state
+
+
+@pytest.fixture(scope="module")
+def shared_dir(tmp_path_factory):
+    """This module's copy of the fixtures, which the tests reading through :func:`shared` only read.
+
+    It also holds ``escape.ipynb``, a link to a notebook outside it. After
+    the module, every file must be as it was.
+    """
+    base = tmp_path_factory.mktemp("mcp-shared")
+    target = base / "protocol"
+    shutil.copytree(FIXTURES, target)
+    outside = base / "outside.ipynb"
+    shutil.copy(FIXTURES / "kernel_v4.5.ipynb", outside)
+    (target / "escape.ipynb").symlink_to(outside)
+    before = tree_state(base)
+    yield target
+    assert tree_state(base) == before, "a test wrote to the shared fixtures"
+
+
+@pytest.fixture(scope="module")
+def shared(shared_dir):
+    """One server with ``--root shared_dir`` and one client session on it, for this module's reading tests."""
+    session = SharedSession(["--root", str(shared_dir)])
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 def tool(name, **arguments):
@@ -38,17 +154,17 @@ def tool(name, **arguments):
     return run
 
 
-def test_the_tools_are_listed_read_only(fixture_dir):
-    tools = call(["--root", str(fixture_dir)], lambda s: s.list_tools()).tools
+def test_the_tools_are_listed_read_only(shared):
+    tools = shared.call(lambda s: s.list_tools()).tools
     assert {t.name for t in tools} == {"read_notebook_output", "read_run_output", "notebook_grep", "job_status", "job_wait"}
     assert all(t.annotations.read_only_hint for t in tools)
     assert all(t.annotations.destructive_hint is False and t.annotations.open_world_hint is False for t in tools)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if "envelope" in c["expect"]], ids=lambda c: c["name"])
-def test_every_fixture_reads_the_same_through_mcp(fixture_dir, case):
+def test_every_fixture_reads_the_same_through_mcp(shared, case):
     request = dict(case["request"])
-    result = call(["--root", str(fixture_dir)], tool("read_notebook_output", **request))
+    result = shared.call(tool("read_notebook_output", **request))
     assert not result.is_error, result.content
     expected = case["expect"]["envelope"]
     if "outputs" in expected:
@@ -72,9 +188,9 @@ def test_every_fixture_reads_the_same_through_mcp(fixture_dir, case):
     assert result.content[-1].type == "text" and result.content[-1].text.startswith("[")
 
 
-def test_a_png_arrives_as_the_notebooks_own_bytes(fixture_dir):
-    result = call(["--root", str(fixture_dir)], tool("read_notebook_output", file_path="kernel_v4.5.ipynb", cell_index=2, output_index=0))
-    stored = nbformat.read(str(fixture_dir / "kernel_v4.5.ipynb"), 4).cells[2].outputs[0].data["image/png"]
+def test_a_png_arrives_as_the_notebooks_own_bytes(shared, shared_dir):
+    result = shared.call(tool("read_notebook_output", file_path="kernel_v4.5.ipynb", cell_index=2, output_index=0))
+    stored = nbformat.read(str(shared_dir / "kernel_v4.5.ipynb"), 4).cells[2].outputs[0].data["image/png"]
     assert base64.b64decode(result.content[0].data) == base64.b64decode(stored)
     assert "iVBOR" not in result.content[1].text  # no base64 outside image content
 
@@ -89,23 +205,20 @@ def test_a_png_arrives_as_the_notebooks_own_bytes(fixture_dir):
         ({"file_path": "kernel_v4.5.ipynb", "cell_index": 0, "bogus": 1}, "USAGE_ERROR"),
     ],
 )
-def test_errors_are_tool_results_with_is_error(fixture_dir, tmp_path, arguments, code):
-    outside = tmp_path / "outside.ipynb"
-    shutil.copy(fixture_dir / "kernel_v4.5.ipynb", outside)
-    (fixture_dir / "escape.ipynb").symlink_to(outside)
-    result = call(["--root", str(fixture_dir)], tool("read_notebook_output", **arguments))
+def test_errors_are_tool_results_with_is_error(shared, shared_dir, arguments, code):
+    assert (shared_dir / "escape.ipynb").resolve().parent != shared_dir  # the link leads outside the root
+    result = shared.call(tool("read_notebook_output", **arguments))
     assert result.is_error and result.content[0].text.startswith(f"{code}:")
 
 
 def test_relative_paths_need_a_single_root(fixture_dir, tmp_path):
-    result = call(
-        ["--root", str(fixture_dir), "--root", str(tmp_path)], tool("read_notebook_output", file_path="kernel_v4.5.ipynb", cell_index=1)
-    )
+    async def both(session):
+        relative = await session.call_tool("read_notebook_output", {"file_path": "kernel_v4.5.ipynb", "cell_index": 1})
+        absolute = await session.call_tool("read_notebook_output", {"file_path": str(fixture_dir / "kernel_v4.5.ipynb"), "cell_index": 1})
+        return relative, absolute
+
+    result, absolute = call(["--root", str(fixture_dir), "--root", str(tmp_path)], both)
     assert result.is_error and result.content[0].text.startswith("PATH_AMBIGUOUS:")
-    absolute = call(
-        ["--root", str(fixture_dir), "--root", str(tmp_path)],
-        tool("read_notebook_output", file_path=str(fixture_dir / "kernel_v4.5.ipynb"), cell_index=1),
-    )
     assert not absolute.is_error
 
 
@@ -118,7 +231,7 @@ def test_without_roots_only_the_launch_cwd_is_allowed(fixture_dir, tmp_path):
     assert outside.is_error and outside.content[0].text.startswith("PATH_NOT_ALLOWED:")
 
 
-def test_twenty_parallel_calls_all_answer(fixture_dir):
+def test_twenty_parallel_calls_all_answer(shared):
     async def many(session):
         return await asyncio.gather(
             *(
@@ -127,17 +240,17 @@ def test_twenty_parallel_calls_all_answer(fixture_dir):
             )
         )
 
-    results = call(["--root", str(fixture_dir)], many)
+    results = shared.call(many)
     assert len(results) == 20 and all(not r.is_error and r.content[0].type == "image" for r in results)
 
 
-def test_reads_change_nothing_in_the_workspace(fixture_dir):
+def test_reads_change_nothing_in_the_workspace(shared, shared_dir):
     def snapshot():
-        return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in fixture_dir.iterdir()}
+        return {p.name: (p.lstat().st_mtime_ns, p.lstat().st_size) for p in shared_dir.iterdir()}
 
     before = snapshot()
-    call(["--root", str(fixture_dir)], tool("read_notebook_output", file_path="pair_ids.py", cell_index=1, output_index=0))
-    assert snapshot() == before and not (fixture_dir / ".j-cli").exists()
+    shared.call(tool("read_notebook_output", file_path="pair_ids.py", cell_index=1, output_index=0))
+    assert snapshot() == before and not (shared_dir / ".j-cli").exists()
 
 
 def test_repeated_calls_hit_the_sidecar_and_it_never_owns_our_stdout(fixture_dir, sidecar_on, monkeypatch):
@@ -171,11 +284,17 @@ def test_read_run_output_by_id_and_manifest(tmp_path):
         created_ns=1,
     )
     manifest = publish_run(staged.outputs_dir, staged.run_id)["manifest"]
-    by_id = call(["--root", str(tmp_path)], tool("read_run_output", run=staged.run_id, output_index=0))
+
+    async def reads(session):
+        return [
+            await session.call_tool("read_run_output", {"run": staged.run_id, "output_index": 0}),
+            await session.call_tool("read_run_output", {"run": manifest, "output_index": 0, "mime_type": "text/html"}),
+            await session.call_tool("read_run_output", {"run": "20200101T000000.000000000Z-00000000"}),
+        ]
+
+    by_id, html, gone = call(["--root", str(tmp_path)], reads)
     assert by_id.content[0].type == "image" and base64.b64decode(by_id.content[0].data) == base64.b64decode(png)
-    html = call(["--root", str(tmp_path)], tool("read_run_output", run=manifest, output_index=0, mime_type="text/html"))
     assert html.content[0].text == "<i>x</i>"
-    gone = call(["--root", str(tmp_path)], tool("read_run_output", run="20200101T000000.000000000Z-00000000"))
     assert gone.is_error and gone.content[0].text.startswith("RUN_NOT_FOUND:")
 
 
@@ -226,16 +345,17 @@ def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
     path = tmp_path / "plots.ipynb"
     nbformat.write(nb, str(path))
     before = path.read_bytes()
-    root = ["--root", str(tmp_path), "--host", "codex"]
-    fitted = call(root, tool("read_notebook_output", file_path=str(path), cell_index=0, output_index=0))
+    svg_as_png = {"file_path": str(path), "cell_index": 0, "output_index": 1, "mime_type": "image/svg+xml", "as_mime_type": "image/png"}
+
+    async def reads(session):
+        return [
+            await session.call_tool("read_notebook_output", {"file_path": str(path), "cell_index": 0, "output_index": 0}),
+            await session.call_tool("read_notebook_output", svg_as_png),
+        ]
+
+    fitted, rendered = call(["--root", str(tmp_path), "--host", "codex"], reads)
     image = Image.open(io.BytesIO(base64.b64decode(fitted.content[0].data)))
     assert image.size == (2048, 409) and "fitted from 5000x1000" in fitted.content[1].text
-    rendered = call(
-        root,
-        tool(
-            "read_notebook_output", file_path=str(path), cell_index=0, output_index=1, mime_type="image/svg+xml", as_mime_type="image/png"
-        ),
-    )
     assert not rendered.is_error and rendered.content[0].type == "image" and rendered.content[0].mime_type == "image/png"
     assert Image.open(io.BytesIO(base64.b64decode(rendered.content[0].data))).convert("RGB").getpixel((5, 5)) == (255, 0, 0)
     assert "rendered from image/svg+xml" in rendered.content[1].text
@@ -249,7 +369,13 @@ def test_an_mcp_read_never_maps_by_an_id_the_py_repeats(tmp_path):
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
     (tmp_path / "p.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook(cells=cells)))
     (tmp_path / "p.py").write_text('# %% id="a1"\nprint("original")\n\n# %% id="a1"\nprint("pasted")\n\n# %% id="b2"\nprint("other")\n')
-    pasted = call(["--root", str(tmp_path)], tool("read_notebook_output", file_path="p.py", cell_index=1, output_index=0))
+
+    async def reads(session):
+        return [
+            await session.call_tool("read_notebook_output", {"file_path": "p.py", "cell_index": index, "output_index": 0})
+            for index in (1, 0)
+        ]
+
+    pasted, original = call(["--root", str(tmp_path)], reads)
     assert pasted.is_error and pasted.content[0].text.startswith("CELL_MAPPING_UNRELIABLE:") and 'id="a1"' in pasted.content[0].text
-    original = call(["--root", str(tmp_path)], tool("read_notebook_output", file_path="p.py", cell_index=0, output_index=0))
     assert not original.is_error and original.content[0].text == "original\n"

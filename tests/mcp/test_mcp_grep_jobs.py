@@ -5,6 +5,11 @@ Each answers what the CLI answers for the same request (``notebook grep
 refuses bad arguments with a coded tool error. The jobs are real: started
 with ``exec --background`` on a real kernel, held by a real sidecar, and
 timed from the kernel side (tests/runs/test_jobs_run.py's barriers).
+
+The tests that only read the two notebooks, or whose arguments are refused
+before anything is read, share one server and client session for the
+module (``shared``, test_mcp.py's :class:`SharedSession`); a test that
+plants links, needs other roots or a real job starts its own.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import nbformat
 import pytest
 from helpers import run_cli
 from test_jobs_run import Barrier, start, status, ws  # noqa: F401  (ws is a fixture)
-from test_mcp import call, tool
+from test_mcp import SharedSession, call, tool, tree_state
 
 
 def _notebook(path, sources, outputs=()) -> None:
@@ -26,13 +31,37 @@ def _notebook(path, sources, outputs=()) -> None:
     nbformat.write(nb, str(path))
 
 
-@pytest.fixture
-def notebooks(tmp_path):
-    root = tmp_path / "project"
+def _project(root) -> None:
     root.mkdir()
     _notebook(root / "a.ipynb", ["needle = 1", "print(needle)", "haystack"], outputs=[(1, "needle 1\n")])
     _notebook(root / "b.ipynb", ["NEEDLE", "x = 'needle'"])
+
+
+@pytest.fixture
+def notebooks(tmp_path):
+    root = tmp_path / "project"
+    _project(root)
     return root
+
+
+@pytest.fixture(scope="module")
+def shared_notebooks(tmp_path_factory):
+    """This module's project of two notebooks, which its tests only read: after the module, every file is as it was."""
+    root = tmp_path_factory.mktemp("grep-shared") / "project"
+    _project(root)
+    before = tree_state(root.parent)
+    yield root
+    assert tree_state(root.parent) == before, "a test wrote to the shared project"
+
+
+@pytest.fixture(scope="module")
+def shared(shared_notebooks):
+    """One server with ``--root shared_notebooks`` and one client session on it."""
+    session = SharedSession(["--root", str(shared_notebooks)])
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 def _document(result) -> dict:
@@ -52,7 +81,8 @@ def _error(result) -> str:
 # -- notebook_grep ----------------------------------------------------------------------
 
 
-def test_grep_answers_the_clis_hits_and_its_next_arguments_fetch_the_next_page(notebooks):
+def test_grep_answers_the_clis_hits_and_its_next_arguments_fetch_the_next_page(shared, shared_notebooks):
+    notebooks = shared_notebooks
     cli = run_cli("-j", "notebook", "grep", "-i", "--max-hits", "2", "needle", str(notebooks), cwd=notebooks).json()
 
     async def pages(session):
@@ -61,7 +91,7 @@ def test_grep_answers_the_clis_hits_and_its_next_arguments_fetch_the_next_page(n
         second = await session.call_tool("notebook_grep", doc["next"]["arguments"])
         return doc, _document(second)
 
-    first, second = call(["--root", str(notebooks)], pages)
+    first, second = shared.call(pages)
     assert first["hits"] == cli["hits"] and first["next"]["skip"] == cli["next"]["skip"] == 2
     assert first["next"]["arguments"] == {"pattern": "needle", "ignore_case": True, "max_hits": 2, "skip": 2}
     rest = run_cli("-j", "notebook", "grep", "-i", "--max-hits", "2", "--skip", "2", "needle", str(notebooks), cwd=notebooks).json()
@@ -70,9 +100,9 @@ def test_grep_answers_the_clis_hits_and_its_next_arguments_fetch_the_next_page(n
     assert first["hits"] + second["hits"] == everything[:4]
 
 
-def test_grep_takes_the_clis_options(notebooks):
+def test_grep_takes_the_clis_options(shared):
     def grep(**arguments):
-        return _document(call(["--root", str(notebooks)], tool("notebook_grep", **arguments)))
+        return _document(shared.call(tool("notebook_grep", **arguments)))
 
     sources = grep(pattern="needle", sources_only=True, paths=["a.ipynb"])
     assert [(h["cell"], "output" in h) for h in sources["hits"]] == [(0, False), (1, False)]
@@ -90,13 +120,16 @@ def test_grep_reads_nothing_outside_the_roots(notebooks, tmp_path):
     (notebooks / "link").symlink_to(outside)
     (notebooks / "link.ipynb").symlink_to(outside / "secret.ipynb")
 
-    def grep(**arguments):
-        return call(["--root", str(notebooks)], tool("notebook_grep", **arguments))
+    every_paths = ([str(outside)], [str(outside / "secret.ipynb")], ["link"], ["link.ipynb"], ["../outside"])
 
-    for paths in ([str(outside)], [str(outside / "secret.ipynb")], ["link"], ["link.ipynb"], ["../outside"]):
-        assert _error(grep(pattern="needle", paths=paths)).startswith("PATH_NOT_ALLOWED:"), paths
-    walked = _document(grep(pattern="secret"))  # the walk follows no link out of the root
-    assert walked["hits"] == []
+    async def greps(session):
+        refused = [await session.call_tool("notebook_grep", {"pattern": "needle", "paths": paths}) for paths in every_paths]
+        return refused, await session.call_tool("notebook_grep", {"pattern": "secret"})
+
+    refused, walked = call(["--root", str(notebooks)], greps)
+    for paths, result in zip(every_paths, refused, strict=True):
+        assert _error(result).startswith("PATH_NOT_ALLOWED:"), paths
+    assert _document(walked)["hits"] == []  # the walk follows no link out of the root
 
 
 @pytest.mark.parametrize(
@@ -128,30 +161,29 @@ def test_grep_reads_nothing_outside_the_roots(notebooks, tmp_path):
         "unknown",
     ],
 )
-def test_grep_refuses_bad_arguments_with_a_usage_error(notebooks, arguments):
-    assert _error(call(["--root", str(notebooks)], tool("notebook_grep", **arguments))).startswith("USAGE_ERROR:")
+def test_grep_refuses_bad_arguments_with_a_usage_error(shared, arguments):
+    assert _error(shared.call(tool("notebook_grep", **arguments))).startswith("USAGE_ERROR:")
 
 
 # -- job_status and job_wait, no job needed ---------------------------------------------------
 
 
-def test_job_tools_without_jobs_and_outside_the_roots(tmp_path):
-    root = tmp_path / "root"
-    root.mkdir()
+def test_job_tools_without_jobs_and_outside_the_roots(shared, shared_notebooks):
+    outside = shared_notebooks.parent
 
     async def calls(session):
         return [
             await session.call_tool("job_status", {}),
             await session.call_tool("job_status", {"job_id": "20990101T000000.000000000Z-00000000"}),
             await session.call_tool("job_wait", {"job_id": "2099"}),
-            await session.call_tool("job_status", {"workspace": str(tmp_path)}),
+            await session.call_tool("job_status", {"workspace": str(outside)}),
             await session.call_tool("job_wait", {"job_id": "x", "workspace": "/"}),
         ]
 
-    listed, unknown, waited, outside, outside_wait = call(["--root", str(root)], calls)
+    listed, unknown, waited, elsewhere, elsewhere_wait = shared.call(calls)
     assert _document(listed) == {"schema_version": 1, "jobs": []}
     assert _error(unknown).startswith("JOB_NOT_FOUND:") and _error(waited).startswith("JOB_NOT_FOUND:")
-    assert _error(outside).startswith("PATH_NOT_ALLOWED:") and _error(outside_wait).startswith("PATH_NOT_ALLOWED:")
+    assert _error(elsewhere).startswith("PATH_NOT_ALLOWED:") and _error(elsewhere_wait).startswith("PATH_NOT_ALLOWED:")
 
 
 @pytest.mark.parametrize(
@@ -179,16 +211,20 @@ def test_job_tools_without_jobs_and_outside_the_roots(tmp_path):
         "workspace-number",
     ],
 )
-def test_job_tools_refuse_bad_arguments_with_a_usage_error(tmp_path, tool_name, arguments):
-    assert _error(call(["--root", str(tmp_path)], tool(tool_name, **arguments))).startswith("USAGE_ERROR:")
+def test_job_tools_refuse_bad_arguments_with_a_usage_error(shared, tool_name, arguments):
+    assert _error(shared.call(tool(tool_name, **arguments))).startswith("USAGE_ERROR:")
 
 
 def test_job_tools_with_several_roots_need_the_workspace(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    roots = ["--root", str(tmp_path / "a"), "--root", str(tmp_path / "b")]
-    assert _error(call(roots, tool("job_status"))).startswith("PATH_AMBIGUOUS:")
-    assert _document(call(roots, tool("job_status", workspace=str(tmp_path / "b"))))["jobs"] == []
+
+    async def both(session):
+        return await session.call_tool("job_status", {}), await session.call_tool("job_status", {"workspace": str(tmp_path / "b")})
+
+    ambiguous, chosen = call(["--root", str(tmp_path / "a"), "--root", str(tmp_path / "b")], both)
+    assert _error(ambiguous).startswith("PATH_AMBIGUOUS:")
+    assert _document(chosen)["jobs"] == []
 
 
 # -- a real background job ------------------------------------------------------------------

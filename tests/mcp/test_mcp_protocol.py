@@ -7,13 +7,21 @@ mid-flight) is sent too. Every line the server writes must be strict UTF-8
 JSON. tools/list must list the two read tools byte for byte as the fixtures
 hold them (tests/fixtures/mcp/, captured from an SDK-based server), the tools
 added since after them.
+
+A test whose exchange leaves the server as it found it (one bad line or
+request, one answer, still serving) speaks to the module's one initialized
+server (:func:`shared`), with request ids no other test uses; a test about
+initialize, the protocol era, the server's memory or its lifetime starts
+its own (:func:`server`, :class:`Server`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 
@@ -34,10 +42,15 @@ READ = {"file_path": "kernel_v4.5.ipynb", "cell_index": 2, "output_index": 0}
 class Server:
     """One ``j-cli mcp serve`` process, spoken to in raw lines."""
 
-    def __init__(self, cwd, *args: str, python_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, cwd, *args: str, python_args: tuple[str, ...] = (), stderr=None) -> None:
+        """``stderr``: an open file for the server's log instead of a pipe (for a server that outlives one test)."""
         argv = [sys.executable, *python_args, "-m", "jcli"] if python_args else [JCLI]
         self.proc = subprocess.Popen(
-            [*argv, "mcp", "serve", *args], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [*argv, "mcp", "serve", *args],
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else subprocess.PIPE,
         )
 
     def send_raw(self, data: bytes) -> None:
@@ -51,7 +64,7 @@ class Server:
         ready, _, _ = select.select([self.proc.stdout], [], [], BOUND)
         assert ready, "the server did not answer"
         raw = self.proc.stdout.readline()
-        assert raw.endswith(b"\n"), f"the server closed its stdout: {self.proc.stderr.read()[-2000:]!r}"
+        assert raw.endswith(b"\n"), f"the server closed its stdout: {self.proc.stderr.read()[-2000:] if self.proc.stderr else b''!r}"
         return raw
 
     def receive(self) -> dict:
@@ -79,7 +92,8 @@ class Server:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.stdout.close()
-            self.proc.stderr.close()
+            if self.proc.stderr:
+                self.proc.stderr.close()
 
 
 @pytest.fixture
@@ -89,6 +103,41 @@ def server(fixture_dir):
     assert started.close() == 0
 
 
+_ids = itertools.count()
+
+
+def fresh_id() -> str:
+    """A request id no other request in this process uses: a shared server's answer is matched to its test."""
+    return f"t{next(_ids)}"
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory):
+    """One server for the module, initialized as :meth:`Server.initialize` does, with ``--root`` on a copy of the fixtures."""
+    base = tmp_path_factory.mktemp("mcp-protocol-shared")
+    root = base / "protocol"
+    shutil.copytree(FIXTURES, root)
+    with open(base / "server.log", "wb") as log:
+        started = Server(root, "--root", str(root), stderr=log)
+        try:
+            started.initialize()
+            yield started
+        finally:
+            assert started.close() == 0, (base / "server.log").read_bytes()[-2000:]
+
+
+@pytest.fixture
+def shared(shared_server):
+    """The shared server, for a test whose exchange leaves it as it found it: afterwards it must answer a ping next."""
+    yield shared_server
+    request_id = f"after-{fresh_id()}"
+    shared_server.send({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    left = []  # read up to the ping's answer, so that a test that fails here leaves the next one a clean line
+    while (reply := shared_server.receive()).get("id") != request_id:
+        left.append(reply)
+    assert not left and reply == {"jsonrpc": "2.0", "id": request_id, "result": {}}, f"the test left lines unread: {left}"
+
+
 def error_of(reply: dict, request_id, code: int) -> dict:
     assert reply["id"] == request_id and "result" not in reply, reply
     assert reply["error"]["code"] == code, reply
@@ -96,7 +145,8 @@ def error_of(reply: dict, request_id, code: int) -> dict:
 
 
 def assert_still_serving(server: Server) -> None:
-    assert server.request("still-there", "ping") == {"jsonrpc": "2.0", "id": "still-there", "result": {}}
+    request_id = f"still-there-{fresh_id()}"
+    assert server.request(request_id, "ping") == {"jsonrpc": "2.0", "id": request_id, "result": {}}
 
 
 # -- tools/list, exactly as before ------------------------------------------------------
@@ -175,10 +225,10 @@ def test_a_2026_connection_refuses_initialize_and_requests_without_their_envelop
     assert called["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "j-cli", "version": __version__}}
 
 
-def test_a_handshake_connection_refuses_a_2026_envelope(server):
-    server.initialize()
-    error_of(server.request(2, "tools/list", {"_meta": ENVELOPE}), 2, -32600)
-    assert "tools" in server.request(3, "tools/list")["result"]
+def test_a_handshake_connection_refuses_a_2026_envelope(shared):
+    refused, listed = fresh_id(), fresh_id()
+    error_of(shared.request(refused, "tools/list", {"_meta": ENVELOPE}), refused, -32600)
+    assert "tools" in shared.request(listed, "tools/list")["result"]
 
 
 # -- bad input: a coded JSON-RPC error, and nothing lost ---------------------------------
@@ -199,11 +249,10 @@ def test_a_handshake_connection_refuses_a_2026_envelope(server):
     ],
     ids=["text", "cut-short", "not-utf8", "too-deep", "batch", "jsonrpc-1.0", "null-id", "float-id", "number"],
 )
-def test_a_line_that_is_no_request_gets_an_error_without_an_id(server, line, code):
-    server.initialize()
-    server.send_raw(line + b"\n")
-    error_of(server.receive(), None, code)
-    assert_still_serving(server)
+def test_a_line_that_is_no_request_gets_an_error_without_an_id(shared, line, code):
+    shared.send_raw(line + b"\n")
+    error_of(shared.receive(), None, code)
+    assert_still_serving(shared)
 
 
 @pytest.mark.parametrize(
@@ -217,17 +266,16 @@ def test_a_line_that_is_no_request_gets_an_error_without_an_id(server, line, cod
     ],
     ids=["cancel-odd-id", "cancel-odd-params", "unknown-notification", "response-odd-id", "response-unasked"],
 )
-def test_notifications_and_responses_nobody_expects_are_ignored(server, message):
-    server.initialize()
-    server.send(message)
-    assert_still_serving(server)  # and nothing was written before the ping's answer
+def test_notifications_and_responses_nobody_expects_are_ignored(shared, message):
+    shared.send(message)
+    assert_still_serving(shared)  # and nothing was written before the ping's answer
 
 
-def test_an_unknown_method_is_method_not_found(server):
-    server.initialize()
-    error = error_of(server.request(2, "resources/list"), 2, -32601)
+def test_an_unknown_method_is_method_not_found(shared):
+    request_id = fresh_id()
+    error = error_of(shared.request(request_id, "resources/list"), request_id, -32601)
     assert error["data"] == "resources/list"
-    assert_still_serving(server)
+    assert_still_serving(shared)
 
 
 @pytest.mark.parametrize(
@@ -242,10 +290,10 @@ def test_an_unknown_method_is_method_not_found(server):
     ],
     ids=["params-not-object", "no-name", "name-not-string", "arguments-array", "arguments-string", "unknown-tool"],
 )
-def test_a_malformed_tools_call_is_invalid_params(server, params):
-    server.initialize()
-    error_of(server.request(2, "tools/call", params), 2, -32602)
-    assert_still_serving(server)
+def test_a_malformed_tools_call_is_invalid_params(shared, params):
+    request_id = fresh_id()
+    error_of(shared.request(request_id, "tools/call", params), request_id, -32602)
+    assert_still_serving(shared)
 
 
 @pytest.mark.parametrize(
@@ -257,9 +305,11 @@ def test_a_malformed_tools_call_is_invalid_params(server, params):
         ({"file_path": "/etc/hostname", "cell_index": 0}, "PATH_NOT_ALLOWED"),
     ],
 )
-def test_arguments_the_tool_refuses_are_a_tool_error_the_model_can_read(server, arguments, code):
-    server.initialize()
-    result = server.request(2, "tools/call", {"name": "read_notebook_output", "arguments": arguments})["result"]
+def test_arguments_the_tool_refuses_are_a_tool_error_the_model_can_read(shared, arguments, code):
+    request_id = fresh_id()
+    reply = shared.request(request_id, "tools/call", {"name": "read_notebook_output", "arguments": arguments})
+    assert reply["id"] == request_id, reply
+    result = reply["result"]
     assert result["isError"] is True and result["content"][0]["text"].startswith(f"{code}:"), result
 
 
