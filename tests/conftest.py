@@ -291,8 +291,9 @@ class WorkerKernel:
     with an empty namespace and no open figures; execution counts go on
     from where they were, so a test compares counts, never assumes one.
     A kernel given back busy, dead or failing the reset is killed and the
-    next module gets a new one. A test that kills, restarts or leaves its
-    kernel busy on purpose makes a session of its own instead.
+    next module gets a new one. A test that kills its kernel or leaves it
+    busy on purpose makes a session of its own instead; one restarted
+    leaves it idle, and the reset moves it back to its first directory.
     """
 
     #: Run silently (no history, no execution count) on every return.
