@@ -69,6 +69,7 @@ KERNEL_FIXTURES = frozenset(
     {
         "jupyter",
         "kernel_session",
+        "worker_kernel",
         "exec_path",
         "host_bin",
         "dsh_node",
@@ -281,17 +282,92 @@ def use_jupyter(jupyter, monkeypatch):
     return jupyter
 
 
-@pytest.fixture(scope="module")
-def kernel_session(jupyter):
-    """A kernel session on the shared server for one test module; killed afterwards."""
-    from helpers import run_cli
+class WorkerKernel:
+    """One kernel session on the shared server per pytest worker, lent to one test module at a time.
 
-    env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
-    name = f"test-{os.urandom(3).hex()}"
-    created = run_cli("session", "create", "-n", name, env=env)
-    assert created.returncode == 0, created.stderr
-    yield name
-    run_cli("session", "kill", name, env=env)
+    A kernel costs seconds of CPU to start; most modules only run code in
+    theirs. Each lending starts from what a module's own new kernel would
+    have: an idle, live kernel in its first directory (where pytest runs),
+    with an empty namespace and no open figures; execution counts go on
+    from where they were, so a test compares counts, never assumes one.
+    A kernel given back busy, dead or failing the reset is killed and the
+    next module gets a new one. A test that kills its kernel or leaves it
+    busy on purpose makes a session of its own instead; one restarted
+    leaves it idle, and the reset moves it back to its first directory.
+    """
+
+    #: Run silently (no history, no execution count) on every return.
+    RESET = (
+        "import os as _os, sys as _sys\n"
+        "_os.chdir({cwd!r})\n"
+        "if 'matplotlib.pyplot' in _sys.modules:\n"
+        "    _sys.modules['matplotlib.pyplot'].close('all')\n"
+        "get_ipython().run_line_magic('reset', '-f')\n"
+    )
+
+    def __init__(self, jupyter: dict) -> None:
+        self.env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
+        self.url, self.token = jupyter["url"], jupyter["token"]
+        self.row: dict | None = None
+
+    def lend(self) -> str:
+        from helpers import run_cli
+
+        if self.row is None:
+            created = run_cli("-j", "session", "create", "-n", f"test-{os.urandom(3).hex()}", env=self.env)
+            assert created.returncode == 0, created.stderr
+            self.row = created.json()
+        return self.row["name"]
+
+    def give_back(self) -> None:
+        """Reset the kernel for the next module, or kill it when it cannot be."""
+        if self.row is not None and not self._reset(self.row):
+            self.kill()
+
+    def _reset(self, row: dict) -> bool:
+        from jcli_sidecar.base import JcliError
+        from jcli_sidecar.kernel import JupyterServer, KernelConnection
+
+        server = JupyterServer(self.url, self.token)
+        kernel = server.kernel(row["kernel_id"])
+        if kernel is None or kernel.get("execution_state") != "idle":
+            return False
+        content = {
+            "code": self.RESET.format(cwd=row["kernel_cwd"]),
+            "silent": True,
+            "store_history": False,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
+        try:
+            with KernelConnection(server, row["kernel_id"]) as connection:
+                reply = connection.request("execute_request", content, timeout=30)
+        except JcliError:
+            return False
+        return reply.get("status") == "ok"
+
+    def kill(self) -> None:
+        from helpers import run_cli
+
+        if self.row is not None:
+            run_cli("session", "kill", self.row["id"], env=self.env)
+            self.row = None
+
+
+@pytest.fixture(scope="session")
+def worker_kernel(jupyter):
+    """This worker's :class:`WorkerKernel`; its kernel is killed at the end of the run."""
+    kernels = WorkerKernel(jupyter)
+    yield kernels
+    kernels.kill()
+
+
+@pytest.fixture(scope="module")
+def kernel_session(worker_kernel):
+    """The name of a kernel session on the shared server for one test module: the worker's, reset for it."""
+    yield worker_kernel.lend()
+    worker_kernel.give_back()
 
 
 # -- real gateway servers (tests/gateways.py says what each is for) ------------------------

@@ -523,19 +523,27 @@ AFTER_SEND = {
 
 @pytest.mark.transport
 @pytest.mark.parametrize("case", sorted(case for case in AFTER_SEND if case.startswith("inline")))
-def test_every_inline_failure_after_the_send_says_executed_and_carries_what_was_captured(case, ws, use_jupyter, monkeypatch, capfdbinary):
-    _after_the_send(case, ws, monkeypatch, capfdbinary)
+def test_every_inline_failure_after_the_send_says_executed_and_carries_what_was_captured(
+    case, ws, use_jupyter, kernel_session, monkeypatch, capfdbinary
+):
+    _after_the_send(case, ws, kernel_session, monkeypatch, capfdbinary)
 
 
 @pytest.mark.parametrize("case", sorted(case for case in AFTER_SEND if case.startswith("notebook")))
-def test_every_notebook_failure_after_the_send_says_executed_and_carries_what_was_captured(case, ws, use_jupyter, monkeypatch, capfdbinary):
-    _after_the_send(case, ws, monkeypatch, capfdbinary)
+def test_every_notebook_failure_after_the_send_says_executed_and_carries_what_was_captured(
+    case, ws, use_jupyter, kernel_session, monkeypatch, capfdbinary
+):
+    _after_the_send(case, ws, kernel_session, monkeypatch, capfdbinary)
 
 
-def _after_the_send(case, ws, monkeypatch, capfdbinary):
+def _after_the_send(case, ws, shared, monkeypatch, capfdbinary):
     code, cut_short, action = AFTER_SEND[case]
-    name = f"walk-{os.urandom(3).hex()}"  # its own kernel: some cases kill it
-    assert run_cli("session", "create", "-n", name).returncode == 0
+    # A case that kills its kernel gets one of its own; every other one leaves the
+    # module's kernel free (it asserts so below), so it runs there.
+    private = code == "KERNEL_DIED"
+    name = f"walk-{os.urandom(3).hex()}" if private else shared
+    if private:
+        assert run_cli("session", "create", "-n", name).returncode == 0
     try:
         extra = (monkeypatch, capfdbinary) if case.endswith("internal") else ()
         doc = action(name, ws, *extra)
@@ -552,10 +560,11 @@ def _after_the_send(case, ws, monkeypatch, capfdbinary):
             else:  # the cell shows what it printed, no older outputs and no running mark
                 assert text_of(cell).startswith("progress\n") and "OLD" not in text_of(cell)
                 assert "jcli" not in cell["metadata"]
-        if code != "KERNEL_DIED":
+        if not private:
             assert_next_exec_runs_at_once(name, ws)
     finally:
-        run_cli("session", "kill", name)
+        if private:
+            run_cli("session", "kill", name)
 
 
 # -- item 7: signals --------------------------------------------------------------

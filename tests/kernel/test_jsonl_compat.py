@@ -158,15 +158,15 @@ def test_every_upstream_field_is_there_with_its_type_and_meaning(ws, fresh_sessi
     assert "notebook_created" not in lines[1] and "notebook_created" not in range_lines[0]
 
 
-def test_an_absolute_path_names_the_created_notebook_absolutely(ws, fresh_session):
-    result = run_cli("-j", "exec", fresh_session, "-f", str(ws / "compat.py"), "--cell", "1", cwd=ws.parent)
+def test_an_absolute_path_names_the_created_notebook_absolutely(ws, kernel_session):
+    result = run_cli("-j", "exec", kernel_session, "-f", str(ws / "compat.py"), "--cell", "1", cwd=ws.parent)
     first = json.loads(result.stdout.splitlines()[0])
     assert result.returncode == 0 and first["notebook_created"] == str(ws / "compat.ipynb")
 
 
-def test_a_cell_cut_short_carries_upstreams_fields_too(ws, fresh_session):
+def test_a_cell_cut_short_carries_upstreams_fields_too(ws, kernel_session):
     (ws / "slow.py").write_text("# %%\nprint('a', flush=True)\nimport time\ntime.sleep(600)\n")
-    result = run_cli("-j", "exec", fresh_session, "-f", "slow.py", "--timeout", "1", cwd=ws)
+    result = run_cli("-j", "exec", kernel_session, "-f", "slow.py", "--timeout", "1", cwd=ws)
     line, summary = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 1 and line["code"] == "TIMEOUT" and line["status"] == "error"
     assert line["notebook_created"] == "slow.ipynb" and line["notebook_updated"] is True

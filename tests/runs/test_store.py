@@ -143,14 +143,13 @@ def test_output_show_uses_the_notebook_envelope(ws, kernel_session):
     assert "may have been cleaned" in missing.error()["message"]
 
 
-def test_two_execs_in_one_cwd_publish_distinct_complete_runs(ws, jupyter):
+def test_two_execs_in_one_cwd_publish_distinct_complete_runs(ws, jupyter, kernel_session):
     env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": jupyter["url"], "JCLI_JUPYTER_SERVER_TOKEN": jupyter["token"]}
-    names = [f"par-{i}-{os.urandom(2).hex()}" for i in range(2)]
-    for name in names:
-        assert run_cli("session", "create", "-n", name, env=env).returncode == 0
+    other = f"par-{os.urandom(2).hex()}"  # two kernels, so the two runs overlap: the module's and one of its own
+    assert run_cli("session", "create", "-n", other, env=env).returncode == 0
     try:
         with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(lambda n: exec_json(n, RICH, ws), names))
+            results = list(pool.map(lambda n: exec_json(n, RICH, ws), [kernel_session, other]))
         runs = {doc["run"]["run_id"] for _, doc in results}
         assert len(runs) == 2
         for run_id in runs:
@@ -158,8 +157,7 @@ def test_two_execs_in_one_cwd_publish_distinct_complete_runs(ws, jupyter):
             assert sorted(os.listdir(ws / ".j-cli" / "outputs" / run_id)) == sorted(manifest["files"] + ["manifest.json"])
         assert os.listdir(ws / ".j-cli" / "outputs" / ".staging") == []
     finally:
-        for name in names:
-            run_cli("session", "kill", name, env=env)
+        run_cli("session", "kill", other, env=env)
 
 
 @pytest.mark.parametrize("step", ["run.publish:before-rename", "run.publish:after-rename"])

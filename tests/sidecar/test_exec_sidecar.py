@@ -280,6 +280,12 @@ def test_held_connections_are_drained_kept_and_dropped_when_idle_too_long_or_the
         assert held.take(server, kernel_id) is kernel and held.stats()["reused"] == 1
         assert kernel.execute("2 + 2", timeout=60).outputs[0]["data"]["text/plain"] == "4"  # nothing stale was left in it
         held.give_back(kernel)
+        idle = HeldKernels(idle_seconds=0)  # a second holder of the same kernel, before it goes
+        try:
+            idle.give_back(idle.take(idle.server(use_jupyter["url"], use_jupyter["token"]), kernel_id))
+            assert idle.prune() == 1 and idle.stats()["held"] == 0  # idle past its time: closed
+        finally:
+            idle.close(signal.SIGTERM)
         assert run_cli("session", "kill", name, cwd=tmp_path).returncode == 0
         for _ in range(100):  # each round waits for the next message: the kernel's shutdown, then the server's goodbye
             assert select.select([kernel.ws.fileno()], [], [], 60)[0]
@@ -288,12 +294,4 @@ def test_held_connections_are_drained_kept_and_dropped_when_idle_too_long_or_the
         assert held.stats()["held"] == 0
     finally:
         held.close(signal.SIGTERM)
-        run_cli("session", "kill", name, cwd=tmp_path)
-    idle = HeldKernels(idle_seconds=0)
-    server = idle.server(use_jupyter["url"], use_jupyter["token"])
-    session = run_cli("-j", "session", "create", "-n", name, cwd=tmp_path).json()
-    try:
-        idle.give_back(idle.take(server, session["kernel_id"]))
-        assert idle.prune() == 1 and idle.stats()["held"] == 0  # idle past its time: closed
-    finally:
         run_cli("session", "kill", name, cwd=tmp_path)
