@@ -15,7 +15,7 @@ time, and no module whose presence j-cli tests (``jcli_sidecar.ipynb.nbindex``:
 see ``jcli.__main__``); ``random`` reseeds itself in every child.
 
 The protocol, on a socketpair: the test sends one msgpack request
-(argv, cwd, environment) with the child's three standard fds attached; the
+(argv, cwd, environment, as bytes) with the child's three standard fds attached; the
 parent forks, answers the child's pid, waits for it and answers its exit
 status (``-N`` for signal N, as :mod:`subprocess` says it).
 """
@@ -75,10 +75,10 @@ while True:
                 os.close(fd)
             os.chdir(request["cwd"])
             os.environ.clear()
-            os.environ.update(request["env"])
-            sys.argv = request["argv"]
+            os.environb.update(request["env"])
+            sys.argv = [os.fsdecode(arg) for arg in request["argv"]]
             try:
-                code = main(request["argv"][1:])
+                code = main(sys.argv[1:])
             except SystemExit as stop:
                 code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         except BaseException:
@@ -141,7 +141,11 @@ class WarmParent:
         stdin_r, stdin_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        request = {"argv": [self.jcli, *args], "cwd": os.fspath(cwd or os.getcwd()), "env": env}
+        request = {  # as bytes, like exec's: an argument or a value that is no UTF-8 crosses intact
+            "argv": [os.fsencode(arg) for arg in (self.jcli, *args)],
+            "cwd": os.fsencode(cwd or os.getcwd()),
+            "env": {os.fsencode(name): os.fsencode(value) for name, value in env.items()},
+        }
         try:
             socket.send_fds(self.control, [msgpack.packb(request)], [stdin_r, out_w, err_w])
         finally:

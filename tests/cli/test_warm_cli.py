@@ -19,8 +19,9 @@ PAYLOAD = {"tool_name": "Bash", "tool_input": {"command": "jupyter nbconvert --e
         (("-j", "_hooks", "notebook-exec-guard"), json.dumps(PAYLOAD).encode()),
         (("-j", "_hooks", "notebook-exec-guard"), b"not json"),
         (("notebook", "text", "/dev/stdin"), b"{}"),
+        (("-j", "notebook", "text", os.fsdecode(b"caf\xe9.ipynb")), b""),
     ],
-    ids=["help", "usage-error", "hook-deny", "hook-bad-payload", "stdin-not-a-file"],
+    ids=["help", "usage-error", "hook-deny", "hook-bad-payload", "stdin-not-a-file", "name-not-utf8"],
 )
 def test_each_call_prints_and_returns_what_the_installed_script_does(tmp_path, args, stdin):
     cold = run_cli(*args, cwd=tmp_path, stdin=stdin)
