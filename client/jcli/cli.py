@@ -130,12 +130,12 @@ def _make_host_setup_command(host: Host) -> click.Command:
     params.extend(_upstream_setup_options(host))
 
     def callback(scope: str, remove: bool, force: bool, only: tuple[str, ...], skill_dir: str | None) -> None:
-        from jcli_sidecar.base import workspace_of
-
-        from .setup.host_path import with_path_check
+        from .outcome import json_mode
+        from .setup.report import run_host_setup
 
         parts, skills = _selected_parts(host, only, skill_dir)
-        _run_setup(lambda: with_path_check(host.setup(scope, workspace_of(), remove, parts=parts, skill_dir=skills)))
+        ctx = click.get_current_context()
+        ctx.exit(run_host_setup(host.name, scope, remove, json_mode(ctx), parts, skills))
 
     return click.Command(host.name, params=params, callback=callback, help=host.setup_help)
 
@@ -283,16 +283,11 @@ def mcp() -> None:
 )
 def mcp_serve(roots: tuple[str, ...], host: str | None, text_only: bool) -> None:
     """Serve the read-only tools (notebook outputs, runs, grep, jobs) over stdio."""
-    from jcli_sidecar.base import JcliError
-
-    from .mcp_server import serve
+    from .mcp_server import run_mcp_serve
     from .outcome import json_mode
 
-    try:
-        raise SystemExit(serve(list(roots), host, text_only))
-    except JcliError as err:
-        ctx = click.get_current_context()
-        ctx.exit(emit.error(err, json_mode(ctx)))
+    ctx = click.get_current_context()
+    ctx.exit(run_mcp_serve(list(roots), host, text_only, json_mode(ctx)))
 
 
 def _json_requested(args: list[str]) -> bool:

@@ -220,29 +220,6 @@ def parse_mcp_serve(argv: list[str]) -> dict[str, Any] | None:
     return {**found, "json_mode": split[0]["json"]}
 
 
-def _run_setup(json_mode: bool, name: str, scope: str, remove: bool) -> int:
-    from jcli_sidecar.base import workspace_of
-
-    from .setup.host_path import with_path_check
-    from .setup.hosts import HOSTS
-    from .setup.report import run_setup
-
-    host = HOSTS[name]
-    return run_setup(lambda: with_path_check(host.setup(scope, workspace_of(), remove, parts=host.parts, skill_dir=None)), json_mode)
-
-
-def _run_mcp_serve(json_mode: bool, roots: list[str], host: str | None, text_only: bool) -> int:
-    from jcli_sidecar.base import JcliError
-
-    from . import emit
-    from .mcp_server import serve
-
-    try:
-        return serve(roots, host, text_only)
-    except JcliError as err:
-        return emit.error(err, json_mode)
-
-
 def try_run(argv: list[str]) -> int | None:
     """Run a read, exec or hook command if ``argv`` is one; None means "use click"."""
     hooks = argv[1:2] == ["_hooks"] and argv[0] in JSON_FLAGS  # a hook's answer is JSON in either mode
@@ -273,9 +250,14 @@ def try_run(argv: list[str]) -> int | None:
     if "setup" in argv:
         setup = parse_setup(argv)
         if setup is not None:
-            return _run_setup(*setup)
+            from .setup.report import run_host_setup
+
+            json_mode, name, scope, remove = setup
+            return run_host_setup(name, scope, remove, json_mode)
     if "serve" in argv:
         serving = parse_mcp_serve(argv)
         if serving is not None:
-            return _run_mcp_serve(serving.pop("json_mode"), **serving)
+            from .mcp_server import run_mcp_serve
+
+            return run_mcp_serve(**serving)
     return None

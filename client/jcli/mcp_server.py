@@ -35,12 +35,27 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["ROOTS_TIMEOUT", "serve"]
+__all__ = ["ROOTS_TIMEOUT", "run_mcp_serve", "serve"]
 
 #: How long to wait for a client's answer to roots/list (some never answer).
 ROOTS_TIMEOUT = 2.0
 
 _READ_ONLY = {"destructiveHint": False, "idempotentHint": True, "openWorldHint": False, "readOnlyHint": True}
+
+
+def run_mcp_serve(roots: list[str], host: str | None, text_only: bool, json_mode: bool) -> int:
+    """``j-cli mcp serve``: :func:`serve`, or its coded error printed (an unknown host, say); the exit code.
+
+    The click command and the fast path both end here.
+    """
+    from jcli_sidecar.base import JcliError
+
+    from . import emit
+
+    try:
+        return serve(roots, host, text_only)
+    except JcliError as err:
+        return emit.error(err, json_mode)
 
 
 def serve(roots: list[str], host: str | None = None, text_only: bool = False) -> int:

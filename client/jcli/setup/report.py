@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["human_lines", "run_setup"]
+__all__ = ["human_lines", "run_host_setup", "run_setup"]
 
 #: The result's paths worth a line, in the order they are printed.
 _PATH_KEYS = ("config", "hooks", "skill", "gitignore", "plugin", "hook", "chained", "restored")
@@ -38,6 +38,23 @@ def run_setup(action: Callable[[], dict[str, Any]], json_mode: bool) -> int:
         emit.warn(warning)
     emit.say(human_lines(result))
     return emit.EXIT_OK
+
+
+def run_host_setup(
+    name: str, scope: str, remove: bool, json_mode: bool, parts: frozenset[str] | None = None, skill_dir: str | None = None
+) -> int:
+    """``j-cli setup NAME``: the host's setup (all its parts unless ``parts``), with the PATH check, printed.
+
+    The click command and the fast path both end here.
+    """
+    from jcli_sidecar.base import workspace_of
+
+    from .host_path import with_path_check
+    from .hosts import HOSTS
+
+    host = HOSTS[name]
+    chosen = host.parts if parts is None else parts
+    return run_setup(lambda: with_path_check(host.setup(scope, workspace_of(), remove, parts=chosen, skill_dir=skill_dir)), json_mode)
 
 
 def human_lines(result: dict[str, Any]) -> str:
