@@ -16,7 +16,8 @@ library's symbols), never by its name. Where none is there, or the kernel
 refuses to say, :func:`peer_uid` gives None and the caller treats the peer
 as a stranger: the sidecar refuses the connection (``PEER_REFUSED``) and a
 client goes on without the sidecar (in-process), so nothing is served to
-anyone unchecked and nothing is lost.
+anyone unchecked and nothing is lost. On a system with none of the three
+(:func:`can_check` False) no sidecar is started at all.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["peer_uid"]
+__all__ = ["can_check", "peer_uid", "xucred_uid"]
 
 _UCRED = struct.Struct("3i")  # Linux's struct ucred: pid, uid, gid
 #: macOS's and FreeBSD's struct xucred: cr_version (u_int), cr_uid (uid_t), cr_ngroups (short), cr_groups[16] (gid_t).
@@ -37,7 +38,13 @@ _XUCRED = struct.Struct("=IIh2x16I")
 _XUCRED_VERSION = 0
 _SOL_LOCAL = 0  # macOS's and FreeBSD's level for LOCAL_PEERCRED (Python does not name it)
 _LIBBSD = "libbsd.so.0"
+_NO_UID = 0xFFFFFFFF  # (uid_t)-1
 _GETPEEREID: list[Any] = []  # getpeereid from the C library (or libbsd), once looked up; None: not there
+
+
+def can_check() -> bool:
+    """Whether this system offers a way to name a Unix socket's peer (else the sidecar is never started)."""
+    return hasattr(socket, "SO_PEERCRED") or hasattr(socket, "LOCAL_PEERCRED") or _lookup_getpeereid() is not None
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -51,12 +58,14 @@ def peer_uid(sock: socket.socket) -> int | None:
     """
     try:
         if hasattr(socket, "SO_PEERCRED"):
-            return _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))[1]
-        if hasattr(socket, "LOCAL_PEERCRED"):
-            return xucred_uid(sock.getsockopt(_SOL_LOCAL, socket.LOCAL_PEERCRED, _XUCRED.size))
-        return _getpeereid(sock.fileno())
+            uid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))[1]
+        elif hasattr(socket, "LOCAL_PEERCRED"):
+            uid = xucred_uid(sock.getsockopt(_SOL_LOCAL, socket.LOCAL_PEERCRED, _XUCRED.size))
+        else:
+            uid = _getpeereid(sock.fileno())
     except OSError:  # the kernel would not say (not a Unix socket, the peer gone before it was asked): unknown
         return None
+    return None if uid is None or uid < 0 or uid == _NO_UID else uid  # (uid_t)-1: the kernel knows no peer
 
 
 def xucred_uid(raw: bytes) -> int | None:
