@@ -192,25 +192,18 @@ def wait_for_exit(process: Any, timeout: float) -> bool:
     init process, which may reap them seconds later, or (in a container
     without an init) never; waiting for the pid to vanish would wait that
     long. A pidfd becomes readable the moment the process exits, so the wait
-    is an event, not a poll; where pidfds are missing, the zombie state is
-    polled instead.
+    is an event, not a poll; where pidfds are missing (macOS, the BSDs, an
+    old Linux), the process's state is polled instead, a zombie counting as
+    ended at the next look.
     """
     import select
-
-    import psutil
 
     try:
         fd = os.pidfd_open(process.pid)
     except ProcessLookupError:
         return True
     except (OSError, AttributeError):  # no pidfd here: poll, counting a zombie as ended
-        try:
-            process.wait(timeout)
-        except psutil.TimeoutExpired:
-            return process.status() == psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            pass
-        return True
+        return _poll_for_exit(process, timeout)
     try:
         if not process.is_running():  # gone, or the pid is another process's by now
             return True
@@ -219,6 +212,36 @@ def wait_for_exit(process: Any, timeout: float) -> bool:
         return bool(poller.poll(max(0.0, timeout) * 1000))
     finally:
         os.close(fd)
+
+
+#: The longest pause between two looks of :func:`_poll_for_exit` (it starts at 0.1 ms and doubles).
+_POLL_MAX_SECONDS = 0.05
+
+
+def _poll_for_exit(process: Any, timeout: float) -> bool:
+    """:func:`wait_for_exit` without a pidfd: look at the process's state, then wait for it a little longer each time."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = 0.0001
+    while True:
+        try:
+            if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+                return True  # gone, reused, or exited and not yet reaped
+        except psutil.Error:  # gone between the two looks, or no longer ours to see: ended for us
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            process.wait(min(pause, left))  # our own child is reaped here
+            return True
+        except psutil.TimeoutExpired:
+            pause = min(pause * 2, _POLL_MAX_SECONDS)
+        except psutil.Error:
+            return True
 
 
 def _proc_facts(proc: str, pid: int) -> tuple[float, int, bool]:
