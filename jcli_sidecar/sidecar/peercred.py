@@ -53,7 +53,8 @@ def peer_uid(sock: socket.socket) -> int | None:
     Example:
         >>> import os, socket
         >>> one, other = socket.socketpair(socket.AF_UNIX)
-        >>> peer_uid(one) == os.geteuid()
+        >>> with one, other:
+        ...     peer_uid(one) == os.geteuid()
         True
     """
     try:

@@ -162,7 +162,7 @@ def test_a_wait_for_exit_ends_when_the_process_exits_not_when_it_is_reaped(reque
         assert not wait_for_exit(child, 0.05)  # alive: the wait runs out
         parent.stdin.write("end\n")
         parent.stdin.flush()
-        assert wait_for_exit(child, 60)
+        assert wait_for_exit(child, 3600)  # returns at the exit: a wait that ran to its timeout would end the test at the suite's
         assert child.status() == psutil.STATUS_ZOMBIE  # ended, not reaped: the wait did not wait for that
         parent.stdin.write("reap\n")
         parent.stdin.flush()
