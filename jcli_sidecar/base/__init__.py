@@ -123,6 +123,7 @@ __all__, __getattr__ = lazy_face(
             "ProcessRecord",
             "wait_for_exit",
         ),
+        "procfs": ("proc_root",),
         "protocol": (
             "PROTOCOL_VERSION",
             "SCHEMA_VERSION",

@@ -94,6 +94,7 @@ from .process_record import ALIVE as ALIVE
 from .process_record import GONE as GONE
 from .process_record import ProcessRecord as ProcessRecord
 from .process_record import wait_for_exit as wait_for_exit
+from .procfs import proc_root as proc_root
 from .protocol import PROTOCOL_VERSION as PROTOCOL_VERSION
 from .protocol import SCHEMA_VERSION as SCHEMA_VERSION
 from .protocol import check_file_name as check_file_name

@@ -13,13 +13,17 @@ there now (another user, after the server died) is never spoken to.
 On Linux a check reads ``/proc`` directly (the same start time psutil
 computes), so checking imports nothing heavy; ``psutil`` is imported only
 when a record is made, a process is wanted for signalling, or there is no
-``/proc``.
+``/proc`` (macOS, the BSDs: :func:`~jcli_sidecar.base.procfs.proc_root`),
+where it reads the same facts from the kernel. Waiting for an exit uses a
+pidfd where the system has them (Linux), else polls the process's state.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+
+from .procfs import proc_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,10 +97,11 @@ class ProcessRecord:
         """:data:`ALIVE`, :data:`GONE` or :data:`UNKNOWN` (see each)."""
         if self.host is not None and self.host != socket.gethostname():
             return UNKNOWN
-        if not os.path.exists("/proc/self/stat"):
+        proc = proc_root()
+        if proc is None:
             return self._check()[0]
         try:
-            created, uid, zombie = _proc_facts(self.pid)
+            created, uid, zombie = _proc_facts(proc, self.pid)
         except FileNotFoundError:
             return GONE
         except (OSError, ValueError, IndexError):  # /proc unreadable or garbled: unknown, never taken as alive or gone
@@ -111,15 +116,16 @@ class ProcessRecord:
         """True when the recorded process runs but is stopped (SIGSTOP, SIGTSTP, a tracer): it answers nothing until continued."""
         if self.state() != ALIVE:
             return False
-        if not os.path.exists("/proc/self/stat"):  # pragma: no cover - no /proc (macOS)
+        proc = proc_root()
+        if proc is None:
             import psutil
 
             try:
                 return psutil.Process(self.pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
-            except psutil.Error:
+            except psutil.Error:  # gone meanwhile, or not ours to inspect: not known to be stopped
                 return False
         try:
-            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+            with open(f"{proc}/{self.pid}/stat", "rb") as fh:
                 stat = fh.read()
             return stat[stat.rindex(b")") + 2 :].split()[0] in (b"T", b"t")
         except (OSError, ValueError, IndexError):  # gone, or /proc unreadable: not known to be stopped
@@ -143,11 +149,9 @@ class ProcessRecord:
         """
         if self.state() != ALIVE:
             return False
+        proc = proc_root()
         try:
-            if os.path.exists("/proc/self/stat"):
-                held = _proc_listens(self.pid, host, port)
-            else:  # pragma: no cover - no /proc (macOS): psutil reads the same facts
-                held = _psutil_listens(self.pid, host, port)
+            held = _psutil_listens(self.pid, host, port) if proc is None else _proc_listens(proc, self.pid, host, port)
         except (OSError, ValueError, IndexError):  # its sockets cannot be read: not proven to listen, so not trusted
             return False
         return held and self.state() == ALIVE
@@ -177,7 +181,7 @@ class ProcessRecord:
             return UNKNOWN, None
 
 
-# -- reading /proc (Linux) ----------------------------------------------------------
+# -- waiting, and reading /proc (Linux) -------------------------------------------------
 
 
 def wait_for_exit(process: Any, timeout: float) -> bool:
@@ -188,25 +192,18 @@ def wait_for_exit(process: Any, timeout: float) -> bool:
     init process, which may reap them seconds later, or (in a container
     without an init) never; waiting for the pid to vanish would wait that
     long. A pidfd becomes readable the moment the process exits, so the wait
-    is an event, not a poll; where pidfds are missing, the zombie state is
-    polled instead.
+    is an event, not a poll; where pidfds are missing (macOS, the BSDs, an
+    old Linux), the process's state is polled instead, a zombie counting as
+    ended at the next look.
     """
     import select
-
-    import psutil
 
     try:
         fd = os.pidfd_open(process.pid)
     except ProcessLookupError:
         return True
     except (OSError, AttributeError):  # no pidfd here: poll, counting a zombie as ended
-        try:
-            process.wait(timeout)
-        except psutil.TimeoutExpired:
-            return process.status() == psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            pass
-        return True
+        return _poll_for_exit(process, timeout)
     try:
         if not process.is_running():  # gone, or the pid is another process's by now
             return True
@@ -217,24 +214,54 @@ def wait_for_exit(process: Any, timeout: float) -> bool:
         os.close(fd)
 
 
-def _proc_facts(pid: int) -> tuple[float, int, bool]:
-    """(create time, real uid, is a zombie) of ``pid`` from ``/proc``, as psutil computes them.
+#: The longest pause between two looks of :func:`_poll_for_exit` (it starts at 0.1 ms and doubles).
+_POLL_MAX_SECONDS = 0.05
+
+
+def _poll_for_exit(process: Any, timeout: float) -> bool:
+    """:func:`wait_for_exit` without a pidfd: look at the process's state, then wait for it a little longer each time."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + max(0.0, timeout)
+    pause = 0.0001
+    while True:
+        try:
+            if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+                return True  # gone, reused, or exited and not yet reaped
+        except psutil.Error:  # gone between the two looks, or no longer ours to see: ended for us
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            process.wait(min(pause, left))  # our own child is reaped here
+            return True
+        except psutil.TimeoutExpired:
+            pause = min(pause * 2, _POLL_MAX_SECONDS)
+        except psutil.Error:
+            return True
+
+
+def _proc_facts(proc: str, pid: int) -> tuple[float, int, bool]:
+    """(create time, real uid, is a zombie) of ``pid`` from ``/proc`` (at ``proc``), as psutil computes them.
 
     Raises:
         FileNotFoundError: there is no such process.
     """
-    with open(f"/proc/{pid}/stat", "rb") as fh:
+    with open(f"{proc}/{pid}/stat", "rb") as fh:
         stat = fh.read()
     fields = stat[stat.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
     state, start_ticks = fields[0], int(fields[19])  # stat fields 3 and 22
-    with open(f"/proc/{pid}/status", "rb") as fh:
+    with open(f"{proc}/{pid}/status", "rb") as fh:
         uid = next(int(line.split()[1]) for line in fh if line.startswith(b"Uid:"))
-    with open("/proc/stat", "rb") as fh:
+    with open(f"{proc}/stat", "rb") as fh:
         boot = next(float(line.split()[1]) for line in fh if line.startswith(b"btime"))
     return start_ticks / os.sysconf("SC_CLK_TCK") + boot, uid, state == b"Z"
 
 
-def _listening_inodes(host: str, port: int) -> set[bytes]:
+def _listening_inodes(proc: str, host: str, port: int) -> set[bytes]:
     """The inodes of the TCP sockets listening on ``host:port`` (or the wildcard), IPv4 and IPv6."""
     import struct
 
@@ -243,7 +270,7 @@ def _listening_inodes(host: str, port: int) -> set[bytes]:
     # IPv6: the wildcard, or the IPv4-mapped address (four host-order words in hex).
     v6 = {b"0" * 32, b"0000000000000000FFFF0000" + b"%08X" % struct.unpack("=I", packed)[0]}
     found: set[bytes] = set()
-    for table, addresses in (("/proc/net/tcp", v4), ("/proc/net/tcp6", v6)):
+    for table, addresses in ((f"{proc}/net/tcp", v4), (f"{proc}/net/tcp6", v6)):
         try:
             with open(table, "rb") as fh:
                 lines = fh.read().splitlines()[1:]
@@ -257,11 +284,11 @@ def _listening_inodes(host: str, port: int) -> set[bytes]:
     return found
 
 
-def _proc_listens(pid: int, host: str, port: int) -> bool:
-    inodes = _listening_inodes(host, port)
+def _proc_listens(proc: str, pid: int, host: str, port: int) -> bool:
+    inodes = _listening_inodes(proc, host, port)
     if not inodes:
         return False
-    fd_dir = f"/proc/{pid}/fd"
+    fd_dir = f"{proc}/{pid}/fd"
     for name in os.listdir(fd_dir):
         try:
             target = os.readlink(f"{fd_dir}/{name}")
@@ -272,10 +299,17 @@ def _proc_listens(pid: int, host: str, port: int) -> bool:
     return False
 
 
-def _psutil_listens(pid: int, host: str, port: int) -> bool:  # pragma: no cover - no /proc
+def _psutil_listens(pid: int, host: str, port: int) -> bool:
+    """:func:`_proc_listens` where there is no ``/proc``: the process's own TCP sockets, as psutil lists them."""
     import psutil
 
+    process = psutil.Process(pid)
+    listing = getattr(process, "net_connections", None) or process.connections  # psutil before 6.0 names it connections
+    try:
+        connections = listing(kind="tcp")
+    except psutil.Error as exc:  # gone, or not ours to inspect: not proven to listen
+        raise OSError(f"the sockets of process {pid} cannot be read: {exc}") from None
+    wanted = (host, "0.0.0.0", "::", f"::ffff:{host}")
     return any(
-        conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.laddr.ip in (host, "0.0.0.0", "::")
-        for conn in psutil.Process(pid).net_connections(kind="tcp")
+        conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.laddr.ip in wanted for conn in connections
     )

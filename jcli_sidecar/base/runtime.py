@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from .errors import RuntimeDirUnsafe, RuntimeDirUnusable
 
@@ -80,8 +81,9 @@ SERVER_FILES = {
     "names_lock": ".names.lock",
 }
 
-#: The longest path a Unix socket may be bound to, in bytes (``sun_path`` holds 108, the last a NUL).
-MAX_SOCKET_PATH = 107
+#: The longest path a Unix socket may be bound to, in bytes: ``sun_path`` holds 108 on Linux and 104 on
+#: macOS and the BSDs, the last a NUL (no module says which; the system's name does).
+MAX_SOCKET_PATH = 107 if sys.platform.startswith("linux") else 103
 
 #: The spawner hands the held spawn lock to its child in this variable (an fd
 #: number); the sidecar releases it once it listens.

@@ -11,17 +11,24 @@ cannot destroy a file it did not read:
   after it the change time is the swap's own, so identity, size and
   modification time are compared). If it is not, it swaps back, so the
   other program's file holds the name again, and says so.
-- Where names cannot be swapped (another system, a file system without
-  the call), it moves the file in place aside, checks it, and links the
-  new file in (a link never replaces a file). For that moment the name
-  is missing; a reader retries (j-cli's readers do).
+- Where names cannot be swapped (a C library without ``renameat2``:
+  macOS, the BSDs, an old glibc; or a file system that refuses it), it
+  moves the file in place aside (a ``.old`` temp file named by its writer,
+  :mod:`jcli_sidecar.base.tempnames`), checks it, and links the new file
+  in (a link never replaces a file). For that moment the name is missing;
+  a reader retries (j-cli's readers do), a save that lands then stays,
+  and a writer killed then leaves the ``.old`` file that the next write
+  puts back in place.
+
+Which way is taken depends only on whether the C library has the call
+(looked up once; tests make the lookup find nothing to run the other
+branch here).
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import sys
 
 from .stall import stall_point
 from .tempnames import temp_path
@@ -52,17 +59,16 @@ def _moved_key(info: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def _renameat2() -> Any:
+    """``renameat2`` from the C library, or None where it has none (macOS, the BSDs, a glibc before 2.28)."""
     if not _CALL:
-        call = None
-        if sys.platform.startswith("linux"):
+        try:
             import ctypes
 
-            try:
-                call = ctypes.CDLL(None, use_errno=True).renameat2
-                call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-                call.restype = ctypes.c_int
-            except (AttributeError, OSError):  # a libc older than the call
-                call = None
+            call = ctypes.CDLL(None, use_errno=True).renameat2
+            call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            call.restype = ctypes.c_int
+        except (ImportError, AttributeError, OSError):  # no such call in this C library, or no ctypes
+            call = None
         _CALL.append(call)
     return _CALL[0]
 
@@ -122,7 +128,7 @@ def replace_checked(new: str, target: str, expect: Key, stall: str | None = None
             return True
         _swap_back(new, target, mine)
         return False
-    return _replace_aside(new, target, expect)
+    return _replace_aside(new, target, expect, stall)
 
 
 def _swap_back(new: str, target: str, mine: os.stat_result) -> None:
@@ -140,13 +146,18 @@ def _swap_back(new: str, target: str, mine: os.stat_result) -> None:
         os.unlink(new)
 
 
-def _replace_aside(new: str, target: str, expect: Key) -> bool:
-    """:func:`replace_checked` where names cannot be swapped: move aside, check, link in."""
+def _replace_aside(new: str, target: str, expect: Key, stall: str | None = None) -> bool:
+    """:func:`replace_checked` where names cannot be swapped: move aside, check, link in.
+
+    ``stall`` + ``":aside"`` names the test stall point of the moment the name is free.
+    """
     aside = temp_path(target, "old")
     try:
         os.rename(target, aside)
     except FileNotFoundError:
         return False
+    if stall is not None:
+        stall_point(f"{stall}:aside")
     if _moved_key(os.lstat(aside)) != expect[:4]:
         _put_back(aside, target)
         return False

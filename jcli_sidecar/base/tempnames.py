@@ -5,9 +5,10 @@ A write puts the new text in a hidden file beside the one it replaces
 there, where ``git add .`` would pick it up. So every such file is named
 ``.<name>.jcli-<pid>-<start>-<random>.<kind>``: the file it belongs to, the
 writer's pid and start time (the clock ticks since boot that
-``/proc/<pid>/stat`` gives, so a reused pid never passes for the writer, as
-with :class:`~jcli_sidecar.base.process_record.ProcessRecord`) and what it
-holds:
+``/proc/<pid>/stat`` gives; where there is no ``/proc``, the same count
+from psutil's start and boot times; so a reused pid never passes for the
+writer, as with :class:`~jcli_sidecar.base.process_record.ProcessRecord`)
+and what it holds:
 
 - ``tmp``: the new text being written. A dead writer's is removed.
 - ``old``: the file that was in place, moved aside for a moment where the
@@ -28,25 +29,52 @@ from __future__ import annotations
 import os
 import re
 
+from .procfs import proc_root
+
 __all__ = ["TEMP_KINDS", "clean_dead_temps", "temp_path"]
 
 #: What a temp file may hold (its suffix).
 TEMP_KINDS = ("tmp", "old", "rewrite")
 _NAME = re.compile(r"\.(?P<base>.+)\.jcli-(?P<pid>[0-9]{1,10})-(?P<start>[0-9]{1,20})-[0-9a-f]{8}\.(?P<kind>tmp|old|rewrite)\Z", re.DOTALL)
 _START: list[int] = []  # this process's start ticks, read once
+#: Clock ticks two readings of one start may differ by without ``/proc`` (psutil's times are floats); ``/proc``'s are exact.
+_TICK_SLACK = 1
 
 
 def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot; None when it is gone, a zombie, or there is no ``/proc``."""
+    """The process's start time in clock ticks since boot; None when it is gone or a zombie.
+
+    Read from ``/proc``, else (macOS, the BSDs) computed from psutil's start
+    and boot times, which on Linux gives the very number ``/proc`` holds.
+    """
+    proc = proc_root()
+    if proc is None:
+        return _psutil_start_ticks(pid)
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
+        with open(f"{proc}/{pid}/stat", "rb") as fh:
             stat = fh.read()
-    except OSError:  # gone (or no /proc): None, as documented
+    except OSError:  # gone: None, as documented
         return None
     fields = stat[stat.rindex(b")") + 2 :].split()  # the name may hold spaces and parentheses
     if fields[0] in (b"Z", b"X"):
         return None
     return int(fields[19])
+
+
+def _psutil_start_ticks(pid: int) -> int | None:
+    """:func:`_start_ticks` where there is no ``/proc``."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            return None
+        since_boot = process.create_time() - psutil.boot_time()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.Error as exc:  # alive, but not ours to inspect
+        raise PermissionError(f"process {pid} cannot be inspected: {exc}") from None
+    return max(0, round(since_boot * os.sysconf("SC_CLK_TCK")))
 
 
 def temp_path(target: str, kind: str) -> str:
@@ -59,18 +87,14 @@ def temp_path(target: str, kind: str) -> str:
 
 def _writer_gone(pid: int, start: int) -> bool:
     """True only when the writer provably runs no more: no such process, or the pid is another process's now."""
-    if os.path.exists("/proc/self/stat"):
-        if pid == os.getpid():
-            return False
-        ticks = _start_ticks(pid)
-        return ticks is None or (start != 0 and ticks != start)
-    try:  # pragma: no cover - no /proc: only a pid that is free proves anything
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: the pid is alive, another user's
+    if pid == os.getpid():
         return False
-    return False
+    try:
+        ticks = _start_ticks(pid)
+    except PermissionError:  # a process we may not inspect: alive, so not provably gone
+        return False
+    slack = 0 if proc_root() is not None else _TICK_SLACK
+    return ticks is None or (start != 0 and abs(ticks - start) > slack)
 
 
 def clean_dead_temps(target: str) -> list[str]:

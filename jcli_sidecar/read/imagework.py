@@ -35,7 +35,16 @@ _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}")
 
 
 def _cap_self(memory_bytes: int, cpu_seconds: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    """Cap this process's memory, CPU time and file writes.
+
+    macOS refuses an address-space cap (``EINVAL``, which Python raises as
+    ``ValueError``) and would not enforce one: there the work goes on under
+    the CPU and file caps, and the pixel caps bound what is decoded.
+    """
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    except (ValueError, OSError):  # the system takes no address-space cap (macOS): the other caps still hold
+        pass
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
 

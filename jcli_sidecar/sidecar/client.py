@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 
 from .. import __version__
 from ..base import PROTOCOL_VERSION, JcliError, SidecarError, SidecarUnavailable, error_from_code, os_error, pack_frame, read_frame
 from .liveness import clear_unresponsive, hello_seconds, mark_unresponsive, why_not_ask
 from .op_table import SHUTDOWN
+from .peercred import peer_uid
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ CONNECT_TIMEOUT = 2.0
 REQUEST_TIMEOUT = 120.0
 #: Codes that say "the transport failed", not "your request is wrong".
 FALLBACK_CODES = frozenset({"PROTOCOL_ERROR", "PEER_REFUSED", "INTERNAL_ERROR", "SIDECAR_UNAVAILABLE", "SIDECAR_ERROR"})
-_PEERCRED = struct.Struct("3i")
 
 
 def _connect(paths: SidecarPaths) -> tuple[socket.socket, bool]:
@@ -52,13 +51,14 @@ def _connect(paths: SidecarPaths) -> tuple[socket.socket, bool]:
     sock.settimeout(CONNECT_TIMEOUT)
     try:
         sock.connect(paths.socket)
-        uid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))[1]
     except OSError as exc:
         sock.close()
         raise os_error(exc, "sidecar-socket", paths.socket) from None
+    uid = peer_uid(sock)
     if uid != os.geteuid():
         sock.close()
-        raise SidecarUnavailable(f"{paths.socket} is served by uid {uid}, not by this user")
+        whom = "a process this system cannot name" if uid is None else f"uid {uid}"
+        raise SidecarUnavailable(f"{paths.socket} is served by {whom}, not by this user")
     return sock, recorded
 
 

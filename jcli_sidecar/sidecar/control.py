@@ -69,13 +69,20 @@ def start_sidecar(paths: SidecarPaths, timeout: float = 30.0) -> dict:
     """Start the sidecar if needed and wait until it answers.
 
     Raises:
-        SidecarUnavailable: it did not come up (the log tail says why), or
-            the one running does not answer (stopped: stop it first).
+        SidecarUnavailable: it did not come up (the log tail says why), the
+            one running does not answer (stopped: stop it first), or the
+            system cannot check a socket's peer.
         RuntimeDirUnusable: the runtime dir is too long for its socket.
     """
     from ..base import SidecarUnavailable
+    from .peercred import can_check
 
     paths.check_socket()
+    if not can_check():
+        raise SidecarUnavailable(
+            "this system offers no way to tell who connects to a Unix socket (SO_PEERCRED, LOCAL_PEERCRED, getpeereid), "
+            "so no sidecar is started; every command runs in-process"
+        )
     spawn_detached(paths)
     if not wait_for_lock(paths.spawn_lock, timeout):
         raise SidecarUnavailable(f"the sidecar did not start within {timeout:g} s; see {paths.log}")

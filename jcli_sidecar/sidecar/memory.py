@@ -13,13 +13,17 @@ per core), each holding on to its own high-water mark. So the sidecar:
   burst ends: no request is in flight any more and at least
   :data:`TRIM_AFTER_BYTES` of answers went out since the last trim.
 
-Both are glibc's; elsewhere they do nothing. :func:`rss_bytes` reads the
-resident set from ``/proc``, as ``stats`` reports it.
+Both are glibc's, used only where the C library has them (looked up by
+name); elsewhere (macOS, musl) they do nothing and the allocator keeps
+what it keeps. :func:`rss_bytes` reads the resident set from ``/proc``, or
+from psutil where there is none, as ``stats`` reports it.
 """
 
 from __future__ import annotations
 
 import os
+
+from ..base import proc_root
 
 __all__ = ["ARENAS", "TRIM_AFTER_BYTES", "Trimmer", "limit_arenas", "rss_bytes", "trim"]
 
@@ -60,9 +64,17 @@ def trim() -> bool:
 
 
 def rss_bytes() -> int | None:
-    """This process's resident set in bytes (``VmRSS``), or None where ``/proc`` does not say."""
+    """This process's resident set in bytes (``VmRSS``; psutil's where there is no ``/proc``), or None where neither says."""
+    proc = proc_root()
+    if proc is None:
+        import psutil
+
+        try:
+            return psutil.Process().memory_info().rss
+        except psutil.Error:  # the system would not say: None (documented)
+            return None
     try:
-        with open(f"/proc/{os.getpid()}/status", "rb") as fh:
+        with open(f"{proc}/{os.getpid()}/status", "rb") as fh:
             for line in fh:
                 if line.startswith(b"VmRSS:"):
                     return int(line.split()[1]) * 1024

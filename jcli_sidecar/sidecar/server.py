@@ -2,7 +2,8 @@
 
 :class:`Sidecar` accepts connections on a listening socket it is handed and
 answers them until ``shutdown``, SIGTERM/SIGINT, or the idle timeout. Each
-connection is checked with ``SO_PEERCRED`` (same uid only), must start
+connection is checked by its peer's uid (same uid only: ``SO_PEERCRED``, or
+what the system offers instead, :mod:`jcli_sidecar.sidecar.peercred`), must start
 with ``hello``, and then runs its requests concurrently, each checked against its
 op's declaration (:mod:`jcli_sidecar.sidecar.op_table`) and run by its
 handler in :mod:`jcli_sidecar.sidecar.ops`. Bad frames get a coded error or a closed
@@ -26,7 +27,6 @@ import logging
 import os
 import signal
 import socket
-import struct
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -54,6 +54,7 @@ from .held_kernels import HeldKernels
 from .memory import Trimmer
 from .op_table import OPS
 from .ops import HANDLERS
+from .peercred import peer_uid
 from .pidfile import write_pid_file
 
 TYPE_CHECKING = False
@@ -83,7 +84,6 @@ KERNEL_PRUNE_SECONDS = 10.0
 #: to it, then blocks forever, so a test can kill -9 it at a known step.
 STALL_FIFO_ENV = "JCLI_SIDECAR_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_SIDECAR_TEST_STALL_AT"
-_PEERCRED = struct.Struct("3i")
 
 
 def request_seconds_from_env() -> float:
@@ -91,12 +91,6 @@ def request_seconds_from_env() -> float:
     from ..base import setting
 
     return setting("JCLI_SIDECAR_REQUEST_SECONDS")
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a Unix socket."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
-    return _PEERCRED.unpack(raw)[1]
 
 
 class _StallHook:
@@ -282,7 +276,7 @@ class Sidecar:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         lock = asyncio.Lock()
-        if peer_uid(sock) != os.geteuid():
+        if peer_uid(sock) != os.geteuid():  # another user's, or one this system cannot name (None)
             err = PeerRefused("only the user who owns this sidecar may use it")
             await _refuse(reader, writer, _error_frame(None, err))
             return

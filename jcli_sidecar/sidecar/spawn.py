@@ -22,6 +22,7 @@ import sys
 import threading
 
 from ..base import SPAWN_LOCK_FD_ENV, SidecarPaths
+from .peercred import can_check
 
 __all__ = ["is_listening", "launch_detached", "spawn_detached"]
 
@@ -70,9 +71,10 @@ def spawn_detached(paths: SidecarPaths) -> bool:
 
     The runtime dir must already exist and be verified. Returns True when
     this call started one; never starts one whose socket path is too long
-    to bind (it could only crash).
+    to bind (it could only crash), nor one on a system that cannot tell who
+    connects to it (it could serve no one).
     """
-    if not paths.socket_fits():
+    if not paths.socket_fits() or not can_check():
         return False
     fd = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
