@@ -101,8 +101,8 @@ def run_cli_with_peak_rss(*args: str, cwd: Path | str) -> tuple[subprocess.Compl
     return proc, int(proc.stderr.decode().split()[-1]) / 1024
 
 
-def start_old_sidecar(workspace: str) -> subprocess.Popen:
-    """A sidecar that says it is version ``0.0.0-old``, started for ``workspace`` the way spawn starts one.
+def start_sidecar_by_hand(workspace: str, *, code: str | None = None, env: dict | None = None) -> subprocess.Popen:
+    """A sidecar for ``workspace`` started the way spawn starts one (``code`` runs it, in ``env``).
 
     It holds the spawn lock until it listens; returns once it does.
     """
@@ -115,15 +115,10 @@ def start_old_sidecar(workspace: str) -> subprocess.Popen:
     os.makedirs(paths.dir, mode=0o700, exist_ok=True)
     lock = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    old = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
-            "from jcli_sidecar.sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
-            workspace,
-        ],
-        env={**os.environ, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
+    code = code or "import sys; from jcli_sidecar.sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, paths.workspace],
+        env={**(os.environ if env is None else env), "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
         pass_fds=(lock,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -131,10 +126,19 @@ def start_old_sidecar(workspace: str) -> subprocess.Popen:
     )
     os.close(lock)
     if not wait_for_lock(paths.spawn_lock, 30):
-        old.kill()
-        old.wait()
-        raise AssertionError("the old sidecar never listened")
-    return old
+        proc.kill()
+        proc.wait()
+        raise AssertionError("the sidecar never listened")
+    return proc
+
+
+def start_old_sidecar(workspace: str) -> subprocess.Popen:
+    """A sidecar that says it is version ``0.0.0-old``, started for ``workspace`` the way spawn starts one."""
+    return start_sidecar_by_hand(
+        workspace,
+        code="import sys, jcli_sidecar; jcli_sidecar.__version__ = '0.0.0-old'; "
+        "from jcli_sidecar.sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))",
+    )
 
 
 def relative_source(envelope: dict, root: Path) -> dict:

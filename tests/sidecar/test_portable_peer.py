@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from helpers import DROP, run_cli, sidecars_under
+from helpers import DROP, run_cli, sidecars_under, start_sidecar_by_hand
 from test_sidecar import NOBODY_CLIENT, READ, direct, paths_for
 
 from jcli_sidecar import __version__
@@ -193,34 +193,6 @@ def test_a_sidecar_without_the_linux_facilities_serves_its_owner_refuses_nobody_
     assert run_cli("-j", "sidecar", "status", cwd=ws, env=env).json()["running"] is False
 
 
-def _serve_with(env: dict, workspace: str) -> subprocess.Popen:
-    """A sidecar for ``workspace`` started the way spawn starts one, in ``env``; returns once it listens."""
-    import fcntl
-    import sys
-
-    from jcli_sidecar.base.locks import wait_for_lock
-
-    paths = paths_for(workspace)
-    os.makedirs(paths.dir, mode=0o700, exist_ok=True)
-    lock = os.open(paths.spawn_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    code = "import sys; from jcli_sidecar.sidecar.daemon import serve; sys.exit(serve(workspace=sys.argv[1]))"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, paths.workspace],
-        env={**env, "JCLI_SIDECAR_SPAWN_LOCK_FD": str(lock)},
-        pass_fds=(lock,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    os.close(lock)
-    if not wait_for_lock(paths.spawn_lock, 30):
-        proc.kill()
-        proc.wait()
-        raise AssertionError("the sidecar never listened")
-    return proc
-
-
 def test_where_no_peer_check_exists_no_one_is_served_unchecked_and_every_read_is_still_answered(ws, not_linux, sidecar_on):
     """No SO_PEERCRED, LOCAL_PEERCRED nor getpeereid (the faked faults): no sidecar starts, a client trusts none, one refuses all."""
     env, site = not_linux
@@ -239,7 +211,7 @@ def test_where_no_peer_check_exists_no_one_is_served_unchecked_and_every_read_is
     assert read.returncode == 0 and read.stdout == expected, read.stderr
     assert run_cli("-j", "sidecar", "status", cwd=ws).json()["requests_served"] == before + 1  # only the status: never asked
     assert run_cli("-j", "sidecar", "stop", cwd=ws).json()["stopped"] is True
-    blind_sidecar = _serve_with(blind, str(ws))  # a sidecar that cannot check its peers (started by hand: spawn would not)
+    blind_sidecar = start_sidecar_by_hand(str(ws), env=blind)  # a sidecar that cannot check its peers (started by hand: spawn would not)
     try:
         assert _ran_there(site, blind_sidecar.pid)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # its owner, checked on this side
