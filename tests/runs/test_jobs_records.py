@@ -22,7 +22,7 @@ from helpers import JCLI, run_cli
 
 from jcli_sidecar.base import JobAmbiguous, JobNotFound, UsageError
 from jcli_sidecar.base.process_record import ProcessRecord
-from jcli_sidecar.runs import JobRecord, Policy, clean_jobs, list_jobs, new_job_id, read_job, resolve_job, wait_jobs
+from jcli_sidecar.runs import JobRecord, Policy, clean_jobs, list_jobs, new_job_id, note_read, read_job, resolve_job, wait_jobs
 
 DAY_NS = 86_400 * 1_000_000_000
 
@@ -97,26 +97,42 @@ def test_a_running_job_of_a_live_holder_reads_running(tmp_path):
     assert read_job(str(tmp_path), record.job_id)["state"] == "running"
 
 
-def test_retention_never_cleans_a_running_job_and_cleans_old_or_extra_ended_ones(tmp_path):
+def read_at(ws, record: JobRecord, when_ns: int) -> None:
+    """The job's end is read (the command's own mark), as if at ``when_ns``."""
+    note_read(str(ws), [read_job(str(ws), record.job_id)])
+    mark = ws / ".j-cli" / "jobs" / record.job_id / "read"
+    os.utime(mark, ns=(when_ns, when_ns))
+
+
+def test_retention_never_cleans_a_running_job_and_cleans_old_read_ended_ones_whatever_the_count(tmp_path):
     now = time.time_ns()
     running = make_job(tmp_path, created_ns=now - 30 * DAY_NS)
     old = make_job(tmp_path, "ok", finished_ns=now - 8 * DAY_NS, created_ns=now - 9 * DAY_NS)
+    read_at(tmp_path, old, now - 8 * DAY_NS)
     lost = make_job(tmp_path, holder=dead_holder(), created_ns=now - 3 * DAY_NS)
     young = [make_job(tmp_path, "error", finished_ns=now - i, created_ns=now - 10 - i) for i in range(3)]
+    read_at(tmp_path, young[2], now)
     report = clean_jobs(str(tmp_path), Policy(max_age_days=7, max_runs=2), now_ns=now)
     deleted = {d["job_id"]: d["reason"] for d in report["deleted"]}
-    assert deleted[old.job_id] == "expired"
-    assert running.job_id not in deleted and {"job_id": running.job_id, "reason": "running"} in report["kept"]
-    # a lost job ages from its last update (just now: the newest); the two oldest young ones are over the count of 2
-    assert {k for k, v in deleted.items() if v == "over_count"} == {young[1].job_id, young[2].job_id}
+    assert deleted == {old.job_id: "expired"}
+    assert {"job_id": running.job_id, "reason": "running"} in report["kept"]
+    # jobs do not count with runs: more ended jobs than max_runs, read or not, all stay until their age limit
     left = {j["job_id"] for j in list_jobs(str(tmp_path))}
-    assert left == {running.job_id, lost.job_id, young[0].job_id}
+    assert left == {running.job_id, lost.job_id, *(y.job_id for y in young)}
 
 
-def test_output_clean_also_cleans_ended_jobs(tmp_path):
+def test_output_clean_also_cleans_ended_jobs_once_read(tmp_path):
     old = make_job(tmp_path, "ok", finished_ns=time.time_ns() - 9 * DAY_NS)
     result = run_cli("-j", "output", "clean", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert result.json()["jobs"]["deleted"] == [] and {"job_id": old.job_id, "reason": "unread"} in result.json()["jobs"]["kept"]
+    assert run_cli("-j", "job", "status", old.job_id, cwd=tmp_path).returncode == 0  # its end is read: the mark is left
+    mark = tmp_path / ".j-cli" / "jobs" / old.job_id / "read"
+    assert mark.is_file()
+    result = run_cli("-j", "output", "clean", cwd=tmp_path)
+    assert result.json()["jobs"]["deleted"] == []  # read just now: it stays its age limit from the read
+    os.utime(mark, ns=(time.time_ns() - 8 * DAY_NS,) * 2)
+    result = run_cli("-j", "output", "clean", cwd=tmp_path)
     assert result.json()["jobs"]["deleted"] == [{"job_id": old.job_id, "reason": "expired"}]
 
 
