@@ -171,3 +171,92 @@ def test_a_text_write_cut_short_by_a_full_disk_resumes_where_it_stopped(tmp_path
     out = in_full_disk(tmp_path, FULL_MID_TEXT)
     assert out["first"] == "OUTPUT_SAVE_FAILED" and 0 < out["queued"] < 64_000
     assert out["same"] is True  # every byte once, none lost, none twice
+
+
+# -- the same end to end: a real sidecar holds the job, on a real kernel --------------------------------
+
+
+class FullDiskWorkspace:
+    """A workspace on a 4 MiB tmpfs seen only by a private mount namespace; j-cli runs inside it (``nsenter``)."""
+
+    def __init__(self, ws) -> None:
+        self.ws = ws
+        self.holder = subprocess.Popen(
+            [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                f"mount -t tmpfs -o size=4m,mode=0700 tmpfs '{ws}' && echo mounted && exec cat",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        if self.holder.stdout.readline().strip() != b"mounted":
+            self.close()
+            pytest.skip("no tmpfs mount here")
+
+    def run(self, *argv: str, env=None) -> subprocess.CompletedProcess:
+        enter = ["nsenter", "-t", str(self.holder.pid), "-m", f"--wdns={self.ws}", "--"]
+        return subprocess.run([*enter, *argv], capture_output=True, env=env, timeout=60)
+
+    def jcli(self, *args: str, env=None) -> tuple[int, dict]:
+        proc = self.run(JCLI, "-j", *args, env=env)
+        out = proc.stdout if proc.returncode == 0 else proc.stderr
+        return proc.returncode, json.loads(out)
+
+    def fill(self) -> None:
+        proc = self.run("dd", "if=/dev/zero", f"of={self.ws}/filler", "bs=64k")
+        assert b"No space left" in proc.stderr, proc.stderr
+
+    def leftovers(self) -> list[str]:
+        proc = self.run("find", f"{self.ws}/.j-cli", "-name", "*.tmp")
+        return proc.stdout.decode().split()
+
+    def close(self) -> None:
+        self.holder.stdin.close()
+        self.holder.wait(timeout=30)
+        self.holder.stdout.close()
+
+
+def test_a_sidecar_job_ending_on_a_full_disk_ends_for_every_reader_and_saves_its_last_text_later(
+    tmp_path, use_jupyter, sidecar_on, kernel_session
+):
+    from test_jobs_run import Barrier
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    disk = FullDiskWorkspace(ws)
+    try:
+        barrier = Barrier(tmp_path, "end")
+        rc, job = disk.jcli(
+            "exec", kernel_session, "-c", "print('first words', flush=True)\n" + barrier.code() + "print('last words')", "--background"
+        )
+        assert rc == 0, job
+        barrier.reached()
+        disk.fill()
+        barrier.release()  # the job prints its last words and ends: its end cannot be written whole
+        rc, waited = disk.jcli("job", "wait", job["job_id"], "--timeout", "0")
+        assert rc == 0 and waited["timed_out"] is False
+        rc, status = disk.jcli("job", "status", job["job_id"])
+        assert status["state"] in ("ok", "error") and status["running_cell"] is None
+        assert status["record_save_failed"]["code"] == "OUTPUT_SAVE_FAILED"
+        rc, listed = disk.jcli("job", "list")
+        assert [j["state"] for j in listed["jobs"]] == [status["state"]]
+        rc, cancel = disk.jcli("job", "cancel", job["job_id"])
+        assert rc == 0 and cancel["cancelled"] is False  # the job ended: never JOB_NOT_FOUND
+        rc, foreground = disk.jcli("exec", kernel_session, "-c", "1", env={**os.environ, "JCLI_SIDECAR": "off"})
+        assert foreground.get("code") != "KERNEL_BUSY", foreground  # an ended job holds no kernel
+        assert disk.leftovers() == []
+        assert disk.run("rm", f"{ws}/filler").returncode == 0  # space comes back
+        assert disk.jcli("sidecar", "stop")[0] == 0  # at the latest, a stopping sidecar saves what it kept
+        rc, saved = disk.jcli("job", "status", job["job_id"])
+        assert "record_save_failed" not in saved and saved["result"] is not None, saved
+        assert saved["end_save_retried"]["first_error"]["code"] == "OUTPUT_SAVE_FAILED"
+        rc, text = disk.jcli("job", "output", job["job_id"])
+        assert text["text"] == "first words\nlast words\n"
+        assert disk.leftovers() == []
+    finally:
+        disk.close()
