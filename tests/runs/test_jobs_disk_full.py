@@ -93,6 +93,7 @@ def in_full_disk(tmp_path, script: str) -> dict:
         ["unshare", "-m", "--propagation", "private", sys.executable, "-c", script, str(ws), JCLI],
         capture_output=True,
         timeout=120,
+        cwd=tmp_path,  # the installed j-cli, never the sources of the directory pytest runs in
     )
     if proc.returncode != 0 and b"mount" in proc.stderr and b"ermission" in proc.stderr:
         pytest.skip("no tmpfs mount here")

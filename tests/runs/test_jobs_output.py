@@ -38,7 +38,7 @@ def make_job(ws, *, output_max_bytes=None, state="running") -> JobRecord:
         "result": None,
         "error": None,
     }
-    return JobRecord.create(str(ws), doc, output_max_bytes=output_max_bytes)
+    return JobRecord.create(str(ws), doc, **({} if output_max_bytes is None else {"output_max_bytes": output_max_bytes}))
 
 
 def job_files(ws, record) -> dict[str, int]:
@@ -129,7 +129,9 @@ print(json.dumps({"written": wchar() - before, "job_id": record.job_id}))
 
 def test_the_writer_writes_each_byte_once_however_often_it_flushes(tmp_path):
     flushes = 128  # 128 flushes of 16 KiB: 2 MiB printed
-    proc = subprocess.run([sys.executable, "-c", WRITER, str(tmp_path), str(1 << 20), str(flushes)], capture_output=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITER, str(tmp_path), str(1 << 20), str(flushes)], capture_output=True, check=True, cwd=tmp_path
+    )
     out = json.loads(proc.stdout)
     printed = flushes * 16 * 1024
     # rewriting the whole text at each flush would hand write() about flushes/2 times the text (128 MiB here)
