@@ -258,3 +258,27 @@ def test_background_without_a_sidecar_is_a_coded_error_never_a_foreground_run(tm
 def test_queue_without_background_is_a_usage_error(tmp_path):
     result = run_cli("-j", "exec", "main", "-c", "1", "--queue", cwd=tmp_path)
     assert result.returncode == 2 and json.loads(result.stderr)["code"] == "USAGE_ERROR"
+
+
+def test_a_read_mark_that_is_not_a_plain_file_counts_as_unread_and_is_never_followed(tmp_path):
+    now = time.time_ns()
+    linked, folder = make_job(tmp_path, "ok", finished_ns=now - 9 * DAY_NS), make_job(tmp_path, "ok", finished_ns=now - 9 * DAY_NS)
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me")
+    os.symlink(target, tmp_path / ".j-cli" / "jobs" / linked.job_id / "read")
+    (tmp_path / ".j-cli" / "jobs" / folder.job_id / "read").mkdir()
+    report = clean_jobs(str(tmp_path), Policy(max_age_days=7, max_runs=1), now_ns=now)
+    assert report["deleted"] == []
+    assert {k["job_id"] for k in report["kept"] if k["reason"] == "unread"} == {linked.job_id, folder.job_id}
+    assert target.read_text() == "keep me"
+
+
+def test_only_reading_an_ended_job_leaves_the_mark(tmp_path):
+    running = make_job(tmp_path)
+    ended = make_job(tmp_path, "ok", finished_ns=time.time_ns())
+    for args in (("job", "list"), ("job", "status", running.job_id), ("job", "output", running.job_id)):
+        assert run_cli("-j", *args, cwd=tmp_path).returncode == 0
+    assert not any((tmp_path / ".j-cli" / "jobs" / r.job_id / "read").exists() for r in (running, ended))
+    assert run_cli("-j", "job", "output", ended.job_id, cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".j-cli" / "jobs" / ended.job_id / "read").is_file()
+    assert not (tmp_path / ".j-cli" / "jobs" / running.job_id / "read").exists()
