@@ -86,7 +86,6 @@ __all__, __getattr__ = lazy_face(
         "layout": (
             "JCLI_DIR",
             "JOB_END",
-            "JOB_OUTPUT",
             "JOB_READ",
             "JOB_RECORD",
             "LOCK_FILE",

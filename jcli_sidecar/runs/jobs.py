@@ -62,8 +62,8 @@ __all__ = [
     "new_job_id",
     "note_read",
     "read_job",
-    "read_mark_ns",
     "read_job_output",
+    "read_mark_ns",
     "resolve_job",
 ]
 
@@ -548,7 +548,7 @@ def read_mark_ns(jobs: Dir, job_id: str) -> int | None:
     try:
         with jobs.sub(job_id) as directory:
             info = directory.lstat(JOB_READ)
-    except OSError:
+    except OSError:  # no mark (or none we can see): never read, so kept (the safe side)
         return None
     return info.st_mtime_ns if stat.S_ISREG(info.st_mode) else None
 
