@@ -12,7 +12,9 @@ waits for it. Figures, all from ``/proc``:
   started for this run, so its peak is this job's);
 - ``j-cli -j job output ID --limit 10``: its peak RSS (``ru_maxrss`` of a
   parent that ran only it) and wall time;
-- the bytes of the job's text kept on disk.
+- the bytes of the job's text kept on disk (and dropped), and of the inline
+  run the job stored in ``.j-cli/outputs`` (its own write, as a foreground
+  run's).
 
 It runs the installed ``j-cli`` of this venv: install another version into
 it to measure that one. Too slow for the test suite (tests/runs has the
@@ -107,6 +109,7 @@ def main() -> int:
         )  # fmt: skip
         folder = work / ".j-cli" / "jobs" / job["job_id"]
         kept = sum(p.stat().st_size for p in folder.iterdir() if p.name.startswith("output"))
+        runs = sum(p.stat().st_size for p in (work / ".j-cli" / "outputs").rglob("*") if p.is_file())
         print(
             json.dumps(
                 {
@@ -118,6 +121,8 @@ def main() -> int:
                     "sidecar_vmhwm_mib": round(hwm, 1),
                     "job_output_limit_10": read.stdout.strip(),
                     "text_kept_on_disk_mb": round(kept / 2**20, 1),
+                    "dropped_bytes": jcli("job", "output", job["job_id"], "--limit", "1")["dropped_bytes"],
+                    "inline_run_stored_mb": round(runs / 2**20, 1),
                 },
                 indent=1,
             )
