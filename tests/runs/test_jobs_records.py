@@ -282,3 +282,22 @@ def test_only_reading_an_ended_job_leaves_the_mark(tmp_path):
     assert run_cli("-j", "job", "output", ended.job_id, cwd=tmp_path).returncode == 0
     assert (tmp_path / ".j-cli" / "jobs" / ended.job_id / "read").is_file()
     assert not (tmp_path / ".j-cli" / "jobs" / running.job_id / "read").exists()
+
+
+def test_an_end_slot_that_is_a_link_a_fifo_or_garbage_changes_no_reading(tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"state": "ok", "finished_ns": 1}))
+    for kind in ("link", "fifo", "garbage", "blank"):
+        record = make_job(tmp_path)
+        slot = tmp_path / ".j-cli" / "jobs" / record.job_id / "end.json"
+        assert slot.stat().st_size == 4096 and slot.read_bytes().strip() == b""  # made full size, blank, at the start
+        slot.unlink()
+        if kind == "link":
+            os.symlink(outside, slot)  # a planted "ended": never followed
+        elif kind == "fifo":
+            os.mkfifo(slot)  # never blocks a reader
+        elif kind == "garbage":
+            slot.write_bytes(b'{"state": "ok"' + b"\0" * 5000)
+        else:
+            slot.write_bytes(b" " * 4096)
+        assert read_job(str(tmp_path), record.job_id)["state"] == "running", kind
