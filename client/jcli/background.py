@@ -49,7 +49,7 @@ def start_background(json_mode: bool, request: ExecRequest) -> int:
 
 
 def _start(req: ExecRequest) -> dict[str, Any]:
-    from jcli_sidecar.base import open_jobs, os_error, workspace_of
+    from jcli_sidecar.base import open_jobs, os_error, setting, workspace_of
     from jcli_sidecar.kernel import check_display_mode, is_notebook_file, resolve_timeout
     from jcli_sidecar.runs import resolve_policy
     from jcli_sidecar.sidecar import JOB_START
@@ -65,7 +65,7 @@ def _start(req: ExecRequest) -> dict[str, Any]:
     paths = sidecar_for(JOB_START)  # before anything is written: no sidecar, nothing done
     cwd = workspace_of()
     args: dict[str, Any] = {"cwd": cwd, "session": req.session_key, "timeout": timeout, "display_mode": req.display_mode}
-    args.update(policy=policy.to_wire(), queue=req.queue)
+    args.update(policy=policy.to_wire(), queue=req.queue, output_max_bytes=setting("JCLI_JOB_OUTPUT_MAX_BYTES"))
     if req.file_path is not None and req.code is None and is_notebook_file(req.file_path):
         srv = resolve_server(req.server_url, req.token)
         args.update(_notebook(srv, req, timeout))

@@ -13,7 +13,7 @@ import signal
 
 import click
 
-from jcli_sidecar.base import Interrupted
+from jcli_sidecar.base import Interrupted, JcliError
 
 from . import emit
 from .outcome import attempt, fail, finish
@@ -71,10 +71,11 @@ def job_list(ctx: click.Context) -> None:
 @click.pass_context
 def job_status(ctx: click.Context, job_id: str) -> None:
     """A job's state, progress and, once it ended, its result document."""
-    from jcli_sidecar.runs import read_job
+    from jcli_sidecar.runs import note_read, read_job
 
     full = _resolve(ctx, job_id)
     view = attempt(ctx, lambda: read_job(_cwd(), full), "read")
+    note_read(_cwd(), [view])  # its end was given: retention may age it from now
     finish(ctx, {"schema_version": 1, **view}, _human_status(view))
 
 
@@ -141,7 +142,7 @@ class _Stop:
 def job_wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None, every: bool) -> None:
     """Wait until a job ends (the first of several, or --all), or --timeout passes."""
     from jcli_sidecar.base import UsageError
-    from jcli_sidecar.runs import DEFAULT_WAIT_SECONDS, wait_jobs
+    from jcli_sidecar.runs import DEFAULT_WAIT_SECONDS, note_read, wait_jobs
 
     if timeout is not None and (timeout < 0 or timeout != timeout or timeout == float("inf")):
         fail(ctx, UsageError(f"--timeout must be a number of seconds >= 0, got {timeout!r}"))
@@ -154,6 +155,7 @@ def job_wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None
             "read",
         )
         signum = stop.signum
+    note_read(cwd, doc["jobs"])
     doc = {"schema_version": 1, **doc}
     if doc["stopped"]:
         name = signal.Signals(signum).name if signum else "SIGINT"
@@ -167,21 +169,37 @@ def job_wait(ctx: click.Context, job_ids: tuple[str, ...], timeout: float | None
 
 @job.command("output")
 @click.argument("job_id", metavar="ID")
-@click.option("--offset", type=int, default=0, show_default=True, metavar="N", help="First character of the window.")
-@click.option("--limit", type=int, default=None, metavar="N", help="At most N characters (default 4000).")
+@click.option("--offset", type=int, default=0, show_default=True, metavar="N", help="First byte of the window (of all the job printed).")
+@click.option("--limit", type=int, default=None, metavar="N", help="At most N bytes, cut on whole characters (default 4000).")
 @click.pass_context
 def job_output(ctx: click.Context, job_id: str, offset: int, limit: int | None) -> None:
-    """The text a job captured so far, as a window (images and rich outputs: the notebook or the job's run)."""
-    from jcli_sidecar.read import check_window, window
-    from jcli_sidecar.runs import read_job_output
+    """The text a job printed so far, as a window by byte offset (images and rich outputs: the notebook or the job's run).
+
+    Only the window is read. A job keeps the newest JCLI_JOB_OUTPUT_MAX_BYTES
+    of its text: an offset in what was dropped starts at the first byte kept,
+    and the answer says how many bytes were dropped.
+    """
+    from jcli_sidecar.read import check_window
+    from jcli_sidecar.runs import note_read, read_job, read_job_output
 
     limit = 4000 if limit is None else limit
     attempt(ctx, lambda: check_window(offset, limit), "read")
     full = _resolve(ctx, job_id)
-    text = attempt(ctx, lambda: read_job_output(_cwd(), full), "read")
-    cut, info = window(text, offset, limit)
-    doc = {"schema_version": 1, "job_id": full, "text": cut, **info}
-    human = cut if not info.get("truncated") or info.get("next_offset") is None else f"{cut}\n[more: --offset {info['next_offset']}]"
+    cut, info = attempt(ctx, lambda: read_job_output(_cwd(), full, offset, limit), "read")
+    try:
+        note_read(_cwd(), [read_job(_cwd(), full)])  # the text of an ended job was given
+    except (JcliError, OSError):  # the mark is best effort: the text was read all the same
+        pass
+    doc: dict[str, Any] = {"schema_version": 1, "job_id": full, "text": cut, **info}
+    human = cut
+    if info["dropped_bytes"] and info["offset"] == info["dropped_bytes"]:
+        doc["note"] = (
+            f"{info['dropped_bytes']} bytes dropped: the job printed {info['total_bytes']} bytes and only the newest "
+            f"{info['total_bytes'] - info['dropped_bytes']} are kept (JCLI_JOB_OUTPUT_MAX_BYTES)"
+        )
+        human = f"[{doc['note']}]\n{cut}"
+    if info.get("next_offset") is not None:
+        human = f"{human}\n[more: --offset {info['next_offset']}]"
     finish(ctx, doc, human)
 
 
@@ -190,16 +208,18 @@ def job_output(ctx: click.Context, job_id: str, offset: int, limit: int | None) 
 @click.pass_context
 def job_cancel(ctx: click.Context, job_id: str) -> None:
     """Interrupt a running job: what finished is kept (written back, or its run kept), and it ends cancelled."""
-    from jcli_sidecar.runs import read_job, wait_jobs
+    from jcli_sidecar.runs import note_read, read_job, wait_jobs
 
     full = _resolve(ctx, job_id)
     cwd = _cwd()
     view = attempt(ctx, lambda: read_job(cwd, full), "read")
+    note_read(cwd, [view])
     if view.get("state") != "running":
         finish(ctx, {"schema_version": 1, "cancelled": False, "note": f"the job already ended ({view.get('state')})", **view}, _line(view))
     attempt(ctx, lambda: _ask_cancel(full), "sidecar")
     doc = attempt(ctx, lambda: wait_jobs(cwd, [full], timeout=CANCEL_WAIT_SECONDS), "read")
     view = doc["jobs"][0]
+    note_read(cwd, [view])
     out: dict[str, Any] = {"schema_version": 1, "cancelled": view.get("state") == "cancelled", **view}
     if view.get("state") == "running":
         out["note"] = f"the kernel did not stop within {CANCEL_WAIT_SECONDS:g} s of the interrupt; the job still runs"

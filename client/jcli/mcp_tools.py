@@ -326,7 +326,7 @@ def _job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any =
     Raises:
         UsageError: a bad argument. JobNotFound, JobAmbiguous, PathAmbiguous, PathNotAllowed, and as the job readers.
     """
-    from jcli_sidecar.runs import list_jobs, read_job, resolve_job, wait_jobs
+    from jcli_sidecar.runs import list_jobs, note_read, read_job, resolve_job, wait_jobs
 
     _check_known(args, ("job_id", "workspace", "timeout") if tool == JOB_WAIT else ("job_id", "workspace"))
     name = args.get("job_id")
@@ -336,7 +336,9 @@ def _job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any =
     if tool == JOB_STATUS:
         if name is None:
             return {"schema_version": 1, "jobs": list_jobs(cwd)}
-        return {"schema_version": 1, **read_job(cwd, resolve_job(cwd, name))}
+        view = read_job(cwd, resolve_job(cwd, name))
+        note_read(cwd, [view])  # its end was given: retention may age it from now
+        return {"schema_version": 1, **view}
     timeout = args.get("timeout", JOB_WAIT_DEFAULT_SECONDS)
     if not isinstance(name, str):
         raise UsageError("job_wait needs job_id, a string")
@@ -354,6 +356,7 @@ def _job_tool(tool: str, args: dict[str, Any], roots: list[str], progress: Any =
             return bool(progress.sleep(seconds))
 
     doc = {"schema_version": 1, **wait_jobs(cwd, [job_id], timeout=float(timeout), sleep=sleep)}
+    note_read(cwd, doc["jobs"])
     if doc["timed_out"] or doc["stopped"]:
         doc["note"] = f"job {job_id} still runs (this answer is its snapshot): call job_wait again to wait on"
     return doc

@@ -85,7 +85,8 @@ __all__, __getattr__ = lazy_face(
         ),
         "layout": (
             "JCLI_DIR",
-            "JOB_OUTPUT",
+            "JOB_END",
+            "JOB_READ",
             "JOB_RECORD",
             "LOCK_FILE",
             "MANAGED_BY",

@@ -67,7 +67,8 @@ from .framing import read_frame as read_frame
 from .framing import read_frame_async as read_frame_async
 from .framing import unpack_payload as unpack_payload
 from .layout import JCLI_DIR as JCLI_DIR
-from .layout import JOB_OUTPUT as JOB_OUTPUT
+from .layout import JOB_END as JOB_END
+from .layout import JOB_READ as JOB_READ
 from .layout import JOB_RECORD as JOB_RECORD
 from .layout import LOCK_FILE as LOCK_FILE
 from .layout import MANAGED_BY as MANAGED_BY

@@ -14,7 +14,12 @@
       jobs/                             JOBS_DIR: background runs (jcli_sidecar.runs.jobs)
         <job-id>/
           job.json                      JOB_RECORD (rewritten whole: temp file plus rename)
-          output.txt                    JOB_OUTPUT: the text captured so far
+          end.json                      JOB_END: the end state, written in place when
+                                        job.json could not be (made at the start, full size)
+          output.txt                    JOB_OUTPUT: the text captured, from its first byte
+          output.<offset>.txt           later segments of it (a bounded tail is kept)
+          read                          JOB_READ: left by the first read of its end (its
+                                        mtime: when); retention removes only read jobs
 
 The runtime dir's files (sidecar, embedded server, write-back locks) are named
 in :mod:`jcli_sidecar.base.runtime`. Nothing here touches the disk.
@@ -33,7 +38,9 @@ if TYPE_CHECKING:
 __all__ = [
     "JCLI_DIR",
     "JOBS_DIR",
+    "JOB_END",
     "JOB_OUTPUT",
+    "JOB_READ",
     "JOB_RECORD",
     "LOCK_FILE",
     "MANAGED_BY",
@@ -62,6 +69,8 @@ LOCK_FILE = ".lock"
 JOBS_DIR = "jobs"
 JOB_RECORD = "job.json"
 JOB_OUTPUT = "output.txt"
+JOB_END = "end.json"
+JOB_READ = "read"
 
 
 class Outputs:

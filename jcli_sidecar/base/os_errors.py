@@ -57,6 +57,7 @@ PLACES: dict[str, tuple[type[JcliError], str]] = {
     "run": (RunNotFound, "{path}: not a readable run manifest ({reason})"),
     "payload": (OutputDataInvalid, "{path}: the payload cannot be read ({reason})"),
     "payload-size": (OutputTooLarge, "{path}: the payload is {reason}"),
+    "job-output": (OutputDataInvalid, "{path} cannot be read ({reason})"),
     "publish": (OutputSaveFailed, "cannot publish run {path}: {reason}"),
     "config": (ConfigInvalid, "{path} cannot be read ({reason}); it was left untouched"),
     "git": (GitFailed, "git cannot be run: {reason}"),

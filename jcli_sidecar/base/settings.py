@@ -157,6 +157,15 @@ SETTINGS: dict[str, Setting] = {
             on_bad="error",
             expect="whole seconds >= 60",
         ),
+        Setting(
+            "JCLI_JOB_OUTPUT_MAX_BYTES",
+            "integer",
+            64 * 1024 * 1024,
+            "bytes of a background job's printed text kept on disk (the newest; what is older is dropped and counted)",
+            minimum=4096,
+            on_bad="error",
+            expect="whole bytes >= 4096",
+        ),
         _number(
             "JCLI_CHECKPOINT_SECONDS",
             10.0,

@@ -63,9 +63,6 @@ __all__, __getattr__ = lazy_face(
             "handle_read",
             "query_of",
         ),
-        "textwindow": (
-            "check_window",
-            "window",
-        ),
+        "textwindow": ("check_window",),
     },
 )

@@ -39,4 +39,3 @@ from .requests import handle_list as handle_list
 from .requests import handle_read as handle_read
 from .requests import query_of as query_of
 from .textwindow import check_window as check_window
-from .textwindow import window as window

@@ -230,6 +230,7 @@ JOB_SPEC: tuple[Field, ...] = (
     _DISPLAY_MODE,
     _POLICY,
     Field("queue", "boolean", "Run after the kernel's current job (otherwise KERNEL_BUSY)."),
+    Field("output_max_bytes", "integer", "Bytes of the job's printed text kept (JCLI_JOB_OUTPUT_MAX_BYTES).", minimum=4096),
     Field("code", "string", "Inline: the code."),
     Field("file", "string", "Notebook: its absolute path."),
     Field("cells", "integer", "Notebook: how many code cells run.", minimum=0),

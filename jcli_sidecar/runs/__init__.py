@@ -19,6 +19,7 @@ __all__, __getattr__ = lazy_face(
             "check_kernel_free",
             "list_jobs",
             "new_job_id",
+            "note_read",
             "read_job",
             "read_job_output",
             "resolve_job",

@@ -7,6 +7,7 @@ from .jobs import JobRecord as JobRecord
 from .jobs import check_kernel_free as check_kernel_free
 from .jobs import list_jobs as list_jobs
 from .jobs import new_job_id as new_job_id
+from .jobs import note_read as note_read
 from .jobs import read_job as read_job
 from .jobs import read_job_output as read_job_output
 from .jobs import resolve_job as resolve_job

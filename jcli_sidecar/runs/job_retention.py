@@ -1,11 +1,22 @@
-"""Retention of job records: the runs' policy (:mod:`jcli_sidecar.runs.retention_policy`) applied to ``.j-cli/jobs``.
+"""Retention of job records: ``.j-cli/jobs`` cleaned by age, and only once read.
 
-An ended job's record ages like a run: from when it ended (a ``lost`` one
-from its last update), deleted past ``max_age_days``, and beyond the newest
-``max_runs`` ended jobs. A ``running`` job (its holder alive) is never
-deleted. Nothing is followed through a link: a symlinked ``.j-cli`` or
-``jobs`` is refused, and a link, a damaged record or anything that is not
-a job directory under ``jobs`` is kept and reported, never entered.
+Jobs do not count with runs: ``JCLI_OUTPUT_MAX_RUNS`` (``--max-runs``) is
+the number of inline runs kept and removes no job record, however many jobs
+ended. An ended job's record is removed only when both hold:
+
+- it was **read**: a command gave someone its end (``job status``, ``job
+  wait``, ``job output`` or ``job cancel`` once it ended, the MCP server's
+  ``job_status`` and ``job_wait``), which leaves a ``read`` mark in the job's
+  directory (:func:`~jcli_sidecar.runs.jobs.note_read`; ``job list`` does not);
+- it is past its **age limit**: ``max_age_days`` (``JCLI_OUTPUT_MAX_AGE_DAYS``)
+  since the later of its end (a ``lost`` one: its last update) and its
+  first read, so a result read late still stays that long.
+
+An ended job never read is kept (reported ``unread`` once past its age);
+a ``running`` job (its holder alive) is never deleted. Nothing is followed
+through a link: a symlinked ``.j-cli`` or ``jobs`` is refused, and a link, a
+damaged record or anything that is not a job directory under ``jobs`` is
+kept and reported, never entered.
 """
 
 from __future__ import annotations
@@ -14,7 +25,7 @@ import stat
 import time
 
 from ..base import JobNotFound, OutputDataInvalid, UsageError, os_reason
-from .jobs import _open_jobs, _read_record, is_job_id, job_view
+from .jobs import _open_jobs, _read_record, is_job_id, job_view, read_mark_ns
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +57,7 @@ def clean_jobs(cwd: str, policy: Policy, *, dry_run: bool = False, now_ns: int |
     if jobs is None:
         return report
     with jobs:
-        ended: list[tuple[int, str]] = []
+        doomed: list[tuple[str, str]] = []
         for name in sorted(jobs.names()):
             if not is_job_id(name):
                 continue
@@ -66,11 +77,14 @@ def clean_jobs(cwd: str, policy: Policy, *, dry_run: bool = False, now_ns: int |
                 report["kept"].append({"job_id": name, "reason": "running"})
                 continue
             when = view.get("finished_ns") if isinstance(view.get("finished_ns"), int) else view.get("updated_ns")
-            ended.append((when if isinstance(when, int) else 0, name))
-        ended.sort(reverse=True)
-        doomed = [(name, "expired") for when, name in ended if now_ns - when > policy.max_age_days * DAY_NS]
-        young = [name for when, name in ended if now_ns - when <= policy.max_age_days * DAY_NS]
-        doomed += [(name, "over_count") for name in young[policy.max_runs :]]
+            when = when if isinstance(when, int) else 0
+            read_ns = read_mark_ns(jobs, name)
+            if now_ns - max(when, read_ns or 0) <= policy.max_age_days * DAY_NS:
+                continue
+            if read_ns is None:
+                report["kept"].append({"job_id": name, "reason": "unread"})
+                continue
+            doomed.append((name, "expired"))
         for name, reason in doomed:
             try:
                 if not dry_run:

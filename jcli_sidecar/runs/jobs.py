@@ -1,9 +1,13 @@
 """Job records: ``<cwd>/.j-cli/jobs/<job-id>/`` for runs the workspace's sidecar holds (``exec --background``).
 
 A job directory holds ``job.json`` (the record, rewritten whole each time:
-temp file plus rename, so a reader never sees half of one) and
-``output.txt`` (the text the run captured so far, rewritten the same way).
-Every name is reached through an open directory without following a link
+temp file plus rename, so a reader never sees half of one; a temp file a
+failed write left is removed), ``end.json`` (made at the start, full size,
+and written in place only when the end's ``job.json`` could not be: a full
+disk; a reader then reads the job as ended, with ``record_save_failed``)
+and the text the run captured (:mod:`jcli_sidecar.runs.job_output`:
+appended, a bounded tail kept). Every name is reached through an open
+directory without following a link
 (:mod:`jcli_sidecar.base.nofollow`): a symlinked ``.j-cli``, ``jobs``, job
 directory or record is refused, never followed.
 
@@ -24,7 +28,8 @@ import time
 
 from ..base import (
     DIR_MODE,
-    JOB_OUTPUT,
+    JOB_END,
+    JOB_READ,
     JOB_RECORD,
     MANAGED_BY,
     SCHEMA_VERSION,
@@ -55,8 +60,10 @@ __all__ = [
     "job_view",
     "list_jobs",
     "new_job_id",
+    "note_read",
     "read_job",
     "read_job_output",
+    "read_mark_ns",
     "resolve_job",
 ]
 
@@ -65,8 +72,14 @@ JOB_STATES = ("running", "ok", "error", "timeout", "interrupted", "cancelled", "
 ENDED_STATES = frozenset(JOB_STATES[1:])
 #: The largest record read back (a result document is bounded far below this).
 MAX_RECORD_BYTES = 8 * 1024 * 1024
+#: The size of ``end.json``: allocated when the job starts, so writing the end there needs no new space.
+END_SLOT_BYTES = 4096
 _ID = re.compile(r"^\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{8}$")
 _TMP = ".{}.tmp"
+SAVE_FAILED_NOTE = (
+    "the job ended but its record could not be written (a full disk?); its end state is kept, and its sidecar "
+    "writes the whole record (the result, the last text) as soon as it can"
+)
 LOST_NOTE = (
     "the sidecar that held this job stopped without ending it (killed?); what was saved is kept, "
     "and the kernel may still be running the code"
@@ -98,9 +111,16 @@ def _write_atomic(directory: Dir, name: str, data: bytes) -> None:
     except FileNotFoundError:
         pass
     fd = directory.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    directory.rename(tmp, directory, name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        directory.rename(tmp, directory, name)
+    except BaseException:
+        try:
+            directory.unlink(tmp)  # a full disk leaves no half-written temp file behind
+        except OSError:  # gone already, or the directory itself refuses: the write's own error is what counts
+            pass
+        raise
 
 
 def _encode(doc: dict[str, Any]) -> bytes:
@@ -110,19 +130,30 @@ def _encode(doc: dict[str, Any]) -> bytes:
 
 
 class JobRecord:
-    """The holder's handle on one job directory: create it, then rewrite its record and text as the run goes."""
+    """The holder's handle on one job directory: create it, then rewrite its record and append its text as the run goes."""
 
-    __slots__ = ("cwd", "job_id", "dir", "doc")
+    __slots__ = ("cwd", "job_id", "dir", "doc", "output", "unsaved", "save_failures")
 
-    def __init__(self, cwd: str, job_id: str, directory: Dir, doc: dict[str, Any]) -> None:
+    def __init__(self, cwd: str, job_id: str, directory: Dir, doc: dict[str, Any], *, output_max_bytes: int | None = None) -> None:
+        from .job_output import OutputLog
+        from .job_output import output_max_bytes as bound
+
         self.cwd = cwd
         self.job_id = job_id
         self.dir = directory
         self.doc = doc
+        #: The job's text (appended as it comes).
+        self.output = OutputLog(directory, bound(output_max_bytes))
+        #: The end record not yet saved (a full disk): kept here, saved again by :meth:`save_end`.
+        self.unsaved: dict[str, Any] | None = None
+        #: The failures to save the end so far (the first one is reported in the record once saved).
+        self.save_failures: list[dict[str, Any]] = []
 
     @classmethod
-    def create(cls, cwd: str, doc: dict[str, Any]) -> JobRecord:
-        """Make ``.j-cli/jobs/<doc["job_id"]>/`` and write its first record.
+    def create(cls, cwd: str, doc: dict[str, Any], *, output_max_bytes: int | None = None) -> JobRecord:
+        """Make ``.j-cli/jobs/<doc["job_id"]>/``, its full-size ``end.json`` and its first record.
+
+        Nothing of it is left when one step fails.
 
         Raises:
             OutputSaveFailed: the directory or record could not be written (a
@@ -134,13 +165,22 @@ class JobRecord:
         try:
             with open_jobs(cwd, create=True) as jobs:
                 jobs.mkdir(job_id, DIR_MODE)
-                directory = check_dir(jobs.sub(job_id), "job directory")
+                try:
+                    directory = check_dir(jobs.sub(job_id), "job directory")
+                    try:
+                        _make_end_slot(directory)
+                        record = cls(cwd, job_id, directory, {}, output_max_bytes=output_max_bytes)
+                        record.write(doc)
+                    except BaseException:
+                        directory.close()
+                        raise
+                except BaseException:
+                    jobs.remove_tree(job_id, depth=2)
+                    raise
         except LinkRefused as exc:
             raise os_error(exc, "write", f"the job record {place}", path=place) from None
         except OSError as exc:
             raise os_error(exc, "write", f"the job record {place}", path=place) from None
-        record = cls(cwd, job_id, directory, {})
-        record.write(doc)
         return record
 
     @classmethod
@@ -178,14 +218,125 @@ class JobRecord:
         self.write({**self.doc, **fields})
 
     def write_output(self, text: str) -> None:
-        """Replace the captured text (``output.txt``)."""
+        """Append ``text`` to the captured text and write it out now.
+
+        Raises:
+            OutputSaveFailed: it could not be written (what was not is kept, for the next write).
+        """
+        self.output.add(text)
+        self.flush_output()
+
+    def flush_output(self) -> None:
+        """Write out the text queued so far.
+
+        Raises:
+            OutputSaveFailed: it could not be written (what was not is kept, for the next write).
+        """
         try:
-            _write_atomic(self.dir, JOB_OUTPUT, text.encode("utf-8", "replace"))
+            self.output.flush()
+        except LinkRefused as exc:
+            raise os_error(exc, "write", f"the job output {self.dir.path}", path=self.dir.path) from None
         except OSError as exc:
             raise os_error(exc, "write", f"the job output {self.dir.path}", path=self.dir.path) from None
 
+    def finish(self, **fields: Any) -> JcliError | None:
+        """Write the end (``fields``: state, finished_ns, result...): the record, else the end state in place.
+
+        When ``job.json`` cannot be written (a full disk), the end state goes
+        into ``end.json`` (its space was allocated when the job started), so
+        every reader sees the job ended, with ``record_save_failed``; the whole
+        end record is kept in :attr:`unsaved` for :meth:`save_end`, and the
+        failure is returned.
+        """
+        self.unsaved = {**self.doc, **fields}
+        return self.save_end()
+
+    def save_end(self) -> JcliError | None:
+        """Try again to save the end record (and the text still queued); None once both are on disk."""
+        failure: JcliError | None = None
+        if self.output.unwritten():
+            try:
+                self.flush_output()
+            except JcliError as err:
+                failure = err
+        if self.unsaved is not None:
+            doc = dict(self.unsaved)
+            if self.save_failures:
+                doc["end_save_retried"] = {"first_error": self.save_failures[0], "attempts": len(self.save_failures) + 1}
+            if self.output.dropped_unwritten:
+                doc["output_dropped_unwritten"] = self.output.dropped_unwritten
+            try:
+                self.write(doc)
+                self.unsaved = None
+            except JcliError as err:
+                failure = failure or err
+        if failure is not None:
+            self.save_failures.append({"code": failure.code, "message": failure.message, "at_ns": time.time_ns()})
+            if self.unsaved is not None:
+                try:
+                    self._write_end_slot(failure)
+                except OSError:  # nothing more to try now: the record stays as it was until the next attempt
+                    pass
+        return failure
+
+    def _write_end_slot(self, failure: JcliError) -> None:
+        """The end state written in place into ``end.json`` (no new space needed)."""
+        end = self.unsaved or {}
+        slot: dict[str, Any] = {k: end.get(k) for k in _END_FIELDS if k in end}
+        error = slot.get("error")
+        if isinstance(error, dict):
+            slot["error"] = {"code": error.get("code"), "message": str(error.get("message", ""))[:400]}
+        slot["save_error"] = {"code": failure.code, "message": failure.message[:400], "at_ns": time.time_ns()}
+        data = _encode(slot)
+        if len(data) > END_SLOT_BYTES:  # a message that does not fit: the state and the codes do
+            slot = {k: slot[k] for k in ("state", "finished_ns", "executed", "cells_done") if k in slot}
+            slot["save_error"] = {"code": failure.code, "message": "the job record could not be written"}
+            data = _encode(slot)
+        fd = self.dir.open_fd(JOB_END, os.O_WRONLY)
+        try:
+            view = memoryview(data.ljust(END_SLOT_BYTES, b" "))
+            done = 0
+            while done < len(view):
+                done += os.pwrite(fd, view[done:], done)
+        finally:
+            os.close(fd)
+
     def close(self) -> None:
         self.dir.close()
+
+
+#: What ``end.json`` keeps of the end (the result document stays in memory until ``job.json`` is saved).
+_END_FIELDS = ("state", "finished_ns", "executed", "cells_done", "error")
+
+
+def _make_end_slot(directory: Dir) -> None:
+    """``end.json``, full size, blank: the space the end needs when the disk is full by then."""
+    fd = directory.open_fd(JOB_END, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        data = memoryview(b" " * END_SLOT_BYTES)
+        done = 0
+        while done < len(data):
+            done += os.write(fd, data[done:])
+    finally:
+        os.close(fd)
+
+
+def _read_end_slot(directory: Dir) -> dict[str, Any] | None:
+    """The end state ``end.json`` holds, or None (blank, missing, damaged: the record alone counts)."""
+    from ..base import loads
+
+    try:
+        raw = directory.read_bytes(JOB_END)
+    except (OSError, JcliError):  # no slot (a job of an older j-cli), or not readable: the record alone counts
+        return None
+    raw = raw.strip(b" \0\n")
+    if not raw or len(raw) > END_SLOT_BYTES:
+        return None
+    try:
+        slot = loads(raw)
+    except ValueError:
+        return None
+    return slot if isinstance(slot, dict) and slot.get("state") in ENDED_STATES else None
 
 
 def _open_jobs(cwd: str) -> Dir | None:
@@ -225,9 +376,12 @@ def _read_record(jobs: Dir, job_id: str) -> dict[str, Any]:
     """
     from ..base import loads
 
+    slot = None
     try:
         with jobs.sub(job_id) as directory:
             raw = directory.read_bytes(JOB_RECORD)
+            if b'"state":"running"' in raw:
+                slot = _read_end_slot(directory)
     except FileNotFoundError:
         raise JobNotFound(f"no job {job_id} in this workspace (it may have been cleaned)", job_id=job_id) from None
     except LinkRefused as exc:
@@ -244,6 +398,12 @@ def _read_record(jobs: Dir, job_id: str) -> dict[str, Any]:
         raise OutputDataInvalid(f"the record of job {job_id} is not JSON", job_id=job_id) from None
     if not isinstance(doc, dict) or doc.get("managed_by") != MANAGED_BY or doc.get("job_id") != job_id:
         raise OutputDataInvalid(f"the record of job {job_id} is not a j-cli job record", job_id=job_id)
+    if slot is not None and doc.get("state") == "running":  # its end could not be saved whole: it ended all the same
+        doc = {**doc, **{k: slot[k] for k in _END_FIELDS if k in slot}, "running_cell": None}
+        doc["record_save_failed"] = {
+            **(slot.get("save_error") if isinstance(slot.get("save_error"), dict) else {}),
+            "note": SAVE_FAILED_NOTE,
+        }
     return doc
 
 
@@ -326,12 +486,17 @@ def resolve_job(cwd: str, name: str) -> str:
     return matches[0]
 
 
-def read_job_output(cwd: str, job_id: str) -> str:
-    """The text job ``job_id`` captured so far ('' when none yet); reads only.
+def read_job_output(cwd: str, job_id: str, offset: int = 0, limit: int = 4000) -> tuple[str, dict[str, Any]]:
+    """A window of the text job ``job_id`` captured so far, by byte offset (:func:`~jcli_sidecar.runs.job_output.read_window`); reads only.
+
+    Only the window is read, whatever the size of the text.
 
     Raises:
-        JobNotFound, UsageError: as :func:`read_job`.
+        JobNotFound, UsageError: as :func:`read_job`. InvalidWindow: ``offset`` past the end.
+        OutputDataInvalid: the text cannot be read.
     """
+    from .job_output import read_window
+
     jobs = _open_jobs(cwd)
     if jobs is None:
         raise JobNotFound(f"no job {job_id} in this workspace", job_id=job_id)
@@ -339,13 +504,53 @@ def read_job_output(cwd: str, job_id: str) -> str:
         _read_record(jobs, job_id)
         try:
             with jobs.sub(job_id) as directory:
-                return directory.read_bytes(JOB_OUTPUT).decode("utf-8", "replace")
+                return read_window(directory, offset, limit)
         except FileNotFoundError:
-            return ""
+            raise JobNotFound(f"no job {job_id} in this workspace (it may have been cleaned)", job_id=job_id) from None
         except LinkRefused as exc:
             raise UsageError(f"{exc.describe()}; refusing to read a job through it", path=exc.filename, kind=exc.kind) from None
         except OSError as exc:
-            raise os_error(exc, "read", f"the output of job {job_id}") from None
+            raise os_error(exc, "job-output", f"the text of job {job_id}") from None
+
+
+def note_read(cwd: str, views: list[dict[str, Any]]) -> None:
+    """Leave the ``read`` mark in each ended job of ``views`` (its end was just given to someone); best effort.
+
+    The mark (an empty file, its mtime the time of the first read) is what
+    retention waits for (:mod:`jcli_sidecar.runs.job_retention`); the record
+    itself is never touched. A mark that cannot be made (a read-only
+    workspace, another user's) is skipped: the job is then kept as unread.
+    """
+    ended = [str(v["job_id"]) for v in views if v.get("state") in ENDED_STATES and is_job_id(str(v.get("job_id")))]
+    if not ended:
+        return
+    try:
+        jobs = _open_jobs(cwd)
+    except (JcliError, OSError):  # best effort (above): no mark, the job stays
+        return
+    if jobs is None:
+        return
+    with jobs:
+        for job_id in ended:
+            try:
+                with jobs.sub(job_id) as directory:
+                    os.close(directory.open_fd(JOB_READ, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            except (FileExistsError, FileNotFoundError):  # read before, or cleaned meanwhile
+                continue
+            except OSError:  # best effort (above): this job stays unread
+                continue
+
+
+def read_mark_ns(jobs: Dir, job_id: str) -> int | None:
+    """When job ``job_id`` was first read (its ``read`` mark's mtime), or None: never read."""
+    import stat
+
+    try:
+        with jobs.sub(job_id) as directory:
+            info = directory.lstat(JOB_READ)
+    except OSError:  # no mark (or none we can see): never read, so kept (the safe side)
+        return None
+    return info.st_mtime_ns if stat.S_ISREG(info.st_mode) else None
 
 
 def job_on_kernel(cwd: str, kernel_id: str) -> str | None:

@@ -38,6 +38,8 @@ __all__ = ["FLUSH_SECONDS", "HeldJobs", "state_of"]
 
 #: How often a job's captured text is written out while it changes.
 FLUSH_SECONDS = 0.25
+#: An ended job's record that could not be saved (a full disk) is tried again after the first, doubling up to the second.
+SAVE_RETRY_SECONDS = (0.5, 30.0)
 #: Failure codes that name a job's end state (any other failure is ``error``).
 _STATE_OF_CODE = {"TIMEOUT": "timeout", "KERNEL_DIED": "kernel_died", "INTERRUPTED": "interrupted"}
 
@@ -56,7 +58,7 @@ def state_of(status: str | None, code: str | None, *, cancelled: bool) -> str:
 
 
 class _Job:
-    """One job in flight: its record, stop switch, kernel and captured text."""
+    """One job in flight: its record, stop switch, kernel and captured text (appended to the record's output)."""
 
     def __init__(self, job_id: str, record: JobRecord, kernel_id: str) -> None:
         self.job_id = job_id
@@ -66,31 +68,24 @@ class _Job:
         self.stop.defer()  # a cancel is recorded from the start; the run checks it before sending
         self.cancelled = False
         self.done = threading.Event()
-        self.finished_text: list[str] = []  # the text of the notebook cells that ended
-        self.current: list[dict[str, Any]] = []  # the running code's outputs
-        self.dirty = False
-        self.lock = threading.Lock()
-
-    def text(self) -> str:
-        from ..kernel import output_text
-
-        return "".join(self.finished_text) + "".join(output_text(o) for o in self.current)
 
     def on_output(self, *, event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None = None) -> None:
-        with self.lock:
-            self.current = outputs
-            self.dirty = True
+        """Append what a person would see now: a stream's new text, an output's text, a display's new text (a clear appends nothing)."""
+        from ..kernel import output_text
+
+        if event == "stream":
+            text = chunk or ""
+        elif event in ("append", "update"):
+            text = chunk if chunk is not None else output_text(output)
+        else:
+            return
+        self.record.output.add(text)
 
     def flush(self) -> None:
-        with self.lock:
-            if not self.dirty:
-                return
-            self.dirty = False
-            text = self.text()
         try:
-            self.record.write_output(text)
+            self.record.flush_output()
         except JcliError:
-            pass  # the record says what ran; its text is best effort until the end
+            pass  # what was not written stays queued (bounded): the next flush, or the end's save, writes it
 
     def flusher(self) -> None:
         while not self.done.wait(FLUSH_SECONDS):
@@ -104,6 +99,8 @@ class HeldJobs:
         self.kernels = kernels
         self._lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
+        self._unsaved: dict[str, JobRecord] = {}
+        self._stopping = threading.Event()
 
     def running(self) -> int:
         """How many jobs this sidecar holds (running or queued)."""
@@ -155,7 +152,7 @@ class HeldJobs:
             "result": None,
             "error": None,
         }
-        record = JobRecord.create(cwd, doc)
+        record = JobRecord.create(cwd, doc, output_max_bytes=args.get("output_max_bytes"))
         job = _Job(job_id, record, session["kernel_id"])
         with self._lock:
             self._jobs[job_id] = job
@@ -183,10 +180,19 @@ class HeldJobs:
         return {"job_id": job_id, "cancelling": True}
 
     def close(self, signum: int) -> None:
-        """The sidecar is stopping: every job is interrupted (it ends ``interrupted``, its record written)."""
+        """The sidecar is stopping: every job is interrupted (it ends ``interrupted``, its record written).
+
+        An ended job whose record could not be saved gets one last attempt
+        here; if it fails again, ``end.json`` still says how it ended.
+        """
         with self._lock:
             for job in self._jobs.values():
                 job.stop.handle(signum)
+            self._stopping.set()
+            for job_id, record in list(self._unsaved.items()):
+                if record.save_end() is None:
+                    del self._unsaved[job_id]
+                    record.close()
 
     # -- the run, on the job's thread ------------------------------------------------------------
 
@@ -213,18 +219,44 @@ class HeldJobs:
             if claimed:
                 self.kernels.release(session["kernel_id"], job.job_id)
             job.done.set()
-            job.flush()
-            job.dirty = True
-            job.flush()
-            try:
-                job.record.update(**end, running_cell=None, finished_ns=time.time_ns())
-            except JcliError:
-                pass
-            job.record.close()
             job.stop.close()
+            if job.record.finish(**end, running_cell=None, finished_ns=time.time_ns()) is None:
+                job.record.close()
+            else:  # a full disk: the job reads ended (end.json); the record and its last text are saved when space allows
+                self._keep_saving(job.record)
             with self._lock:
                 self._jobs.pop(job.job_id, None)
             self._clean(args)
+
+    def _keep_saving(self, record: JobRecord) -> None:
+        """Save an ended job's record again and again (backing off) until it is on disk, or the sidecar stops."""
+        with self._lock:
+            self._unsaved[record.job_id] = record
+        threading.Thread(target=self._saver, args=(record,), name=f"job-save-{record.job_id}", daemon=True).start()
+
+    def _saver(self, record: JobRecord) -> None:
+        delay = SAVE_RETRY_SECONDS[0]
+        try:
+            while True:
+                stopping = self._stopping.wait(delay)
+                with self._lock:
+                    if record.job_id not in self._unsaved:
+                        return  # saved by close()
+                    if record.save_end() is None:
+                        del self._unsaved[record.job_id]
+                        return
+                if stopping:
+                    return
+                delay = min(delay * 2, SAVE_RETRY_SECONDS[1])
+        finally:
+            with self._lock:
+                if record.job_id not in self._unsaved:
+                    record.close()
+
+    def unsaved(self) -> list[str]:
+        """The ended jobs whose record is not yet on disk (a full disk)."""
+        with self._lock:
+            return sorted(self._unsaved)
 
     def _clean(self, args: dict[str, Any]) -> None:
         """Apply the client's retention policy to ended jobs (best effort, as after a publish)."""
@@ -335,12 +367,6 @@ class _Progress:
         self.job.record.update(cells=len(cell_indexes), notebook=notebook, cell_indexes=cell_indexes)
 
     def on_cell_start(self, *, cell_index: int, cell: dict[str, Any]) -> None:
-        from ..kernel import output_text
-
-        with self.job.lock:  # the cell before is over: its text is kept, the new one's starts empty
-            self.job.finished_text.append("".join(output_text(o) for o in self.job.current))
-            self.job.current = []
-            self.job.dirty = True
         self.job.record.update(running_cell=cell_index, executed=True)
 
     def _ended(self, cell_index: int, line: dict[str, Any]) -> None:

@@ -250,7 +250,7 @@ class Sidecar:
 
     async def _idle_watch(self) -> None:
         while True:
-            if self.jobs.running():  # never idle while it holds a job: the idle time starts when the last one ends
+            if self.jobs.running() or self.jobs.unsaved():  # never idle while it holds a job (or an end it could not save yet)
                 self.last_active = time.monotonic()
             remaining = self.idle_seconds - (time.monotonic() - self.last_active)
             if remaining <= 0 and self.inflight == 0:

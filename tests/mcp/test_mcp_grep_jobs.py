@@ -253,6 +253,8 @@ def test_job_status_and_job_wait_follow_a_real_background_job(ws, kernel_session
     assert "call job_wait again" in held["note"]
     assert progress and all(total == 1.5 and job["job_id"] in message for _, total, message in progress)
     assert [value for value, _, _ in progress] == sorted(value for value, _, _ in progress)
+    mark = ws / ".j-cli" / "jobs" / job["job_id"] / "read"
+    assert not mark.exists()  # a running job's snapshot is no read of its end
 
     barrier.release()
 
@@ -263,4 +265,5 @@ def test_job_status_and_job_wait_follow_a_real_background_job(ws, kernel_session
     waited, ended = call(["--root", str(ws)], after, cwd=ws)
     assert waited["timed_out"] is False and waited["ended"] == [job["job_id"]] and "note" not in waited
     assert waited["jobs"][0]["state"] == "ok"
+    assert mark.is_file()  # the MCP server gave its end: retention may age it from now
     assert ended == status(ws, job["job_id"])  # the CLI's document, field for field

@@ -22,7 +22,7 @@ from helpers import JCLI, run_cli
 
 from jcli_sidecar.base import JobAmbiguous, JobNotFound, UsageError
 from jcli_sidecar.base.process_record import ProcessRecord
-from jcli_sidecar.runs import JobRecord, Policy, clean_jobs, list_jobs, new_job_id, read_job, resolve_job, wait_jobs
+from jcli_sidecar.runs import JobRecord, Policy, clean_jobs, list_jobs, new_job_id, note_read, read_job, resolve_job, wait_jobs
 
 DAY_NS = 86_400 * 1_000_000_000
 
@@ -97,26 +97,42 @@ def test_a_running_job_of_a_live_holder_reads_running(tmp_path):
     assert read_job(str(tmp_path), record.job_id)["state"] == "running"
 
 
-def test_retention_never_cleans_a_running_job_and_cleans_old_or_extra_ended_ones(tmp_path):
+def read_at(ws, record: JobRecord, when_ns: int) -> None:
+    """The job's end is read (the command's own mark), as if at ``when_ns``."""
+    note_read(str(ws), [read_job(str(ws), record.job_id)])
+    mark = ws / ".j-cli" / "jobs" / record.job_id / "read"
+    os.utime(mark, ns=(when_ns, when_ns))
+
+
+def test_retention_never_cleans_a_running_job_and_cleans_old_read_ended_ones_whatever_the_count(tmp_path):
     now = time.time_ns()
     running = make_job(tmp_path, created_ns=now - 30 * DAY_NS)
     old = make_job(tmp_path, "ok", finished_ns=now - 8 * DAY_NS, created_ns=now - 9 * DAY_NS)
+    read_at(tmp_path, old, now - 8 * DAY_NS)
     lost = make_job(tmp_path, holder=dead_holder(), created_ns=now - 3 * DAY_NS)
     young = [make_job(tmp_path, "error", finished_ns=now - i, created_ns=now - 10 - i) for i in range(3)]
+    read_at(tmp_path, young[2], now)
     report = clean_jobs(str(tmp_path), Policy(max_age_days=7, max_runs=2), now_ns=now)
     deleted = {d["job_id"]: d["reason"] for d in report["deleted"]}
-    assert deleted[old.job_id] == "expired"
-    assert running.job_id not in deleted and {"job_id": running.job_id, "reason": "running"} in report["kept"]
-    # a lost job ages from its last update (just now: the newest); the two oldest young ones are over the count of 2
-    assert {k for k, v in deleted.items() if v == "over_count"} == {young[1].job_id, young[2].job_id}
+    assert deleted == {old.job_id: "expired"}
+    assert {"job_id": running.job_id, "reason": "running"} in report["kept"]
+    # jobs do not count with runs: more ended jobs than max_runs, read or not, all stay until their age limit
     left = {j["job_id"] for j in list_jobs(str(tmp_path))}
-    assert left == {running.job_id, lost.job_id, young[0].job_id}
+    assert left == {running.job_id, lost.job_id, *(y.job_id for y in young)}
 
 
-def test_output_clean_also_cleans_ended_jobs(tmp_path):
+def test_output_clean_also_cleans_ended_jobs_once_read(tmp_path):
     old = make_job(tmp_path, "ok", finished_ns=time.time_ns() - 9 * DAY_NS)
     result = run_cli("-j", "output", "clean", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert result.json()["jobs"]["deleted"] == [] and {"job_id": old.job_id, "reason": "unread"} in result.json()["jobs"]["kept"]
+    assert run_cli("-j", "job", "status", old.job_id, cwd=tmp_path).returncode == 0  # its end is read: the mark is left
+    mark = tmp_path / ".j-cli" / "jobs" / old.job_id / "read"
+    assert mark.is_file()
+    result = run_cli("-j", "output", "clean", cwd=tmp_path)
+    assert result.json()["jobs"]["deleted"] == []  # read just now: it stays its age limit from the read
+    os.utime(mark, ns=(time.time_ns() - 8 * DAY_NS,) * 2)
+    result = run_cli("-j", "output", "clean", cwd=tmp_path)
     assert result.json()["jobs"]["deleted"] == [{"job_id": old.job_id, "reason": "expired"}]
 
 
@@ -242,3 +258,46 @@ def test_background_without_a_sidecar_is_a_coded_error_never_a_foreground_run(tm
 def test_queue_without_background_is_a_usage_error(tmp_path):
     result = run_cli("-j", "exec", "main", "-c", "1", "--queue", cwd=tmp_path)
     assert result.returncode == 2 and json.loads(result.stderr)["code"] == "USAGE_ERROR"
+
+
+def test_a_read_mark_that_is_not_a_plain_file_counts_as_unread_and_is_never_followed(tmp_path):
+    now = time.time_ns()
+    linked, folder = make_job(tmp_path, "ok", finished_ns=now - 9 * DAY_NS), make_job(tmp_path, "ok", finished_ns=now - 9 * DAY_NS)
+    target = tmp_path / "elsewhere"
+    target.write_text("keep me")
+    os.symlink(target, tmp_path / ".j-cli" / "jobs" / linked.job_id / "read")
+    (tmp_path / ".j-cli" / "jobs" / folder.job_id / "read").mkdir()
+    report = clean_jobs(str(tmp_path), Policy(max_age_days=7, max_runs=1), now_ns=now)
+    assert report["deleted"] == []
+    assert {k["job_id"] for k in report["kept"] if k["reason"] == "unread"} == {linked.job_id, folder.job_id}
+    assert target.read_text() == "keep me"
+
+
+def test_only_reading_an_ended_job_leaves_the_mark(tmp_path):
+    running = make_job(tmp_path)
+    ended = make_job(tmp_path, "ok", finished_ns=time.time_ns())
+    for args in (("job", "list"), ("job", "status", running.job_id), ("job", "output", running.job_id)):
+        assert run_cli("-j", *args, cwd=tmp_path).returncode == 0
+    assert not any((tmp_path / ".j-cli" / "jobs" / r.job_id / "read").exists() for r in (running, ended))
+    assert run_cli("-j", "job", "output", ended.job_id, cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".j-cli" / "jobs" / ended.job_id / "read").is_file()
+    assert not (tmp_path / ".j-cli" / "jobs" / running.job_id / "read").exists()
+
+
+def test_an_end_slot_that_is_a_link_a_fifo_or_garbage_changes_no_reading(tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"state": "ok", "finished_ns": 1}))
+    for kind in ("link", "fifo", "garbage", "blank"):
+        record = make_job(tmp_path)
+        slot = tmp_path / ".j-cli" / "jobs" / record.job_id / "end.json"
+        assert slot.stat().st_size == 4096 and slot.read_bytes().strip() == b""  # made full size, blank, at the start
+        slot.unlink()
+        if kind == "link":
+            os.symlink(outside, slot)  # a planted "ended": never followed
+        elif kind == "fifo":
+            os.mkfifo(slot)  # never blocks a reader
+        elif kind == "garbage":
+            slot.write_bytes(b'{"state": "ok"' + b"\0" * 5000)
+        else:
+            slot.write_bytes(b" " * 4096)
+        assert read_job(str(tmp_path), record.job_id)["state"] == "running", kind
