@@ -63,6 +63,7 @@ class HeldKernels:
         self._queues: dict[str, list[str]] = {}
         #: job id -> the job directly ahead of it when it was queued (kept true when that one is cancelled while waiting)
         self._ahead: dict[str, str | None] = {}
+        self._running: set[str] = set()  # the jobs that claimed their kernel (heads that run)
         self._freed = threading.Condition(self._lock)
         #: ``foreign(kernel_id)``: the ids of the running jobs the workspace's records show on the
         #: kernel that this sidecar does not hold, oldest first (another sidecar of the same
@@ -129,7 +130,7 @@ class HeldKernels:
         with self._lock:
             line = self._queues.get(kernel_id, [])
             if (line or foreign) and not queue:
-                busy = line[0] if line else foreign[0]
+                busy = min(line[:1] + list(foreign[:1]))  # the oldest: the one running (job ids sort by creation time)
                 raise _busy(busy, "cancel it, or pass --queue to run after it")
             ahead = max(line[-1:] + list(foreign[-1:]), default=None)  # job ids sort by creation time
             self._queues.setdefault(kernel_id, []).append(job_id)
@@ -173,6 +174,7 @@ class HeldKernels:
                     if ended is not None:
                         waiting = [other for other in waiting if not ended(other)]
                     if not waiting:
+                        self._running.add(job_id)
                         return True
                 self._freed.wait(0.25 if waiting else None)
 
@@ -187,6 +189,7 @@ class HeldKernels:
         if not line:
             self._queues.pop(kernel_id, None)
         self._ahead.pop(job_id, None)
+        self._running.discard(job_id)
         self._freed.notify_all()
 
     def wake(self) -> None:
@@ -207,11 +210,13 @@ class HeldKernels:
 
     def busy_with(self, kernel_id: str) -> str | None:
         """The job that makes ``kernel_id`` busy for a run that is not a job: the head of its queue, else one the records show."""
-        head = self.job_on(kernel_id)
-        if head is not None or self.foreign is None:
-            return head
-        found = self.foreign(kernel_id)
-        return found[0] if found else None
+        with self._lock:
+            line = self._queues.get(kernel_id, [])
+            head = line[0] if line else None
+            if head is not None and head in self._running:
+                return head
+        found = self.foreign(kernel_id) if self.foreign is not None else []
+        return min(([head] if head is not None else []) + found[:1], default=None)
 
     @contextlib.contextmanager
     def holding(self, server: JupyterServer, kernel_id: str, *, job_id: str | None = None) -> Iterator[KernelConnection]:
