@@ -179,11 +179,11 @@ class HeldKernels:
                 self._freed.wait(0.25 if waiting else None)
 
     def _leave(self, kernel_id: str, job_id: str) -> None:
-        """``job_id`` leaves the queue (under the lock); the job behind it is now behind the one ahead of it."""
+        """``job_id`` leaves the queue (under the lock); when it never ran, the job behind it is now behind the one ahead of it."""
         line = self._queues.get(kernel_id, [])
         if job_id in line:
             at = line.index(job_id)
-            if at + 1 < len(line):
+            if at + 1 < len(line) and job_id not in self._running:
                 self._ahead[line[at + 1]] = self._ahead.get(job_id)
             line.remove(job_id)
         if not line:
