@@ -228,6 +228,7 @@ class HeldJobs:
         with self._lock:
             for job in self._jobs.values():
                 job.stop.handle(signum)
+        self.kernels.wake()  # a queued job stops waiting (even behind another sidecar's job)
 
     # -- the run, on the job's thread ------------------------------------------------------------
 
@@ -237,13 +238,18 @@ class HeldJobs:
             claimed = self.kernels.claim(
                 session["kernel_id"],
                 job.job_id,
-                cancelled=lambda: job.cancelled,
+                cancelled=lambda: job.cancelled or job.stop.signum is not None,  # cancelled, or the sidecar stops
                 foreign=job.foreign,
                 ended=functools.partial(_over, args["cwd"]),
                 on_ahead=functools.partial(_now_behind, job),
             )
-            if not claimed:  # cancelled while queued: nothing ran
-                end = {"state": "cancelled", "executed": False, "error": {"code": "INTERRUPTED", "message": "cancelled before it started"}}
+            if not claimed:  # cancelled while queued, or the sidecar stopped: nothing ran
+                why = "cancelled before it started" if job.cancelled else "the sidecar stopped before it started"
+                end = {
+                    "state": "cancelled" if job.cancelled else "interrupted",
+                    "executed": False,
+                    "error": {"code": "INTERRUPTED", "message": why},
+                }
                 return
             job.record.update(started_ns=time.time_ns())
             open_kernel = functools.partial(self.kernels.holding, job_id=job.job_id)

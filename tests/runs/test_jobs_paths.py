@@ -74,7 +74,10 @@ def test_through_a_bind_mount_a_kernel_running_a_job_is_busy_and_queued_jobs_kee
     barrier.release()
     ended = wait(ws, last["job_id"])["jobs"][0]
     assert ended["state"] == "ok" and ended["result"]["text"] == "['b', 'a']\n"
-    assert [status(ws, j)["state"] for j in (held["job_id"], behind["job_id"])] == ["ok", "ok"]
+    records = [status(ws, j) for j in (held["job_id"], behind["job_id"])]
+    assert [r["state"] for r in records] == ["ok", "ok"]
+    assert {r["server_url"] for r in records} == {os.environ["JCLI_JUPYTER_SERVER_URL"].rstrip("/")}  # both sidecars name the same kernel
+    assert len({r["holder"]["pid"] for r in records}) == 2
     free = mounted("-j", "exec", kernel_session, "-c", "len(seq)")  # the kernel is free again, through either path
     assert free.returncode == 0 and free.json()["text"].strip() == "2"
 
@@ -91,3 +94,20 @@ def test_through_a_symlinked_directory_the_same_sidecar_refuses_and_queues(ws, k
     assert queued["queued_behind"] == held["job_id"]
     barrier.release()
     assert wait(link, queued["job_id"])["jobs"][0]["result"]["text"] == "['b']\n"
+
+
+def test_a_sidecar_that_stops_ends_its_job_queued_behind_another_sidecars_job(ws, mounted, kernel_session, tmp_path):  # noqa: F811
+    barrier = Barrier(tmp_path, "held")
+    held = start(ws, kernel_session, "-c", "seq = []\n" + barrier.code())
+    barrier.reached()
+    queued = mounted("-j", "exec", kernel_session, "-c", "seq.append('never')", "--background", "--queue")
+    assert queued.returncode == 0, queued.stderr
+    stopped = mounted("-j", "sidecar", "stop")  # it does not wait for the other sidecar's job to end
+    assert stopped.returncode == 0, stopped.stderr
+    ended = status(ws, queued.json()["job_id"])
+    assert ended["state"] == "interrupted" and ended["executed"] is False and ended["started_ns"] is None
+    assert status(ws, held["job_id"])["state"] == "running"
+    barrier.release()
+    assert wait(ws, held["job_id"])["jobs"][0]["state"] == "ok"
+    after = jcli(ws, "exec", kernel_session, "-c", "seq")
+    assert after.returncode == 0 and after.json()["text"].strip() == "[]"
