@@ -17,6 +17,8 @@ __all__, __getattr__ = lazy_face(
         "jobs": (
             "JobRecord",
             "check_kernel_free",
+            "jobs_lock",
+            "jobs_on_kernel",
             "list_jobs",
             "new_job_id",
             "note_read",

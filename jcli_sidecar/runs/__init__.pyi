@@ -5,6 +5,8 @@ from .job_wait import DEFAULT_WAIT_SECONDS as DEFAULT_WAIT_SECONDS
 from .job_wait import wait_jobs as wait_jobs
 from .jobs import JobRecord as JobRecord
 from .jobs import check_kernel_free as check_kernel_free
+from .jobs import jobs_lock as jobs_lock
+from .jobs import jobs_on_kernel as jobs_on_kernel
 from .jobs import list_jobs as list_jobs
 from .jobs import new_job_id as new_job_id
 from .jobs import note_read as note_read

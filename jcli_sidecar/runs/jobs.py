@@ -21,6 +21,7 @@ gone (:class:`~jcli_sidecar.base.process_record.ProcessRecord`) reads as
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -48,6 +49,7 @@ from ..base import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 __all__ = [
@@ -58,6 +60,8 @@ __all__ = [
     "is_job_id",
     "job_on_kernel",
     "job_view",
+    "jobs_lock",
+    "jobs_on_kernel",
     "list_jobs",
     "new_job_id",
     "note_read",
@@ -553,16 +557,60 @@ def read_mark_ns(jobs: Dir, job_id: str) -> int | None:
     return info.st_mtime_ns if stat.S_ISREG(info.st_mode) else None
 
 
-def job_on_kernel(cwd: str, kernel_id: str) -> str | None:
-    """The id of a job of this workspace running on ``kernel_id`` (its holder alive), or None; reads only.
+def jobs_on_kernel(cwd: str, kernel_id: str, *, ended: set[str] | None = None) -> list[dict[str, Any]]:
+    """The jobs of this workspace running or queued on ``kernel_id`` (their holder alive), oldest first; reads only.
 
-    A record that cannot be read counts as no job (it is listed as
-    ``unreadable`` by ``job list``); a lost job holds no kernel.
+    The kernel is named by its id, whatever path named the workspace (a bind
+    mount, a second path: the records are the same files). A record that
+    cannot be read counts as no job (``job list`` shows it ``unreadable``); a
+    lost job holds no kernel. ``ended`` (the caller's, kept between calls)
+    collects the ids of records that are over, which are never read again:
+    a job that ended stays ended.
     """
-    for job in list_jobs(cwd):
-        if job.get("state") == "running" and job.get("kernel_id") == kernel_id:
-            return str(job["job_id"])
-    return None
+    jobs = _open_jobs(cwd)
+    if jobs is None:
+        return []
+    found: list[dict[str, Any]] = []
+    with jobs:
+        names = sorted(n for n in jobs.names() if is_job_id(n))
+        if ended is not None:
+            ended.intersection_update(names)
+        for name in names:
+            if ended is not None and name in ended:
+                continue
+            try:
+                doc = _read_record(jobs, name)
+            except (JcliError, OSError):
+                continue
+            if doc.get("state") in ENDED_STATES and ended is not None:
+                ended.add(name)
+            view = job_view(doc)
+            if view.get("state") == "running" and view.get("kernel_id") == kernel_id:
+                found.append(view)
+    return found
+
+
+def job_on_kernel(cwd: str, kernel_id: str) -> str | None:
+    """The id of the first job of this workspace running on ``kernel_id`` (:func:`jobs_on_kernel`), or None; reads only."""
+    found = jobs_on_kernel(cwd, kernel_id)
+    return str(found[0]["job_id"]) if found else None
+
+
+@contextlib.contextmanager
+def jobs_lock(cwd: str) -> Iterator[None]:
+    """Hold the flock of ``.j-cli/jobs`` (made if missing): a job's place on its kernel is decided and recorded under it.
+
+    Every sidecar of the directory takes the same lock, whatever path
+    named it (the flock is on the directory itself, one inode).
+
+    Raises:
+        OSError, LinkRefused, WorkspaceUnsafe: as :func:`~jcli_sidecar.base.open_jobs`.
+    """
+    import fcntl
+
+    with open_jobs(cwd, create=True) as jobs:
+        fcntl.flock(jobs.fd, fcntl.LOCK_EX)  # closing the directory releases it
+        yield
 
 
 def check_kernel_free(cwd: str, kernel_id: str) -> None:

@@ -1,8 +1,9 @@
 """Background jobs in the sidecar (``exec --background``): runs held by the sidecar, detached from any client.
 
-:meth:`HeldJobs.start` checks the request, finds the session, claims its
-kernel (one job per kernel: ``KERNEL_BUSY`` names the job that holds it,
-unless the request queues behind it), writes the job record
+:meth:`HeldJobs.start` checks the request, finds the session, takes its
+place in its kernel's queue (one job per kernel: ``KERNEL_BUSY`` names the
+job that holds it, unless the request queues behind it; jobs another
+sidecar of the same directory holds count, read from the records), writes the job record
 (:class:`~jcli_sidecar.runs.jobs.JobRecord`) and starts the run on a thread
 of its own; the client gets the job id at once. The run is the core's, the
 one a foreground exec runs: :func:`~jcli_sidecar.kernel.inline_run.run_inline`
@@ -68,6 +69,7 @@ class _Job:
         self.stop.defer()  # a cancel is recorded from the start; the run checks it before sending
         self.cancelled = False
         self.done = threading.Event()
+        self.foreign: list[str] = []  # jobs ahead of it on the kernel that another sidecar holds
 
     def on_output(self, *, event: str, output: dict[str, Any], index: int, outputs: list, chunk: str | None = None) -> None:
         """Append what a person would see now: a stream's new text, an output's text, a display's new text (a clear appends nothing)."""
@@ -101,6 +103,8 @@ class HeldJobs:
         self._jobs: dict[str, _Job] = {}
         self._unsaved: dict[str, JobRecord] = {}
         self._stopping = threading.Event()
+        self._ended: set[str] = set()  # ids of records known to be over (never read again to find a kernel's jobs)
+        self._records = threading.Lock()  # guards _ended
 
     def running(self) -> int:
         """How many jobs this sidecar holds (running or queued)."""
@@ -114,7 +118,7 @@ class HeldJobs:
             JcliError: nothing was started (``SESSION_NOT_FOUND``, ``KERNEL_BUSY``, a record that cannot be written...).
         """
         from ..kernel import find_session
-        from ..runs import JobRecord, new_job_id
+        from ..runs import new_job_id
 
         cwd, kind, key = args["cwd"], args["kind"], args["session"]
         if os.path.realpath(cwd) != workspace:
@@ -123,37 +127,24 @@ class HeldJobs:
             raise ProtocolError("job.start needs kind: inline with code, or notebook with file")
         server = self.kernels.server_of(args["server"])
         session = find_session(server, key)
-        job_id = new_job_id()
         queue = bool(args.get("queue"))
-        behind = self.kernels.job_on(session["kernel_id"])
-        if behind is not None and not queue:
-            self.kernels.claim(session["kernel_id"], job_id)  # raises KERNEL_BUSY naming the job
-        from ..base import ProcessRecord
+        from ..base import os_error
+        from ..runs import jobs_lock
 
-        doc = {
-            "job_id": job_id,
-            "state": "running",
-            "kind": kind,
-            "session": key,
-            "session_id": session["id"],
-            "kernel_id": session["kernel_id"],
-            "file": args.get("file") if kind == "notebook" else None,
-            "cells": args.get("cells") if kind == "notebook" else 1,
-            "cell_spec": args.get("cell_spec"),
-            "cells_done": 0,
-            "running_cell": None,
-            "written_back": [],
-            "executed": False,
-            "queued_behind": behind,
-            "created_ns": time.time_ns(),
-            "started_ns": None,
-            "finished_ns": None,
-            "holder": ProcessRecord.current().to_dict(),
-            "result": None,
-            "error": None,
-        }
-        record = JobRecord.create(cwd, doc, output_max_bytes=args.get("output_max_bytes"))
+        try:
+            with jobs_lock(cwd):  # its place on the kernel, decided and recorded under the lock every sidecar of the directory takes
+                job_id = new_job_id()
+                foreign = self.foreign(cwd, session["kernel_id"])
+                behind = self.kernels.enqueue(session["kernel_id"], job_id, queue=queue, foreign=foreign)  # or KERNEL_BUSY
+                try:
+                    record, doc = self._create(cwd, job_id, kind, key, session, server, args, behind)
+                except BaseException:
+                    self.kernels.release(session["kernel_id"], job_id)
+                    raise
+        except OSError as exc:
+            raise os_error(exc, "write", os.path.join(cwd, ".j-cli", "jobs")) from None
         job = _Job(job_id, record, session["kernel_id"])
+        job.foreign = foreign
         with self._lock:
             self._jobs[job_id] = job
         thread = threading.Thread(target=self._run, args=(job, server, session, args, queue), name=f"job-{job_id}")
@@ -169,6 +160,55 @@ class HeldJobs:
             "queued_behind": behind,
         }
 
+    def foreign(self, cwd: str, kernel_id: str) -> list[str]:
+        """The jobs the records of ``cwd`` show running or queued on ``kernel_id`` that another process holds, oldest first.
+
+        Another sidecar of the same directory (reached by another path: a
+        bind mount, a second name) writes its jobs' records here too; this
+        sidecar's own jobs are in its memory.
+        """
+        from ..base import ProcessRecord
+        from ..runs import jobs_on_kernel
+
+        me = ProcessRecord.current().to_dict()
+        try:
+            with self._records:
+                found = jobs_on_kernel(cwd, kernel_id, ended=self._ended)
+        except (JcliError, OSError):  # records that cannot be read hold no job, as for a foreground run
+            return []
+        return [str(job["job_id"]) for job in found if job.get("holder") != me]
+
+    def _create(
+        self, cwd: str, job_id: str, kind: str, key: str, session: dict[str, Any], server: Any, args: dict[str, Any], behind: str | None
+    ) -> tuple[JobRecord, dict[str, Any]]:
+        from ..base import ProcessRecord
+        from ..runs import JobRecord
+
+        doc = {
+            "job_id": job_id,
+            "state": "running",
+            "kind": kind,
+            "session": key,
+            "session_id": session["id"],
+            "kernel_id": session["kernel_id"],
+            "server_url": server.shown_url,
+            "file": args.get("file") if kind == "notebook" else None,
+            "cells": args.get("cells") if kind == "notebook" else 1,
+            "cell_spec": args.get("cell_spec"),
+            "cells_done": 0,
+            "running_cell": None,
+            "written_back": [],
+            "executed": False,
+            "queued_behind": behind,
+            "created_ns": time.time_ns(),
+            "started_ns": None,
+            "finished_ns": None,
+            "holder": ProcessRecord.current().to_dict(),
+            "result": None,
+            "error": None,
+        }
+        return JobRecord.create(cwd, doc, output_max_bytes=args.get("output_max_bytes")), doc
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Interrupt job ``job_id`` (it ends ``cancelled``): ``{job_id, cancelling}`` (false: this sidecar does not hold it)."""
         with self._lock:
@@ -177,6 +217,7 @@ class HeldJobs:
                 return {"job_id": job_id, "cancelling": False}
             job.cancelled = True
             job.stop.handle(signal.SIGINT)
+        self.kernels.wake()  # a queued job stops waiting
         return {"job_id": job_id, "cancelling": True}
 
     def close(self, signum: int) -> None:
@@ -193,17 +234,28 @@ class HeldJobs:
                 if record.save_end() is None:
                     del self._unsaved[job_id]
                     record.close()
+        self.kernels.wake()  # a queued job stops waiting (even behind another sidecar's job)
 
     # -- the run, on the job's thread ------------------------------------------------------------
 
     def _run(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], queue: bool) -> None:
-        claimed = False
         end: dict[str, Any] = {}
         try:
-            self.kernels.claim(session["kernel_id"], job.job_id, queue=queue, cancelled=lambda: job.cancelled)
-            claimed = self.kernels.job_on(session["kernel_id"]) == job.job_id
-            if not claimed:  # cancelled while queued: nothing ran
-                end = {"state": "cancelled", "executed": False, "error": {"code": "INTERRUPTED", "message": "cancelled before it started"}}
+            claimed = self.kernels.claim(
+                session["kernel_id"],
+                job.job_id,
+                cancelled=lambda: job.cancelled or job.stop.signum is not None,  # cancelled, or the sidecar stops
+                foreign=job.foreign,
+                ended=functools.partial(_over, args["cwd"]),
+                on_ahead=functools.partial(_now_behind, job),
+            )
+            if not claimed:  # cancelled while queued, or the sidecar stopped: nothing ran
+                why = "cancelled before it started" if job.cancelled else "the sidecar stopped before it started"
+                end = {
+                    "state": "cancelled" if job.cancelled else "interrupted",
+                    "executed": False,
+                    "error": {"code": "INTERRUPTED", "message": why},
+                }
                 return
             job.record.update(started_ns=time.time_ns())
             open_kernel = functools.partial(self.kernels.holding, job_id=job.job_id)
@@ -216,8 +268,7 @@ class HeldJobs:
         except Exception as exc:  # a bug: the record still ends
             end = {"state": "error", "error": internal_error(exc).to_dict()}
         finally:
-            if claimed:
-                self.kernels.release(session["kernel_id"], job.job_id)
+            self.kernels.release(session["kernel_id"], job.job_id)  # the next queued job may start
             job.done.set()
             job.stop.close()
             if job.record.finish(**end, running_cell=None, finished_ns=time.time_ns()) is None:
@@ -334,6 +385,24 @@ class HeldJobs:
         code = progress.failure if summary.get("code") is None else summary.get("code")
         state = state_of(summary.get("status"), code, cancelled=job.cancelled)
         return {"state": state, "executed": run.sent, "result": summary, "cells_done": progress.done}
+
+
+def _over(cwd: str, job_id: str) -> bool:
+    """Whether another sidecar's job ``job_id`` is over (or gone, or unreadable: it holds the kernel no more)."""
+    from ..runs import read_job
+
+    try:
+        return read_job(cwd, job_id).get("state") != "running"
+    except (JcliError, OSError):
+        return True
+
+
+def _now_behind(job: _Job, ahead: str | None) -> None:
+    """The job ``job`` waited behind was cancelled while queued: its record names the one now directly ahead."""
+    try:
+        job.record.update(queued_behind=ahead)
+    except JcliError:
+        pass  # best effort: the queue's order is kept in memory
 
 
 def _publish(cwd: str, run_id: str, policy: Any) -> dict[str, Any]:

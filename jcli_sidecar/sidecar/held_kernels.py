@@ -10,6 +10,12 @@ between runs. One is dropped when its kernel died or restarted (seen in
 what arrived while it was idle), when its run did not end cleanly, or after
 :data:`IDLE_SECONDS` unused.
 
+Background jobs claim a kernel through its queue (:meth:`HeldKernels.enqueue`
+when the job is submitted, :meth:`HeldKernels.claim` on the job's thread):
+first in, first out, the head runs; a run that is no job is refused while
+any job runs or waits there, or while the workspace's records show one that
+another sidecar holds (:attr:`HeldKernels.foreign`).
+
 :func:`run_streamed` is the run: the core's
 :func:`~jcli_sidecar.kernel.inline_run.run_inline`, the one the in-process
 path calls, over a held connection, with every output change and the
@@ -53,9 +59,16 @@ class HeldKernels:
         self._idle: dict[_Key, list[tuple[KernelConnection, float]]] = {}
         self._servers: dict[tuple[str, str, tuple[tuple[str, str], ...]], JupyterServer] = {}
         self._runs: dict[str, StopSwitch] = {}
-        #: kernel id -> the background job running on it (one run per kernel while a job holds it)
-        self._jobs: dict[str, str] = {}
+        #: kernel id -> its background jobs, first in first out: the head runs (or is about to), the others wait
+        self._queues: dict[str, list[str]] = {}
+        #: job id -> the job directly ahead of it when it was queued (kept true when that one is cancelled while waiting)
+        self._ahead: dict[str, str | None] = {}
+        self._running: set[str] = set()  # the jobs that claimed their kernel (heads that run)
         self._freed = threading.Condition(self._lock)
+        #: ``foreign(kernel_id)``: the ids of the running jobs the workspace's records show on the
+        #: kernel that this sidecar does not hold, oldest first (another sidecar of the same
+        #: directory, reached by another path). Set by the sidecar; None: no records are read.
+        self.foreign: Callable[[str], list[str]] | None = None
         self.opened = 0
         self.reused = 0
 
@@ -105,44 +118,105 @@ class HeldKernels:
         self.opened += 1
         return KernelConnection(server, kernel_id)
 
-    def claim(self, kernel_id: str, job_id: str, *, queue: bool = False, cancelled: Callable[[], bool] | None = None) -> str | None:
-        """Mark ``kernel_id`` as running job ``job_id``; returns the job it waited behind (or None).
+    def enqueue(self, kernel_id: str, job_id: str, *, queue: bool, foreign: list[str] | tuple[str, ...] = ()) -> str | None:
+        """Put job ``job_id`` in ``kernel_id``'s queue at once (its place is kept first in, first out); returns the job directly ahead (or None).
 
-        With ``queue``, waits until the kernel's job ends (or ``cancelled()``
-        turns true: then returns without claiming, and the caller checks it).
+        ``foreign`` are the jobs the records show on the kernel that another
+        sidecar holds, oldest first: they count as ahead too.
 
         Raises:
-            KernelBusy: another job runs on the kernel (``job_id`` names it) and ``queue`` is false.
+            KernelBusy: a job runs or waits on the kernel (the head is named) and ``queue`` is false.
         """
-        waited = None
         with self._lock:
-            while kernel_id in self._jobs:
-                busy = self._jobs[kernel_id]
-                if not queue:
-                    raise KernelBusy(
-                        f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}), "
-                        "cancel it, or pass --queue to run after it",
-                        job_id=busy,
-                    )
-                waited = busy
-                if cancelled is not None and cancelled():
-                    return waited
-                self._freed.wait(0.25)
-            if cancelled is None or not cancelled():
-                self._jobs[kernel_id] = job_id
-        return waited
+            line = self._queues.get(kernel_id, [])
+            if (line or foreign) and not queue:
+                busy = min(line[:1] + list(foreign[:1]))  # the oldest: the one running (job ids sort by creation time)
+                raise _busy(busy, "cancel it, or pass --queue to run after it")
+            ahead = max(line[-1:] + list(foreign[-1:]), default=None)  # job ids sort by creation time
+            self._queues.setdefault(kernel_id, []).append(job_id)
+            self._ahead[job_id] = ahead
+        return ahead
 
-    def release(self, kernel_id: str, job_id: str) -> None:
-        """Job ``job_id`` no longer runs on ``kernel_id``: the next queued run may start."""
+    def claim(
+        self,
+        kernel_id: str,
+        job_id: str,
+        *,
+        cancelled: Callable[[], bool] | None = None,
+        foreign: list[str] | tuple[str, ...] = (),
+        ended: Callable[[str], bool] | None = None,
+        on_ahead: Callable[[str | None], None] | None = None,
+    ) -> bool:
+        """Wait until job ``job_id`` (put there by :meth:`enqueue`) heads ``kernel_id``'s queue and ``foreign`` jobs have ``ended``; whether it may run.
+
+        False: ``cancelled()`` turned true while it waited; it left the queue
+        (the job behind it now waits behind the one ahead of it). ``on_ahead``
+        is called, on this thread, with the new job directly ahead when the
+        one it waited behind left the queue that way.
+        """
+        waiting = list(foreign)
         with self._lock:
-            if self._jobs.get(kernel_id) == job_id:
-                del self._jobs[kernel_id]
+            seen = self._ahead.get(job_id)
+            while True:
+                if cancelled is not None and cancelled():
+                    self._leave(kernel_id, job_id)
+                    return False
+                line = self._queues.get(kernel_id, [])
+                if self._ahead.get(job_id) != seen and on_ahead is not None:
+                    seen = self._ahead.get(job_id)
+                    self._lock.release()
+                    try:
+                        on_ahead(seen)
+                    finally:
+                        self._lock.acquire()
+                    continue
+                if line[:1] == [job_id]:
+                    if ended is not None:
+                        waiting = [other for other in waiting if not ended(other)]
+                    if not waiting:
+                        self._running.add(job_id)
+                        return True
+                self._freed.wait(0.25 if waiting else None)
+
+    def _leave(self, kernel_id: str, job_id: str) -> None:
+        """``job_id`` leaves the queue (under the lock); when it never ran, the job behind it is now behind the one ahead of it."""
+        line = self._queues.get(kernel_id, [])
+        if job_id in line:
+            at = line.index(job_id)
+            if at + 1 < len(line) and job_id not in self._running:
+                self._ahead[line[at + 1]] = self._ahead.get(job_id)
+            line.remove(job_id)
+        if not line:
+            self._queues.pop(kernel_id, None)
+        self._ahead.pop(job_id, None)
+        self._running.discard(job_id)
+        self._freed.notify_all()
+
+    def wake(self) -> None:
+        """Let every waiting job look again (one of them was cancelled)."""
+        with self._lock:
             self._freed.notify_all()
 
-    def job_on(self, kernel_id: str) -> str | None:
-        """The background job running on ``kernel_id``, if any."""
+    def release(self, kernel_id: str, job_id: str) -> None:
+        """Job ``job_id`` no longer runs on ``kernel_id`` (or never will): the next queued job may start."""
         with self._lock:
-            return self._jobs.get(kernel_id)
+            self._leave(kernel_id, job_id)
+
+    def job_on(self, kernel_id: str) -> str | None:
+        """The background job at the head of ``kernel_id``'s queue (running or about to), if any."""
+        with self._lock:
+            line = self._queues.get(kernel_id)
+            return line[0] if line else None
+
+    def busy_with(self, kernel_id: str) -> str | None:
+        """The job that makes ``kernel_id`` busy for a run that is not a job: the head of its queue, else one the records show."""
+        with self._lock:
+            line = self._queues.get(kernel_id, [])
+            head = line[0] if line else None
+            if head is not None and head in self._running:
+                return head
+        found = self.foreign(kernel_id) if self.foreign is not None else []
+        return min(([head] if head is not None else []) + found[:1], default=None)
 
     @contextlib.contextmanager
     def holding(self, server: JupyterServer, kernel_id: str, *, job_id: str | None = None) -> Iterator[KernelConnection]:
@@ -151,12 +225,9 @@ class HeldKernels:
         A kernel that runs a background job other than ``job_id`` is refused
         (``KERNEL_BUSY``, before any code goes out).
         """
-        busy = self.job_on(kernel_id)
+        busy = self.job_on(kernel_id) if job_id is not None else self.busy_with(kernel_id)
         if busy is not None and busy != job_id:
-            raise KernelBusy(
-                f"the kernel runs background job {busy}; wait for it (j-cli job wait {busy}), cancel it, or pass --queue to run after it",
-                job_id=busy,
-            )
+            raise _busy(busy, "cancel it, or pass --queue to run after it")
         kernel = self.take(server, kernel_id)
         try:
             yield kernel
@@ -289,6 +360,10 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         "dropped": result.dropped,
         "failure": None if failure is None else failure.to_dict(),
     }
+
+
+def _busy(job_id: str, then: str) -> KernelBusy:
+    return KernelBusy(f"the kernel runs background job {job_id}; wait for it (j-cli job wait {job_id}), {then}", job_id=job_id)
 
 
 def proxy_variables(server_args: dict[str, Any]) -> dict[str, str]:

@@ -151,6 +151,7 @@ class Sidecar:
         self.cache.on_insert = self.watcher.notice
         self.kernels = HeldKernels()
         self.jobs = HeldJobs(self.kernels)
+        self.kernels.foreign = lambda kernel_id: self.jobs.foreign(self.workspace, kernel_id) if self.workspace else []
 
     # -- what the ops use ----------------------------------------------------
 
