@@ -24,8 +24,9 @@ __all__ = ["STALL_AT_ENV", "STALL_FIFO_ENV", "stall_point"]
 #: ``inline:staging`` (its run's writer record and first payload staged),
 #: ``write-back:swap:checkpoint``, ``write-back:swap:final`` and
 #: ``pair-sync:swap`` (the new notebook is written beside the old one and
-#: is about to take its place), and ``job-wait:sleeping`` (``job wait``,
-#: its signal handlers in place, is about to sleep between looks).
+#: is about to take its place), ``job-wait:sleeping`` (``job wait``,
+#: its signal handlers in place, is about to sleep between looks), and
+#: ``grep:searching`` (a grep's pattern search was handed to its worker process).
 STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
 _STALLED: set[str] = set()
