@@ -36,6 +36,8 @@ __all__ = ["IDLE_MAX", "SEARCH_SECONDS_ENV", "Searcher", "search_lines", "worker
 
 #: The setting that bounds one grep's regular-expression work, in seconds.
 SEARCH_SECONDS_ENV = "JCLI_GREP_SEARCH_SECONDS"
+# The test hook's variables: the sidecar's, where a search runs (see jcli_sidecar.base.stall).
+_STALL_FIFO_ENV, _STALL_AT_ENV = "JCLI_SIDECAR_TEST_STALL_FIFO", "JCLI_SIDECAR_TEST_STALL_AT"
 #: Idle workers kept for later searches.
 IDLE_MAX = 2
 
@@ -75,7 +77,7 @@ class _Worker:
             proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return None
-        stall_point("grep:searching")  # tests: the worker has the request; the search runs
+        stall_point("grep:searching", _STALL_FIFO_ENV, _STALL_AT_ENV)  # tests: the worker has the request; the search runs
         fd = proc.stdout.fileno()
         head = self._read(fd, 8, deadline)
         if head is None:
