@@ -5,14 +5,16 @@ with ``pread``) and moves through it by byte offsets. It passes a value in
 one of two ways, each linear in the bytes it passes:
 
 * the C walk (:data:`native`, from ``_nbwalk.c``, where the package was built
-  with a compiler): every value is passed by it first, a window at a time,
-  and the offset index reads whole windows of cells through it;
+  with a compiler): every value is passed by it first, and the offset index
+  reads whole windows of cells through it; a string or container longer than
+  the window is walked on one window after another, its state carried over
+  (:meth:`JsonWindow.native_end`), so no value is left to Python for its size;
 * the Python walk (:meth:`JsonWindow.walk_value`): containers by balanced
   brackets, one Python step per bracket, with everything between two
   brackets (short strings included) passed by one possessive pattern; a
   long string (one ``bytes.find``), or one the window cuts, by its quotes
   (an even run of backslashes before a quote ends a string). It runs without the C walk, and decides whenever the C walk hands
-  a value back (anything not plain, or longer than :data:`NATIVE_MAX`), with
+  a value back (anything not plain, or a scalar longer than :data:`NATIVE_MAX`), with
   the same result and the same :class:`~jcli_sidecar.base.boundedjson.Bail`
   or :class:`~jcli_sidecar.base.boundedjson.TooDeep`.
 
@@ -41,8 +43,8 @@ __all__ = ["CHUNK", "JsonWindow", "NATIVE_MAX", "key_text"]
 
 #: How much of the file the window holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
-#: The biggest window the C walk (:data:`native`) is given for one value or
-#: cell; a longer one is walked in Python, a chunk at a time.
+#: The biggest window the C walk (:data:`native`) is given for one scalar
+#: (strings and containers are walked across windows); a longer one is walked in Python.
 NATIVE_MAX = 16 << 20
 _WS = re.compile(rb"[ \t\n\r]*")
 # Everything up to the next bracket in one possessive match (linear, C-speed), short strings included: at
