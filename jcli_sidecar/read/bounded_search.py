@@ -142,11 +142,8 @@ class Searcher:
             SearchTooCostly: the search ran past this grep's bound.
             TimeoutError: it ran past ``until`` (earlier than the bound).
         """
-        if self._worker is None:
-            with _lock:
-                self._worker = _idle.pop() if _idle else None
-            if self._worker is None:
-                self._worker = _Worker()
+        self.start()
+        assert self._worker is not None
         body = marshal.dumps((regex.pattern, regex.flags, text, want, width))
         began = time.monotonic()
         bound = began + self.left
@@ -166,6 +163,14 @@ class Searcher:
                 seconds=self.seconds,
             )
         return [tuple(hit) for hit in marshal.loads(reply)]  # type: ignore[misc]
+
+    def start(self) -> None:
+        """Take an idle worker, or start one: its start then overlaps whatever the caller does before its first search."""
+        if self._worker is None:
+            with _lock:
+                self._worker = _idle.pop() if _idle else None
+            if self._worker is None:
+                self._worker = _Worker()
 
     def close(self) -> None:
         """Give the worker back for the next search (a few kept idle; the rest ended)."""

@@ -205,6 +205,8 @@ def grep_notebooks(
     want = skip + max_hits + 1  # one more than the page: is there a next one?
     searched = 0
     with Searcher() as searcher:
+        if not fixed and units:
+            searcher.start()  # the worker starts while the first file is read
         for unit in units:
             searched += 1
             _check(deadline)
