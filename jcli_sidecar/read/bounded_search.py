@@ -144,7 +144,7 @@ class Searcher:
         """
         self.start()
         assert self._worker is not None
-        body = marshal.dumps((regex.pattern, regex.flags, text, want, width))
+        body = marshal.dumps((regex.pattern, regex.flags, text, want, width, self.left))
         began = time.monotonic()
         bound = began + self.left
         reply = self._worker.ask(body, bound if until is None else min(until, bound))

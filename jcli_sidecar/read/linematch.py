@@ -3,7 +3,7 @@
 Standard library only and nothing of j-cli: :mod:`jcli_sidecar.read.bounded_search` runs this
 very file as the worker process (``python -I -S linematch.py``), so a search there is the
 in-process one exactly. The worker reads length-prefixed ``marshal`` frames on stdin, each
-``(pattern, flags, text, want, width)``, and answers each with the list of up to ``want``
+``(pattern, flags, text, want, width, seconds)``, and answers each with the list of up to ``want``
 ``(line number, column, clipped line)`` of :func:`line_hits`; it ends at end of input.
 """
 
@@ -94,6 +94,27 @@ def _frame(stream) -> bytes | None:
     return body if len(body) == size else None
 
 
+def _cpu_bound(seconds: float) -> None:
+    """End this process (SIGXCPU) once this search has used ``seconds`` of CPU and a little more.
+
+    The parent kills the worker at its bound; this ends it too if the parent is gone (killed
+    mid-search, it can no longer end its worker), so no search runs on for minutes unowned.
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - no such limit here
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    soft = int(used.ru_utime + used.ru_stime + seconds) + 2
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY and soft > hard:
+        soft = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):  # pragma: no cover - the limit stays as it was
+        pass
+
+
 def serve() -> None:
     """The worker's loop: a frame in, its hits out, until end of input."""
     inp, out = sys.stdin.buffer, sys.stdout.buffer
@@ -101,7 +122,8 @@ def serve() -> None:
         body = _frame(inp)
         if body is None:
             return
-        pattern, flags, text, want, width = marshal.loads(body)
+        pattern, flags, text, want, width, seconds = marshal.loads(body)
+        _cpu_bound(seconds)
         reply = marshal.dumps(first_hits(re.compile(pattern, flags), text, want, width))
         out.write(len(reply).to_bytes(8, "little") + reply)
         out.flush()

@@ -9,7 +9,11 @@ in-process search finds (checked here against ``line_hits`` run in-process).
 
 from __future__ import annotations
 
+import marshal
 import os
+import re
+import signal
+import time
 
 import psutil
 import pytest
@@ -121,3 +125,14 @@ def test_the_cli_reports_the_code_and_the_setting(tmp_path):
     coded = run_cli("-j", "notebook", "grep", "(a+)+$", "nb.ipynb", cwd=tmp_path, env={**os.environ, **env})
     assert coded.returncode == 1 and coded.error()["code"] == "SEARCH_TOO_COSTLY"
     assert "(a+)+$" in coded.error()["message"]
+
+
+def test_a_worker_whose_parent_cannot_end_it_ends_itself_past_its_cpu_bound():
+    """The worker caps its own CPU time at the search's bound and a little more, so an orphan never runs on."""
+    worker = bounded_search._Worker()
+    try:
+        body = marshal.dumps(("(a+)+$", int(re.M | re.U), EVIL, 1, 200, 0.5))
+        assert worker.ask(body, time.monotonic() + 120) is None  # no answer: it ended itself
+        assert worker.proc.wait(120) == -signal.SIGXCPU
+    finally:
+        worker.end()
