@@ -75,7 +75,7 @@ class _Worker:
         try:
             proc.stdin.write(len(body).to_bytes(8, "little") + body)
             proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, OSError):  # the worker is gone: no answer, and the caller ends it and says why
             return None
         stall_point("grep:searching", _STALL_FIFO_ENV, _STALL_AT_ENV)  # tests: the worker has the request; the search runs
         fd = proc.stdout.fileno()
@@ -88,9 +88,11 @@ class _Worker:
     def _read(fd: int, size: int, deadline: float) -> bytes | None:
         parts: list[bytes] = []
         have = 0
+        poller = select.poll()  # not select(): a sidecar's descriptors may pass FD_SETSIZE
+        poller.register(fd, select.POLLIN)
         while have < size:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not poller.poll(max(1, int(left * 1000 + 0.999))):
                 return None
             chunk = os.read(fd, min(size - have, 1 << 20))
             if not chunk:
@@ -107,7 +109,7 @@ class _Worker:
             if stream is not None:
                 try:
                     stream.close()
-                except OSError:
+                except OSError:  # a pipe to a killed worker: nothing left to flush
                     pass
 
 
