@@ -12,6 +12,10 @@ a size and at four times that size, and each walk timed on both:
 * ``compact GeoJSON``: one output holding a one-line GeoJSON of 37,500 and 150,000 coordinate
   pairs (a small array repeated, which once cost the Python walk seconds per few megabytes).
 
+Then the 20 MB case (:func:`big_geojson_lines`): a compact notebook whose first output is a GeoJSON
+of 900,000 coordinate pairs, and the same notebook indented; its index build and a read of the next
+cell's 3-byte output, each against reading the file's bytes, and the compact read against the indented.
+
 ``growth`` is the per-byte cost at four times the size over the per-byte cost at one: 1.0 is
 linear, and the target is at most :data:`GROWTH_TARGET`. ``x bytes`` is the big build against
 reading the same bytes (:func:`harness.read_bytes`, the page cache copied out), for scale: a
@@ -62,6 +66,70 @@ def _geojson(path: Path, scale: int) -> None:
         },
     ]
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, separators=(",", ":")))
+
+
+def _big_geojson(path: Path, indent: int | None) -> None:
+    """The 20 MB case: one output holding a GeoJSON of 900,000 coordinate pairs, then a cell whose output is 3 bytes."""
+    coords = [[i * 0.001, -i * 0.002] for i in range(900_000)]
+    geo = {"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords}}]}
+    result = {
+        "output_type": "execute_result",
+        "execution_count": 1,
+        "metadata": {},
+        "data": {"application/geo+json": geo, "text/plain": "<geo>"},
+    }
+    cells = [
+        {"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {}, "source": "g", "outputs": [result]},
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "id": "b",
+            "metadata": {},
+            "source": "1",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok\n"}],
+        },
+    ]
+    doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(doc, indent=indent) if indent else json.dumps(doc, separators=(",", ":")))
+
+
+def big_geojson_lines(walks: dict) -> None:
+    """The compact 20 MB GeoJSON against the same notebook indented, and each against reading its bytes.
+
+    Two figures per layout, best of :data:`REPEATS`: the index build, and a whole in-process read of
+    the next cell's 3-byte output (``read_output(path, 1, 0)``: index, then the output), each as a ratio
+    to reading the file's bytes (the floor any reader that looks at every byte pays).
+    """
+    from jcli_sidecar.read.reader import read_output
+
+    paths = {"compact": WORK / "walk_geo20_compact.ipynb", "indented": WORK / "walk_geo20_indented.ipynb"}
+    for layout, path in paths.items():
+        if not path.exists():
+            _big_geojson(path, None if layout == "compact" else 1)
+    print()
+    print(f"{'20 MB GeoJSON':13s} {'MB':>5s}  {'walk':11s} {'bytes':>8s} {'index':>9s} {'x bytes':>8s} {'read next':>10s} {'x bytes':>8s}")
+    best: dict = {}
+    for _ in range(REPEATS):
+        for layout, path in paths.items():
+            start = time.perf_counter()
+            read_bytes(path)
+            best["floor", layout] = min(best.get(("floor", layout), float("inf")), time.perf_counter() - start)
+            for walk, native in walks.items():
+                with mock.patch.object(jsonscan, "native", native):
+                    best["index", walk, layout] = min(best.get(("index", walk, layout), float("inf")), build_seconds(path))
+                    start = time.perf_counter()
+                    assert read_output(str(path), 1, 0)["stream"]["data"] == "ok\n"
+                    best["read", walk, layout] = min(best.get(("read", walk, layout), float("inf")), time.perf_counter() - start)
+    for walk in walks:
+        for layout, path in paths.items():
+            floor = best["floor", layout]
+            index, read = best["index", walk, layout], best["read", walk, layout]
+            print(
+                f"{layout:13s} {path.stat().st_size / 1e6:5.1f}  {walk:11s} {floor * 1e3:6.1f}ms {index * 1e3:7.1f}ms "
+                f"{index / floor:7.1f}x {read * 1e3:8.1f}ms {read / floor:7.1f}x"
+            )
+        compact, indented = best["read", walk, "compact"], best["read", walk, "indented"]
+        print(f"{'':13s} {'':5s}  {walk:11s} compact read / indented read: {compact / indented:.2f}")
 
 
 def _lines(path: Path, scale: int) -> None:
@@ -138,6 +206,7 @@ def main() -> int:
                 f"{name:27s} {big.stat().st_size / 1e6:5.1f}  {walk:11s} {best[walk, small] * 1e3:6.1f}ms {best[walk, big] * 1e3:7.1f}ms "
                 f"{best[walk, big] / floor:7.1f}x  {growth:.2f} (<= {GROWTH_TARGET:g}) {verdict}"
             )
+    big_geojson_lines(walks)
     return 0
 
 

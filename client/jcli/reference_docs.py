@@ -156,6 +156,8 @@ def shown_default(row: Setting) -> str:
         return "on" if row.default else "off"
     if row.kind in ("flag", "text", "secret"):
         return "unset"
+    if isinstance(row.default, int):
+        return str(row.default)  # whole numbers in full (64 MiB is 67108864, not 6.71089e+07)
     return f"{row.default:g}"
 
 

@@ -57,6 +57,7 @@ __all__, __getattr__ = lazy_face(
             "RenderFailed",
             "RendererUnavailable",
             "RunNotFound",
+            "SearchTooCostly",
             "ServerError",
             "ServerNotRunning",
             "ServerUnavailable",

@@ -79,6 +79,7 @@ __all__ = [
     "RunNotFound",
     "RuntimeDirUnsafe",
     "RuntimeDirUnusable",
+    "SearchTooCostly",
     "ServerError",
     "ServerNotRunning",
     "ServerUnavailable",
@@ -340,6 +341,12 @@ class Timeout(JcliError, TimeoutError):
     """A run or read went past its deadline (for the sidecar: ``JCLI_SIDECAR_REQUEST_SECONDS``)."""
 
     code = "TIMEOUT"
+
+
+class SearchTooCostly(JcliError):
+    """``notebook grep``: the pattern's search ran past its bound (``JCLI_GREP_SEARCH_SECONDS``; ``seconds``), as one that backtracks without end does (``(a+)+$``); the search is ended, nothing else waits on it."""
+
+    code = "SEARCH_TOO_COSTLY"
 
 
 class Interrupted(JcliError):

@@ -207,6 +207,14 @@ SETTINGS: dict[str, Setting] = {
             expect="seconds > 0",
         ),
         _number(
+            "JCLI_GREP_SEARCH_SECONDS",
+            20.0,
+            "how long the pattern matching of one notebook grep may take (in a worker process) before it is a SEARCH_TOO_COSTLY",
+            minimum=0,
+            above_minimum=True,
+            expect="seconds > 0",
+        ),
+        _number(
             "JCLI_SIDECAR_HELLO_SECONDS",
             1.0,
             "how long a client waits for a sidecar's hello before reading in-process and leaving that sidecar alone",

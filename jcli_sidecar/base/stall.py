@@ -26,17 +26,23 @@ __all__ = ["STALL_AT_ENV", "STALL_FIFO_ENV", "stall_point"]
 #: ``pair-sync:swap`` (the new notebook is written beside the old one and
 #: is about to take its place; where names cannot be swapped, each has an
 #: ``:aside`` step too: the file read is moved aside and the name is free),
-#: and ``job-wait:sleeping`` (``job wait``,
-#: its signal handlers in place, is about to sleep between looks).
+#: ``job-wait:sleeping`` (``job wait``, its signal handlers in place, is
+#: about to sleep between looks), and ``grep:searching`` (a grep's pattern
+#: search was handed to its worker process; this one is set with the
+#: sidecar's variables, the grep runs there).
 STALL_FIFO_ENV = "JCLI_EXEC_TEST_STALL_FIFO"
 STALL_AT_ENV = "JCLI_EXEC_TEST_STALL_AT"
 _STALLED: set[str] = set()
 
 
-def stall_point(step: str) -> None:
-    """The env-gated stall of :data:`STALL_FIFO_ENV` (once per step and process); inert when unset."""
-    fifo = os.environ.get(STALL_FIFO_ENV)
-    if not fifo or os.environ.get(STALL_AT_ENV) != step or step in _STALLED:
+def stall_point(step: str, fifo_env: str = STALL_FIFO_ENV, at_env: str = STALL_AT_ENV) -> None:
+    """The env-gated stall of :data:`STALL_FIFO_ENV` (once per step and process); inert when unset.
+
+    A step that runs in the sidecar too names the sidecar's hook variables
+    (``JCLI_SIDECAR_TEST_STALL_FIFO``, ``..._AT``) as ``fifo_env`` and ``at_env``.
+    """
+    fifo = os.environ.get(fifo_env)
+    if not fifo or os.environ.get(at_env) != step or step in _STALLED:
         return
     _STALLED.add(step)
     with open(fifo, "w", encoding="utf-8") as out:

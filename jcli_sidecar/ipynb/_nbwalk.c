@@ -15,6 +15,9 @@
  *     close more than they open, nesting deeper than limit, an empty scalar.
  * cells(buffer, pos, limit, base) -> the spans of the whole cells from
  *     buffer[pos] on, as nbindex records them (see cells() below).
+ * resume(buffer, pos, limit, depth, state) -> a string or container walked a
+ *     window at a time, the state carried from one window to the next, so a
+ *     value of any size is passed in one linear pass (see resume() below).
  *
  * Neither raises for what the buffer holds, reads outside it, or decodes
  * anything: whatever is not plain (an escaped or non-ASCII key, a duplicate
@@ -344,11 +347,101 @@ value_end(PyObject *module, PyObject *args)
     return PyLong_FromSsize_t(end);
 }
 
+/*
+ * The walk of a string or container from b[i], carried across windows:
+ * depth is the nesting so far (0 before the value's first byte), *state
+ * bit 1 "inside a string", bit 2 "the byte before was an escaping
+ * backslash". Every byte is looked at once: a string by memchr to its next
+ * quote and backslash (each found once: the quote is kept while it lies
+ * ahead), a container by the stops table. The end is where value_at finds
+ * it: a backslash escapes the byte after it, so a quote after an even run
+ * of backslashes ends the string, as string_end decides looking back.
+ * Returns the index after the value; -1 at the buffer's end (*depth and
+ * *state say where the walk is); -2 where value_at gives -2.
+ */
+static Py_ssize_t
+resume_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, long limit, long *depth_io, int *state_io)
+{
+    long depth = *depth_io;
+    int state = *state_io;
+    Py_ssize_t quote = -1; /* the next quote at or after i, inside a string, once found */
+    while (i < n) {
+        if (state & 2) { /* the escaped byte */
+            state &= ~2;
+            i++;
+            continue;
+        }
+        if (state & 1) {
+            if (quote < i) {
+                const unsigned char *q = memchr(b + i, '"', (size_t)(n - i));
+                quote = q == NULL ? n : q - b;
+            }
+            const unsigned char *bs = memchr(b + i, '\\', (size_t)(quote - i));
+            if (bs != NULL) { /* an escape before the quote: pass it and the byte it escapes */
+                i = bs - b + 1;
+                state |= 2;
+                continue;
+            }
+            if (quote == n) { /* the string runs past the buffer */
+                i = n;
+                break;
+            }
+            i = quote + 1;
+            state &= ~1;
+            if (depth == 0) {
+                *depth_io = depth;
+                *state_io = state;
+                return i;
+            }
+            continue;
+        }
+        unsigned char c = b[i];
+        if (!stops[c]) {
+            if (depth == 0) /* not a string or container: value_at's to pass */
+                return -2;
+            i++;
+            continue;
+        }
+        i++;
+        if (c == '"') {
+            state |= 1;
+            continue;
+        }
+        depth += (c == '[' || c == '{') ? 1 : -1;
+        if (depth == 0) {
+            *depth_io = depth;
+            *state_io = state;
+            return i;
+        }
+        if (depth < 0 || depth > limit)
+            return -2;
+    }
+    *depth_io = depth;
+    *state_io = state;
+    return -1;
+}
+
+static PyObject *
+resume(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end;
+    long limit, depth;
+    int state;
+    if (!PyArg_ParseTuple(args, "y*nlli:resume", &view, &pos, &limit, &depth, &state))
+        return NULL;
+    end = pos < 0 || pos > view.len ? -2 : resume_at(view.buf, view.len, pos, limit, &depth, &state);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nli)", end, depth, state);
+}
+
 static PyMethodDef methods[] = {
     {"value_end", value_end, METH_VARARGS,
      "value_end(buffer, pos, limit) -> the index after the JSON value at pos; -1: past the buffer; -2: the walk decides."},
     {"cells", cells, METH_VARARGS,
      "cells(buffer, pos, limit, base) -> (spans, stop, closed): the whole cells from pos on."},
+    {"resume", resume, METH_VARARGS,
+     "resume(buffer, pos, limit, depth, state) -> (end, depth, state): a string or container walked across windows; end -1: go on in the next."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -364,7 +457,7 @@ PyInit__nbwalk(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    PyObject *all = Py_BuildValue("(ss)", "cells", "value_end");
+    PyObject *all = Py_BuildValue("(sss)", "cells", "resume", "value_end");
     if (all == NULL || PyModule_AddObject(m, "__all__", all) < 0) {
         Py_XDECREF(all);
         Py_DECREF(m);

@@ -5,14 +5,16 @@ with ``pread``) and moves through it by byte offsets. It passes a value in
 one of two ways, each linear in the bytes it passes:
 
 * the C walk (:data:`native`, from ``_nbwalk.c``, where the package was built
-  with a compiler): every value is passed by it first, a window at a time,
-  and the offset index reads whole windows of cells through it;
+  with a compiler): every value is passed by it first, and the offset index
+  reads whole windows of cells through it; a string or container longer than
+  the window is walked on one window after another, its state carried over
+  (:meth:`JsonWindow.native_end`), so no value is left to Python for its size;
 * the Python walk (:meth:`JsonWindow.walk_value`): containers by balanced
   brackets, one Python step per bracket, with everything between two
   brackets (short strings included) passed by one possessive pattern; a
   long string (one ``bytes.find``), or one the window cuts, by its quotes
   (an even run of backslashes before a quote ends a string). It runs without the C walk, and decides whenever the C walk hands
-  a value back (anything not plain, or longer than :data:`NATIVE_MAX`), with
+  a value back (anything not plain, or a scalar longer than :data:`NATIVE_MAX`), with
   the same result and the same :class:`~jcli_sidecar.base.boundedjson.Bail`
   or :class:`~jcli_sidecar.base.boundedjson.TooDeep`.
 
@@ -41,8 +43,8 @@ __all__ = ["CHUNK", "JsonWindow", "NATIVE_MAX", "key_text"]
 
 #: How much of the file the window holds at once (a value it skips is never held whole).
 CHUNK = 1 << 20
-#: The biggest window the C walk (:data:`native`) is given for one value or
-#: cell; a longer one is walked in Python, a chunk at a time.
+#: The biggest window the C walk (:data:`native`) is given for one scalar
+#: (strings and containers are walked across windows); a longer one is walked in Python.
 NATIVE_MAX = 16 << 20
 _WS = re.compile(rb"[ \t\n\r]*")
 # Everything up to the next bracket in one possessive match (linear, C-speed), short strings included: at
@@ -52,19 +54,24 @@ _PAST_STRINGS = re.compile(rb'(?:[^"\[\]{}]++|"[^"\\]{0,512}+(?:\\.[^"\\]{0,512}
 _SCALAR_END = re.compile(rb"[,\]}]")
 _QUOTE, _BACKSLASH, _COMMA = 0x22, 0x5C, 0x2C
 _OPEN = (0x5B, 0x7B)  # [ {
+_CARRIED = (0x22, 0x5B, 0x7B)  # " [ {: the values the C walk carries from one window to the next
 _SPACE = b" \t\n\r"
 
 
 class JsonWindow:
     """A bounded view of the file: the bytes from ``base`` on, refilled by ``pread``."""
 
-    __slots__ = ("fd", "size", "base", "buf")
+    __slots__ = ("fd", "size", "base", "buf", "scanned", "steps", "fetched")
 
     def __init__(self, fd: int, size: int) -> None:
         self.fd = fd
         self.size = size
         self.base = 0
         self.buf = b""
+        #: The walk's work, for tests: bytes handed to the C walk, steps of the Python walk, bytes read.
+        self.scanned = 0
+        self.steps = 0
+        self.fetched = 0
 
     @classmethod
     def over(cls, data: bytes) -> JsonWindow:
@@ -89,6 +96,7 @@ class JsonWindow:
             buf += more
         self.buf = buf
         self.base = pos
+        self.fetched += len(buf)
         return buf, 0
 
     def at_end(self, pos: int) -> bool:
@@ -144,6 +152,7 @@ class JsonWindow:
                 carried = len(buf) - 1 - j
                 k = self.base + len(buf)
         while True:
+            self.steps += 1
             if self.at_end(k):
                 raise Bail("unterminated string")
             buf, rel = self.at(k)
@@ -184,20 +193,47 @@ class JsonWindow:
     def native_end(self, pos: int, limit: int) -> int | None:
         """The end of the value at ``pos`` found by the C walk, or None (the Python walk decides).
 
-        The C walk stops where the walk would; a value that runs past the
-        window is tried again on a longer one read from ``pos``, up to
+        The C walk stops where the walk would. A string or container that
+        runs past the window is walked on from where the window ends, a
+        window at a time, with the walk's state carried over (``resume``):
+        one pass, whatever the value's size. A scalar that runs past it is
+        tried again on a longer window read from ``pos``, up to
         :data:`NATIVE_MAX`.
         """
-        need = 1
+        buf, rel = self.at(pos)
+        end = native.value_end(buf, rel, limit)
+        self.scanned += (end if end >= 0 else len(buf)) - rel
+        if end >= 0:
+            return self.base + end
+        if end < -1 or self.base + len(buf) >= self.size:
+            return None
+        if buf[rel] in _CARRIED:
+            return self._resumed_end(pos, limit)
+        need = len(buf) - rel + 1
         while True:
             buf, rel = self.at(pos, need)
             end = native.value_end(buf, rel, limit)
+            self.scanned += (end if end >= 0 else len(buf)) - rel
             if end >= 0:
                 return self.base + end
             have = len(buf) - rel
             if end < -1 or self.base + len(buf) >= self.size or have >= NATIVE_MAX:
                 return None
             need = min(have + 1 if have < CHUNK else have * 4, NATIVE_MAX)
+
+    def _resumed_end(self, pos: int, limit: int) -> int | None:
+        """The end of the string or container at ``pos``, walked in C one window after another."""
+        depth = state = 0
+        i = pos
+        while True:
+            buf, rel = self.at(i)
+            self.scanned += len(buf) - rel
+            end, depth, state = native.resume(buf, rel, limit, depth, state)
+            if end >= 0:
+                return self.base + end
+            i = self.base + len(buf)
+            if end < -1 or i >= self.size:
+                return None  # the Python walk says what is wrong
 
     def walk_value(self, pos: int, limit: int) -> int:
         """The exact walk past the value at ``pos``: string by string and bracket by bracket."""
@@ -223,6 +259,7 @@ class JsonWindow:
         depth = 0
         i = pos
         while True:
+            self.steps += 1
             if self.at_end(i):
                 raise Bail("unbalanced brackets")
             buf, rel = self.at(i)

@@ -226,7 +226,9 @@ def _native_cells(window: JsonWindow, cell: Callable[[int, int], tuple[CellSpan,
     """The ``cells`` array at ``pos`` as :meth:`JsonWindow.elements` reads it with ``cell``, whole windows of cells in C.
 
     A cell the C walk hands back (anything not plain), or one longer than
-    :data:`~jcli_sidecar.ipynb.jsonscan.NATIVE_MAX`, is read by ``cell``.
+    :data:`~jcli_sidecar.ipynb.jsonscan.CHUNK`, is read by ``cell``: its
+    members one by one, each value passed by the C walk a window at a time.
+    Each byte is looked at a bounded number of times, whatever the cells' sizes.
     """
     i = window.skip_ws(window.expect(pos, 0x5B))
     found: list[CellSpan] = []
@@ -237,21 +239,23 @@ def _native_cells(window: JsonWindow, cell: Callable[[int, int], tuple[CellSpan,
     while True:
         buf, rel = window.at(i, need)
         spans, stop, closed = jsonscan.native.cells(buf, rel, limit - 1, window.base)  # type: ignore[union-attr]
+        window.scanned += len(buf) - rel
         for start, end, outputs in spans:
             found.append(CellSpan(start, end, None, None) if outputs is None else CellSpan(start, end, outputs[0], outputs[1]))
         if closed:
             return found, stop
         have = window.base + len(buf) - stop
-        if closed is None or not spans and (have >= jsonscan.NATIVE_MAX or window.base + len(buf) >= window.size):
-            span, end = cell(stop, limit - 1)  # the Python walk reads it, and says what is wrong
+        if closed is None or not spans and (have >= jsonscan.CHUNK or window.base + len(buf) >= window.size):
+            # A cell longer than a chunk, or one the C walk hands back: read key by key (each value
+            # passed by the C walk, across windows), and the Python walk says what is wrong, if anything.
+            span, end = cell(stop, limit - 1)
             found.append(span)
             after = window.after(end, 0x5D)
             if after < 0:
                 return found, -after
             i, need = window.skip_ws(after), 1
             continue
-        i = stop  # the cell at stop runs past the window: read again from there, longer if it was alone
-        need = have + 1 if spans or have < jsonscan.CHUNK else min(have * 4, jsonscan.NATIVE_MAX)
+        i, need = stop, have + 1  # the cell at stop runs past the window: read again from there
 
 
 def cell_span(raw: bytes) -> CellSpan:

@@ -21,14 +21,16 @@ import contextlib
 import re
 import time
 
-from ..base import SCHEMA_VERSION, JcliError, NotebookReadFailed, Timeout, UsageError
+from ..base import SCHEMA_VERSION, InternalError, JcliError, NotebookReadFailed, SearchTooCostly, Timeout, UsageError
 from ..ipynb import stable_read
+from .bounded_search import Searcher
+from .linematch import LINE_CHARS, clip_line, first_hits, line_hits
 from .notebook_walk import search_units
 from .text_parts import notebook_parts, percent_parts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterator
+    from collections.abc import Callable, Generator
     from typing import Any
 
     from ..ipynb import NotebookFile
@@ -50,55 +52,8 @@ __all__ = [
 #: Hits per page unless ``max_hits`` says otherwise, and the most one page may hold.
 DEFAULT_MAX_HITS = 50
 MAX_HITS_LIMIT = 1000
-#: A hit's line is clipped to about this many characters around the match.
-LINE_CHARS = 200
 #: Files with problems listed in full; the rest are counted.
 MAX_PROBLEMS = 20
-_BEFORE = 60  # characters kept before the match in a clipped line
-
-
-def line_hits(regex: re.Pattern[str], text: str) -> Iterator[tuple[int, str, int, int]]:
-    """``(line number from 1, line, match start, match end)`` of each line of ``text`` that matches.
-
-    Example:
-        >>> list(line_hits(re.compile("b+", re.M), "abb\\nc\\nb"))
-        [(1, 'abb', 1, 3), (3, 'b', 0, 1)]
-    """
-    pos = 0
-    line_no = 1
-    counted = 0  # line_no is the number of the line that starts at counted
-    size = len(text)
-    while pos < size:  # a final newline ends the last line; it starts none
-        found = regex.search(text, pos)
-        if found is None or found.start() >= size:
-            return
-        start = text.rfind("\n", pos, found.start()) + 1 if found.start() > pos else pos
-        start = max(start, pos)
-        end = text.find("\n", start)
-        end = size if end < 0 else end
-        line_no += text.count("\n", counted, start)
-        counted = start
-        line = text[start:end]
-        own = found if found.end() <= end else regex.search(line)  # a match that ran past the line: the line alone decides
-        if own is not None:
-            offset = start if own is found else 0
-            yield line_no, line.removesuffix("\r"), own.start() - offset, own.end() - offset
-        pos = end + 1
-
-
-def clip_line(line: str, start: int, end: int, width: int = LINE_CHARS) -> str:
-    """``line``, or ``width`` characters of it from a little before the match (cuts marked ``…``).
-
-    Example:
-        >>> clip_line("x" * 100 + "HIT" + "y" * 300, 100, 103, width=20)
-        '…xxxxxxxxxxxHITyyyyyy…'
-    """
-    if len(line) <= width:
-        return line
-    first = max(0, start - min(_BEFORE, max(width - (end - start), 0) // 2 + 3))
-    last = min(len(line), first + width)
-    first = max(0, min(first, last - width))
-    return ("…" if first > 0 else "") + line[first:last] + ("…" if last < len(line) else "")
 
 
 def compile_pattern(pattern: str, fixed: bool, ignore_case: bool) -> re.Pattern[str]:
@@ -131,7 +86,7 @@ def _parts(unit: SearchUnit, load: Callable[[str], NotebookFile], outputs: bool)
     yield from notebook_parts(load(unit.real), outputs=outputs and unit.outputs)
 
 
-def _hit(unit: SearchUnit, part: Part, line_no: int, line: str, start: int, end: int) -> dict[str, Any]:
+def _hit(unit: SearchUnit, part: Part, line_no: int, column: int, clipped: str) -> dict[str, Any]:
     hit: dict[str, Any] = {"path": unit.path, "cell": part.cell}
     if part.output is None:
         hit["cell_type"] = part.kind
@@ -140,13 +95,36 @@ def _hit(unit: SearchUnit, part: Part, line_no: int, line: str, start: int, end:
         hit["kind"] = part.kind
         if part.name is not None:
             hit["name"] = part.name
-    clipped = clip_line(line, start, end)
-    hit.update(line=line_no, column=start, text=clipped)
+    hit.update(line=line_no, column=column, text=clipped)
     return hit
 
 
+def _lines(
+    regex: re.Pattern[str], fixed: bool, searcher: Searcher, text: str, want: int, deadline: float | None
+) -> list[tuple[int, int, str]]:
+    """``(line number, column, clipped line)`` of up to ``want`` matching lines of ``text``.
+
+    A literal pattern (``fixed``) cannot backtrack: it is searched here. Any other runs in the
+    searcher's worker, bounded (:mod:`jcli_sidecar.read.bounded_search`).
+    """
+    if fixed:
+        return first_hits(regex, text, want)
+    try:
+        return searcher.hits(regex, text, want, LINE_CHARS, until=deadline)
+    except TimeoutError:
+        raise _past_budget() from None
+
+
 def _unit_hits(
-    unit: SearchUnit, regex: re.Pattern[str], want: int, sources: bool, outputs: bool, load, deadline: float | None
+    unit: SearchUnit,
+    regex: re.Pattern[str],
+    fixed: bool,
+    searcher: Searcher,
+    want: int,
+    sources: bool,
+    outputs: bool,
+    load,
+    deadline: float | None,
 ) -> list[dict[str, Any]]:
     """Up to ``want`` hits of one file, read again from the start when it changes meanwhile."""
 
@@ -157,10 +135,10 @@ def _unit_hits(
                 _check(deadline)
                 if part.text is None or not (sources and unit.sources if part.output is None else outputs):
                     continue
-                for found in line_hits(regex, part.text):
+                for found in _lines(regex, fixed, searcher, part.text, want - len(hits), deadline):
                     hits.append(_hit(unit, part, *found))
-                    if len(hits) >= want:
-                        return hits
+                if len(hits) >= want:
+                    return hits
         return hits
 
     return stable_read(search, unit.path)
@@ -169,7 +147,11 @@ def _unit_hits(
 def _check(deadline: float | None) -> None:
     """Raise the budget's :class:`~jcli_sidecar.base.errors.Timeout` once ``deadline`` (``time.monotonic``) has passed."""
     if deadline is not None and time.monotonic() >= deadline:
-        raise Timeout("the search ran past its time budget here; it goes on in-process", grep_budget=True)
+        raise _past_budget()
+
+
+def _past_budget() -> Timeout:
+    return Timeout("the search ran past its time budget here; it goes on in-process", grep_budget=True)
 
 
 def grep_notebooks(
@@ -202,6 +184,8 @@ def grep_notebooks(
     Raises:
         UsageError: a bad pattern or bound. FileNotFound: a path given does not exist.
         Timeout: past ``budget`` (``details["grep_budget"]``).
+        SearchTooCostly: the pattern's matching ran past ``JCLI_GREP_SEARCH_SECONDS`` (it runs in a worker
+            process, ended then: see :mod:`jcli_sidecar.read.bounded_search`).
 
     Example:
         >>> doc = grep_notebooks("warned", ["examples/demo.ipynb"])
@@ -220,20 +204,25 @@ def grep_notebooks(
     hits: list[dict[str, Any]] = []
     want = skip + max_hits + 1  # one more than the page: is there a next one?
     searched = 0
-    for unit in units:
-        searched += 1
-        _check(deadline)
-        try:
-            hits += _unit_hits(unit, regex, want - len(hits), sources, outputs, load, deadline)
-        except JcliError as err:
-            problems.append({"path": unit.path, "code": err.code, "message": err.message.replace(unit.real, unit.path)})
-        except OSError as exc:
-            from ..ipynb import coded_read_error
+    with Searcher() as searcher:
+        if not fixed and units:
+            searcher.start()  # the worker starts while the first file is read
+        for unit in units:
+            searched += 1
+            _check(deadline)
+            try:
+                hits += _unit_hits(unit, regex, fixed, searcher, want - len(hits), sources, outputs, load, deadline)
+            except (SearchTooCostly, InternalError):
+                raise  # the search itself, not this file
+            except JcliError as err:
+                problems.append({"path": unit.path, "code": err.code, "message": err.message.replace(unit.real, unit.path)})
+            except OSError as exc:
+                from ..ipynb import coded_read_error
 
-            coded = coded_read_error(exc, unit.path)
-            problems.append({"path": unit.path, "code": coded.code, "message": coded.message})
-        if len(hits) >= want:
-            break
+                coded = coded_read_error(exc, unit.path)
+                problems.append({"path": unit.path, "code": coded.code, "message": coded.message})
+            if len(hits) >= want:
+                break
     page = hits[skip : skip + max_hits]
     more = len(hits) > skip + max_hits
     return {

@@ -15,6 +15,7 @@ plants links, needs other roots or a real job starts its own.
 from __future__ import annotations
 
 import json
+import os
 
 import nbformat
 import pytest
@@ -163,6 +164,24 @@ def test_grep_reads_nothing_outside_the_roots(notebooks, tmp_path):
 )
 def test_grep_refuses_bad_arguments_with_a_usage_error(shared, arguments):
     assert _error(shared.call(tool("notebook_grep", **arguments))).startswith("USAGE_ERROR:")
+
+
+def test_a_catastrophic_pattern_is_a_coded_tool_error_and_the_server_answers_the_next_call(tmp_path):
+    """``(a+)+$`` over 34 ``a`` backtracks for minutes in ``re``: the search's worker is ended at the bound."""
+    root = tmp_path / "project"
+    root.mkdir()
+    _notebook(root / "evil.ipynb", ["a" * 34 + "!", "needle"], outputs=[(0, "a" * 34 + "!\n")])
+    env = {**os.environ, "JCLI_GREP_SEARCH_SECONDS": "0.5"}
+
+    async def calls(session):
+        bad = await session.call_tool("notebook_grep", {"pattern": "(a+)+$"})
+        worse = await session.call_tool("notebook_grep", {"pattern": "(a|aa)+$", "outputs_only": True})
+        return bad, worse, await session.call_tool("notebook_grep", {"pattern": "needle"})
+
+    bad, worse, good = call(["--root", str(root)], calls, env=env)
+    for result in (bad, worse):
+        assert _error(result).startswith("SEARCH_TOO_COSTLY:") and "JCLI_GREP_SEARCH_SECONDS" in _error(result)
+    assert [(h["cell"], h["text"]) for h in _document(good)["hits"]] == [(1, "needle")]
 
 
 # -- job_status and job_wait, no job needed ---------------------------------------------------
