@@ -58,6 +58,7 @@ __all__, __getattr__ = lazy_face(
             "RendererUnavailable",
             "RunNotFound",
             "ServerError",
+            "ServerMessageInvalid",
             "ServerNotRunning",
             "ServerUnavailable",
             "SessionNotFound",

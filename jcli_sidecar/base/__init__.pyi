@@ -47,6 +47,7 @@ from .errors import RendererUnavailable as RendererUnavailable
 from .errors import RenderFailed as RenderFailed
 from .errors import RunNotFound as RunNotFound
 from .errors import ServerError as ServerError
+from .errors import ServerMessageInvalid as ServerMessageInvalid
 from .errors import ServerNotRunning as ServerNotRunning
 from .errors import ServerUnavailable as ServerUnavailable
 from .errors import SessionNotFound as SessionNotFound
