@@ -12,7 +12,9 @@ __all__, __getattr__ = lazy_face(
         "boundedjson": (
             "Bail",
             "MAX_DEPTH",
+            "NotUtf8",
             "TooDeep",
+            "json_encoding",
             "loads",
         ),
         "errors": (
