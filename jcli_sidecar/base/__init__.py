@@ -14,7 +14,6 @@ __all__, __getattr__ = lazy_face(
             "MAX_DEPTH",
             "NotUtf8",
             "TooDeep",
-            "json_encoding",
             "loads",
         ),
         "errors": (

@@ -4,7 +4,6 @@ from .boundedjson import MAX_DEPTH as MAX_DEPTH
 from .boundedjson import Bail as Bail
 from .boundedjson import NotUtf8 as NotUtf8
 from .boundedjson import TooDeep as TooDeep
-from .boundedjson import json_encoding as json_encoding
 from .boundedjson import loads as loads
 from .errors import ERROR_CODES as ERROR_CODES
 from .errors import EXECUTION_ERROR_ALIASES as EXECUTION_ERROR_ALIASES
