@@ -17,8 +17,13 @@ has none:
   else under the client's roots (asked once, bounded by ``ROOTS_TIMEOUT``,
   and again after ``notifications/roots/list_changed``; the modern era has
   no server-to-client requests), else under the launch cwd;
-- tool calls run on worker threads (the core is synchronous); a tool error
-  is a tool result with ``isError`` and the coded message.
+- tool calls run on a bounded pool of worker threads (the core is
+  synchronous), in two lanes: ``job_wait`` (a thread that mostly sleeps and
+  sends progress) on its own, so a wait never holds up a read nor a read a
+  wait; a call takes a place in its lane, first come first served, and
+  keeps it until its answer is written, so the answers held at once are
+  bounded too (:class:`_Lane`); a tool error is a tool result with
+  ``isError`` and the coded message.
 """
 
 from __future__ import annotations
@@ -35,10 +40,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["ROOTS_TIMEOUT", "run_mcp_serve", "serve"]
+__all__ = ["CALLS_AT_ONCE", "ROOTS_TIMEOUT", "WAITS_AT_ONCE", "run_mcp_serve", "serve"]
 
 #: How long to wait for a client's answer to roots/list (some never answer).
 ROOTS_TIMEOUT = 2.0
+#: Tool calls (reads, searches, job_status) at work or answered and not yet written at once; more wait in line.
+CALLS_AT_ONCE = 4
+#: ``job_wait`` calls waiting at once, on their own lane; more wait in line.
+WAITS_AT_ONCE = 4
 
 _READ_ONLY = {"destructiveHint": False, "idempotentHint": True, "openWorldHint": False, "readOnlyHint": True}
 
@@ -209,6 +218,9 @@ class McpSession:
         self._running = 0  # the calls whose work still runs on a worker thread (an abandoned one included)
         self.closed = threading.Event()  # stdin ended: the client answers nothing more
         self._lines: Any = None
+        self._calls: _Lane | None = None  # made in run(): anyio's primitives belong to its loop
+        self._waits: _Lane | None = None
+        self._held: dict[Any, list[_Lane]] = {}  # request id: the lanes whose places its answers free once written
 
     async def run(self) -> None:
         """Serve until stdin closes and every call received is answered."""
@@ -223,6 +235,7 @@ class McpSession:
 
         from .mcp_stdin import AnswerWatch, ClientLines
 
+        self._calls, self._waits = _Lane(CALLS_AT_ONCE), _Lane(WAITS_AT_ONCE)
         self._roots_lock = anyio.Lock()  # one roots/list at a time
         self._drain_over = anyio.Event()  # the drain time passed: calls still running answer TIMEOUT
         server: Server[Any] = Server(
@@ -241,7 +254,8 @@ class McpSession:
                 await write_stream.send(SessionMessage(error))
 
             lines.refuse = refuse
-            watched = AnswerWatch(write_stream, lines.answered)
+            lines.forget = self._free
+            watched = AnswerWatch(write_stream, self._answered)
             await server.run(read_stream, watched, server.create_initialization_options())  # type: ignore[arg-type]
 
     # -- the tools -----------------------------------------------------------------------
@@ -266,14 +280,34 @@ class McpSession:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {_valid_text(name)}")
         roots = await self._allowed_roots(ctx)
         progress = _Progress(ctx, self.closed)
+        lane = self._waits if name == mcp_tools.JOB_WAIT else self._calls
+        assert lane is not None
         try:
-            result = await self._in_thread(lambda: self._call_result(name, arguments, roots, progress))
+            result = await self._in_thread(lambda: self._call_result(name, arguments, roots, progress), lane, ctx.request_id)
         finally:
             progress.stop.set()
         return types.CallToolResult.model_validate(result)
 
-    async def _in_thread(self, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """``work()`` on a worker thread; a TIMEOUT result once the drain time passed (the thread is then abandoned)."""
+    def _answered(self, request_id: Any) -> None:
+        """An answer to ``request_id`` was written: its place in its lane is free (AnswerWatch calls this)."""
+        self._lines.answered(request_id)
+        self._free(request_id)
+
+    def _free(self, request_id: Any) -> None:
+        """Free one place held for ``request_id`` (answered, or cancelled by the client: no answer will be written)."""
+        held = self._held.get(request_id)
+        if held:
+            held.pop().places.release()
+            if not held:
+                del self._held[request_id]
+
+    async def _in_thread(self, work: Callable[[], dict[str, Any]], lane: _Lane, request_id: Any) -> dict[str, Any]:
+        """``work()`` on a worker thread of ``lane``, once a place in it is free; a TIMEOUT result once the drain time passed.
+
+        The place is kept until the answer is written (:meth:`_answered`), or
+        given back at once when the call ends without one (cancelled).
+        A thread still at work after the drain time is abandoned.
+        """
         import anyio
         import anyio.to_thread
 
@@ -287,15 +321,25 @@ class McpSession:
                     self._running -= 1
 
         slot: list[dict[str, Any]] = []
-        async with anyio.create_task_group() as tg:
+        placed = False
+        try:
+            async with anyio.create_task_group() as tg:
 
-            async def drain_over() -> None:
-                await self._drain_over.wait()
+                async def drain_over() -> None:
+                    await self._drain_over.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(drain_over)
+                await lane.places.acquire()  # in line, first come first served
+                placed = True
+                slot.append(await anyio.to_thread.run_sync(tracked, abandon_on_cancel=True, limiter=lane.threads))
                 tg.cancel_scope.cancel()
-
-            tg.start_soon(drain_over)
-            slot.append(await anyio.to_thread.run_sync(tracked, abandon_on_cancel=True))
-            tg.cancel_scope.cancel()
+        except BaseException:  # cancelled: no answer will be written
+            if placed:
+                lane.places.release()
+            raise
+        if placed:
+            self._held.setdefault(request_id, []).append(lane)
         if slot:
             return slot[0]
         seconds = mcp_lifetime.drain_seconds()
@@ -374,6 +418,22 @@ class McpSession:
                 return []
             return _file_roots([root.model_dump(mode="json", by_alias=True) for root in result.roots])
         return []
+
+
+class _Lane:
+    """A line of tool calls: ``places`` (calls at work or answered and not yet written) and the worker ``threads`` they run on.
+
+    A call holds a place from the start of its work until its answer is
+    written, so at most ``size`` answers are ever held here, however many
+    calls the client sends or however slowly it reads; anyio wakes the calls
+    in line in the order they came.
+    """
+
+    def __init__(self, size: int) -> None:
+        import anyio
+
+        self.places = anyio.Semaphore(size)
+        self.threads = anyio.CapacityLimiter(size)
 
 
 class _Progress:

@@ -133,6 +133,7 @@ class ClientLines:
         self._fd = fd
         self._on_close = on_close
         self.refuse: Callable[[Any, int, str], Awaitable[None]] | None = None
+        self.forget: Callable[[Any], None] | None = None  # told of each request the client cancelled
         self.pending: set[Any] = set()  # the requests received and not answered (nor cancelled)
         self.ended = False  # stdin reached its end (else a thread may still block reading it)
 
@@ -165,6 +166,8 @@ class ClientLines:
                 cancelled = message["params"].get("requestId")
                 if _is_id(cancelled):
                     self.pending.discard(cancelled)  # never answered
+                    if self.forget is not None:
+                        self.forget(cancelled)
             yield line.decode("utf-8")
         await self._on_close()
 

@@ -12,6 +12,7 @@ __all__, __getattr__ = lazy_face(
         "boundedjson": (
             "Bail",
             "MAX_DEPTH",
+            "NotUtf8",
             "TooDeep",
             "loads",
         ),
@@ -59,6 +60,7 @@ __all__, __getattr__ = lazy_face(
             "RunNotFound",
             "SearchTooCostly",
             "ServerError",
+            "ServerMessageInvalid",
             "ServerNotRunning",
             "ServerUnavailable",
             "SessionNotFound",

@@ -2,6 +2,7 @@
 
 from .boundedjson import MAX_DEPTH as MAX_DEPTH
 from .boundedjson import Bail as Bail
+from .boundedjson import NotUtf8 as NotUtf8
 from .boundedjson import TooDeep as TooDeep
 from .boundedjson import loads as loads
 from .errors import ERROR_CODES as ERROR_CODES
@@ -48,6 +49,7 @@ from .errors import RenderFailed as RenderFailed
 from .errors import RunNotFound as RunNotFound
 from .errors import SearchTooCostly as SearchTooCostly
 from .errors import ServerError as ServerError
+from .errors import ServerMessageInvalid as ServerMessageInvalid
 from .errors import ServerNotRunning as ServerNotRunning
 from .errors import ServerUnavailable as ServerUnavailable
 from .errors import SessionNotFound as SessionNotFound

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["Bail", "MAX_DEPTH", "TooDeep", "check_depth", "loads"]
+__all__ = ["Bail", "MAX_DEPTH", "NotUtf8", "TooDeep", "check_depth", "json_encoding", "loads"]
 
 #: The deepest nesting of arrays and objects j-cli reads (a notebook, a
 #: manifest, a request). Far above real data, far below Python's recursion
@@ -39,6 +39,40 @@ class TooDeep(ValueError):
 
     def __init__(self, limit: int = MAX_DEPTH) -> None:
         super().__init__(f"JSON nested deeper than {limit} levels")
+
+
+class NotUtf8(ValueError):
+    """JSON bytes in another encoding than UTF-8 (``encoding`` names it): refused, not guessed."""
+
+    def __init__(self, encoding: str) -> None:
+        super().__init__(f"{encoding} text, not UTF-8")
+        self.encoding = encoding
+
+
+_ENCODING_NAMES = {
+    "utf-16": "UTF-16 (with a byte order mark)",
+    "utf-16-le": "UTF-16-LE",
+    "utf-16-be": "UTF-16-BE",
+    "utf-32": "UTF-32 (with a byte order mark)",
+    "utf-32-le": "UTF-32-LE",
+    "utf-32-be": "UTF-32-BE",
+}
+
+
+def json_encoding(raw: bytes) -> str | None:
+    """The encoding ``json.loads`` would guess for ``raw`` when it is not UTF-8 (a UTF-8 byte order mark counts as UTF-8), else None.
+
+    JSON exchanged between systems is UTF-8 (RFC 8259), and nbformat
+    writes and reads notebooks as UTF-8 only; ``json.loads`` would decode
+    UTF-16 and UTF-32 too, guessed from the first four bytes, while every
+    byte-level walk here (the depth check, the offset index) reads UTF-8.
+
+    Example:
+        >>> json_encoding(b'{"a": 1}'), json_encoding("{}".encode("utf-16")), json_encoding('{"a":1}'.encode("utf-32-be"))
+        (None, 'UTF-16 (with a byte order mark)', 'UTF-32-BE')
+    """
+    guessed = json.detect_encoding(raw[:4])
+    return None if guessed in ("utf-8", "utf-8-sig") else _ENCODING_NAMES.get(guessed, guessed)
 
 
 def _skip_string(buf: bytes, i: int) -> int:
@@ -102,12 +136,15 @@ def loads(raw: bytes | str, limit: int = MAX_DEPTH, parse_float: Callable[[str],
 
     Raises:
         TooDeep: nested too deeply (never a ``RecursionError``).
+        NotUtf8: bytes in UTF-16 or UTF-32 (checked first: the depth check reads UTF-8).
         ValueError: not JSON (``json.JSONDecodeError``, ``UnicodeDecodeError``).
 
     Example:
         >>> loads(b'{"a": [1, 2]}')
         {'a': [1, 2]}
     """
+    if isinstance(raw, (bytes, bytearray)) and (encoding := json_encoding(raw)) is not None:
+        raise NotUtf8(encoding)
     check_depth(raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass"), limit)
     try:
         return json.loads(raw, parse_float=parse_float)

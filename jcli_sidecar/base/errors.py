@@ -10,6 +10,7 @@ The tree's branches (every other class is a leaf right under ``JcliError``)::
     │   └── NotebookChanged           NOTEBOOK_CHANGED
     ├── ServerUnavailable             SERVER_UNAVAILABLE
     │   ├── KernelDied                KERNEL_DIED
+    │   │   └── ServerMessageInvalid  SERVER_MESSAGE_INVALID
     │   └── ServerNotRunning          SERVER_NOT_RUNNING
     ├── SidecarError                  SIDECAR_ERROR: the sidecar transport (clients fall back)
     │   ├── ProtocolError             PROTOCOL_ERROR
@@ -81,6 +82,7 @@ __all__ = [
     "RuntimeDirUnusable",
     "SearchTooCostly",
     "ServerError",
+    "ServerMessageInvalid",
     "ServerNotRunning",
     "ServerUnavailable",
     "SessionNotFound",
@@ -281,6 +283,12 @@ class KernelDied(ServerUnavailable):
     """The kernel died or restarted mid-run."""
 
     code = "KERNEL_DIED"
+
+
+class ServerMessageInvalid(KernelDied):
+    """The server sent a kernel message j-cli cannot read (a binary frame whose offsets do not fit it, a text that is no JSON object with a message's fields, nesting too deep); the connection is dropped."""
+
+    code = "SERVER_MESSAGE_INVALID"
 
 
 class ServerNotRunning(ServerUnavailable):

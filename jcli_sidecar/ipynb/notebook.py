@@ -19,6 +19,7 @@ from ..base import (
     JcliError,
     NotARegularFile,
     NotebookReadFailed,
+    NotUtf8,
     TooDeep,
     UsageError,
     check_size,
@@ -43,6 +44,7 @@ __all__ = [
     "coded_read_error",
     "exact_float",
     "load_notebook",
+    "not_utf8",
     "parse_notebook",
     "read_file_bytes",
     "read_file_with_stat",
@@ -349,6 +351,8 @@ def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dic
     """
     try:
         nb = loads(raw, parse_float=exact_float if exact_numbers else None)
+    except NotUtf8 as exc:
+        raise not_utf8(path, exc.encoding) from None
     except UnicodeDecodeError:
         raise NotebookReadFailed(f"{path}: not UTF-8 text", path=path) from None
     except json.JSONDecodeError as exc:
@@ -370,6 +374,22 @@ def parse_notebook(raw: bytes, path: str, *, exact_numbers: bool = False) -> dic
     if not isinstance(nb.get("cells"), list):
         raise NotebookReadFailed(f"{path}: notebook has no cell list", path=path)
     return nb
+
+
+def not_utf8(path: str, encoding: str) -> NotebookReadFailed:
+    """The error for a notebook in UTF-16 or UTF-32: nbformat reads and writes notebooks as UTF-8 only.
+
+    Example:
+        >>> not_utf8("a.ipynb", "UTF-16-LE").message
+        'a.ipynb: UTF-16-LE text, not UTF-8: a notebook is JSON in UTF-8 (as nbformat reads and writes it); convert it first, e.g. iconv -f UTF-16LE -t UTF-8'
+    """
+    source = encoding.split(" ")[0].replace("-LE", "LE").replace("-BE", "BE")  # iconv's spelling
+    return NotebookReadFailed(
+        f"{path}: {encoding} text, not UTF-8: a notebook is JSON in UTF-8 (as nbformat reads and writes it); "
+        f"convert it first, e.g. iconv -f {source} -t UTF-8",
+        path=path,
+        encoding=encoding,
+    )
 
 
 class RawNumber:

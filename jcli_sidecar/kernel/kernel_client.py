@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import time
 
-from ..base import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, Timeout, stall_point
+from ..base import INTERRUPT_FAILED_ALIASES, Interrupted, JcliError, KernelDied, ServerMessageInvalid, Timeout, TooDeep, loads, stall_point
 from .cell_timing import message_time
 from .exec_result import ExecutionResult
 from .exec_timeout import check_timeout
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from .jupyter_api import JupyterServer
     from .stop_switch import StopSwitch
 
-__all__ = ["KernelConnection", "execute"]
+__all__ = ["KernelConnection", "decode_message", "execute"]
 
 STDIN_HINT = "j-cli exec has no stdin: input() cannot be answered; pass the data in the code instead"
 ABORTED_NOTE = "the kernel aborted this request without running it (it was still discarding requests after an error); run it again"
@@ -144,10 +145,9 @@ class KernelConnection:
         try:
             while self.ws.buffered() or select.select([self.ws.fileno()], [], [], 0)[0]:
                 raw = self.ws.recv(partial_seconds)
-                msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
-                if msg is not None and _kernel_gone(msg, ran=True) is not None:
+                if _kernel_gone(decode_message(raw), ran=True) is not None:
                     return False
-        except (TimeoutError, OSError, ValueError):  # broke, or spoke garbage: not worth using any more, False (documented)
+        except (TimeoutError, OSError, ServerMessageInvalid):  # broke, or spoke garbage: not worth using any more, False (documented)
             return False
         return not self.ws.closed
 
@@ -176,15 +176,22 @@ class KernelConnection:
                 break
             except WireError as exc:
                 raise KernelDied(f"the kernel connection dropped ({exc})") from None
-            msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
-            if msg is None:
-                continue
-            reply = msg.get("content") or {}
+            msg = self._decoded(raw)
+            reply = msg["content"]
             if (gone := _kernel_gone(msg, ran=False)) is not None:
                 raise KernelDied(f"the kernel {gone} while j-cli waited for it")
             if msg.get("channel") == channel and (msg.get("parent_header") or {}).get("msg_id") == msg_id:
                 return reply
         raise Timeout(f"the kernel did not answer {msg_type} within {timeout:g} s")
+
+    def _decoded(self, raw: str | bytes, **details: Any) -> dict[str, Any]:
+        """:func:`decode_message`; a bad message drops the connection (nothing after it can be trusted), then raises."""
+        try:
+            return decode_message(raw)
+        except ServerMessageInvalid as exc:
+            self.close()
+            exc.details.update(details)
+            raise
 
     def execute(
         self,
@@ -244,6 +251,10 @@ class KernelConnection:
         pump = _Pump(self, msg_id, collector, stop)
         try:
             pump.run(deadline)
+        except ServerMessageInvalid:
+            if not pump.idle:  # the connection is dropped, the code may still run: never leave the kernel busy
+                _interrupt_quietly(self.server, self.kernel_id)
+            raise
         except (Timeout, KernelDied, Interrupted):
             raise  # the kernel was interrupted already, or is gone
         except BaseException:
@@ -311,9 +322,10 @@ class _Pump:
     so the outputs printed until then are kept; then it raises.
     """
 
-    __slots__ = ("ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle", "ran", "served_by")
+    __slots__ = ("kernel", "ws", "msg_id", "collector", "server", "kernel_id", "stop", "seen", "cause", "idle", "ran", "served_by")
 
     def __init__(self, kernel: KernelConnection, msg_id: str, collector: OutputCollector, stop: StopSwitch | None) -> None:
+        self.kernel = kernel
         self.ws = kernel.ws
         self.msg_id = msg_id
         self.collector = collector
@@ -381,11 +393,11 @@ class _Pump:
                 if not self._wait(remaining):
                     continue
                 raw = self.ws.recv(remaining)
-                msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
-                if msg and msg.get("channel") == "iopub" and (msg.get("parent_header") or {}).get("msg_id") == self.msg_id:
+                msg = decode_message(raw)
+                if msg["channel"] == "iopub" and (msg.get("parent_header") or {}).get("msg_id") == self.msg_id:
                     header = msg.get("header") or {}
                     self.idle = header.get("msg_type") == "status" and (msg.get("content") or {}).get("execution_state") == "idle"
-        except (TimeoutError, OSError, ValueError):  # nothing more to wait for on this connection
+        except (TimeoutError, OSError, ServerMessageInvalid):  # nothing more to wait for on this connection
             return
 
     def run(self, deadline: float | None) -> None:
@@ -415,10 +427,8 @@ class _Pump:
                 continue
             except WireError as exc:
                 raise KernelDied(f"the kernel connection dropped during the run ({exc})", executed=True) from None
-            msg = json.loads(raw) if isinstance(raw, str) else _binary_message(raw)
-            if msg is None:
-                continue
-            header = msg.get("header") or {}
+            msg = self.kernel._decoded(raw, executed=True, outputs=self._outputs())
+            header = msg["header"]
             msg_type = header.get("msg_type") or msg.get("msg_type")
             content = msg.get("content") or {}
             parent = (msg.get("parent_header") or {}).get("msg_id")
@@ -464,11 +474,68 @@ class _Pump:
             result.notes.append(STDIN_HINT)
 
 
-def _binary_message(raw: bytes) -> dict[str, Any] | None:
-    """Messages with binary buffers arrive as the server's binary framing; decode the JSON part."""
+#: The fields every kernel message carries, each a JSON object but ``channel``, a string.
+_MESSAGE_FIELDS = (("header", dict), ("parent_header", dict), ("content", dict), ("channel", str))
+_COUNT = struct.Struct("!I")
+
+
+def decode_message(raw: str | bytes) -> dict[str, Any]:
+    """One websocket message from the server as a kernel message: a text frame's JSON, or a binary frame's JSON part.
+
+    A binary frame is the server's framing (``serialize_binary_message``):
+    a count of parts, then one offset per part, big-endian 32-bit, from the
+    frame's start; the first part is the message's JSON, the others its
+    buffers (dropped: nothing j-cli reads is in them). Everything is checked
+    against the frame before use, so a frame costs time and memory in
+    proportion to its own length, whatever it claims.
+
+    Raises:
+        ServerMessageInvalid: the frame's offsets do not fit it, or its JSON is not an object
+            with a kernel message's fields, or is nested too deeply (never a ``RecursionError``).
+
+    Example:
+        >>> decode_message('{"header": {}, "parent_header": {}, "content": {}, "channel": "iopub"}')["channel"]
+        'iopub'
+        >>> decode_message(b"\\xff\\xff\\xff\\xff" + bytes(8))
+        Traceback (most recent call last):
+        ...
+        jcli_sidecar.base.errors.ServerMessageInvalid: the server sent a binary kernel message of 12 bytes that claims 4294967295 parts
+    """
+    if isinstance(raw, str):
+        body: str | bytes = raw
+        where = "text"
+    else:
+        body = _json_part(raw)
+        where = "binary"
     try:
-        count = int.from_bytes(raw[:4], "little")
-        offsets = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "little") for i in range(count)]
-        return json.loads(raw[offsets[0] : offsets[1] if count > 1 else len(raw)])
-    except (ValueError, IndexError):
-        return None
+        msg = loads(body)
+    except TooDeep as exc:
+        raise ServerMessageInvalid(f"the server sent a {where} kernel message {exc}") from None
+    except ValueError:
+        raise ServerMessageInvalid(f"the server sent a {where} kernel message that is not JSON") from None
+    if not isinstance(msg, dict):
+        raise ServerMessageInvalid(f"the server sent a {where} kernel message that is a JSON {_kind(msg)}, not an object")
+    for field, kind in _MESSAGE_FIELDS:
+        if not isinstance(msg.get(field), kind):
+            raise ServerMessageInvalid(f"the server sent a {where} kernel message whose {field} is not {_kind(kind())}")
+    return msg
+
+
+def _json_part(raw: bytes) -> bytes:
+    """The JSON part of a binary frame, every offset checked against the frame's length first."""
+    size = len(raw)
+    if size < 8:
+        raise ServerMessageInvalid(f"the server sent a binary kernel message of {size} bytes, too short for its framing")
+    (count,) = _COUNT.unpack_from(raw)
+    head = 4 * (count + 1)
+    if count == 0 or head > size:
+        raise ServerMessageInvalid(f"the server sent a binary kernel message of {size} bytes that claims {count} parts")
+    offsets = struct.unpack_from(f"!{count}I", raw, 4)  # count <= size / 4: bounded by the frame
+    if offsets[0] != head or any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or offsets[-1] > size:
+        raise ServerMessageInvalid(f"the server sent a binary kernel message of {size} bytes whose part offsets do not fit it")
+    return raw[head : offsets[1] if count > 1 else size]
+
+
+def _kind(value: Any) -> str:
+    kinds: dict[type, str] = {dict: "object", list: "array", str: "string"}
+    return kinds.get(type(value), "number" if isinstance(value, (int, float)) else "value")

@@ -478,3 +478,18 @@ def test_human_mode_prints_the_format_notes(ws, kernel_session):
     nb.write_text(json.dumps(V3))
     done = run_cli("exec", kernel_session, "-f", "nb.ipynb", cwd=ws)
     assert done.returncode == 0 and b"nbformat 3" in done.stderr
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-32-le"])
+def test_a_notebook_that_is_not_utf8_is_refused_by_a_run_and_left_as_it_was(ws, kernel_session, codec):
+    """nbformat reads notebooks as UTF-8 only: ``exec -f`` refuses one in UTF-16 or UTF-32, naming it, and never rewrites it."""
+    nb = ws / "nb.ipynb"
+    write_notebook(nb, ["print('ran')"])
+    nb.write_bytes(nb.read_text(encoding="utf-8").encode(codec))
+    before = nb.read_bytes()
+    done = run_cli("-j", "exec", kernel_session, "-f", "nb.ipynb", cwd=ws)
+    assert done.returncode != 0
+    error = json.loads(done.stderr.splitlines()[-1])
+    assert error["code"] == "NOTEBOOK_READ_FAILED" and "not UTF-8" in error["message"] and error["encoding"].startswith(codec[:6].upper())
+    assert nb.read_bytes() == before
+    assert b"ran" not in done.stdout  # nothing ran

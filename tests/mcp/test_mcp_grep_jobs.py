@@ -286,3 +286,34 @@ def test_job_status_and_job_wait_follow_a_real_background_job(ws, kernel_session
     assert waited["jobs"][0]["state"] == "ok"
     assert mark.is_file()  # the MCP server gave its end: retention may age it from now
     assert ended == status(ws, job["job_id"])  # the CLI's document, field for field
+
+
+def test_job_wait_sends_its_progress_while_reads_fill_the_pool(ws, kernel_session, tmp_path):  # noqa: F811
+    """job_wait runs on a lane of its own: reads queued in the pool hold up neither its progress nor its answer."""
+    import asyncio
+
+    big = {"cell_type": "code", "id": "big", "metadata": {}, "execution_count": 1, "source": "x", "outputs": []}
+    big["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "y" * 2_000_000}]
+    (ws / "big.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [big]}))
+    barrier = Barrier(tmp_path, "held")
+    job = start(ws, kernel_session, "-c", barrier.code() + "print('after')\n")
+    barrier.reached()
+    progress: list[float] = []
+
+    async def busy(session):
+        async def noted(value, total, message):
+            progress.append(value)
+
+        read = {"file_path": "big.ipynb", "cell_index": 0, "output_index": 0}
+        reads = [session.call_tool("read_notebook_output", read) for _ in range(16)]
+        waited = session.call_tool("job_wait", {"job_id": job["job_id"], "timeout": 1.5}, progress_callback=noted)
+        return await asyncio.gather(waited, *reads)
+
+    try:
+        waited, *reads = call(["--root", str(ws)], busy, cwd=ws)
+    finally:
+        barrier.release()
+    held = _document(waited)
+    assert held["timed_out"] is True and held["jobs"][0]["state"] == "running"
+    assert progress, "no progress while the reads filled the pool"
+    assert len(reads) == 16 and not any(result.is_error for result in reads)
