@@ -93,6 +93,12 @@ def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true", help="run only the fast tier: no kernel, server, gateway or host, nothing slow")
 
 
+def pytest_configure(config):
+    import cpu_account  # opt-in: JCLI_CPU_ACCOUNT names the folder it writes to (tests/cpu_account.py)
+
+    cpu_account.register(config)
+
+
 def pytest_collection_modifyitems(config, items):
     kernel = pytest.mark.kernel
     for item in items:
