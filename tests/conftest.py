@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
+from helpers import FIXTURES, REPO, servers_under, sidecars_under, survivors_of_a_test
 
 from jcli_sidecar.base.process_record import wait_for_exit
 
@@ -164,9 +164,7 @@ def isolated_runtime(tmp_path_factory, monkeypatch, request):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
     yield runtime
-    survivors = sidecars_under(runtime) + servers_under(runtime)
-    if test_dir is not None:
-        survivors += [p for p in sidecars_for_workspaces_in(test_dir) if p not in survivors]
+    survivors = survivors_of_a_test(runtime, test_dir)
     for proc in survivors:
         proc.kill()
     for proc in survivors:
