@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, REPO, servers_under, sidecars_for_workspaces_in, sidecars_under
+from helpers import FIXTURES, REPO, servers_under, sidecars_under, survivors_of_a_test
 
 from jcli_sidecar.base.process_record import wait_for_exit
 
@@ -93,6 +93,12 @@ def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true", help="run only the fast tier: no kernel, server, gateway or host, nothing slow")
 
 
+def pytest_configure(config):
+    import cpu_account  # opt-in: JCLI_CPU_ACCOUNT names the folder it writes to (tests/cpu_account.py)
+
+    cpu_account.register(config)
+
+
 def pytest_collection_modifyitems(config, items):
     kernel = pytest.mark.kernel
     for item in items:
@@ -158,9 +164,7 @@ def isolated_runtime(tmp_path_factory, monkeypatch, request):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
     yield runtime
-    survivors = sidecars_under(runtime) + servers_under(runtime)
-    if test_dir is not None:
-        survivors += [p for p in sidecars_for_workspaces_in(test_dir) if p not in survivors]
+    survivors = survivors_of_a_test(runtime, test_dir)
     for proc in survivors:
         proc.kill()
     for proc in survivors:

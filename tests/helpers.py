@@ -153,13 +153,59 @@ def relative_source(envelope: dict, root: Path) -> dict:
     return out
 
 
-def sidecars_under(runtime: Path, markers=("jcli_sidecar", "jcli-sidecar")) -> list:
-    """Live processes (sidecars by default) whose XDG_RUNTIME_DIR is ``runtime``."""
+SIDECAR_MARKERS = ("jcli_sidecar", "jcli-sidecar")
+SERVER_MARKERS = ("jupyter_server", "jcli.embedded_server")
+
+
+def survivors_of_a_test(runtime: Path, test_dir: Path | None) -> list:
+    """The sidecars and servers under ``runtime``, and the sidecars for a workspace in ``test_dir``: one look at ``/proc``."""
+    named = _processes_naming(SIDECAR_MARKERS + SERVER_MARKERS)
+    survivors = sidecars_under(runtime, named=named) + servers_under(runtime, named=named)
+    if test_dir is not None:
+        survivors += [p for p in sidecars_for_workspaces_in(test_dir, named=named) if p not in survivors]
+    return survivors
+
+
+def _processes_naming(markers: tuple[str, ...]) -> list:
+    """Live processes whose command line holds one of ``markers``, as :class:`psutil.Process`.
+
+    Every test's teardown asks this three times, so the command lines are read
+    straight from ``/proc`` first (a marker is a substring of one argument, so
+    of the raw line) and only the few that hold a marker become processes.
+    """
+    import psutil
+
+    wanted = [marker.encode() for marker in markers]
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        if not any(marker in raw for marker in wanted):
+            continue
+        try:
+            proc = psutil.Process(int(name))
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            continue
+        if any(marker in part for part in cmdline for marker in markers):
+            found.append((proc, cmdline))
+    return found
+
+
+def sidecars_under(runtime: Path, markers=SIDECAR_MARKERS, named: list | None = None) -> list:
+    """Live processes (sidecars by default) whose XDG_RUNTIME_DIR is ``runtime``.
+
+    ``named``: what :func:`_processes_naming` found already (for several questions from one look).
+    """
     import psutil
 
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info["cmdline"] or []
+    for proc, cmdline in _processes_naming(markers) if named is None else named:
         if not any(marker in part for part in cmdline for marker in markers):
             continue
         try:
@@ -170,20 +216,24 @@ def sidecars_under(runtime: Path, markers=("jcli_sidecar", "jcli-sidecar")) -> l
     return found
 
 
-def servers_under(runtime: Path) -> list:
+def servers_under(runtime: Path, named: list | None = None) -> list:
     """Live embedded Jupyter Servers started under the runtime dir ``runtime``."""
-    return sidecars_under(runtime, markers=("jupyter_server", "jcli.embedded_server"))
+    return sidecars_under(runtime, markers=SERVER_MARKERS, named=named)
 
 
-def sidecars_for_workspaces_in(folder: Path) -> list:
+def sidecars_for_workspaces_in(folder: Path, named: list | None = None) -> list:
     """Live sidecars (whatever their runtime dir) serving a workspace inside ``folder``."""
     import psutil
 
     prefix = os.path.realpath(folder) + os.sep
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmdline = proc.info["cmdline"] or []
-        if proc.info["status"] == psutil.STATUS_ZOMBIE or not any("jcli_sidecar" in part for part in cmdline):
+    for proc, cmdline in _processes_naming(("jcli_sidecar",)) if named is None else named:
+        if not any("jcli_sidecar" in part for part in cmdline):
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except psutil.Error:
             continue
         if "--workspace" in cmdline[:-1] and (os.path.realpath(cmdline[cmdline.index("--workspace") + 1]) + os.sep).startswith(prefix):
             found.append(proc)
