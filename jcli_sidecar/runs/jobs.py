@@ -580,7 +580,7 @@ def jobs_on_kernel(cwd: str, kernel_id: str, *, ended: set[str] | None = None) -
                 continue
             try:
                 doc = _read_record(jobs, name)
-            except (JcliError, OSError):
+            except (JcliError, OSError):  # a record no one can read claims no kernel; `job status` names its error
                 continue
             if doc.get("state") in ENDED_STATES and ended is not None:
                 ended.add(name)

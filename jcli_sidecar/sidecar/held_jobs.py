@@ -393,7 +393,7 @@ def _over(cwd: str, job_id: str) -> bool:
 
     try:
         return read_job(cwd, job_id).get("state") != "running"
-    except (JcliError, OSError):
+    except (JcliError, OSError):  # gone or unreadable: it holds the kernel no more
         return True
 
 

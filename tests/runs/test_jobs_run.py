@@ -247,6 +247,12 @@ def test_a_kernel_that_dies_during_a_job_ends_it_kernel_died_with_what_was_captu
         code = f"import os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nprint('before', flush=True)\n" + barrier.code()
         doc = start(ws, name, "-c", code)
         barrier.reached()
+        # the kernel's send of 'before' may still be in flight when it reaches the barrier: kill it only once j-cli holds the text
+        for _ in range(200):
+            if "before" in json.loads(jcli(ws, "job", "output", doc["job_id"]).stdout)["text"]:
+                break
+        else:
+            pytest.fail("the job's output never showed 'before'")
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
         job = wait(ws, doc["job_id"])["jobs"][0]
         assert job["state"] == "kernel_died" and job["executed"] is True
