@@ -45,32 +45,9 @@ REPEATS = 5
 GROWTH_TARGET = 2.0
 
 
-def _geojson(path: Path, scale: int) -> None:
-    coords = [[i * 0.001, -i * 0.002] for i in range(37_500 * scale)]
-    geo = {"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords}}]}
-    result = {
-        "output_type": "execute_result",
-        "execution_count": 1,
-        "metadata": {},
-        "data": {"application/geo+json": geo, "text/plain": "<geo>"},
-    }
-    cells = [
-        {"cell_type": "code", "execution_count": 1, "id": "a", "metadata": {}, "source": "g", "outputs": [result]},
-        {
-            "cell_type": "code",
-            "execution_count": 2,
-            "id": "b",
-            "metadata": {},
-            "source": "1",
-            "outputs": [{"output_type": "stream", "name": "stdout", "text": "ok"}],
-        },
-    ]
-    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, separators=(",", ":")))
-
-
-def _big_geojson(path: Path, indent: int | None) -> None:
-    """The 20 MB case: one output holding a GeoJSON of 900,000 coordinate pairs, then a cell whose output is 3 bytes."""
-    coords = [[i * 0.001, -i * 0.002] for i in range(900_000)]
+def _geojson_notebook(path: Path, pairs: int, indent: int | None = None) -> None:
+    """A notebook whose first output is a GeoJSON line of ``pairs`` coordinate pairs, then a cell whose output is 3 bytes."""
+    coords = [[i * 0.001, -i * 0.002] for i in range(pairs)]
     geo = {"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords}}]}
     result = {
         "output_type": "execute_result",
@@ -91,6 +68,15 @@ def _big_geojson(path: Path, indent: int | None) -> None:
     ]
     doc = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     path.write_text(json.dumps(doc, indent=indent) if indent else json.dumps(doc, separators=(",", ":")))
+
+
+def _geojson(path: Path, scale: int) -> None:
+    _geojson_notebook(path, 37_500 * scale)
+
+
+def _big_geojson(path: Path, indent: int | None) -> None:
+    """The 20 MB case: 900,000 coordinate pairs."""
+    _geojson_notebook(path, 900_000, indent)
 
 
 def big_geojson_lines(walks: dict) -> None:
