@@ -182,7 +182,8 @@ class NotebookRun:
         self._tagged: set[int] = set()  # file indexes of the cells run that are tagged raises-exception
         self._py_tags: list[list[str]] | None = None  # a pair's tags on its .py markers, by .py cell
         self._displays = DisplayIds()  # where each display id was shown in this run, by notebook index
-        #: The cells this run ran to their end, by notebook index: ``(target, result, file index)``, for a display update to rewrite.
+        #: The cells this run ran to their end that showed a display id, by notebook index: ``(target, result, file index)``,
+        #: for a later display update to rewrite.
         self._ran: dict[int, tuple[CellTarget, ExecutionResult, int]] = {}
         self._refresh: set[int] = set()  # notebook indexes of ran cells a later display update changed, not yet rewritten
 
@@ -414,7 +415,8 @@ class NotebookRun:
         self.sent = True
         self._executed += 1
         self._displays_changed(line)
-        self._ran[nb_index] = (target, result, cell_index)
+        if nb_index in self._displays.outputs:  # it showed a display id: a later cell may update it (only those are kept)
+            self._ran[nb_index] = (target, result, cell_index)
         self._pending.append((target, result, line))
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)
