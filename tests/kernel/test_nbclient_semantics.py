@@ -201,3 +201,35 @@ def test_a_display_update_meets_an_earlier_cell_edited_meanwhile_and_leaves_it_a
     assert "".join(cells[0]["source"]) == "print('edited by a person meanwhile')"
     assert "".join(cells[0]["outputs"][0]["data"]["text/plain"]) == "'first'"  # the person's cell, as they left it
     assert "".join(cells[1]["outputs"][0]["text"]) == "updated\n"
+
+
+def test_a_long_cells_checkpoint_writes_the_earlier_cell_its_display_update_changed(ws, kernel_session, tmp_path, monkeypatch):
+    from watchfiles import watch
+
+    monkeypatch.setenv("JCLI_CHECKPOINT_SECONDS", "0")  # checkpoint on every output
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    (ws / "long.py").write_text(
+        "# %%\nfrom IPython.display import display\nhandle = display('first', display_id=True)\n"
+        f"# %%\nhandle.update('second')\nprint('waiting', flush=True)\nopen({str(gate)!r}).read()\n"
+    )
+    box = {}
+    worker = threading.Thread(target=lambda: box.setdefault("r", run_cli("-j", "exec", kernel_session, "-f", "long.py", cwd=ws)))
+    worker.start()
+    seen = None
+    for changes in watch(ws, rust_timeout=60_000, yield_on_timeout=True, raise_interrupt=False):
+        if not changes:  # a minute without a change: the bound
+            break
+        cells = json.loads((ws / "long.ipynb").read_text())["cells"] if (ws / "long.ipynb").exists() else []
+        if len(cells) == 2 and cells[1].get("metadata", {}).get("jcli") and cells[0]["outputs"]:
+            if "".join(cells[0]["outputs"][0]["data"]["text/plain"]) == "'second'":
+                seen = cells
+                break
+    with open(gate, "w") as opened:
+        opened.write("go")
+    worker.join(120)
+    assert seen is not None, "the earlier cell was not rewritten while the later one ran"
+    assert seen[1]["metadata"]["jcli"] == {"running": True}
+    assert box["r"].returncode == 0
+    final = json.loads((ws / "long.ipynb").read_text())["cells"]
+    assert "".join(final[0]["outputs"][0]["data"]["text/plain"]) == "'second'" and "jcli" not in final[1]["metadata"]
