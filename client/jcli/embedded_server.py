@@ -5,8 +5,9 @@ that the token reaches the server on a pipe (the file descriptor
 ``TOKEN_FD``, read to its end and closed) and from there only the server's
 configuration (``IdentityProvider.token``). It is never in an environment
 variable, on a command line or in a file of its own, so kernels, which
-inherit the server's environment, never see it. Everything else is Jupyter
-Server's own ``ServerApp``, with the options given.
+inherit the server's environment, never see it. Its IPython kernels keep
+their history in memory, as nbclient's do (:mod:`jcli.embedded_kernels`).
+Everything else is Jupyter Server's own ``ServerApp``, with the options given.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
 
     config = Config()
     config.IdentityProvider.token = token
+    config.AsyncMappingKernelManager.kernel_manager_class = "jcli.embedded_kernels.HistoryInMemoryKernelManager"
     ServerApp.launch_instance(argv=args[1:], config=config)
 
 

@@ -145,11 +145,13 @@ def run_notebook(
 
 
 def _failures(summary: dict[str, Any]) -> str:
-    """Human mode: which cells raised or failed, which raised as tagged, which did not start (the end of the last line)."""
+    """Human mode: which cells raised or failed, which raised as tagged, which did not start, which were skipped (the end of the last line)."""
     said = []
     for key, words in (("failed_cells", "failed"), ("expected_errors", "raised as tagged raises-exception"), ("not_run", "not run")):
         if summary.get(key):
             said.append(f"{words}: cell(s) {', '.join(str(i) for i in summary[key])}")
+    if summary.get("skipped"):  # empty or tagged skip-execution: not run, as nbclient does
+        said.append("skipped: " + ", ".join(f"cell {s['cell_index']} ({s['reason']})" for s in summary["skipped"]))
     return "".join(f"; {part}" for part in said)
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .jupyter_api import JupyterServer
+    from .output_collector import DisplayIds
     from .stop_switch import StopSwitch
 
 __all__ = ["KernelConnection", "decode_message", "execute"]
@@ -205,6 +206,8 @@ class KernelConnection:
         user_expressions: dict[str, str] | None = None,
         on_send: Callable[[], None] | None = None,
         stop_on_error: bool = True,
+        displays: DisplayIds | None = None,
+        owner: Any = None,
     ) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`).
 
@@ -217,10 +220,13 @@ class KernelConnection:
         ``stop_on_error`` False asks the kernel not to discard the requests
         queued behind this one if it raises (nbclient's request for a cell
         allowed to fail). ``result.timing`` gets the kernel's times of the
-        run (:mod:`~jcli_sidecar.kernel.cell_timing`).
+        run (:mod:`~jcli_sidecar.kernel.cell_timing`). ``displays`` is the
+        display ids shown so far in a notebook run, which this execution's
+        display updates reach too, and ``owner`` its cell's key in it
+        (:class:`~jcli_sidecar.kernel.output_collector.DisplayIds`).
         """
         timeout = check_timeout(timeout)
-        collector = OutputCollector(on_output, result)
+        collector = OutputCollector(on_output, result, displays, owner)
         msg_id, text = _message(
             "execute_request",
             {

@@ -25,7 +25,14 @@ As in nbclient, a cell whose code raises stops the run unless the run
 allows errors (:attr:`RunOptions.allow_errors`) or the cell is tagged
 ``raises-exception`` (in the notebook's ``metadata.tags``, or on a ``.py``'s
 marker): then the run goes on, and the kernel is asked not to discard what
-follows (``stop_on_error`` false). Each cell's ``metadata.execution`` gets
+follows (``stop_on_error`` false). As in nbclient, a code cell whose source
+is only whitespace, or that is tagged ``skip-execution``, is not sent to
+the kernel and is left as it is (the summary lists it in ``skipped``); and
+a display shown with an id (``display(..., display_id=True)``) is updated
+wherever this run showed it: a later cell's ``handle.update(...)`` (or a new
+output with the same id) rewrites the earlier cell's outputs in the
+notebook, written back with the next write-back (the later cell's line
+names the cells it changed in ``displays_updated``). Each cell's ``metadata.execution`` gets
 the kernel's times of its run (nbclient's ``record_timing``), and its line
 ``timing``. :attr:`RunOptions.run_timeout` bounds the whole run
 (:class:`~jcli_sidecar.kernel.run_budget.RunBudget`).
@@ -49,6 +56,7 @@ from .exec_result import ExecutionResult, build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
 from .notebook_open import open_notebook
+from .output_collector import DisplayIds
 from .run_budget import RunBudget, per_cell_note
 from .run_options import RunOptions
 
@@ -65,10 +73,12 @@ if TYPE_CHECKING:
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
     Hook = Callable[..., None]
 
-__all__ = ["NotebookRun", "RAISES_EXCEPTION_TAG"]
+__all__ = ["NotebookRun", "RAISES_EXCEPTION_TAG", "SKIP_EXECUTION_TAG"]
 
 #: The cell tag that lets a cell's code raise without stopping the run (nbclient's).
 RAISES_EXCEPTION_TAG = "raises-exception"
+#: The cell tag that keeps a cell from running (nbclient's ``skip_cells_with_tag``).
+SKIP_EXECUTION_TAG = "skip-execution"
 
 
 class NotebookRun:
@@ -135,6 +145,9 @@ class NotebookRun:
         "_budget",
         "_tagged",
         "_py_tags",
+        "_displays",
+        "_ran",
+        "_refresh",
         "sent",
     )
 
@@ -168,6 +181,11 @@ class NotebookRun:
         self._budget = RunBudget(self.options.run_timeout)
         self._tagged: set[int] = set()  # file indexes of the cells run that are tagged raises-exception
         self._py_tags: list[list[str]] | None = None  # a pair's tags on its .py markers, by .py cell
+        self._displays = DisplayIds()  # where each display id was shown in this run, by notebook index
+        #: The cells this run ran to their end that showed a display id, by notebook index: ``(target, result, file index)``,
+        #: for a later display update to rewrite.
+        self._ran: dict[int, tuple[CellTarget, ExecutionResult, int]] = {}
+        self._refresh: set[int] = set()  # notebook indexes of ran cells a later display update changed, not yet rewritten
 
     def execute(
         self,
@@ -242,8 +260,23 @@ class NotebookRun:
         return self.summary
 
     def code_cells(self) -> list[int]:
-        """The file indexes of the code cells this run runs, in order (after :meth:`prepare`)."""
-        return [requested for requested, index in self._placed() if _is_code(self.cells[index])]
+        """The file indexes of the code cells this run runs, in order (after :meth:`prepare`); skipped cells aside."""
+        return [requested for requested, index in self._placed() if _is_code(self.cells[index]) and not self._skipped(requested, index)]
+
+    def _tags(self, cell_index: int, nb_index: int) -> list[str]:
+        """The cell's tags: the notebook's ``metadata.tags`` and a pair's ``.py`` marker's."""
+        metadata = self.cells[nb_index].get("metadata") if isinstance(self.cells[nb_index], dict) else None
+        tags = metadata.get("tags") if isinstance(metadata, dict) else None
+        found = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+        if self._py_tags is not None and cell_index < len(self._py_tags):
+            found += self._py_tags[cell_index]
+        return found
+
+    def _skipped(self, cell_index: int, nb_index: int) -> str | None:
+        """Why a code cell is not sent to the kernel (nbclient's rules), or None: ``empty``, ``skip-execution``."""
+        if not join_text(self.cells[nb_index].get("source", ""), "source").strip():
+            return "empty"
+        return SKIP_EXECUTION_TAG if SKIP_EXECUTION_TAG in self._tags(cell_index, nb_index) else None
 
     def run_cells(self, kernel: KernelConnection, session_id: str, *, stop: StopSwitch | None = None) -> dict[str, Any]:
         """Run the prepared cells in order over ``kernel``, each written back as it finishes.
@@ -257,7 +290,15 @@ class NotebookRun:
             The summary document.
         """
         self._stop = stop
-        code_cells = [(requested, index) for requested, index in self._placed() if _is_code(self.cells[index])]
+        code_cells = []
+        for requested, index in self._placed():
+            if not _is_code(self.cells[index]):
+                continue
+            reason = self._skipped(requested, index)
+            if reason is None:
+                code_cells.append((requested, index))
+            else:
+                self.summary.setdefault("skipped", []).append({"cell_index": requested, "reason": reason})
         if self.on_notebook_start is not None:
             self.on_notebook_start(notebook=self.nb_path, cell_indexes=[requested for requested, _ in code_cells])
         notes: list[str] = []
@@ -297,11 +338,7 @@ class NotebookRun:
 
     def _may_raise(self, cell_index: int, nb_index: int) -> bool:
         """Whether the cell is tagged ``raises-exception``: in the notebook, or on a pair's ``.py`` marker."""
-        metadata = self.cells[nb_index].get("metadata") if isinstance(self.cells[nb_index], dict) else None
-        tags = metadata.get("tags") if isinstance(metadata, dict) else None
-        if isinstance(tags, list) and RAISES_EXCEPTION_TAG in tags:
-            return True
-        return self._py_tags is not None and cell_index < len(self._py_tags) and RAISES_EXCEPTION_TAG in self._py_tags[cell_index]
+        return RAISES_EXCEPTION_TAG in self._tags(cell_index, nb_index)
 
     def _hand_over(self) -> NotebookIndex | None:
         """The writer's index of the notebook as the run left it, kept for this process's next reads (best effort: None on any trouble)."""
@@ -352,8 +389,11 @@ class NotebookRun:
                 stop=self._stop,
                 result=result,
                 stop_on_error=not (self.options.allow_errors or cell_index in self._tagged),
+                displays=self._displays,
+                owner=nb_index,
             )
         except Exception as exc:
+            self._displays_changed(line)
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
             if budgeted and isinstance(err, Timeout):
                 self._budget.explain(err, cell_index)
@@ -374,32 +414,65 @@ class NotebookRun:
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
         self.sent = True
         self._executed += 1
+        self._displays_changed(line)
+        if nb_index in self._displays.outputs:  # it showed a display id: a later cell may update it (only those are kept)
+            self._ran[nb_index] = (target, result, cell_index)
         self._pending.append((target, result, line))
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)
         return True
 
     def _flush_before_checkpoint(self, session_id: str, kernel: KernelConnection) -> Callable[[], None]:
-        """What a checkpoint does first: write the finished cells still queued (a failure stops the run after the cell)."""
+        """What a checkpoint does first: write the finished cells still queued, and those whose displays changed (a failure stops the run after the cell)."""
 
         def flush() -> None:
-            if self._pending and not self._flush(session_id, kernel.kernel_id):
+            if not self._flush(session_id, kernel.kernel_id):  # and earlier cells whose displays it updated
                 self._halted = True
 
         return flush
 
+    def _displays_changed(self, line: dict[str, Any]) -> None:
+        """The earlier cells the running cell's display updates changed: queued to be written again, named in its line."""
+        touched = sorted(self._displays.changed)
+        self._displays.changed.clear()
+        self._refresh.update(touched)
+        updated = [self._ran[nb][2] for nb in touched if nb in self._ran]
+        if updated:
+            line["displays_updated"] = updated
+
+    def _refreshes(self, pending: list[tuple[CellTarget, ExecutionResult, dict[str, Any]]]) -> list[tuple[CellTarget, ExecutionResult]]:
+        """The ran cells a display update changed since their write-back, to be written again (those still queued go anyway)."""
+        self._refresh.update(self._displays.changed)  # a checkpoint's write: the running cell's updates so far
+        queued = {target.index for target, _result, _line in pending}
+        again = [self._ran[nb][:2] for nb in sorted(self._refresh) if nb in self._ran and nb not in queued]
+        self._refresh.clear()
+        return again
+
     def _flush(self, session_id: str, kernel_id: str) -> bool:
-        """Write every queued cell back in one splice, then end each (``on_cell_complete`` or ``on_cell_error``); False stops the run."""
-        if not self._pending:
-            return True
+        """Write every queued cell back in one splice, then end each (``on_cell_complete`` or ``on_cell_error``); False stops the run.
+
+        Cells that ran earlier and whose displays a later cell updated are
+        written again in the same splice; one that cannot be (its cell was
+        edited since) keeps what it had, and the summary's ``notes`` say so.
+        """
         pending, self._pending = self._pending, []
+        again = self._refreshes(pending)
+        if not pending and not again:
+            return True
         assert self.writer is not None
         started = time.monotonic()
         try:
-            answers = write_back_all(self.writer, [(target, result) for target, result, _line in pending])
+            answers = write_back_all(self.writer, [(target, result) for target, result, _line in pending] + again)
         except Exception as exc:  # a bug of ours: each cell says so
-            answers = [internal_error(exc) for _ in pending]
+            answers = [internal_error(exc) for _ in pending + again]
         self._pacer.wrote(started)
+        for (target, _result), refused in zip(again, answers[len(pending) :], strict=True):
+            if refused is not None:
+                note = (
+                    f"cell {self._ran[target.index][2]}: a later cell updated its display, which could not be written ({refused.message})"
+                )
+                self.summary.setdefault("notes", []).append(note)
+        answers = answers[: len(pending)]
         going = True
         for (target, result, line), refused in zip(pending, answers, strict=True):
             going = self._finish(target, result, line, refused, session_id, kernel_id) and going

@@ -201,7 +201,10 @@ class _Update:
         return current
 
     def adjust(self, plan: SyncPlan, nb: dict[str, Any]) -> None:
-        """The synced notebook's outputs as the policy says, the ``.py``'s metadata, and one valid id per cell."""
+        """The synced notebook's outputs as the policy says, the ``.py`` header's metadata, and one valid id per cell.
+
+        The markers' metadata came with the sync itself (``pairsync.carry_marker_metadata``), as for every sync.
+        """
         doc, outputs = self.doc, self.outputs
         for k, cell in enumerate(nb["cells"]):
             if cell.get("cell_type") != "code":
@@ -216,9 +219,6 @@ class _Update:
                 self.kept += 1
             elif old is not None and plan.old[old].get("outputs"):
                 self.cleared += 1
-        for k, cell in enumerate(nb["cells"]):  # the .py wins for the metadata its markers carry
-            if doc.cells[k].metadata:
-                cell["metadata"] = {**(cell.get("metadata") or {}), **doc.cells[k].metadata}
         given = [doc.cells[k].cell_id if plan.match[k] is None else plan.old[plan.match[k]].get("id") for k in range(len(doc.cells))]
         metadata = dict(nb.get("metadata") or {})
         for key, value in doc.metadata.items():

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EDIT_SIMILARITY", "SyncPlan", "apply_plan", "plan_sync", "sync_notebook"]
+__all__ = ["EDIT_SIMILARITY", "SyncPlan", "apply_plan", "carry_marker_metadata", "plan_sync", "sync_notebook"]
 
 #: How alike (difflib ratio) an unmatched cell must be to count as an edit.
 EDIT_SIMILARITY = 0.5
@@ -140,6 +140,13 @@ def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_nam
     return SyncPlan(py_cells, nb, old, match, edited)
 
 
+def carry_marker_metadata(cells: list[dict[str, Any]], py_cells: list[PercentCell]) -> None:
+    """The ``.py`` wins for the metadata its markers carry (``# %% tags=["parameters"]``): merged into each synced cell's."""
+    for cell, pc in zip(cells, py_cells, strict=True):
+        if pc.metadata:
+            cell["metadata"] = {**(cell.get("metadata") or {}), **copy.deepcopy(pc.metadata)}
+
+
 def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int]]:
     """The synced notebook, where each ``.py`` cell went, and the counts (see :func:`sync_notebook`)."""
     nb, old, py_cells = plan.nb, plan.old, plan.py_cells
@@ -167,6 +174,7 @@ def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int
         if with_ids and not isinstance(cell.get("id"), str):
             cell["id"] = _fresh_id(taken)
         cells.append(cell)
+    carry_marker_metadata(cells, py_cells)
     if with_ids:  # one id per cell: a repeated id goes to the cell whose marker names it, else the first
         from .cell_ids import renew_duplicate_ids
 

@@ -84,3 +84,14 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout == "ok\n", proc.stderr[-2000:]
+
+
+def test_the_embedded_servers_ipython_kernels_keep_their_history_in_memory_unless_their_spec_names_a_file():
+    from jcli.embedded_kernels import HISTORY_IN_MEMORY, HistoryInMemoryKernelManager, runs_ipykernel
+
+    manager = HistoryInMemoryKernelManager(kernel_name="python3")
+    assert manager.format_kernel_cmd()[-1] == HISTORY_IN_MEMORY
+    named = manager.format_kernel_cmd(["--HistoryManager.hist_file=/somewhere/history.sqlite"])
+    assert HISTORY_IN_MEMORY not in named and named[-1] == "--HistoryManager.hist_file=/somewhere/history.sqlite"
+    assert runs_ipykernel("my-env", ["/env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"])
+    assert not runs_ipykernel("ir", ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"])

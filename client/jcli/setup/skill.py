@@ -115,7 +115,8 @@ The first run creates `analysis.ipynb` beside the `.py`; nothing goes under
 line; a cell that raises stops the run (exit 1). `--allow-errors` runs the
 cells after it too and lists the ones that raised (`failed_cells`, still exit
 1); a cell whose marker is `# %% tags=["raises-exception"]` may raise without
-it. `--timeout` is per cell; `--run-timeout S` bounds the whole run (then
+it, one tagged `skip-execution` (or empty) is not run, and a display updated
+from a later cell is updated in the earlier cell too (nbclient's rules). `--timeout` is per cell; `--run-timeout S` bounds the whole run (then
 `TIMEOUT`, and `not_run` lists the cells skipped). Without `-j`, each cell
 starts with `[cell I] K/N`, and each image or other rich output prints the
 command that reads it (`image/png 21.6 KiB -> j-cli notebook output
