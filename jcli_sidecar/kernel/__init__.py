@@ -36,6 +36,11 @@ __all__, __getattr__ = lazy_face(
             "read_variables",
         ),
         "notebook_run": ("NotebookRun",),
+        "parameters": (
+            "INJECTED_TAG",
+            "Parameters",
+            "resolve_parameters",
+        ),
         "proxy_route": ("proxy_environment",),
         "run_options": (
             "RunOptions",
