@@ -37,7 +37,6 @@ __all__, __getattr__ = lazy_face(
         ),
         "notebook_run": ("NotebookRun",),
         "parameters": (
-            "INJECTED_TAG",
             "Parameters",
             "resolve_parameters",
         ),

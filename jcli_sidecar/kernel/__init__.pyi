@@ -17,7 +17,6 @@ from .kernel_vars import VARS_TIMEOUT as VARS_TIMEOUT
 from .kernel_vars import preview_variables as preview_variables
 from .kernel_vars import read_variables as read_variables
 from .notebook_run import NotebookRun as NotebookRun
-from .parameters import INJECTED_TAG as INJECTED_TAG
 from .parameters import Parameters as Parameters
 from .parameters import resolve_parameters as resolve_parameters
 from .proxy_route import proxy_environment as proxy_environment
