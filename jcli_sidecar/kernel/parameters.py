@@ -289,7 +289,9 @@ def inject_parameters(nb_path: str, parameters: Parameters, after: int | None = 
             raise NotebookReadFailed(f"{nb_path}: not a notebook (no cells list)", path=nb_path)
         injected = [i for i, cell in enumerate(cells) if is_injected(cell)]
         old_id = cells[injected[0]].get("id") if injected else None
-        cell = new_cell("code", parameters.source, old_id if isinstance(old_id, str) else _fresh_id(cells))
+        with_ids = nb.get("nbformat") == 4 and isinstance(nb.get("nbformat_minor"), int) and nb["nbformat_minor"] >= 5
+        cell_id = (old_id if isinstance(old_id, str) else _fresh_id(cells)) if with_ids else None
+        cell = new_cell("code", parameters.source, cell_id)
         cell["metadata"] = {"tags": [INJECTED_TAG]}
         if injected:
             at = injected[0]

@@ -207,3 +207,16 @@ def test_the_exec_hot_path_does_not_import_yaml():
     code = "import sys; from jcli import fastpath, exec_cmd; from jcli_sidecar.kernel import parameters; print('yaml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_notebook_older_than_cell_ids_gets_a_cell_without_one(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.nbformat_minor = 4
+    nb.cells = [nbformat.v4.new_code_cell("a = 1")]
+    del nb.cells[0]["id"]
+    path = tmp_path / "old.ipynb"
+    nbformat.write(nb, str(path))
+    inject_parameters(str(path), resolve_parameters([("a", "2")]))
+    written = json.loads(path.read_text())
+    assert [cell.get("id") for cell in written["cells"]] == [None, None] and written["nbformat_minor"] == 4
+    nbformat.validate(nbformat.read(str(path), as_version=4))
