@@ -271,11 +271,9 @@ class NotebookRun:
         the cells after it, with no ``.py`` index (``cell_index: null``).
         """
         from .notebook_open import read_heads
-        from .parameters import inject_parameters
+        from .parameters import PARAMETERS_TAG, inject_parameters
 
         assert self.nb_path is not None
-        from .parameters import PARAMETERS_TAG
-
         tagged = [k for k, tags in enumerate(self._py_tags or []) if PARAMETERS_TAG in tags]  # a pair's: on its .py markers
         after = self._py_to_nb[tagged[0]] if tagged and self._py_to_nb is not None else None
         at = inject_parameters(self.nb_path, parameters, after)

@@ -220,3 +220,15 @@ def test_a_notebook_older_than_cell_ids_gets_a_cell_without_one(tmp_path):
     written = json.loads(path.read_text())
     assert [cell.get("id") for cell in written["cells"]] == [None, None] and written["nbformat_minor"] == 4
     nbformat.validate(nbformat.read(str(path), as_version=4))
+
+
+def test_the_fast_path_and_click_read_p_alike_values_that_look_like_options_included():
+    from jcli.cli import _make_exec_command
+    from jcli.fastpath import parse_exec
+
+    argv = ["-f", "x.ipynb", "-p", "n", "-5", "-p", "flag", "--x", "-y", "a: 1", "-y", "b: 2", "--parameters-file", "f.yaml"]
+    fast = parse_exec(["exec", "s", *argv])
+    slow = _make_exec_command().make_context("exec", ["s", *argv]).params
+    assert [tuple(pair) for pair in fast["parameters"]] == list(slow["parameters"]) == [("n", "-5"), ("flag", "--x")]
+    assert list(fast["parameters_yaml"]) == list(slow["parameters_yaml"]) == ["a: 1", "b: 2"]
+    assert list(fast["parameters_file"]) == list(slow["parameters_file"]) == ["f.yaml"]
