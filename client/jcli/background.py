@@ -61,6 +61,7 @@ def _start(req: ExecRequest) -> dict[str, Any]:
     timeout = resolve_timeout(req.timeout)
     check_display_mode(req.display_mode)
     req.runs.check()
+    req.runs.parameters()  # bad parameters are refused before anything else
     policy = resolve_policy()
     paths = sidecar_for(JOB_START)  # before anything is written: no sidecar, nothing done
     cwd = workspace_of()
@@ -103,7 +104,9 @@ def _notebook(srv, req: ExecRequest, timeout) -> dict[str, Any]:
     )
     run = NotebookRun(req.file_path, options)
     run.prepare()
+    wire = {} if options.parameters is None else options.parameters.to_wire()
     return {
+        **wire,
         "kind": "notebook",
         "file": os.path.abspath(req.file_path),
         "cells": len(run.code_cells()),

@@ -34,11 +34,22 @@ _TYPES = {"int": _Strict("int"), "float": _Strict("float"), "timeout": _Strict("
 def table_options(options) -> list[click.Parameter]:
     """One click option per table entry: its flags, the request field it fills, its type and help.
 
-    A ``"flag"`` entry takes no value and is true when given.
+    A ``"flag"`` entry takes no value and is true when given; a ``"pair"``
+    entry takes two (``NAME VALUE``) and a ``"multi"`` one a string, each as
+    often as given.
     """
-    return [
-        click.Option([*opt.flags, opt.field], is_flag=True, help=opt.help, hidden=opt.hidden)
-        if opt.kind == "flag"
-        else click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help, hidden=opt.hidden)
-        for opt in options
-    ]
+    return [_option(opt) for opt in options]
+
+
+def _option(opt) -> click.Option:
+    if opt.kind == "flag":
+        return click.Option([*opt.flags, opt.field], is_flag=True, help=opt.help, hidden=opt.hidden)
+    if opt.kind == "pair":
+        return click.Option(
+            [*opt.flags, opt.field], nargs=2, multiple=True, type=click.STRING, metavar=opt.metavar, help=opt.help, hidden=opt.hidden
+        )
+    if opt.kind == "multi":
+        return click.Option(
+            [*opt.flags, opt.field], multiple=True, type=click.STRING, metavar=opt.metavar, help=opt.help, hidden=opt.hidden
+        )
+    return click.Option([*opt.flags, opt.field], type=_TYPES[opt.kind], metavar=opt.metavar, help=opt.help, hidden=opt.hidden)

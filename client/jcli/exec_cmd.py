@@ -113,6 +113,29 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         None,
     ),
     ReadOption(
+        ("--parameters", "-p"),
+        "parameters",
+        "pair",
+        "For a notebook run: set parameter NAME to VALUE, typed as papermill's CLI types it (True, False, None, an "
+        "int, a float, else a string); repeatable. The values go into a cell tagged injected-parameters after the "
+        "cell tagged parameters (see docs/notebook-runs.md).",
+        "NAME VALUE",
+    ),
+    ReadOption(
+        ("--parameters-yaml", "-y"),
+        "parameters_yaml",
+        "multi",
+        "For a notebook run: parameters as a YAML mapping (lists and maps too); repeatable; -p wins over it.",
+        "YAML",
+    ),
+    ReadOption(
+        ("--parameters-file",),
+        "parameters_file",
+        "multi",
+        "For a notebook run: parameters from a YAML (or JSON) file holding a mapping; repeatable; -y and -p win over it.",
+        "PATH",
+    ),
+    ReadOption(
         ("--any-kernel",),
         "any_kernel",
         "flag",
@@ -160,6 +183,9 @@ def run_exec(
     queue: bool = False,
     run_timeout: float | None = None,
     allow_errors: bool = False,
+    parameters: Any = (),
+    parameters_yaml: Any = (),
+    parameters_file: Any = (),
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
@@ -167,6 +193,7 @@ def run_exec(
     if queue and not background:
         return emit.error(UsageError("--queue applies to --background runs"), json_mode)
     runs = _RunLimits(timeout is not None, None if run_timeout == 0 else run_timeout, allow_errors)
+    runs.parameter_args = (tuple(parameters or ()), tuple(parameters_yaml or ()), tuple(parameters_file or ()))
     if background:
         from .background import start_background
 
@@ -251,14 +278,33 @@ class ExecRequest:
 
 
 class _RunLimits:
-    """What only a notebook run takes: ``--run-timeout`` (None: no budget), ``--allow-errors``, and whether ``--timeout`` was given."""
+    """What only a notebook run takes: ``--run-timeout`` (None: no budget), ``--allow-errors``, whether ``--timeout`` was given,
+    and the parameters as given (``-p`` pairs, ``-y`` texts, ``--parameters-file`` paths)."""
 
-    __slots__ = ("timeout_given", "run_timeout", "allow_errors")
+    __slots__ = ("timeout_given", "run_timeout", "allow_errors", "parameter_args", "_resolved")
 
     def __init__(self, timeout_given: bool = False, run_timeout: float | None = None, allow_errors: bool = False) -> None:
         self.timeout_given = timeout_given
         self.run_timeout = run_timeout
         self.allow_errors = allow_errors
+        self.parameter_args: tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
+        self._resolved: Any = None
+
+    def parameters(self):
+        """The run's parameters, resolved as papermill's CLI resolves them; None when none were given.
+
+        Raises:
+            ParametersInvalid: a bad name, YAML that is not a mapping, a value that cannot be a parameter.
+            FileNotFound, NotebookReadFailed: a parameters file cannot be read.
+        """
+        pairs, yaml_texts, files = self.parameter_args
+        if not (pairs or yaml_texts or files):
+            return None
+        if self._resolved is None:
+            from jcli_sidecar.kernel import resolve_parameters
+
+            self._resolved = resolve_parameters(pairs, yaml_texts, files)
+        return self._resolved
 
     def check(self) -> None:
         """Refuse a bad ``--run-timeout`` before anything runs.
@@ -274,8 +320,13 @@ class _RunLimits:
         """Inline code has one cell: its ``--timeout`` is its whole budget, and an error ends it.
 
         Raises:
+            ParametersInvalid: parameters were given.
             UsageError: ``--run-timeout`` or ``--allow-errors`` was given.
         """
+        if any(self.parameter_args):
+            from jcli_sidecar.base import ParametersInvalid
+
+            raise ParametersInvalid("-p, -y and --parameters-file apply to notebook runs (--file x.ipynb or a py:percent x.py)")
         if self.run_timeout is not None or self.allow_errors:
             raise UsageError(
                 "--run-timeout and --allow-errors apply to notebook runs (--file x.ipynb or a py:percent x.py); "
@@ -304,6 +355,7 @@ def _run_exec(
         timeout = resolve_timeout(timeout)
         check_display_mode(settings.display_mode)
         settings.runs.check()
+        settings.runs.parameters()  # bad parameters are refused before any server is asked
         if file_path is not None and code is None:
             from jcli_sidecar.kernel import is_notebook_file
 

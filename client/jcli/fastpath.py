@@ -59,8 +59,14 @@ def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | Non
             continue
         name, eq, value = token.partition("=")
         opt = by_flag.get(name)
-        if opt is None or opt.field in values:
+        if opt is None or (opt.field in values and opt.kind not in ("pair", "multi")):
             return None
+        if opt.kind == "pair":  # NAME VALUE, repeatable, each taken as it is
+            if eq or k + 2 > len(rest):
+                return None  # let click say what is wrong
+            values.setdefault(opt.field, []).append((rest[k], rest[k + 1]))
+            k += 2
+            continue
         if opt.kind == "flag":
             if eq:
                 return None  # let click say what is wrong
@@ -71,6 +77,9 @@ def _options(rest: list[str], options) -> tuple[list[str], dict[str, Any]] | Non
                 return None
             value = rest[k]
             k += 1
+        if opt.kind == "multi":
+            values.setdefault(opt.field, []).append(value)
+            continue
         try:
             values[opt.field] = parse_value(opt.kind, value)
         except ValueError:

@@ -45,8 +45,8 @@ def notebook_options(
     """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode``, ``--no-stream`` and ``--any-kernel``,
     this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
 
-    ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``
-    and whether ``--timeout`` was given.
+    ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``,
+    whether ``--timeout`` was given, and the parameters (resolved here: a bad one is refused before anything runs).
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
     cell's final write-back), in JSON mode as in human mode. The session
@@ -67,6 +67,7 @@ def notebook_options(
         allow_errors=bool(runs is not None and runs.allow_errors),
         run_timeout=None if runs is None else runs.run_timeout,
         timeout_given=bool(runs is not None and runs.timeout_given),
+        parameters=None if runs is None else runs.parameters(),
     )
 
 
@@ -132,6 +133,9 @@ def run_notebook(
     else:
         for note in summary.get("notes", []):
             sys.stderr.write(f"j-cli: note: {note}\n")
+        if isinstance(summary.get("parameters"), dict):
+            said = ", ".join(f"{name}={value!r}" for name, value in summary["parameters"].items())
+            sys.stderr.write(f"j-cli: parameters: {said}\n")
         if summary.get("message") and summary.get("stopped_at") not in summary.get("failed_cells", []):
             sys.stderr.write(f"j-cli: error [{summary.get('code')}]: {summary['message']}\n")  # no cell said it: it stopped between cells
         sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}{_failures(summary)}]\n")
@@ -195,8 +199,8 @@ class _CellLines:
     def header(self, cell_index: int) -> None:
         """Print cell ``cell_index``'s header line."""
         number = self.positions.get(cell_index)
-        if number is not None:
-            emit.say(f"[cell {cell_index}] {number}/{len(self.positions)}")
+        if number is not None:  # a pair's injected parameters cell has no index in the .py (None)
+            emit.say(f"[cell {'injected-parameters' if cell_index is None else cell_index}] {number}/{len(self.positions)}")
 
     def on_output(self, event: str, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
         emit.live_output(event, output, index, outputs, chunk, rich=self.reader(self.running))

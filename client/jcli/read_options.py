@@ -56,7 +56,8 @@ class ReadOption:
     Args:
         flags: long flag first, then any aliases.
         field: the request field it fills.
-        kind: ``"int"``, ``"float"``, ``"timeout"`` (seconds or ``none``), ``"str"``, or ``"flag"`` (no value; true when given).
+        kind: ``"int"``, ``"float"``, ``"timeout"`` (seconds or ``none``), ``"str"``, ``"flag"`` (no value; true when given),
+            ``"pair"`` (two values, ``NAME VALUE``, repeatable: a list of pairs) or ``"multi"`` (a string, repeatable: a list).
         help: one line for ``--help``.
         required: needed unless ``--request`` is used.
         hidden: left out of ``--help`` (another tool's spelling, kept working).

@@ -50,6 +50,8 @@ __all__, __getattr__ = lazy_face(
             "OutputSaveFailed",
             "OutputTooLarge",
             "PairConflict",
+            "ParametersInvalid",
+            "ParametersUnsupportedKernel",
             "PathAmbiguous",
             "PathNotAllowed",
             "PeerRefused",

@@ -39,6 +39,8 @@ from .errors import OutputNotFound as OutputNotFound
 from .errors import OutputSaveFailed as OutputSaveFailed
 from .errors import OutputTooLarge as OutputTooLarge
 from .errors import PairConflict as PairConflict
+from .errors import ParametersInvalid as ParametersInvalid
+from .errors import ParametersUnsupportedKernel as ParametersUnsupportedKernel
 from .errors import PathAmbiguous as PathAmbiguous
 from .errors import PathNotAllowed as PathNotAllowed
 from .errors import PeerRefused as PeerRefused

@@ -5,7 +5,8 @@ The tree's branches (every other class is a leaf right under ``JcliError``)::
     JcliError                         base; ``code`` goes out unchanged
     ├── UsageError                    USAGE_ERROR (bad arguments, exit 2)
     │   ├── InvalidWindow             INVALID_WINDOW
-    │   └── KernelspecNotFound        KERNELSPEC_NOT_FOUND
+    │   ├── KernelspecNotFound        KERNELSPEC_NOT_FOUND
+    │   └── ParametersInvalid         PARAMETERS_INVALID
     ├── NotebookOutOfSync             NOTEBOOK_OUT_OF_SYNC
     │   └── NotebookChanged           NOTEBOOK_CHANGED
     ├── ServerUnavailable             SERVER_UNAVAILABLE
@@ -70,6 +71,8 @@ __all__ = [
     "OutputSaveFailed",
     "OutputTooLarge",
     "PairConflict",
+    "ParametersInvalid",
+    "ParametersUnsupportedKernel",
     "PathAmbiguous",
     "PathNotAllowed",
     "PeerRefused",
@@ -325,6 +328,18 @@ class KernelMismatch(JcliError):
     """``exec -f`` of a file that asks for another kernel (and language) than the session's: nothing run (``--any-kernel`` overrides)."""
 
     code = "KERNEL_MISMATCH"
+
+
+class ParametersInvalid(UsageError):
+    """``exec -p/-y/--parameters-file`` given a name that is not an identifier, YAML that is not a mapping, or parameters a run cannot take: nothing written or run."""
+
+    code = "PARAMETERS_INVALID"
+
+
+class ParametersUnsupportedKernel(JcliError):
+    """``exec -p/-y`` for a kernel whose language j-cli does not translate parameters for (Python only): the kernel is named; nothing written or run."""
+
+    code = "PARAMETERS_UNSUPPORTED_KERNEL"
 
 
 class ServerError(JcliError):

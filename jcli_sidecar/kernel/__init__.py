@@ -36,6 +36,10 @@ __all__, __getattr__ = lazy_face(
             "read_variables",
         ),
         "notebook_run": ("NotebookRun",),
+        "parameters": (
+            "Parameters",
+            "resolve_parameters",
+        ),
         "proxy_route": ("proxy_environment",),
         "run_options": (
             "RunOptions",

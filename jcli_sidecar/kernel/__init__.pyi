@@ -17,6 +17,8 @@ from .kernel_vars import VARS_TIMEOUT as VARS_TIMEOUT
 from .kernel_vars import preview_variables as preview_variables
 from .kernel_vars import read_variables as read_variables
 from .notebook_run import NotebookRun as NotebookRun
+from .parameters import Parameters as Parameters
+from .parameters import resolve_parameters as resolve_parameters
 from .proxy_route import proxy_environment as proxy_environment
 from .run_options import RunOptions as RunOptions
 from .run_options import checkpoint_seconds_from_env as checkpoint_seconds_from_env

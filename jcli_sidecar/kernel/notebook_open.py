@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .run_options import RunOptions
 
-__all__ = ["Opened", "open_notebook"]
+__all__ = ["Opened", "open_notebook", "read_heads"]
 
 
 class Opened:
@@ -165,6 +165,11 @@ def _head(cell: Any) -> Any:
     if isinstance(cell, dict):
         return {key: value for key, value in cell.items() if key in ("cell_type", "id", "metadata", "source")}
     return cell
+
+
+def read_heads(path: str) -> list[Any]:
+    """The cells of the notebook at ``path`` without their outputs (read again after a change of j-cli's own)."""
+    return _notebook_heads(path)[1]
 
 
 def _notebook_heads(path: str) -> tuple[Any, list[Any], list[str]]:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, Timeout, internal_error, stall_point
+from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, ParametersInvalid, Timeout, internal_error, stall_point
 from ..ipynb import CellWriter, join_text, parse_cell_spec
 from ..pair import paired_notebook_path
 from .cell_timing import timing_fields
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from ..ipynb import NotebookIndex
     from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
+    from .parameters import Parameters
     from .stop_switch import StopSwitch
 
     #: A hook: called with keyword arguments only (see :class:`NotebookRun`).
@@ -148,6 +149,7 @@ class NotebookRun:
         "_displays",
         "_ran",
         "_refresh",
+        "_injected",
         "sent",
     )
 
@@ -186,6 +188,7 @@ class NotebookRun:
         #: for a later display update to rewrite.
         self._ran: dict[int, tuple[CellTarget, ExecutionResult, int]] = {}
         self._refresh: set[int] = set()  # notebook indexes of ran cells a later display update changed, not yet rewritten
+        self._injected: int | None = None  # a pair's injected parameters cell (notebook index), run without a .py index
 
     def execute(
         self,
@@ -234,14 +237,19 @@ class NotebookRun:
                 notebook could not be written back (``executed: false``).
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
+        parameters = self.options.parameters
+        if parameters is not None:
+            self._check_parameters()
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
         opened = open_notebook(self.path, self.options)
         self.nb_path, self.cells, self._py_to_nb, report = opened.nb_path, opened.cells, opened.py_to_nb, opened.report
         self._py_tags = opened.py_tags
+        if parameters is not None:
+            self._inject(parameters)
         self.writer = CellWriter(self.nb_path)
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
-        self._chosen = parse_cell_spec(self.options.cells, len(self.cells))
+        self._chosen = parse_cell_spec(self.options.cells, len(self._py_to_nb) if self._py_to_nb is not None else len(self.cells))
         check_writable(self.nb_path, self.cells)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
@@ -257,22 +265,55 @@ class NotebookRun:
             self.summary["ids_renewed"] = opened.renewed
         if opened.notes:
             self.summary["notes"] = list(opened.notes)
+        if parameters is not None:
+            self.summary["parameters"] = parameters.values
         return self.summary
 
-    def code_cells(self) -> list[int]:
+    def _check_parameters(self) -> None:
+        """Parameters go with a whole run of a Python kernel's notebook: checked before anything is written.
+
+        Raises:
+            ParametersInvalid: ``--cell`` was given too.
+            ParametersUnsupportedKernel: the session's kernel is not Python.
+        """
+        from .parameters import check_parameters_language
+
+        if self.options.cells is not None:
+            raise ParametersInvalid("parameters apply to a whole notebook run, as papermill's; --cell runs only some cells")
+        check_parameters_language(self.options.kernel_name, self.options.session_language())
+
+    def _inject(self, parameters: Parameters) -> None:
+        """Write the parameters' cell into the notebook (after its sync, for a pair); the run's cells read again.
+
+        In a pair the injected cell is the notebook's only: it runs first of
+        the cells after it, with no ``.py`` index (``cell_index: null``).
+        """
+        from .notebook_open import read_heads
+        from .parameters import PARAMETERS_TAG, inject_parameters
+
+        assert self.nb_path is not None
+        tagged = [k for k, tags in enumerate(self._py_tags or []) if PARAMETERS_TAG in tags]  # a pair's: on its .py markers
+        after = self._py_to_nb[tagged[0]] if tagged and self._py_to_nb is not None else None
+        at = inject_parameters(self.nb_path, parameters, after)
+        self.cells = read_heads(self.nb_path)
+        if self._py_to_nb is not None:
+            self._py_to_nb = [index + 1 if index >= at else index for index in self._py_to_nb]
+            self._injected = at
+
+    def code_cells(self) -> list[int | None]:
         """The file indexes of the code cells this run runs, in order (after :meth:`prepare`); skipped cells aside."""
         return [requested for requested, index in self._placed() if _is_code(self.cells[index]) and not self._skipped(requested, index)]
 
-    def _tags(self, cell_index: int, nb_index: int) -> list[str]:
+    def _tags(self, cell_index: int | None, nb_index: int) -> list[str]:
         """The cell's tags: the notebook's ``metadata.tags`` and a pair's ``.py`` marker's."""
         metadata = self.cells[nb_index].get("metadata") if isinstance(self.cells[nb_index], dict) else None
         tags = metadata.get("tags") if isinstance(metadata, dict) else None
         found = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
-        if self._py_tags is not None and cell_index < len(self._py_tags):
+        if self._py_tags is not None and cell_index is not None and cell_index < len(self._py_tags):
             found += self._py_tags[cell_index]
         return found
 
-    def _skipped(self, cell_index: int, nb_index: int) -> str | None:
+    def _skipped(self, cell_index: int | None, nb_index: int) -> str | None:
         """Why a code cell is not sent to the kernel (nbclient's rules), or None: ``empty``, ``skip-execution``."""
         if not join_text(self.cells[nb_index].get("source", ""), "source").strip():
             return "empty"
@@ -336,7 +377,7 @@ class NotebookRun:
         self.summary.update(status="error", code=err.code, message=err.message, run_timeout=self._budget.seconds)
         self.summary.update(stopped_at=not_run[0], not_run=not_run)
 
-    def _may_raise(self, cell_index: int, nb_index: int) -> bool:
+    def _may_raise(self, cell_index: int | None, nb_index: int) -> bool:
         """Whether the cell is tagged ``raises-exception``: in the notebook, or on a pair's ``.py`` marker."""
         return RAISES_EXCEPTION_TAG in self._tags(cell_index, nb_index)
 
@@ -349,11 +390,17 @@ class NotebookRun:
         except Exception:  # a convenience: the run and its write-backs stand without it
             return None
 
-    def _placed(self) -> list[tuple[int, int]]:
-        """``(file index, notebook index)`` of each chosen cell."""
-        return [(requested, self._py_to_nb[requested] if self._py_to_nb is not None else requested) for requested in self._chosen]
+    def _placed(self) -> list[tuple[int | None, int]]:
+        """``(file index, notebook index)`` of each chosen cell; a pair's injected parameters cell has no file index (None)."""
+        placed: list[tuple[int | None, int]] = [
+            (requested, self._py_to_nb[requested] if self._py_to_nb is not None else requested) for requested in self._chosen
+        ]
+        if self._injected is not None:
+            later = [k for k, (_, index) in enumerate(placed) if index > self._injected]
+            placed.insert(later[0] if later else len(placed), (None, self._injected))
+        return placed
 
-    def _compat(self, cell_index: int, source: str, result: ExecutionResult, written: bool) -> dict[str, Any]:
+    def _compat(self, cell_index: int | None, source: str, result: ExecutionResult, written: bool) -> dict[str, Any]:
         """Upstream's fields of one cell's line (:mod:`jcli_sidecar.kernel.jsonl_compat`); the first line names a created notebook."""
         fields: dict[str, Any] = {
             "cell": cell_fields(cell_index, source, result.outputs, result.execution_count),
@@ -365,7 +412,7 @@ class NotebookRun:
         self._updated = self._updated or written
         return fields
 
-    def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
+    def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int | None, nb_index: int) -> bool:
         """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
         cell = self.cells[nb_index]
         assert self.writer is not None

@@ -16,6 +16,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from .parameters import Parameters
+
 __all__ = [
     "DEFAULT_CHECKPOINT_SECONDS",
     "DEFAULT_WRITEBACK_PACE",
@@ -96,10 +98,13 @@ class RunOptions:
             Checked at once.
         timeout_given: the caller named ``timeout`` itself (its flag), so a
             run of several cells notes that it applies per cell.
+        parameters: papermill's parameters for the run
+            (:class:`~jcli_sidecar.kernel.parameters.Parameters`): written into
+            the cell tagged ``injected-parameters`` before the run; None: none.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False, parameters=None)
     """
 
     __slots__ = (
@@ -115,6 +120,7 @@ class RunOptions:
         "allow_errors",
         "run_timeout",
         "timeout_given",
+        "parameters",
     )
 
     def __init__(
@@ -132,6 +138,7 @@ class RunOptions:
         allow_errors: bool = False,
         run_timeout: float | None = None,
         timeout_given: bool = False,
+        parameters: Parameters | None = None,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -145,6 +152,7 @@ class RunOptions:
         self.allow_errors = allow_errors
         self.run_timeout = check_timeout(run_timeout, "--run-timeout")
         self.timeout_given = timeout_given
+        self.parameters = parameters
 
     def session_language(self) -> str | None:
         """The session kernel's language (:attr:`kernel_language`, asked once), None when unknown."""

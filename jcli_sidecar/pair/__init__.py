@@ -48,7 +48,9 @@ __all__, __getattr__ = lazy_face(
             "sync_cells",
         ),
         "pairsync": (
+            "INJECTED_TAG",
             "SyncPlan",
+            "is_injected",
             "plan_sync",
         ),
         "percent": (

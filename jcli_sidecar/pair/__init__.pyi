@@ -26,7 +26,9 @@ from .pairing import paired_notebook_path as paired_notebook_path
 from .pairing import paired_py_path as paired_py_path
 from .pairing import percent_cells as percent_cells
 from .pairing import sync_cells as sync_cells
+from .pairsync import INJECTED_TAG as INJECTED_TAG
 from .pairsync import SyncPlan as SyncPlan
+from .pairsync import is_injected as is_injected
 from .pairsync import plan_sync as plan_sync
 from .percent import PercentCell as PercentCell
 from .percent import normalize_source as normalize_source

@@ -90,8 +90,12 @@ def notebook_cells(nb: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _notebook_cells(nb: dict[str, Any]) -> list[tuple[str, str]]:
+    from .pairsync import is_injected
+
     out = []
     for cell in nb.get("cells", []):
+        if is_injected(cell):  # j-cli's own (a run's parameters): never the .py's, never an edit
+            continue
         if not isinstance(cell, dict):
             out.append(("?", ""))
             continue

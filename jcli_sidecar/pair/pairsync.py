@@ -12,6 +12,11 @@ an output, so no output can end up under the wrong code. The synced notebook
 has one id per cell: a repeated id stays with the cell whose marker names it
 (else the first) and the others get fresh ones (``SyncPlan.renewed``). j-cli
 never rewrites the ``.py``.
+
+A cell tagged ``injected-parameters`` (:data:`INJECTED_TAG`) is j-cli's own:
+a run with parameters writes it into the notebook only. A sync never matches
+it to a ``.py`` cell nor counts it as a notebook edit; it drops it, and a run
+with parameters writes it anew after the sync.
 """
 
 from __future__ import annotations
@@ -28,10 +33,24 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EDIT_SIMILARITY", "SyncPlan", "apply_plan", "carry_marker_metadata", "plan_sync", "sync_notebook"]
+__all__ = ["EDIT_SIMILARITY", "INJECTED_TAG", "SyncPlan", "apply_plan", "carry_marker_metadata", "is_injected", "plan_sync", "sync_notebook"]
 
 #: How alike (difflib ratio) an unmatched cell must be to count as an edit.
 EDIT_SIMILARITY = 0.5
+#: The tag of the cell a run's parameters are written into (papermill's): the notebook's only, never the ``.py``'s.
+INJECTED_TAG = "injected-parameters"
+
+
+def is_injected(cell: Any) -> bool:
+    """Whether a notebook cell is tagged ``injected-parameters`` (j-cli's own: see the module).
+
+    Example:
+        >>> is_injected({"metadata": {"tags": ["injected-parameters"]}}), is_injected({"metadata": {}})
+        (True, False)
+    """
+    metadata = cell.get("metadata") if isinstance(cell, dict) else None
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return isinstance(tags, list) and INJECTED_TAG in tags
 
 
 def _source(cell: Any) -> str:
@@ -78,7 +97,7 @@ class SyncPlan:
             earlier cell's id and got a fresh one (``{cell_index, id, new_id}``).
     """
 
-    __slots__ = ("py_cells", "nb", "old", "match", "edited", "removed", "renewed")
+    __slots__ = ("py_cells", "nb", "old", "match", "edited", "removed", "renewed", "injected")
 
     def __init__(
         self, py_cells: list[PercentCell], nb: dict[str, Any], old: list[dict[str, Any]], match: list[int | None], edited: set[int]
@@ -89,7 +108,9 @@ class SyncPlan:
         self.match = match
         self.edited = {k for k, i in enumerate(match) if i is not None and (k in edited or _source(old[i]) != py_cells[k].source)}
         used = {i for i in match if i is not None}
-        self.removed = [i for i in range(len(old)) if i not in used]
+        #: Old notebook indexes of the cells tagged ``injected-parameters``: dropped, neither matched nor removed.
+        self.injected = [i for i, cell in enumerate(old) if is_injected(cell)]
+        self.removed = [i for i in range(len(old)) if i not in used and i not in self.injected]
         self.renewed: list[dict[str, Any]] = []
 
     def edited_notebook_cells(self) -> list[int]:
@@ -97,7 +118,7 @@ class SyncPlan:
         return sorted(self.match[k] for k in self.edited)
 
     def changes_anything(self) -> bool:
-        return bool(self.edited or self.removed) or len(self.py_cells) != len(self.old)
+        return bool(self.edited or self.removed or self.injected) or len(self.py_cells) != len(self.old)
 
 
 def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_name: str | dict[str, Any] | None = None) -> SyncPlan:
@@ -106,7 +127,7 @@ def plan_sync(py_cells: list[PercentCell], nb: dict[str, Any] | None, kernel_nam
         nb = new_notebook([], kernel_name)
     old = [c if isinstance(c, dict) else {} for c in nb.get("cells", [])]
     match: list[int | None] = [None] * len(py_cells)
-    used: set[int] = set()
+    used: set[int] = {i for i, cell in enumerate(old) if is_injected(cell)}  # j-cli's own: never a .py cell
     by_id = _ids(old, py_cells)
     for k, pc in enumerate(py_cells):
         i = by_id.get(pc.cell_id) if pc.cell_id else None
@@ -183,7 +204,18 @@ def apply_plan(plan: SyncPlan) -> tuple[dict[str, Any], list[int], dict[str, int
             report["ids_renewed"] = len(plan.renewed)
     synced = dict(nb)
     synced["cells"] = cells
+    if plan.injected:  # the parameters went with their cell
+        _drop_parameters(synced)
+        report["injected_dropped"] = len(plan.injected)
     return synced, list(range(len(cells))), report
+
+
+def _drop_parameters(nb: dict[str, Any]) -> None:
+    """``metadata.papermill.parameters`` out of ``nb`` (a copy of the metadata is changed, never the plan's)."""
+    metadata = nb.get("metadata")
+    papermill = metadata.get("papermill") if isinstance(metadata, dict) else None
+    if isinstance(papermill, dict) and "parameters" in papermill:
+        nb["metadata"] = {**metadata, "papermill": {k: v for k, v in papermill.items() if k != "parameters"}}
 
 
 def sync_notebook(

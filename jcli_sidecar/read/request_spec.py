@@ -244,6 +244,8 @@ JOB_SPEC: tuple[Field, ...] = (
     Field("allow_errors", "boolean", "Notebook: --allow-errors."),
     Field("run_timeout", "number", "Notebook: --run-timeout."),
     Field("timeout_given", "boolean", "Notebook: --timeout was given."),
+    Field("parameters", "string", "Notebook: the parameters (-p, -y, --parameters-file) as resolved, as JSON text."),
+    Field("parameters_source", "string", "Notebook: the injected-parameters cell's source for them."),
 )
 
 #: ``kernel.stop``: a client's signal for its run.

@@ -358,9 +358,11 @@ class HeldJobs:
         return end
 
     def _notebook(self, job: _Job, server: Any, session: dict[str, Any], args: dict[str, Any], open_kernel: Any) -> dict[str, Any]:
-        from ..kernel import NotebookRun, RunOptions
+        from ..kernel import NotebookRun, Parameters, RunOptions
 
+        parameters = args.get("parameters")
         options = RunOptions(
+            parameters=None if parameters is None else Parameters.from_wire(parameters, args.get("parameters_source") or ""),
             cells=args.get("cell_spec"),
             timeout=args.get("timeout"),
             checkpoint_seconds=args.get("checkpoint_seconds"),

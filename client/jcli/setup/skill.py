@@ -117,7 +117,10 @@ cells after it too and lists the ones that raised (`failed_cells`, still exit
 1); a cell whose marker is `# %% tags=["raises-exception"]` may raise without
 it, one tagged `skip-execution` (or empty) is not run, and a display updated
 from a later cell is updated in the earlier cell too (nbclient's rules). `--timeout` is per cell; `--run-timeout S` bounds the whole run (then
-`TIMEOUT`, and `not_run` lists the cells skipped). Without `-j`, each cell
+`TIMEOUT`, and `not_run` lists the cells skipped). Parameters as papermill
+takes them: `-p NAME VALUE` (repeatable) and `-y 'YAML mapping'` go into a
+cell tagged `injected-parameters` after the cell tagged `parameters`
+(the notebook's only, never the `.py`'s). Without `-j`, each cell
 starts with `[cell I] K/N`, and each image or other rich output prints the
 command that reads it (`image/png 21.6 KiB -> j-cli notebook output
 analysis.ipynb --cell 2 --output 0`).
