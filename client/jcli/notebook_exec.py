@@ -45,8 +45,8 @@ def notebook_options(
     """``--cell``, ``--timeout`` (resolved), ``--py-wins``, ``--display-mode``, ``--no-stream`` and ``--any-kernel``,
     this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
 
-    ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``
-    and whether ``--timeout`` was given.
+    ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``,
+    ``--stale`` and whether ``--timeout`` was given.
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
     cell's final write-back), in JSON mode as in human mode. The session
@@ -67,6 +67,7 @@ def notebook_options(
         allow_errors=bool(runs is not None and runs.allow_errors),
         run_timeout=None if runs is None else runs.run_timeout,
         timeout_given=bool(runs is not None and runs.timeout_given),
+        stale=bool(runs is not None and runs.stale),
     )
 
 

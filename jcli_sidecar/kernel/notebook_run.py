@@ -39,9 +39,10 @@ from __future__ import annotations
 import os
 import time
 
-from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, Timeout, internal_error, stall_point
+from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, Timeout, UsageError, internal_error, stall_point
 from ..ipynb import CellWriter, join_text, parse_cell_spec
 from ..pair import paired_notebook_path
+from ..read import RunLedger
 from .cell_timing import timing_fields
 from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
 from .display_mode import in_display_mode
@@ -135,6 +136,7 @@ class NotebookRun:
         "_budget",
         "_tagged",
         "_py_tags",
+        "_ledger",
         "sent",
     )
 
@@ -168,6 +170,7 @@ class NotebookRun:
         self._budget = RunBudget(self.options.run_timeout)
         self._tagged: set[int] = set()  # file indexes of the cells run that are tagged raises-exception
         self._py_tags: list[list[str]] | None = None  # a pair's tags on its .py markers, by .py cell
+        self._ledger: RunLedger | None = None  # the cells' run records: what is stale, what each cell run records
 
     def execute(
         self,
@@ -209,13 +212,15 @@ class NotebookRun:
         :func:`~jcli_sidecar.kernel.kernel_request.check_session_kernel`).
 
         Raises:
-            UsageError, CellNotFound: a bad ``cells`` spec.
+            UsageError, CellNotFound: a bad ``cells`` spec, or ``cells`` with ``stale``.
             CellIdDuplicate: a ``.py``'s markers repeat an id.
             KernelMismatch: the file asks for another kernel than the session's.
             OutputSaveFailed: a pair's notebook could not be written, or the
                 notebook could not be written back (``executed: false``).
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
+        if self.options.stale and self.options.cells is not None:
+            raise UsageError("--stale chooses the cells to run itself (the stale ones, in order); it does not combine with --cell")
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
         opened = open_notebook(self.path, self.options)
         self.nb_path, self.cells, self._py_to_nb, report = opened.nb_path, opened.cells, opened.py_to_nb, opened.report
@@ -224,6 +229,10 @@ class NotebookRun:
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
         self._chosen = parse_cell_spec(self.options.cells, len(self.cells))
+        self._ledger = RunLedger(self.cells)
+        if self.options.stale:
+            stale = set(self._ledger.stale())
+            self._chosen = [requested for requested, index in self._placed() if index in stale]
         check_writable(self.nb_path, self.cells)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
@@ -233,6 +242,8 @@ class NotebookRun:
             "cells_failed": 0,
             "summary": summary_fields(0, False),
         }
+        if self.options.stale:
+            self.summary["stale"] = list(self._chosen)
         if report is not None:
             self.summary["sync"] = report
         if opened.renewed:
@@ -331,8 +342,9 @@ class NotebookRun:
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int, nb_index: int) -> bool:
         """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
         cell = self.cells[nb_index]
-        assert self.writer is not None
-        target = CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        assert self.writer is not None and self._ledger is not None
+        record = self._ledger.record_for(nb_index)
+        target = CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"), record)
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
@@ -362,6 +374,7 @@ class NotebookRun:
             self._flush(session_id, kernel.kernel_id)  # the cells before it end first
             if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
                 self.sent = True
+                target.ran = None  # and keeps no run record: it is stale
                 try:
                     target.write_back(result)
                     written = True
@@ -374,6 +387,8 @@ class NotebookRun:
             return self._cell_failed(line, err, result, session_id, kernel.kernel_id, partial=True)
         self.sent = True
         self._executed += 1
+        if record is not None:  # the cells after it read from this run
+            self._ledger.ran(nb_index, record)
         self._pending.append((target, result, line))
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)

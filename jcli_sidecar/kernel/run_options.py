@@ -96,10 +96,12 @@ class RunOptions:
             Checked at once.
         timeout_given: the caller named ``timeout`` itself (its flag), so a
             run of several cells notes that it applies per cell.
+        stale: run exactly the stale cells, in order (``--stale``, see
+            :mod:`jcli_sidecar.read.staleness`); refused with ``cells``.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False, stale=False)
     """
 
     __slots__ = (
@@ -115,6 +117,7 @@ class RunOptions:
         "allow_errors",
         "run_timeout",
         "timeout_given",
+        "stale",
     )
 
     def __init__(
@@ -132,6 +135,7 @@ class RunOptions:
         allow_errors: bool = False,
         run_timeout: float | None = None,
         timeout_given: bool = False,
+        stale: bool = False,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -145,6 +149,7 @@ class RunOptions:
         self.allow_errors = allow_errors
         self.run_timeout = check_timeout(run_timeout, "--run-timeout")
         self.timeout_given = timeout_given
+        self.stale = stale
 
     def session_language(self) -> str | None:
         """The session kernel's language (:attr:`kernel_language`, asked once), None when unknown."""

@@ -40,6 +40,10 @@ __all__, __getattr__ = lazy_face(
         ),
         "notebook_text": ("render_notebook_text",),
         "pair_map": ("map_pair",),
+        "staleness": (
+            "RAN_KEY",
+            "RunLedger",
+        ),
         "representations": (
             "JSON_KIND",
             "TEXT_KIND",

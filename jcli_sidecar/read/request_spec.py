@@ -244,6 +244,7 @@ JOB_SPEC: tuple[Field, ...] = (
     Field("allow_errors", "boolean", "Notebook: --allow-errors."),
     Field("run_timeout", "number", "Notebook: --run-timeout."),
     Field("timeout_given", "boolean", "Notebook: --timeout was given."),
+    Field("stale", "boolean", "Notebook: --stale."),
 )
 
 #: ``kernel.stop``: a client's signal for its run.
