@@ -199,12 +199,34 @@ class _Walk:
         bound: set[str] = set()  # bound for certain by a plain top-level statement before this one
         try:
             for stmt in tree.body:
-                self._loads(stmt, frozenset(), bound)
+                self._statement(stmt, bound)
                 self._binds(stmt, self.writes, top=True)
                 bound |= _certain_binds(stmt)
         except _Opaque as why:
             return CellUses(opaque=why.reason)
         return CellUses(self.reads, self.writes, self.mutates, self.imported)
+
+    def _statement(self, stmt: ast.stmt, bound: set[str]) -> None:
+        """A top-level statement's loads; a ``for`` or ``with`` body sees its targets bound (and so on, nested)."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._loads(stmt.iter, frozenset(), bound)
+            self._loads(stmt.target, frozenset(), bound)
+            inner = bound | _target_names(stmt.target)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            inner = set(bound)
+            for item in stmt.items:
+                self._loads(item.context_expr, frozenset(), inner)
+                if item.optional_vars is not None:
+                    self._loads(item.optional_vars, frozenset(), inner)
+                    inner |= _target_names(item.optional_vars)
+        else:
+            self._loads(stmt, frozenset(), bound)
+            return
+        for part in stmt.body:
+            self._statement(part, inner)
+            inner = inner | _certain_binds(part)
+        for part in getattr(stmt, "orelse", ()):
+            self._statement(part, bound)
 
     def _binds(self, node: ast.AST, out: set[str], top: bool) -> None:
         """Names ``node`` binds in the scope it is in (not inside nested scopes, but their names)."""
@@ -352,6 +374,10 @@ def _same_scope(node: ast.AST) -> list[ast.AST]:
     return found
 
 
+def _target_names(target: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(target) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+
+
 def _certain_binds(stmt: ast.stmt) -> set[str]:
     """Names a top-level statement binds whenever it completes (plain assignment, import, def, class)."""
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -361,7 +387,5 @@ def _certain_binds(stmt: ast.stmt) -> set[str]:
     names: set[str] = set()
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value else []
     for target in targets:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
+        names |= _target_names(target)
     return names
