@@ -80,7 +80,7 @@ class CellTarget:
         self.source = source
         #: The outputs of this cell's checkpoint the notebook holds (marked ``metadata.jcli.running``); None when it holds none.
         self.marked: list[dict[str, Any]] | None = None
-        #: The run record a final write-back leaves in ``metadata.jcli.ran`` (:mod:`jcli_sidecar.read.staleness`); None: none.
+        #: The run record a final write-back leaves in ``metadata.jcli_ran`` (:mod:`jcli_sidecar.read.staleness`); None: none.
         self.ran = ran
 
     def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
@@ -88,7 +88,7 @@ class CellTarget:
 
         A partial result also marks the cell ``metadata.jcli.running`` (and
         drops an older run record); a final one clears that mark and leaves
-        the run record (``metadata.jcli.ran``) when the target has one. The cell's ``metadata.execution`` becomes
+        the run record (``metadata.jcli_ran``) when the target has one. The cell's ``metadata.execution`` becomes
         the run's timing (nbclient's ``record_timing``; what is known so far
         for a checkpoint), and an older run's goes. The edit raises :class:`NotebookOutOfSync`
         when the cell changed (or went) while it ran.
@@ -112,10 +112,12 @@ class CellTarget:
                 metadata = cell["metadata"] = {}
             if result.partial:
                 metadata["jcli"] = {"running": True}
-            elif self.ran is not None:
-                metadata["jcli"] = {RAN_KEY: self.ran}
             else:
                 metadata.pop("jcli", None)
+            if self.ran is not None and not result.partial:
+                metadata[RAN_KEY] = self.ran
+            else:  # outputs not made by a whole run of this source: no record
+                metadata.pop(RAN_KEY, None)
             if result.timing:  # this run's times (a checkpoint's so far), never an older run's
                 metadata[EXECUTION_METADATA] = {key: result.timing[key] for key in TIMING_KEYS if key in result.timing}
             else:

@@ -11,7 +11,7 @@ The model (docs/notebook-runs.md, "Stale cells"):
   (a builtin, or something made outside the notebook). An opaque cell reads
   from every code cell before it. Empty cells read and write nothing.
 - **Run record.** When j-cli runs a cell (foreground or background), the
-  cell's ``metadata.jcli.ran`` becomes ``{"src", "run", "deps"}``: a digest of
+  cell's ``metadata.jcli_ran`` becomes ``{"src", "run", "deps"}``: a digest of
   the source that ran, a fresh run token, and for each provider (by cell id,
   ``#N`` for a cell without one) the provider's run token at that moment
   (None when it had none). A cell cut short (timeout, interrupt, kernel
@@ -55,8 +55,8 @@ __all__ = [
     "stale_states",
 ]
 
-#: ``metadata.jcli[RAN_KEY]`` holds a cell's run record.
-RAN_KEY = "ran"
+#: ``metadata[RAN_KEY]`` holds a cell's run record (beside ``metadata.jcli``, the running mark, which a finished cell loses).
+RAN_KEY = "jcli_ran"
 #: At most this many names of a provider are told in a reason.
 _REASON_NAMES = 3
 #: ``depends_on`` lists at most this many cells.
@@ -82,10 +82,9 @@ def cell_key(cell_id: Any, index: int) -> str:
 
 def read_record(metadata: Any) -> Any:
     """A cell's run record from its metadata: the dict, None when there is none, ``_BAD`` when it is malformed."""
-    jcli = metadata.get("jcli") if isinstance(metadata, dict) else None
-    if not isinstance(jcli, dict) or RAN_KEY not in jcli:
+    if not isinstance(metadata, dict) or RAN_KEY not in metadata:
         return None
-    rec = jcli[RAN_KEY]
+    rec = metadata[RAN_KEY]
     if not (isinstance(rec, dict) and isinstance(rec.get("src"), str) and isinstance(rec.get("run"), str)):
         return _BAD
     deps = rec.get("deps")
@@ -211,7 +210,7 @@ def _why(
             return "no_record", "no run record: its outputs were not made by a j-cli run", None
         return "never_ran", "it never ran", None
     if record is _BAD:
-        return "no_record", "its run record (metadata.jcli.ran) is unreadable", None
+        return "no_record", "its run record (metadata.jcli_ran) is unreadable", None
     if record["src"] != source_digest(cell.source):
         return "source_changed", "its source changed since its outputs were made", None
     deps: dict[str, str | None] = record["deps"]

@@ -108,7 +108,12 @@ def test_the_reason_of_an_opaque_cell_names_why_and_the_cell():
 
 
 def test_a_malformed_run_record_is_stale_and_never_fails():
-    for bad in ({"jcli": {RAN_KEY: "x"}}, {"jcli": {RAN_KEY: {"src": 1}}}, {"jcli": {RAN_KEY: {"src": "a", "run": "b", "deps": {"k": 3}}}}):
+    for bad in (
+        {RAN_KEY: "x"},
+        {RAN_KEY: {"src": 1}},
+        {RAN_KEY: {"src": "a", "run": "b", "deps": {"k": 3}}},
+        {RAN_KEY: {"src": "a", "run": "b"}},
+    ):
         state = stale_states([StaleInput("x = 1", "a", bad, ran=True)])[0]
         assert state["stale"] and state["stale_cause"] == "no_record"
 
@@ -181,7 +186,7 @@ class Sim:
         for i in chosen:
             record = ledger.record_for(i)
             ledger.ran(i, record)
-            self.cells[i]["metadata"] = {"jcli": {RAN_KEY: record}}
+            self.cells[i]["metadata"] = {RAN_KEY: record}
             cell_made = (
                 self.cells[i]["source"],
                 frozenset((self.cells[j]["id"], self.made.get(self.cells[j]["id"])) for j in self.providers(i)),
@@ -209,7 +214,7 @@ def _after_running(cells):
     for i, cell in enumerate(cells):
         record = ledger.record_for(i)
         ledger.ran(i, record)
-        metadata.append({"jcli": {RAN_KEY: record}})
+        metadata.append({RAN_KEY: record})
         cell.record = record
     return [state["stale"] for state in stale_states(cells)], metadata
 
