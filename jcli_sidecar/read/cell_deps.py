@@ -25,14 +25,15 @@ first turned into Python by IPython's own transformer, as
   (``!echo {x}``, ``$x``), or does not parse. Such a cell depends on every
   cell before it, and may write anything.
 
-Nothing here runs code. Results are cached by source (the sidecar asks
-again for every summary).
+Nothing here runs code. Results for short sources are cached (a sidecar
+running jobs asks again for every run).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 
 from .cell_analysis import ANALYSE_MAX_CHARS
 
@@ -76,6 +77,9 @@ QUIET_MAGICS = frozenset(
         "latex",
         "svg",
         "writefile",
+        "pinfo",
+        "pinfo2",
+        "psearch",
     }
 )
 _MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "system", "getoutput"}
@@ -116,7 +120,11 @@ def _parse(source: str) -> tuple[ast.Module | None, str | None]:
         return None, f"it does not parse ({type(exc).__name__})"
 
 
-@functools.lru_cache(maxsize=4096)
+#: Sources up to this many characters are cached (at most :data:`_CACHED` of them): the cache stays a few MB.
+_CACHE_CHARS = 4096
+_CACHED = 2048
+
+
 def cell_uses(source: str) -> CellUses:
     """The names a code cell's ``source`` reads, writes and mutates, or why they cannot be known.
 
@@ -129,11 +137,22 @@ def cell_uses(source: str) -> CellUses:
         >>> cell_uses("%time f()").opaque
         'it runs the magic %time'
     """
+    return _cached_uses(source) if len(source) <= _CACHE_CHARS else _uses(source)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _cached_uses(source: str) -> CellUses:
+    return _uses(source)
+
+
+def _uses(source: str) -> CellUses:
     if not source.strip():
         return CellUses()
     if len(source) > ANALYSE_MAX_CHARS:
         return CellUses(opaque=f"it is not analysed (over {ANALYSE_MAX_CHARS} characters)")
     tree, error = _parse(source)
+    if tree is None:  # magics and shell lines: the common ones here, IPython's transformer (slow to import) for the rest
+        tree = _parse(_quick_ipython(source))[0]
     if tree is None:
         from .cell_analysis import _ipython_to_python
 
@@ -146,6 +165,47 @@ def cell_uses(source: str) -> CellUses:
         return _Walk().module(tree)
     except RecursionError:
         return CellUses(opaque="it is nested too deeply to analyse")
+
+
+_ASSIGNED_MAGIC = re.compile(r"^(\s*)([\w\s,]+?)\s*=\s*([!%])(.*)$")
+
+
+def _line_magic(text: str) -> str:
+    """The call IPython writes for ``!cmd`` or ``%name args`` (``text`` without its indentation)."""
+    if text.startswith("!"):
+        return f"get_ipython().system({text[1:]!r})"
+    name, _, args = text[1:].partition(" ")
+    return f"get_ipython().run_line_magic({name!r}, {args!r})"
+
+
+def _quick_ipython(source: str) -> str:
+    """A cell's plain magics and shell lines as the calls IPython's transformer writes for them.
+
+    A cell magic (``%%name line`` first) becomes one ``run_cell_magic`` call;
+    a line starting with ``!`` or ``%`` (indented or not), or assigning one
+    (``files = !ls``), becomes its call. Anything else is left as it is: what
+    still does not parse goes to IPython's own transformer.
+    """
+    lines = source.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    if lines[first].startswith("%%"):
+        name, _, line = lines[first][2:].partition(" ")
+        return f"get_ipython().run_cell_magic({name!r}, {line!r}, {chr(10).join(lines[first + 1 :])!r})\n"
+    out = []
+    for line in lines:
+        text = line.lstrip()
+        indent = line[: len(line) - len(text)]
+        if text.startswith(("!", "%")):
+            out.append(indent + _line_magic(text))
+            continue
+        assigned = _ASSIGNED_MAGIC.match(line)
+        if assigned is not None:
+            indent, target, kind, rest = assigned.groups()
+            call = f"get_ipython().getoutput({rest!r})" if kind == "!" else _line_magic("%" + rest)
+            out.append(f"{indent}{target} = {call}")
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 class _Opaque(Exception):
@@ -177,13 +237,14 @@ def _magic_name(call: ast.Call) -> str | None:
 
 
 def _interpolates(call: ast.Call, magic: str) -> bool:
-    """Whether a shell line or a magic's line expands names (``{x}``, ``$x``); a cell magic's body is not expanded."""
+    """Whether a shell line or a magic's line expands names (``{x}``, ``$x``), or a cell magic's options may bind one
+    (``%%bash --out x``); a cell magic's body is not expanded."""
     line = call.args[0] if magic == "!" and call.args else call.args[1] if len(call.args) > 1 else None
     if line is None:
         return False
     if not (isinstance(line, ast.Constant) and isinstance(line.value, str)):
         return True
-    return "{" in line.value or "$" in line.value
+    return "{" in line.value or "$" in line.value or (magic.startswith("%%") and "--" in line.value)
 
 
 class _Walk:
@@ -314,7 +375,7 @@ class _Walk:
             if magic != "!" and magic.lstrip("%") not in QUIET_MAGICS:
                 raise _Opaque(f"it runs the magic {magic}")
             if _interpolates(call, magic):
-                raise _Opaque("its magic or shell line expands names")
+                raise _Opaque("its magic or shell line expands or binds names")
             return [*call.args, *call.keywords]  # not get_ipython() itself: that is fine here
         if isinstance(func, ast.Attribute):
             base = _base(func)

@@ -36,7 +36,8 @@ from jcli_sidecar.read.staleness import RAN_KEY, RunLedger, StaleInput, dependen
         ("%%capture out\nprint(x)", "%%capture"),
         ("get_ipython().run_cell('x = 1')", "get_ipython()"),
         ("ip = get_ipython()\nip.user_ns['x'] = 1", "get_ipython()"),
-        ("!echo {x}", "expands names"),
+        ("!echo {x}", "expands or binds names"),
+        ("%%bash --out listing\nls", "expands or binds names"),
         ("def f(:\n    pass", "does not parse"),
     ],
 )
@@ -48,6 +49,22 @@ def test_a_cell_whose_names_cannot_be_known_says_why(source, why):
 @pytest.mark.parametrize("source", ["%matplotlib inline\nimport numpy as np", "!pip list", "files = !ls", "%%bash\necho ${HOME}\n"])
 def test_quiet_magics_and_shell_lines_keep_a_cell_known(source):
     assert cell_uses(source).opaque is None
+
+
+def test_common_magics_are_read_without_importing_ipython():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from jcli_sidecar.read.cell_deps import cell_uses\n"
+        "u = cell_uses('%matplotlib inline\\nfiles = !ls\\nif files:\\n    !echo hi\\nn = len(files)')\n"
+        "assert u.opaque is None and u.writes == {'files', 'n'}, u\n"
+        "assert cell_uses('%time f()').opaque == 'it runs the magic %time'\n"
+        "print('IPython' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_reads_and_writes_follow_python_scopes():
