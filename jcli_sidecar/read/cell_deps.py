@@ -41,7 +41,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["OPAQUE_CALLS", "QUIET_MAGICS", "CellUses", "cell_uses"]
+__all__ = ["CellUses", "OPAQUE_CALLS", "QUIET_MAGICS", "cell_uses"]
 
 #: Calling one of these makes a cell's names unknowable.
 OPAQUE_CALLS = frozenset({"exec", "eval", "globals", "locals", "vars"})
