@@ -120,4 +120,5 @@ def _notebook(srv, req: ExecRequest, timeout) -> dict[str, Any]:
         "allow_errors": options.allow_errors,
         "run_timeout": options.run_timeout,
         "timeout_given": options.timeout_given,
+        "stale": options.stale,
     }

@@ -73,6 +73,15 @@ EXEC_OPTIONS: tuple[ReadOption, ...] = (
         None,
     ),
     ReadOption(
+        ("--stale",),
+        "stale",
+        "flag",
+        "For a notebook run: run exactly the stale cells, in order: cells edited since their outputs were made, never "
+        "run, or reading names from a cell that changed or ran after them, transitively (see j-cli notebook summary). "
+        "Not with --cell.",
+        None,
+    ),
+    ReadOption(
         ("--display-mode",),
         "display_mode",
         "str",
@@ -186,13 +195,14 @@ def run_exec(
     parameters: Any = (),
     parameters_yaml: Any = (),
     parameters_file: Any = (),
+    stale: bool = False,
 ) -> int:
     """Do one ``j-cli exec``; returns the process exit code (``stream``: upstream's spelling of the default)."""
     from jcli_sidecar.kernel import StopRequested, StopSwitch, signals_to
 
     if queue and not background:
         return emit.error(UsageError("--queue applies to --background runs"), json_mode)
-    runs = _RunLimits(timeout is not None, None if run_timeout == 0 else run_timeout, allow_errors)
+    runs = _RunLimits(timeout is not None, None if run_timeout == 0 else run_timeout, allow_errors, stale)
     runs.parameter_args = (tuple(parameters or ()), tuple(parameters_yaml or ()), tuple(parameters_file or ()))
     if background:
         from .background import start_background
@@ -278,15 +288,18 @@ class ExecRequest:
 
 
 class _RunLimits:
-    """What only a notebook run takes: ``--run-timeout`` (None: no budget), ``--allow-errors``, whether ``--timeout`` was given,
+    """What only a notebook run takes: ``--run-timeout`` (None: no budget), ``--allow-errors``, ``--stale``, whether ``--timeout`` was given,
     and the parameters as given (``-p`` pairs, ``-y`` texts, ``--parameters-file`` paths)."""
 
-    __slots__ = ("timeout_given", "run_timeout", "allow_errors", "parameter_args", "_resolved")
+    __slots__ = ("timeout_given", "run_timeout", "allow_errors", "stale", "parameter_args", "_resolved")
 
-    def __init__(self, timeout_given: bool = False, run_timeout: float | None = None, allow_errors: bool = False) -> None:
+    def __init__(
+        self, timeout_given: bool = False, run_timeout: float | None = None, allow_errors: bool = False, stale: bool = False
+    ) -> None:
         self.timeout_given = timeout_given
         self.run_timeout = run_timeout
         self.allow_errors = allow_errors
+        self.stale = stale
         self.parameter_args: tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
         self._resolved: Any = None
 
@@ -321,12 +334,14 @@ class _RunLimits:
 
         Raises:
             ParametersInvalid: parameters were given.
-            UsageError: ``--run-timeout`` or ``--allow-errors`` was given.
+            UsageError: ``--run-timeout``, ``--allow-errors`` or ``--stale`` was given.
         """
         if any(self.parameter_args):
             from jcli_sidecar.base import ParametersInvalid
 
             raise ParametersInvalid("-p, -y and --parameters-file apply to notebook runs (--file x.ipynb or a py:percent x.py)")
+        if self.stale:
+            raise UsageError("--stale applies to notebook runs (--file x.ipynb or a py:percent x.py)")
         if self.run_timeout is not None or self.allow_errors:
             raise UsageError(
                 "--run-timeout and --allow-errors apply to notebook runs (--file x.ipynb or a py:percent x.py); "
@@ -356,6 +371,8 @@ def _run_exec(
         check_display_mode(settings.display_mode)
         settings.runs.check()
         settings.runs.parameters()  # bad parameters are refused before any server is asked
+        if settings.runs.stale and cell_spec is not None:
+            raise UsageError("--stale chooses the cells to run itself (the stale ones, in order); it does not combine with --cell")
         if file_path is not None and code is None:
             from jcli_sidecar.kernel import is_notebook_file
 

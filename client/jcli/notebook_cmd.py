@@ -92,12 +92,17 @@ def _summary_text(doc: dict[str, Any]) -> str:
             f"{_span(row):<11}",
         ]
         run = _run(row)
-        lines.append("  ".join(head) + (f"  {run}" if run else "") + f"  {_snippet(row['preview'])}{tag}".rstrip())
+        stale = "  STALE" if row.get("stale") else ""
+        lines.append("  ".join(head) + (f"  {run}" if run else "") + stale + f"  {_snippet(row['preview'])}{tag}".rstrip())
         detail = row.get("problem") or _names(row)
         if detail:
             lines.append(" " * 8 + detail)
+        if row.get("stale") and row.get("stale_cause") not in ("never_ran", "no_record", None):
+            lines.append(" " * 8 + f"stale: {_clean(row['stale_reason'])}")
     if doc.get("next_cells"):
         lines.append(f"… {_plural(doc['cells_omitted'], 'more cell')}: add --cell {doc['next_cells']}")
+    if doc.get("stale_cells"):
+        lines.append(f"stale: cells {', '.join(map(str, doc['stale_cells']))} (j-cli exec SESSION -f FILE --stale runs them)")
     return "\n".join(lines)
 
 

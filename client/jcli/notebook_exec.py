@@ -46,7 +46,7 @@ def notebook_options(
     this process's ``JCLI_CHECKPOINT_SECONDS`` and ``JCLI_WRITEBACK_PACE``, and the session's kernel.
 
     ``runs`` (``exec_cmd._RunLimits``) brings ``--run-timeout``, ``--allow-errors``,
-    whether ``--timeout`` was given, and the parameters (resolved here: a bad one is refused before anything runs).
+    ``--stale``, whether ``--timeout`` was given, and the parameters (resolved here: a bad one is refused before anything runs).
 
     ``--no-stream`` saves no partial outputs of a running cell (only each
     cell's final write-back), in JSON mode as in human mode. The session
@@ -68,6 +68,7 @@ def notebook_options(
         run_timeout=None if runs is None else runs.run_timeout,
         timeout_given=bool(runs is not None and runs.timeout_given),
         parameters=None if runs is None else runs.parameters(),
+        stale=bool(runs is not None and runs.stale),
     )
 
 

@@ -17,6 +17,7 @@ import time
 from ..base import JcliError, NotebookChanged, NotebookOutOfSync, OutputSaveFailed, clean_dead_temps, os_error, stall_point, temp_path
 from ..ipynb import dumps_cell, join_text, stat_key
 from ..pair import normalize_source, notebook_write_lock
+from ..read import RAN_KEY
 from .cell_timing import EXECUTION_METADATA, TIMING_KEYS
 from .exec_result import ExecutionResult
 
@@ -69,9 +70,9 @@ def check_writable(nb_path: str, cells: list[Any]) -> None:
 class CellTarget:
     """Where one cell's outputs go: its notebook's writer, its place, and the source that ran."""
 
-    __slots__ = ("writer", "nb_path", "index", "cell_id", "source", "marked")
+    __slots__ = ("writer", "nb_path", "index", "cell_id", "source", "marked", "ran")
 
-    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str) -> None:
+    def __init__(self, writer: CellWriter, index: int, cell_id: str | None, source: str, ran: dict[str, Any] | None = None) -> None:
         self.writer = writer
         self.nb_path = writer.path
         self.index = index
@@ -79,12 +80,15 @@ class CellTarget:
         self.source = source
         #: The outputs of this cell's checkpoint the notebook holds (marked ``metadata.jcli.running``); None when it holds none.
         self.marked: list[dict[str, Any]] | None = None
+        #: The run record a final write-back leaves in ``metadata.jcli_ran`` (:mod:`jcli_sidecar.read.staleness`); None: none.
+        self.ran = ran
 
     def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
         """What writing ``result`` does to the cell found, if it still holds the source that ran.
 
-        A partial result also marks the cell ``metadata.jcli.running``; a
-        final one clears that mark. The cell's ``metadata.execution`` becomes
+        A partial result also marks the cell ``metadata.jcli.running`` (and
+        drops an older run record); a final one clears that mark and leaves
+        the run record (``metadata.jcli_ran``) when the target has one. The cell's ``metadata.execution`` becomes
         the run's timing (nbclient's ``record_timing``; what is known so far
         for a checkpoint), and an older run's goes. The edit raises :class:`NotebookOutOfSync`
         when the cell changed (or went) while it ran.
@@ -110,6 +114,10 @@ class CellTarget:
                 metadata["jcli"] = {"running": True}
             else:
                 metadata.pop("jcli", None)
+            if self.ran is not None and not result.partial:
+                metadata[RAN_KEY] = self.ran
+            else:  # outputs not made by a whole run of this source: no record
+                metadata.pop(RAN_KEY, None)
             if result.timing:  # this run's times (a checkpoint's so far), never an older run's
                 metadata[EXECUTION_METADATA] = {key: result.timing[key] for key in TIMING_KEYS if key in result.timing}
             else:

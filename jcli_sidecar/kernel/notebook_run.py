@@ -46,9 +46,20 @@ from __future__ import annotations
 import os
 import time
 
-from ..base import EXECUTION_ERROR_ALIASES, SCHEMA_VERSION, Interrupted, JcliError, ParametersInvalid, Timeout, internal_error, stall_point
+from ..base import (
+    EXECUTION_ERROR_ALIASES,
+    SCHEMA_VERSION,
+    Interrupted,
+    JcliError,
+    ParametersInvalid,
+    Timeout,
+    UsageError,
+    internal_error,
+    stall_point,
+)
 from ..ipynb import CellWriter, join_text, parse_cell_spec
 from ..pair import paired_notebook_path
+from ..read import SKIP_EXECUTION_TAG, RunLedger
 from .cell_timing import timing_fields
 from .cell_writeback import CellTarget, Checkpoint, WritebackPacer, check_writable, write_back_all
 from .display_mode import in_display_mode
@@ -78,8 +89,6 @@ __all__ = ["NotebookRun", "RAISES_EXCEPTION_TAG", "SKIP_EXECUTION_TAG"]
 
 #: The cell tag that lets a cell's code raise without stopping the run (nbclient's).
 RAISES_EXCEPTION_TAG = "raises-exception"
-#: The cell tag that keeps a cell from running (nbclient's ``skip_cells_with_tag``).
-SKIP_EXECUTION_TAG = "skip-execution"
 
 
 class NotebookRun:
@@ -150,6 +159,7 @@ class NotebookRun:
         "_ran",
         "_refresh",
         "_injected",
+        "_ledger",
         "sent",
     )
 
@@ -189,6 +199,7 @@ class NotebookRun:
         self._ran: dict[int, tuple[CellTarget, ExecutionResult, int]] = {}
         self._refresh: set[int] = set()  # notebook indexes of ran cells a later display update changed, not yet rewritten
         self._injected: int | None = None  # a pair's injected parameters cell (notebook index), run without a .py index
+        self._ledger: RunLedger | None = None  # the cells' run records: what is stale, what each cell run records
 
     def execute(
         self,
@@ -230,13 +241,15 @@ class NotebookRun:
         :func:`~jcli_sidecar.kernel.kernel_request.check_session_kernel`).
 
         Raises:
-            UsageError, CellNotFound: a bad ``cells`` spec.
+            UsageError, CellNotFound: a bad ``cells`` spec, or ``cells`` with ``stale``.
             CellIdDuplicate: a ``.py``'s markers repeat an id.
             KernelMismatch: the file asks for another kernel than the session's.
             OutputSaveFailed: a pair's notebook could not be written, or the
                 notebook could not be written back (``executed: false``).
             RuntimeDirUnsafe: the runtime dir (where the lock lives) is unsafe.
         """
+        if self.options.stale and self.options.cells is not None:
+            raise UsageError("--stale chooses the cells to run itself (the stale ones, in order); it does not combine with --cell")
         parameters = self.options.parameters
         if parameters is not None:
             self._check_parameters()
@@ -250,6 +263,10 @@ class NotebookRun:
         if not pair_existed:
             self._created = self.nb_path if os.path.isabs(self.path) else os.path.relpath(self.nb_path)
         self._chosen = parse_cell_spec(self.options.cells, len(self._py_to_nb) if self._py_to_nb is not None else len(self.cells))
+        self._ledger = RunLedger(self.cells)
+        if self.options.stale:
+            stale = set(self._ledger.stale())  # a pair's injected parameters cell (no file index) runs whatever
+            self._chosen = [requested for requested, index in self._placed() if index in stale and requested is not None]
         check_writable(self.nb_path, self.cells)
         self.summary = {
             "schema_version": SCHEMA_VERSION,
@@ -259,6 +276,8 @@ class NotebookRun:
             "cells_failed": 0,
             "summary": summary_fields(0, False),
         }
+        if self.options.stale:
+            self.summary["stale"] = list(self._chosen)
         if report is not None:
             self.summary["sync"] = report
         if opened.renewed:
@@ -415,8 +434,9 @@ class NotebookRun:
     def _run_cell(self, kernel: KernelConnection, session_id: str, cell_index: int | None, nb_index: int) -> bool:
         """Run one code cell and queue its write-back (:meth:`_finish`); False stops the run."""
         cell = self.cells[nb_index]
-        assert self.writer is not None
-        target = CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"))
+        assert self.writer is not None and self._ledger is not None
+        record = self._ledger.record_for(nb_index)
+        target = CellTarget(self.writer, nb_index, cell.get("id"), join_text(cell.get("source", ""), "source"), record)
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
@@ -449,6 +469,7 @@ class NotebookRun:
             self._flush(session_id, kernel.kernel_id)  # the cells before it end first
             if result.sent:  # cut short: the cell shows what it printed until then, not an older run's outputs
                 self.sent = True
+                target.ran = None  # and keeps no run record: it is stale
                 try:
                     target.write_back(result)
                     written = True
@@ -464,6 +485,8 @@ class NotebookRun:
         self._displays_changed(line)
         if nb_index in self._displays.outputs:  # it showed a display id: a later cell may update it (only those are kept)
             self._ran[nb_index] = (target, result, cell_index)
+        if record is not None:  # the cells after it read from this run
+            self._ledger.ran(nb_index, record)
         self._pending.append((target, result, line))
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)

@@ -101,10 +101,12 @@ class RunOptions:
         parameters: papermill's parameters for the run
             (:class:`~jcli_sidecar.kernel.parameters.Parameters`): written into
             the cell tagged ``injected-parameters`` before the run; None: none.
+        stale: run exactly the stale cells, in order (``--stale``, see
+            :mod:`jcli_sidecar.read.staleness`); refused with ``cells``.
 
     Example:
         >>> RunOptions(cells="1:3", timeout=30)
-        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False, parameters=None)
+        RunOptions(cells='1:3', timeout=30, checkpoint_seconds=10.0, kernel_name=None, py_wins=False, display_mode=None, writeback_pace=4.0, kernel_language=None, any_kernel=False, allow_errors=False, run_timeout=None, timeout_given=False, parameters=None, stale=False)
     """
 
     __slots__ = (
@@ -121,6 +123,7 @@ class RunOptions:
         "run_timeout",
         "timeout_given",
         "parameters",
+        "stale",
     )
 
     def __init__(
@@ -139,6 +142,7 @@ class RunOptions:
         run_timeout: float | None = None,
         timeout_given: bool = False,
         parameters: Parameters | None = None,
+        stale: bool = False,
     ) -> None:
         self.cells = cells
         self.timeout = check_timeout(timeout)
@@ -153,6 +157,7 @@ class RunOptions:
         self.run_timeout = check_timeout(run_timeout, "--run-timeout")
         self.timeout_given = timeout_given
         self.parameters = parameters
+        self.stale = stale
 
     def session_language(self) -> str | None:
         """The session kernel's language (:attr:`kernel_language`, asked once), None when unknown."""

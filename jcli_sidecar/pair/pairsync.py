@@ -33,7 +33,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EDIT_SIMILARITY", "INJECTED_TAG", "SyncPlan", "apply_plan", "carry_marker_metadata", "is_injected", "plan_sync", "sync_notebook"]
+__all__ = [
+    "EDIT_SIMILARITY",
+    "INJECTED_TAG",
+    "SyncPlan",
+    "apply_plan",
+    "carry_marker_metadata",
+    "is_injected",
+    "plan_sync",
+    "sync_notebook",
+]
 
 #: How alike (difflib ratio) an unmatched cell must be to count as an edit.
 EDIT_SIMILARITY = 0.5

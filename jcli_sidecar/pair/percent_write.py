@@ -24,7 +24,7 @@ __all__ = ["NOTEBOOK_ONLY_METADATA", "write_percent"]
 
 
 NOTEBOOK_ONLY_METADATA = frozenset(
-    ["autoscroll", "collapsed", "scrolled", "trusted", "execution", "ExecuteTime", "jcli"]
+    ["autoscroll", "collapsed", "scrolled", "trusted", "execution", "ExecuteTime", "jcli", "jcli_ran"]
     + ["skipline", "noskipline", "cell_marker", "lines_to_next_cell", "lines_to_end_of_cell_marker"]
 )
 

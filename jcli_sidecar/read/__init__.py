@@ -40,6 +40,11 @@ __all__, __getattr__ = lazy_face(
         ),
         "notebook_text": ("render_notebook_text",),
         "pair_map": ("map_pair",),
+        "staleness": (
+            "RAN_KEY",
+            "RunLedger",
+            "SKIP_EXECUTION_TAG",
+        ),
         "representations": (
             "JSON_KIND",
             "TEXT_KIND",

@@ -38,4 +38,7 @@ from .requests import check_list_request as check_list_request
 from .requests import handle_list as handle_list
 from .requests import handle_read as handle_read
 from .requests import query_of as query_of
+from .staleness import RAN_KEY as RAN_KEY
+from .staleness import SKIP_EXECUTION_TAG as SKIP_EXECUTION_TAG
+from .staleness import RunLedger as RunLedger
 from .textwindow import check_window as check_window

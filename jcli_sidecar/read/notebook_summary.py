@@ -18,6 +18,7 @@ from ..base import SCHEMA_VERSION, OutputDataInvalid
 from ..ipynb import join_text
 from .cell_analysis import analyse_code
 from .notebook_view import cell_source, open_view, select_cells
+from .staleness import StaleInput, cell_key, skips_execution, stale_states
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,7 +72,36 @@ def _run_facts(cell: Any) -> dict[str, Any]:
     }
 
 
-def _summary_row(view: NotebookView, index: int) -> dict[str, Any]:
+def _stale_input(view: NotebookView, index: int) -> StaleInput | None:
+    """Cell ``index`` of the file named as staleness sees it (a ``.py`` cell with its notebook cell's record); None when not code."""
+    nb_cells = view.nb["cells"] if view.nb is not None else []
+    if view.kind == "py":
+        pc = view.py_cells[index]
+        nb_index = view.notebook_index(index)
+        cell = nb_cells[nb_index] if nb_index is not None else None
+        if pc.cell_type != "code":
+            return None
+        source, cell_id = pc.source, (cell.get("id") if isinstance(cell, dict) else None) or pc.cell_id
+    else:
+        cell = nb_cells[index]
+        source = cell_source(cell) if isinstance(cell, dict) and cell.get("cell_type") == "code" else None
+        if source is None:
+            return None
+        cell_id = cell.get("id")
+    if not isinstance(cell, dict):
+        return StaleInput(source, cell_key(cell_id, index))
+    if skips_execution(cell.get("metadata")):
+        return None  # no run runs it
+    ran = cell.get("execution_count") is not None or bool(cell.get("outputs"))
+    return StaleInput(source, cell_key(cell_id, index), cell.get("metadata"), ran)
+
+
+def _staleness(view: NotebookView) -> list[dict[str, Any] | None]:
+    """Each cell's stale state (None for a cell that is not code), over the whole file: providers come before."""
+    return stale_states([_stale_input(view, index) for index in range(view.cell_count)])
+
+
+def _summary_row(view: NotebookView, index: int, stale: dict[str, Any] | None = None) -> dict[str, Any]:
     problem = None
     if view.kind == "py":
         pc = view.py_cells[index]
@@ -113,6 +143,8 @@ def _summary_row(view: NotebookView, index: int) -> dict[str, Any]:
         row.update(_run_facts(cell))
         if source is not None:
             row.update(analyse_code(source))
+        if stale is not None:
+            row.update(stale)
     return row
 
 
@@ -142,7 +174,10 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
     Returns:
         ``{schema_version, status, path, kind, py_path, notebook_path,
         paired, pair_note, kernel, cell_count, cells, cells_omitted,
-        next_cells}``; see docs/notebook-runs.md for a row's fields.
+        next_cells, stale_cells}`` (``stale_cells``: the stale code cells of
+        the whole file, at most :data:`SUMMARY_CELL_LIMIT`); see
+        docs/notebook-runs.md for a row's fields (a code cell's ``stale``,
+        ``stale_reason`` and the rest, :func:`~jcli_sidecar.read.staleness.stale_states`).
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError, CellNotFound.
@@ -156,7 +191,9 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
     chosen = select_cells(view, spec)
     shown, rest = chosen[:limit], chosen[limit:]
     doc = _header(view)
-    doc["cells"] = [_summary_row(view, index) for index in shown]
+    states = _staleness(view)
+    doc["cells"] = [_summary_row(view, index, states[index]) for index in shown]
+    doc["stale_cells"] = [index for index, state in enumerate(states) if state is not None and state["stale"]][:SUMMARY_CELL_LIMIT]
     doc["cells_omitted"] = len(rest)
     doc["next_cells"] = f"{rest[0]}:{rest[-1] + 1}" if rest else None
     return doc

@@ -246,6 +246,7 @@ JOB_SPEC: tuple[Field, ...] = (
     Field("timeout_given", "boolean", "Notebook: --timeout was given."),
     Field("parameters", "string", "Notebook: the parameters (-p, -y, --parameters-file) as resolved, as JSON text."),
     Field("parameters_source", "string", "Notebook: the injected-parameters cell's source for them."),
+    Field("stale", "boolean", "Notebook: --stale."),
 )
 
 #: ``kernel.stop``: a client's signal for its run.

@@ -375,6 +375,7 @@ class HeldJobs:
             allow_errors=bool(args.get("allow_errors")),
             run_timeout=args.get("run_timeout"),
             timeout_given=bool(args.get("timeout_given")),
+            stale=bool(args.get("stale")),
         )
         run = NotebookRun(args["file"], options)
         progress = _Progress(job)

@@ -139,6 +139,18 @@ the `.py` win. When you copy a cell, delete the `id="…"` on the copy's
 `CELL_ID_DUPLICATE` (the error names the lines). A file whose kernel is not
 the session's stops with `KERNEL_MISMATCH`: create a session with
 `-k NAME`, or pass `--any-kernel`.
+
+**I edited a cell; bring the notebook up to date:**
+
+```sh
+j-cli notebook summary analysis.py             # STALE cells, and why (edited, or reading from one)
+j-cli -j exec main -f analysis.py --stale      # runs exactly the stale cells, in order
+```
+
+`--stale` runs the edited cells and every cell after them that reads what
+they write (transitively), nothing else; a cell using `exec`, `globals()`,
+a star import or a magic that runs code counts as reading every cell before
+it. Not with `--cell`. After a kernel restart, run the whole file instead.
 """
 
 _READING = """
