@@ -205,6 +205,7 @@ class KernelConnection:
         user_expressions: dict[str, str] | None = None,
         on_send: Callable[[], None] | None = None,
         stop_on_error: bool = True,
+        describe_result: bool = False,
     ) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`).
 
@@ -217,9 +218,15 @@ class KernelConnection:
         ``stop_on_error`` False asks the kernel not to discard the requests
         queued behind this one if it raises (nbclient's request for a cell
         allowed to fail). ``result.timing`` gets the kernel's times of the
-        run (:mod:`~jcli_sidecar.kernel.cell_timing`).
+        run (:mod:`~jcli_sidecar.kernel.cell_timing`). ``describe_result``
+        asks the kernel to describe the code's result when it is a DataFrame
+        (:mod:`~jcli_sidecar.kernel.frame_view`): ``result.frame``.
         """
         timeout = check_timeout(timeout)
+        if describe_result:
+            from .frame_view import frame_expressions
+
+            user_expressions = {**(user_expressions or {}), **frame_expressions()}
         collector = OutputCollector(on_output, result)
         msg_id, text = _message(
             "execute_request",
@@ -262,6 +269,10 @@ class KernelConnection:
                 _interrupt_quietly(self.server, self.kernel_id)
                 pump.settle()
             raise
+        if describe_result:
+            from .frame_view import read_frame
+
+            collector.result.frame = read_frame(collector.result.user_expressions)
         return collector.result
 
 

@@ -352,6 +352,7 @@ class NotebookRun:
                 stop=self._stop,
                 result=result,
                 stop_on_error=not (self.options.allow_errors or cell_index in self._tagged),
+                describe_result=True,
             )
         except Exception as exc:
             err = exc if isinstance(exc, JcliError) else internal_error(exc)
