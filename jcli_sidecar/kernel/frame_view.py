@@ -8,11 +8,17 @@ variable; for a cell, :func:`frame_expressions` is one more
 the kernel describes the cell's result (IPython's
 ``last_execution_result.result``, the value its ``execute_result`` shows)
 when it is one of those. The entry runs nothing unless pandas or polars is
-imported and the result's type is theirs; it names nothing in the user's
-namespace, and its failure is the kernel's answer to it alone (the cell's
-reply and outputs are untouched). The exec result's item for that
-``execute_result`` carries :func:`frame_text` as ``frame``; ``text/plain``
-and the saved outputs stay as the kernel gave them.
+imported and the result's type is (or derives from) one of theirs; it names
+nothing in the user's namespace, and its failure is the kernel's answer to
+it alone (the cell's reply and outputs are untouched; ipykernel evaluates
+user expressions only after a cell that did not raise). The exec result's
+item for that ``execute_result`` carries :func:`frame_text` as ``frame``;
+``text/plain`` and the saved outputs stay as the kernel gave them.
+
+Why not a MIME type of our own (``text/x-jcli-frame``) in the output: it
+would need a formatter registered in the user's kernel, and it would be
+saved into notebooks and runs; beside the item it changes nothing the kernel
+or the notebook holds, and costs one expression evaluated after the cell.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ def _expression() -> str:
     describe = f"(lambda g: __import__('builtins').exec({source!r}, g) or g['result_frame']({FRAME_CHARS}))({{'__name__': 'jcli_frame'}})"
     gate = (
         "(lambda m, r: r is not None and (m.get('pandas') is not None or m.get('polars') is not None)"
-        " and type(r).__module__.partition('.')[0] in ('pandas', 'polars'))"
+        " and any(str(c.__module__).partition('.')[0] in ('pandas', 'polars') for c in type(r).__mro__))"
         "(__import__('sys').modules, getattr(__import__('IPython').get_ipython().last_execution_result, 'result', None))"
     )
     return f"({describe}) if {gate} else None"
