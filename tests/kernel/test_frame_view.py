@@ -220,3 +220,17 @@ def test_the_exec_result_puts_the_text_on_the_execute_result_item_only():
     assert all("frame" not in item for item in build_result(_result(outputs[:1], frame), session_id="s", kernel_id="k")["outputs"])
     odd = build_result(_result(outputs, {"library": "pandas", "kind": "DataFrame", "columns": [1]}), session_id="s", kernel_id="k")
     assert odd["outputs"][1]["frame"] == "pandas DataFrame: not described (TypeError)"
+
+
+def test_the_vars_table_shows_a_frame_by_its_columns_and_one_variable_by_its_view():
+    from jcli.vars_cmd import _human_table, _human_variable
+
+    wide = pd.DataFrame(np.zeros((2, 30)))
+    rows = [describe(name, value, VALUE_CHARS) for name, value in (("wide", wide), ("n", 1), ("pls", pl.Series("a", [1, None])))]
+    doc = {"order": "definition", "source": "snippet", "count": 3, "total": 3, "modules_hidden": 0, "notes": [], "variables": rows}
+    table = {line.split()[0]: line for line in _human_table(doc).splitlines()[1:4]}
+    assert table["wide"].split()[1:4] == ["DataFrame", "2x30", "0:float64"] and table["wide"].endswith("…")
+    assert table["pls"].split()[1:] == ["Series", "2", "a:Int64"] and table["n"].split()[1:] == ["int", "1"]
+    one = _human_variable({"variable": describe("pls", pl.Series("a", [1, None]), NAMED_VALUE_CHARS)})
+    assert one.startswith("pls: Series (2)\npolars Series: 2 rows\ncolumns (name: dtype, nulls):\n  a: Int64, 1 null\n")
+    assert "\n--- repr:\nshape: (2,)" in one
