@@ -83,10 +83,22 @@ def _human_table(doc: dict[str, Any]) -> str:
         value = _one_line(row["value"], TABLE_VALUE_CHARS)
         if row.get("truncated") and not value.endswith("…"):
             value += "…"
+        if isinstance(row.get("frame"), dict):  # a DataFrame by its columns, not the start of its repr
+            value = _frame_columns(row["frame"], TABLE_VALUE_CHARS)
         table.append((row["name"], _type(row), _size(row), value))
     widths = [max(len(line[col]) for line in table) for col in range(3)]
     lines = ["  ".join([*(line[col].ljust(widths[col]) for col in range(3)), line[3]]) for line in table]
     return "\n".join([*lines, "", *tail])
+
+
+def _frame_columns(frame: dict[str, Any], width: int) -> str:
+    """``x:int64 y:str …`` (the columns a listing described; ``…`` where there are more)."""
+    if frame.get("error"):
+        return f"not described: {frame['error']}"
+    columns = frame.get("columns") or []
+    text = " ".join(f"{column.get('name')}:{column.get('dtype')}" for column in columns)
+    more = isinstance(frame.get("columns_total"), int) and frame["columns_total"] > len(columns)
+    return _one_line(text + (" …" if more else ""), width)
 
 
 def _type(row: dict[str, Any]) -> str:
@@ -96,7 +108,12 @@ def _type(row: dict[str, Any]) -> str:
 def _human_variable(doc: dict[str, Any]) -> str:
     row = doc["variable"]
     size = _size(row)
-    lines = [f"{row['name']}: {_type(row)}" + (f" ({size})" if size else ""), row["value"] + _truncation(row)]
+    lines = [f"{row['name']}: {_type(row)}" + (f" ({size})" if size else "")]
+    if isinstance(row.get("frame"), dict):
+        from jcli_sidecar.kernel import frame_text
+
+        lines += [frame_text(row["frame"]), "--- repr:"]
+    lines.append(row["value"] + _truncation(row))
     rich = doc.get("rich")
     if rich:
         for mime, value in rich["data"].items():

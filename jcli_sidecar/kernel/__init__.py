@@ -23,6 +23,7 @@ __all__, __getattr__ = lazy_face(
             "finish_inline",
             "run_inline",
         ),
+        "frame_view": ("frame_text",),
         "jupyter_api": (
             "JupyterServer",
             "session_summary",

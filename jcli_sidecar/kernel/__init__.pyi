@@ -6,6 +6,7 @@ from .exec_result import output_text as output_text
 from .exec_timeout import check_timeout as check_timeout
 from .exec_timeout import parse_timeout as parse_timeout
 from .exec_timeout import resolve_timeout as resolve_timeout
+from .frame_view import frame_text as frame_text
 from .inline_run import finish_inline as finish_inline
 from .inline_run import run_inline as run_inline
 from .jupyter_api import JupyterServer as JupyterServer

@@ -32,10 +32,24 @@ class ExecutionResult:
     is the reply's evaluation of the request's ``user_expressions``.
     ``timing`` holds when the kernel went busy, took the input, replied and
     went idle, as nbclient records them (:mod:`~jcli_sidecar.kernel.cell_timing`);
-    empty until the first of them arrives.
+    empty until the first of them arrives. ``frame`` describes the cell's
+    result when it is a pandas or polars DataFrame or Series
+    (:mod:`~jcli_sidecar.kernel.frame_view`), else None.
     """
 
-    __slots__ = ("status", "execution_count", "outputs", "error", "notes", "partial", "sent", "dropped", "user_expressions", "timing")
+    __slots__ = (
+        "status",
+        "execution_count",
+        "outputs",
+        "error",
+        "notes",
+        "partial",
+        "sent",
+        "dropped",
+        "user_expressions",
+        "timing",
+        "frame",
+    )
 
     def __init__(self, outputs: list[dict[str, Any]] | None = None, *, partial: bool = False) -> None:
         self.status = "ok"
@@ -48,6 +62,7 @@ class ExecutionResult:
         self.dropped: str | None = None
         self.user_expressions: dict[str, Any] | None = None
         self.timing: dict[str, str] = {}
+        self.frame: dict[str, Any] | None = None
 
 
 def _join(value: Any) -> str:
@@ -118,6 +133,23 @@ def _bounded(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return bounded
 
 
+def _described_output(result: ExecutionResult) -> int | None:
+    """The index of the ``execute_result`` that :attr:`ExecutionResult.frame` describes (the last one), or None."""
+    if not isinstance(result.frame, dict):
+        return None
+    found = [i for i, out in enumerate(result.outputs) if out.get("output_type") == "execute_result"]
+    return found[-1] if found else None
+
+
+def _frame_text(frame: dict[str, Any]) -> str:
+    from .frame_view import frame_text
+
+    try:
+        return frame_text(frame)
+    except Exception as exc:  # a kernel's answer we could not read: say so, never fail the run's result
+        return f"{frame.get('library')} {frame.get('kind')}: not described ({type(exc).__name__})"
+
+
 def build_result(
     result: ExecutionResult,
     *,
@@ -134,6 +166,10 @@ def build_result(
     item per stored payload file (``{type, output_index, mime, path, bytes}``;
     images are ``type: "image"``) or else a text summary; bounded too.
     ``run`` names the stored run (``run_id``, ``manifest``) when there is one.
+    The item of an ``execute_result`` whose value was a pandas or polars
+    DataFrame or Series has ``frame``: its description as text (columns
+    with dtypes and null counts, the index, a head and tail), at most
+    :data:`~jcli_sidecar.kernel.frame_view.FRAME_CHARS` characters.
 
     ``partial`` is for a run cut short (a timeout, the kernel dying, a
     signal, a failure of j-cli's own): the document is what was captured
@@ -157,8 +193,12 @@ def build_result(
     for item in stored or []:
         by_output.setdefault(item["output_index"], []).append(item)
     items = []
+    described = _described_output(result)
     for i, out in enumerate(result.outputs):
-        items.extend(by_output.get(i) or [_item(i, out)])
+        these = by_output.get(i) or [_item(i, out)]
+        if i == described:
+            these = [{**these[0], "frame": _frame_text(result.frame)}, *these[1:]]
+        items.extend(these)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "status": "error" if partial or result.status == "error" else "ok",

@@ -86,7 +86,7 @@ def run_inline(
             (open_kernel or KernelConnection)(server, session["kernel_id"]) as kernel,
             in_display_mode(kernel, display_mode, notes=result.notes, stop=stop, timeout=timeout),
         ):
-            kernel.execute(code, timeout=timeout, on_output=on_output, stop=stop, result=result, on_send=sending)
+            kernel.execute(code, timeout=timeout, on_output=on_output, stop=stop, result=result, on_send=sending, describe_result=True)
     except Exception as exc:
         if not result.sent:
             raise

@@ -208,6 +208,7 @@ class KernelConnection:
         stop_on_error: bool = True,
         displays: DisplayIds | None = None,
         owner: Any = None,
+        describe_result: bool = False,
     ) -> ExecutionResult:
         """Run ``code`` and collect what it produced (see :func:`execute`).
 
@@ -224,8 +225,14 @@ class KernelConnection:
         display ids shown so far in a notebook run, which this execution's
         display updates reach too, and ``owner`` its cell's key in it
         (:class:`~jcli_sidecar.kernel.output_collector.DisplayIds`).
+        ``describe_result`` asks the kernel to describe the code's result when
+        it is a DataFrame (:mod:`~jcli_sidecar.kernel.frame_view`): ``result.frame``.
         """
         timeout = check_timeout(timeout)
+        if describe_result:
+            from .frame_view import frame_expressions
+
+            user_expressions = {**(user_expressions or {}), **frame_expressions()}
         collector = OutputCollector(on_output, result, displays, owner)
         msg_id, text = _message(
             "execute_request",
@@ -268,6 +275,10 @@ class KernelConnection:
                 _interrupt_quietly(self.server, self.kernel_id)
                 pump.settle()
             raise
+        if describe_result:
+            from .frame_view import read_frame
+
+            collector.result.frame = read_frame(collector.result.user_expressions)
         return collector.result
 
 

@@ -458,6 +458,7 @@ class NotebookRun:
                 stop_on_error=not (self.options.allow_errors or cell_index in self._tagged),
                 displays=self._displays,
                 owner=nb_index,
+                describe_result=True,
             )
         except Exception as exc:
             self._displays_changed(line)

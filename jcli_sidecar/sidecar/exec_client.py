@@ -161,6 +161,7 @@ class _Follow:
         result.error = answer.get("error")
         result.notes[:] = list(answer.get("notes") or [])
         result.dropped = answer.get("dropped")
+        result.frame = answer.get("frame") if isinstance(answer.get("frame"), dict) else None
         failure = answer.get("failure")
         return answer["session"], error_of(failure, executed=True) if isinstance(failure, dict) else None
 

@@ -319,7 +319,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         send: delivers one event map (``sending``, ``output``) to the client.
 
     Returns:
-        ``{session, status, execution_count, error, notes, dropped,
+        ``{session, status, execution_count, error, notes, dropped, frame,
         failure}`` once the code was sent: ``failure`` is the coded error that
         cut the run short (``executed: true``), else None.
 
@@ -358,6 +358,7 @@ def run_streamed(kernels: HeldKernels, args: dict[str, Any], send: Callable[[dic
         "error": result.error,
         "notes": result.notes,
         "dropped": result.dropped,
+        "frame": result.frame,
         "failure": None if failure is None else failure.to_dict(),
     }
 

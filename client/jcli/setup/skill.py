@@ -262,6 +262,11 @@ j-cli session list --vars                       # each idle session's first vari
 Values are cut (`truncated`, `repr_length` the full length); functions and
 classes are listed, modules only with `--modules`. An unknown `--name` is
 `VARIABLE_NOT_FOUND`. It runs nothing that leaves a trace in the kernel.
+
+A pandas or polars DataFrame or Series has `frame`: its columns and dtypes;
+with `--name` also null counts, the index and a 5-row head and tail. A cell
+whose result is a DataFrame gets the same view as text in `frame` on that
+output's item in `exec -j`: read it instead of parsing the printed table.
 """,
     """
 ## Convert between .py and .ipynb
