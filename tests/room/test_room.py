@@ -3,7 +3,7 @@
 j-cli joins as JupyterLab's front end does, reads the shared document,
 writes outputs, counts and the running mark into it, and the person's
 concurrent edit of another cell survives in the document and on disk once the
-server saves. A 25 MB notebook's room syncs; a server without collaboration,
+server saves. A 25 MB notebook's room syncs, and a dropped connection leaves the room lost, its writes refused; a server without collaboration,
 a path outside the root, a missing notebook, a refused token or a room too
 large for ``JCLI_ROOM_MAX_MB`` is ``live: false`` with the reason.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import time
 
 import pytest
@@ -136,6 +137,12 @@ def test_a_25_mb_notebook_room_syncs_within_its_bound(collab):
         assert room.cell("plot")["outputs"][0]["data"]["image/png"] == image
         room.set_execution_count("after", 7)
         room.flush(60)
+        # The connection drops (its socket shut down under it): the room is lost, with the reason, and a write is refused, coded.
+        room._socket._ws.sock.shutdown(socket.SHUT_RDWR)
+        _wait(lambda: room.lost is not None, "saw the connection drop")
+        assert room.lost.startswith("the connection dropped") and not room.live
+        with pytest.raises(RoomLost, match="the connection dropped"):
+            room.set_execution_count("after", 8)
     # The same room, with a bound below its first sync's size: no room, and the reason names the setting.
     small = join_room(JupyterServer(url, token), "big.ipynb", env={"JCLI_ROOM_MAX_MB": "4"})
     assert small.summary()["live"] is False
