@@ -169,7 +169,7 @@ def test_no_room_is_a_reason_never_an_error(collab, tmp_path):
     plain_root.mkdir()
     notebook_file(plain_root / "here.ipynb", [code_cell("a", "1")])
     with collaboration_server(plain_root, collaboration=False) as (plain_url, plain_token):
-        plain = join_room(JupyterServer(plain_url, plain_token), "here.ipynb")
+        plain = join_room(JupyterServer(plain_url, plain_token), "here.ipynb", timeout=120)  # a fresh server on a busy machine
     assert plain.summary() == {
         "live": False,
         "live_reason": "the server has no collaboration (jupyter-collaboration is not enabled: 404 on its session route)",
