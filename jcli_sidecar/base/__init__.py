@@ -59,6 +59,7 @@ __all__, __getattr__ = lazy_face(
             "ProxyAuthRequired",
             "RenderFailed",
             "RendererUnavailable",
+            "RoomLost",
             "RunNotFound",
             "SearchTooCostly",
             "ServerError",

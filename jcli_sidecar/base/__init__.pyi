@@ -48,6 +48,7 @@ from .errors import ProtocolError as ProtocolError
 from .errors import ProxyAuthRequired as ProxyAuthRequired
 from .errors import RendererUnavailable as RendererUnavailable
 from .errors import RenderFailed as RenderFailed
+from .errors import RoomLost as RoomLost
 from .errors import RunNotFound as RunNotFound
 from .errors import SearchTooCostly as SearchTooCostly
 from .errors import ServerError as ServerError

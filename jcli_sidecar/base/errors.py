@@ -80,6 +80,7 @@ __all__ = [
     "ProxyAuthRequired",
     "RenderFailed",
     "RendererUnavailable",
+    "RoomLost",
     "RunNotFound",
     "RuntimeDirUnsafe",
     "RuntimeDirUnusable",
@@ -442,6 +443,12 @@ class SidecarUnavailable(SidecarError):
     """No sidecar runs, or it died or is too old."""
 
     code = "SIDECAR_UNAVAILABLE"
+
+
+class RoomLost(JcliError):
+    """The notebook's collaboration room was left or its connection dropped (``reason``): a write through it did not reach the shared document."""
+
+    code = "ROOM_LOST"
 
 
 class RuntimeDirUnusable(JcliError):

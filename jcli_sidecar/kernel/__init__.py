@@ -72,5 +72,10 @@ __all__, __getattr__ = lazy_face(
             "redact_text",
             "redact_url",
         ),
+        "wire": (
+            "HttpError",
+            "WebSocket",
+            "WireError",
+        ),
     },
 )

@@ -39,3 +39,6 @@ from .stop_switch import StopSwitch as StopSwitch
 from .stop_switch import signals_to as signals_to
 from .urls import redact_text as redact_text
 from .urls import redact_url as redact_url
+from .wire import HttpError as HttpError
+from .wire import WebSocket as WebSocket
+from .wire import WireError as WireError

@@ -210,6 +210,25 @@ class JupyterServer:
         """One kernel by its full id, or None where the server has no such kernel."""
         return self.optional("GET", f"kernels/{quote(kernel_id)}")
 
+    def websocket(self, api_path: str, *, max_message: int, timeout: float | None = None) -> WebSocket:
+        """Open the websocket at ``/api/<api_path>`` (its query included) with this server's token and route.
+
+        Raises:
+            ServerUnavailable: no connection (``PROXY_AUTH_REQUIRED`` for a proxy's 407).
+            HttpError: the server refused the upgrade (the caller reads its status).
+        """
+        base = self.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        try:
+            return open_websocket(
+                f"{base}/api/{api_path}",
+                headers=self._headers(),
+                timeout=timeout or self.timeout,
+                proxy=self.proxy,
+                max_message=max_message,
+            )
+        except WireError as exc:
+            raise self._unreachable(f"the websocket at {self.shown_url} is unreachable", exc) from None
+
     def channels(self, kernel_id: str, session_id: str) -> WebSocket:
         """Open the kernel's websocket (all channels multiplexed as JSON)."""
         base = self.url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)

@@ -249,6 +249,19 @@ def http_request(
     return Response(response.status, response.reason, resp_headers, payload)
 
 
+def _close_status(data: bytes) -> str:
+    """A close frame's status code and reason (RFC 6455 5.5.1), as words for a message; empty when it has none.
+
+    Example:
+        >>> _close_status(b"\\x11\\x94Error initializing: a.ipynb."), _close_status(b"")
+        (' (4500: Error initializing: a.ipynb.)', '')
+    """
+    if len(data) < 2:
+        return ""
+    reason = _shown(data[2:].decode("utf-8", "replace"))
+    return f" ({int.from_bytes(data[:2], 'big')}{': ' + reason if reason else ''})"
+
+
 class WebSocket:
     """A client WebSocket on ``websocket-client``: text and binary messages, as the kernel client reads them."""
 
@@ -283,6 +296,15 @@ class WebSocket:
         except (OSError, websocket.WebSocketException) as exc:
             raise WireError(f"websocket send failed ({_reason(exc)})") from None
 
+    def send_bytes(self, data: bytes) -> None:
+        """Send one binary message (the library's send lock lets one thread send while another reads)."""
+        import websocket
+
+        try:
+            self._ws.send_bytes(data)
+        except (OSError, websocket.WebSocketException) as exc:
+            raise WireError(f"websocket send failed ({_reason(exc)})") from None
+
     def recv(self, timeout: float | None) -> str | bytes:
         """The next whole message (text as str, binary as bytes); pings are answered on the way.
 
@@ -308,7 +330,7 @@ class WebSocket:
             raise WireError(f"the websocket broke ({_reason(exc)})") from None
         if opcode == websocket.ABNF.OPCODE_CLOSE:
             self.closed = True
-            raise WireError("the server closed the websocket")
+            raise WireError("the server closed the websocket" + _close_status(bytes(data)))
         if opcode == websocket.ABNF.OPCODE_TEXT:
             try:
                 return data.decode("utf-8")
@@ -329,8 +351,8 @@ class WebSocket:
         self._ws.shutdown()
 
 
-def _checked_frames(ws: websocket.WebSocket) -> None:
-    """Make ``ws`` check each frame's head before its payload is read: no masked frame, no message over 256 MiB."""
+def _checked_frames(ws: websocket.WebSocket, max_message: int = _MAX_BODY) -> None:
+    """Make ``ws`` check each frame's head before its payload is read: no masked frame, no message over ``max_message`` bytes."""
     import websocket
 
     class Frames(websocket.frame_buffer):
@@ -347,8 +369,8 @@ def _checked_frames(ws: websocket.WebSocket) -> None:
             fin, opcode = self.header[0], self.header[4]
             if opcode >= 0x8:  # a control frame: at most 125 bytes, between a message's fragments
                 return
-            if self.length > _MAX_BODY - self.message:
-                raise WireError("websocket message too large")
+            if self.length > max_message - self.message:
+                raise WireError(f"websocket message too large (over {max_message} bytes)")
             self.message = 0 if fin else self.message + self.length
 
     def recv(bufsize: int) -> bytes:
@@ -361,8 +383,17 @@ def _checked_frames(ws: websocket.WebSocket) -> None:
     ws.frame_buffer = Frames(recv, True)  # UTF-8 is checked once, when a text message is decoded
 
 
-def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: float = 30.0, proxy: ProxyRoute | None = None) -> WebSocket:
+def open_websocket(
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+    proxy: ProxyRoute | None = None,
+    max_message: int = _MAX_BODY,
+) -> WebSocket:
     """Open a client WebSocket to ``ws://`` or ``wss://`` ``url`` (through ``proxy``'s tunnel when given).
+
+    ``max_message`` bounds one message from the server, in bytes (default 256 MiB), checked from each frame's head.
 
     Raises:
         WireError: connection or handshake failure (:class:`ProxyRefused`: the proxy said no).
@@ -374,7 +405,7 @@ def open_websocket(url: str, *, headers: dict[str, str] | None = None, timeout: 
     conn = _connection(target, timeout, proxy)
     sock, conn.sock = conn.sock, None  # the websocket owns the socket from here on
     ws = websocket.WebSocket(skip_utf8_validation=True)
-    _checked_frames(ws)
+    _checked_frames(ws, max_message)
     header = [f"{name}: {value}" for name, value in (headers or {}).items()]
     try:
         ws.connect(url, socket=sock, header=header, suppress_origin=True, redirect_limit=0)

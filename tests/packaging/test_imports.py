@@ -31,7 +31,7 @@ PACKAGE = Path(jcli_sidecar.__file__).parent
 CLIENT = Path(jcli.__file__).parent
 
 #: The subpackages from the bottom up: each may import only those before it (and itself).
-LAYERS = ["base", "ipynb", "pair", "read", "runs", "kernel", "guards", "sidecar"]
+LAYERS = ["base", "ipynb", "pair", "read", "runs", "kernel", "room", "guards", "sidecar"]
 TOP = ["__init__", "__main__"]
 
 

@@ -1,0 +1,12 @@
+"""Live rooms: a notebook's collaboration room on its Jupyter Server, found and joined as JupyterLab's front end
+joins it, and the shared document read and written there.
+
+This face exports the names the other concerns use, each from its module below, imported on first use.
+"""
+
+from ..base import lazy_face
+
+__all__, __getattr__ = lazy_face(
+    __name__,
+    {},
+)
