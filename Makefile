@@ -20,7 +20,7 @@ $(BIN)/python:
 
 # Dependencies change rarely: install them once per pyproject.toml change.
 $(VENV)/.deps: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q '.[test,svg]'
+	$(BIN)/pip install -q '.[test,svg,charts]'
 	touch $@
 
 # The package itself is reinstalled (not editable) whenever a source changes,

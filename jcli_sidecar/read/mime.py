@@ -6,6 +6,7 @@ Defined once here and imported by every reader and client.
 from __future__ import annotations
 
 import binascii
+import re
 
 from ..base import OutputDataInvalid
 
@@ -14,6 +15,7 @@ __all__ = [
     "RASTER_IMAGE_TYPES",
     "auto_rank",
     "auto_select",
+    "chart_kind",
     "check_image",
     "decode_image",
     "decoded_size",
@@ -51,6 +53,20 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
 }
 
 _WHITESPACE = b" \t\n\r\f\v"
+
+
+_CHART = re.compile(r"application/vnd\.(vegalite|vega|plotly)\.v([0-9]{1,3})\+json")
+
+
+def chart_kind(mime: str) -> tuple[str, int] | None:
+    """``(renderer, major version)`` of a chart MIME (Vega-Lite, Vega, Plotly), or None.
+
+    Example:
+        >>> chart_kind("application/vnd.vegalite.v5+json"), chart_kind("application/json")
+        (('vegalite', 5), None)
+    """
+    found = _CHART.fullmatch(mime)
+    return (found.group(1), int(found.group(2))) if found else None
 
 
 def is_json_mime(mime: str) -> bool:
