@@ -40,17 +40,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_QUERY",
     "OutputQuery",
-    "RENDER_HINT",
     "STREAM_MIME",
     "catalog_envelope",
     "fit_response",
     "output_envelope",
     "source_label",
 ]
-
-
-#: How a chart output is read as an image: what the catalog and an exec's lines name.
-RENDER_HINT = "--as image/png"
 
 
 class OutputQuery:
@@ -246,7 +241,7 @@ def _catalog_entry(raw: Any, index: int) -> dict[str, Any]:
         entry["default_mime_type"] = mimes.auto_select(out.available)
         chart = next((m for m in out.available if mimes.chart_kind(m)), None)
         if chart is not None:
-            entry["renders_as"] = {"mime_type": chart, "read_with": RENDER_HINT}
+            entry["renders_as"] = {"mime_type": chart, "read_with": mimes.RENDER_HINT}
         sizes = {}
         for mime, value in out.bundle.items():
             try:

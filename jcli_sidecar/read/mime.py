@@ -13,6 +13,7 @@ from ..base import OutputDataInvalid
 __all__ = [
     "AUTO_ORDER",
     "RASTER_IMAGE_TYPES",
+    "RENDER_HINT",
     "auto_rank",
     "auto_select",
     "chart_kind",
@@ -21,6 +22,7 @@ __all__ = [
     "decoded_size",
     "is_json_mime",
     "is_raster_image",
+    "render_hint",
     "mime_kind",
 ]
 
@@ -55,7 +57,8 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
 _WHITESPACE = b" \t\n\r\f\v"
 
 
-_CHART = re.compile(r"application/vnd\.(vegalite|vega|plotly)\.v([0-9]{1,3})\+json")
+#: Chart MIMEs; Altair 6 names its bundle ``application/vnd.vegalite.v6.json`` (no ``+``).
+_CHART = re.compile(r"application/vnd\.(vegalite|vega|plotly)\.v([0-9]{1,3})[+.]json")
 
 
 def chart_kind(mime: str) -> tuple[str, int] | None:
@@ -69,9 +72,23 @@ def chart_kind(mime: str) -> tuple[str, int] | None:
     return (found.group(1), int(found.group(2))) if found else None
 
 
+#: How a chart output is read as an image: what the catalog and an exec's lines name.
+RENDER_HINT = "--as image/png"
+
+
+def render_hint(mimes: list[str]) -> str | None:
+    """:data:`RENDER_HINT` when a bundle with these MIMEs holds a chart, else None.
+
+    Example:
+        >>> render_hint(["application/vnd.plotly.v1+json", "text/html"]), render_hint(["text/plain"])
+        ('--as image/png', None)
+    """
+    return RENDER_HINT if any(chart_kind(m) for m in mimes) else None
+
+
 def is_json_mime(mime: str) -> bool:
-    """``application/json`` or any structured ``+json`` type."""
-    return mime == "application/json" or mime.endswith("+json")
+    """``application/json``, any structured ``+json`` type, or a chart type (:func:`chart_kind`)."""
+    return mime == "application/json" or mime.endswith("+json") or chart_kind(mime) is not None
 
 
 def is_raster_image(mime: str) -> bool:
