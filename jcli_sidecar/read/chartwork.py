@@ -25,7 +25,7 @@ import re
 import resource
 import sys
 
-from ..base import ImageTooLarge, JcliError, RenderFailed
+from ..base import ImageTooLarge, JcliError, RemoteDataRefused, RenderFailed
 from .imagework import _fit_pixels, _scale, _short
 
 TYPE_CHECKING = False
@@ -72,6 +72,8 @@ def render_vega(req: dict[str, Any]) -> dict[str, Any]:
             svg = vl_convert.vega_to_svg(spec, allowed_base_urls=[])
     except ValueError as exc:
         raise RenderFailed(f"the chart cannot be rendered: {_short(exc)}") from None
+    if "<image" in svg:  # resvg would load what an image element names: only inline data is drawn
+        raise RemoteDataRefused("the rendered chart holds an image element; only inline data is rendered (nothing is loaded)")
     head = _SVG_SIZE.search(svg.encode("utf-8")[:4096])
     if head is None:
         raise RenderFailed("the rendered chart has no size")

@@ -22,8 +22,8 @@ __all__ = [
     "decoded_size",
     "is_json_mime",
     "is_raster_image",
-    "render_hint",
     "mime_kind",
+    "render_hint",
 ]
 
 #: Raster images a reader returns as base64, best first.
