@@ -277,3 +277,43 @@ def test_exec_lines_name_the_read_that_renders_a_chart(tmp_path, capsys):
     assert "--as" not in png
     plotly = {"output_type": "display_data", "data": {"application/vnd.plotly.v1+json": {"data": []}, "text/html": "<div>"}}
     assert emit.rich_output(plotly)[0] == "application/vnd.plotly.v1+json"
+
+
+@requires_charts_extra
+def test_a_long_render_in_the_sidecar_leaves_other_reads_answered(tmp_path, sidecar_on):
+    """A chart render runs on a sidecar worker thread, never on its loop: a read of the same notebook is answered meanwhile."""
+    import psutil
+
+    spec = {
+        "data": {"values": [{"s": "a" * 48 + "b"}]},
+        "transform": [{"filter": "test(/^(a+)+$/, datum.s)"}],
+        "mark": "point",
+    }
+    path = _notebook(tmp_path, "application/vnd.vegalite.v5+json", spec)
+    old = path.stat().st_mtime - 3600
+    os.utime(path, (old, old))  # past the racy window: the sidecar trusts its cached notebook and would answer on its loop
+    env = dict(os.environ, JCLI_CHART_SECONDS="8")
+    started = run_cli("-j", "sidecar", "start", env=env, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    sidecar = psutil.Process(started.json()["pid"])
+    assert run_cli("-j", "notebook", "output", str(path), "--cell", "0", "--output", "0", cwd=tmp_path).returncode == 0
+    argv = [sys.executable, "-m", "jcli", "-j", "notebook", "output", str(path), "--cell", "0", "--output", "0", "--as", "image/png"]
+    render = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        worker = None
+        for _ in range(600):  # bounded: the render's worker appears under the sidecar
+            worker = next((p for p in sidecar.children(recursive=True) if "jcli_sidecar.read.chartwork" in " ".join(p.cmdline())), None)
+            if worker is not None or render.poll() is not None:
+                break
+            psutil.wait_procs([], timeout=0.05)
+        assert worker is not None, "the render runs in the sidecar's chart worker"
+        before = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()
+        other = run_cli("-j", "notebook", "output", str(path), "--cell", "0", "--output", "0", cwd=tmp_path)
+        assert other.returncode == 0 and other.json()["selected"]["mime_type"] == "text/plain"
+        after = run_cli("-j", "sidecar", "status", cwd=tmp_path).json()
+        assert before["running"] and after["requests_served"] - before["requests_served"] == 2, "the sidecar itself answered"
+        assert worker.is_running() and render.poll() is None, "answered while the render still ran"
+    finally:
+        render.kill()
+        render.communicate()
+        run_cli("sidecar", "stop", cwd=tmp_path)
