@@ -94,6 +94,7 @@ node-test-dsh-host:
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py
+	$(BIN)/python bench/chart_read.py
 	$(BIN)/python bench/index_walk.py
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/notebook_rerun.py
