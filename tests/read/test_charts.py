@@ -89,6 +89,7 @@ def _count(image: Image.Image, colour: tuple[int, int, int], tolerance: int = 12
 
 @requires_charts_extra
 @requires_browser
+@pytest.mark.timeout(300)  # a kernel run, then a dozen renders, some in Chromium, each a whole j-cli process
 def test_charts_made_by_a_kernel_read_as_images_only_when_asked(tmp_path, use_jupyter, kernel_session):
     path, nb, printed = _run_chart_notebook(tmp_path, kernel_session)
     before = path.read_bytes()
