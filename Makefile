@@ -20,7 +20,7 @@ $(BIN)/python:
 
 # Dependencies change rarely: install them once per pyproject.toml change.
 $(VENV)/.deps: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q '.[test,svg]'
+	$(BIN)/pip install -q '.[test,svg,charts]'
 	touch $@
 
 # The package itself is reinstalled (not editable) whenever a source changes,
@@ -94,6 +94,7 @@ node-test-dsh-host:
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/read_latency.py
+	$(BIN)/python bench/chart_read.py
 	$(BIN)/python bench/index_walk.py
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/notebook_rerun.py

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,24 @@ def _svg_extra_missing() -> bool:
 #: test is reported as skipped with this reason (the missing-extra behaviour has its own test).
 requires_svg_extra = pytest.mark.skipif(
     _svg_extra_missing(), reason="renders SVG: needs the [svg] extra (pip install '.[svg]'), which is not installed"
+)
+
+
+def _charts_extra_missing() -> bool:
+    from importlib.util import find_spec
+
+    return any(find_spec(name) is None for name in ("vl_convert", "kaleido", "plotly"))
+
+
+#: For a test that renders a chart: it needs the ``[charts]`` extra, which ``make test`` installs.
+requires_charts_extra = pytest.mark.skipif(
+    _charts_extra_missing(), reason="renders charts: needs the [charts] extra (pip install '.[charts]'), which is not installed"
+)
+
+#: For a test that renders a Plotly figure: it needs a system Chrome or Chromium, which .ci/run installs with apt.
+requires_browser = pytest.mark.skipif(
+    not any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")),
+    reason="renders Plotly: needs Chrome or Chromium on PATH (Debian: apt-get install chromium; .ci/run does it where apt is there)",
 )
 
 

@@ -163,7 +163,7 @@ def rich_output(output: dict[str, Any]) -> tuple[str, int] | None:
         >>> rich_output({"output_type": "execute_result", "data": {"text/plain": "42"}}) is None
         True
     """
-    from jcli_sidecar.read import auto_select, decoded_size, is_raster_image
+    from jcli_sidecar.read import auto_select, decoded_size, is_raster_image, render_hint
 
     data = output.get("data")
     if output.get("output_type") not in ("display_data", "execute_result") or not isinstance(data, dict):
@@ -172,6 +172,8 @@ def rich_output(output: dict[str, Any]) -> tuple[str, int] | None:
     if not others:
         return None
     mime = auto_select(others) or others[0]
+    if not is_raster_image(mime):  # a chart is named over its HTML: it can be read as an image
+        mime = next((m for m in others if render_hint([m])), mime)
     value = data[mime]
     if isinstance(value, list) and all(isinstance(part, str) for part in value):
         value = "".join(value)
@@ -212,14 +214,24 @@ def show_stored_outputs(doc: dict[str, Any]) -> None:
 
 
 def stored_output_lines(doc: dict[str, Any]) -> list[str]:
-    """Plain lines for an inline run's stored rich outputs: ``image/png 10.7 KiB -> .j-cli/outputs/RUN/output-0001-0.png``."""
+    """Plain lines for an inline run's stored rich outputs: ``image/png 10.7 KiB -> .j-cli/outputs/RUN/output-0001-0.png``.
+
+    A chart's line names the read that renders it as an image.
+    """
+    from jcli_sidecar.read import render_hint
+
     lines = []
     for item in doc.get("outputs") or ():
         if item.get("type") in ("stream", "error") or not isinstance(item.get("path"), str):
             continue
         size = item.get("bytes")
         what = f"{item.get('mime')} {human_size(size)}" if isinstance(size, int) else str(item.get("mime"))
-        lines.append(f"{what} -> {shown_path(item['path'])}")
+        line = f"{what} -> {shown_path(item['path'])}"
+        hint = render_hint([item["mime"]]) if isinstance(item.get("mime"), str) else None
+        run_id = (doc.get("run") or {}).get("run_id")
+        if hint and isinstance(run_id, str) and isinstance(item.get("output_index"), int):
+            line += f" (as an image: j-cli output show {run_id} --output {item['output_index']} {hint})"
+        lines.append(line)
     return lines
 
 

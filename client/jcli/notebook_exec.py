@@ -175,7 +175,7 @@ class _CellLines:
 
     ``I`` is the notebook's cell index, the one ``notebook output --cell``
     takes; an output with more than plain text gets
-    ``MIME SIZE -> j-cli notebook output NB --cell I --output K``.
+    ``MIME SIZE -> j-cli notebook output NB --cell I --output K`` (with ``--as image/png`` for a chart).
     """
 
     __slots__ = ("positions", "notebook", "running")
@@ -210,10 +210,12 @@ class _CellLines:
         """The ``rich`` hook for one cell's outputs: prints how to read output K."""
         import shlex
 
+        from jcli_sidecar.read import render_hint
+
         def say(index: int, mime: str, size: int) -> None:
-            command = shlex.join(
-                ["j-cli", "notebook", "output", emit.shown_path(self.notebook), "--cell", str(cell_index), "--output", str(index)]
-            )
+            words = ["j-cli", "notebook", "output", emit.shown_path(self.notebook), "--cell", str(cell_index), "--output", str(index)]
+            hint = render_hint([mime])  # a chart: the read that renders it as an image
+            command = shlex.join(words + (hint.split() if hint else []))
             emit.say(f"{mime} {emit.human_size(size)} -> {command}")
 
         return say

@@ -89,7 +89,11 @@ MAX_RESPONSE = ReadOption(
 
 HOST = ReadOption(("--host",), "host", "str", f"Fit an image to this host's types and limits: {HOST_NAMES}.", "NAME")
 AS = ReadOption(
-    ("--as",), "as_mime_type", "str", "Convert the selected image (or render the SVG) to image/png, image/jpeg or image/webp.", "MIME"
+    ("--as",),
+    "as_mime_type",
+    "str",
+    "Convert the selected image (or render the SVG or chart) to image/png, image/jpeg or image/webp.",
+    "MIME",
 )
 MAX_EDGE = ReadOption(("--max-edge",), "max_edge", "int", "Downscale an image whose long edge is over PX pixels.", "PX")
 MAX_PIXELS = ReadOption(("--max-pixels",), "max_pixels", "int", "Downscale an image of more than N pixels.", "N")

@@ -50,7 +50,10 @@ def _catalog(doc: dict[str, Any]) -> str:
             continue
         default = entry.get("default_mime_type")
         parts = [f"{m}{'*' if m == default else ''} ({_size(entry['bytes'].get(m))})" for m in entry["available_mime_types"]]
-        lines.append(f"{label}  {', '.join(parts)}")
+        line = f"{label}  {', '.join(parts)}"
+        if entry.get("renders_as"):  # a chart: read as an image on asking
+            line += f"; as an image: --output {entry['output_index']} {entry['renders_as']['read_with']}"
+        lines.append(line)
     if doc["outputs"]:
         lines.append("  (* = shown by default; read one with --output K [--mime MIME])")
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(
             "loads",
         ),
         "errors": (
+            "BrowserNotFound",
             "CellIdDuplicate",
             "CellMappingUnreliable",
             "CellNotFound",
@@ -57,7 +58,9 @@ __all__, __getattr__ = lazy_face(
             "PeerRefused",
             "ProtocolError",
             "ProxyAuthRequired",
+            "RemoteDataRefused",
             "RenderFailed",
+            "RenderTimedOut",
             "RendererUnavailable",
             "RoomLost",
             "RunNotFound",

@@ -10,6 +10,7 @@ from .errors import EXECUTION_ERROR_ALIASES as EXECUTION_ERROR_ALIASES
 from .errors import HOST_PLUGIN_ERRORS as HOST_PLUGIN_ERRORS
 from .errors import INTERRUPT_FAILED_ALIASES as INTERRUPT_FAILED_ALIASES
 from .errors import UPSTREAM_CODES as UPSTREAM_CODES
+from .errors import BrowserNotFound as BrowserNotFound
 from .errors import CellIdDuplicate as CellIdDuplicate
 from .errors import CellMappingUnreliable as CellMappingUnreliable
 from .errors import CellNotFound as CellNotFound
@@ -39,16 +40,15 @@ from .errors import OutputNotFound as OutputNotFound
 from .errors import OutputSaveFailed as OutputSaveFailed
 from .errors import OutputTooLarge as OutputTooLarge
 from .errors import PairConflict as PairConflict
-from .errors import ParametersInvalid as ParametersInvalid
-from .errors import ParametersUnsupportedKernel as ParametersUnsupportedKernel
 from .errors import PathAmbiguous as PathAmbiguous
 from .errors import PathNotAllowed as PathNotAllowed
 from .errors import PeerRefused as PeerRefused
 from .errors import ProtocolError as ProtocolError
 from .errors import ProxyAuthRequired as ProxyAuthRequired
+from .errors import RemoteDataRefused as RemoteDataRefused
 from .errors import RendererUnavailable as RendererUnavailable
 from .errors import RenderFailed as RenderFailed
-from .errors import RoomLost as RoomLost
+from .errors import RenderTimedOut as RenderTimedOut
 from .errors import RunNotFound as RunNotFound
 from .errors import SearchTooCostly as SearchTooCostly
 from .errors import ServerError as ServerError

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BackgroundUnavailable",
+    "BrowserNotFound",
     "CellIdDuplicate",
     "CellMappingUnreliable",
     "CellNotFound",
@@ -78,7 +79,9 @@ __all__ = [
     "PeerRefused",
     "ProtocolError",
     "ProxyAuthRequired",
+    "RemoteDataRefused",
     "RenderFailed",
+    "RenderTimedOut",
     "RendererUnavailable",
     "RoomLost",
     "RunNotFound",
@@ -380,7 +383,7 @@ class Interrupted(JcliError):
 
 
 class RendererUnavailable(JcliError):
-    """An SVG render without the ``[svg]`` extra."""
+    """An SVG render without the ``[svg]`` extra, or a chart render without the ``[charts]`` extra."""
 
     code = "RENDERER_UNAVAILABLE"
 
@@ -389,6 +392,24 @@ class RenderFailed(JcliError):
     """A render or image fit failed or hit a cap."""
 
     code = "RENDER_FAILED"
+
+
+class RenderTimedOut(JcliError):
+    """A chart render that did not finish within its time limit (``JCLI_CHART_SECONDS``): it was ended."""
+
+    code = "RENDER_TIMEOUT"
+
+
+class RemoteDataRefused(JcliError):
+    """A chart that asks for data or resources from outside itself (a URL), refused before rendering."""
+
+    code = "REMOTE_DATA_REFUSED"
+
+
+class BrowserNotFound(JcliError):
+    """A Plotly render with no Chrome or Chromium on the system (none is ever downloaded)."""
+
+    code = "BROWSER_NOT_FOUND"
 
 
 class ImageTooLarge(JcliError):

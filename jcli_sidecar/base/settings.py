@@ -249,6 +249,15 @@ SETTINGS: dict[str, Setting] = {
             maximum=600.0,
             expect="seconds > 0 (at most 600)",
         ),
+        _number(
+            "JCLI_CHART_SECONDS",
+            30.0,
+            "how long rendering one chart (--as image/png on a Vega, Vega-Lite or Plotly output) may take before it is ended: RENDER_TIMEOUT",
+            minimum=0,
+            above_minimum=True,
+            maximum=600.0,
+            expect="seconds > 0 (at most 600)",
+        ),
         Setting("JCLI_DEBUG", "flag", False, "any value: an INTERNAL_ERROR shows its traceback"),
         Setting("JCLI_BIN", "text", "", "the OpenCode and DSH plugins: the j-cli to run (default: j-cli on PATH)"),
         Setting(

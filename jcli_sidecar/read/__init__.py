@@ -28,6 +28,7 @@ __all__, __getattr__ = lazy_face(
             "auto_select",
             "decoded_size",
             "is_raster_image",
+            "render_hint",
         ),
         "nbgrep": (
             "DEFAULT_MAX_HITS",

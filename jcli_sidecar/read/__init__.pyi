@@ -14,6 +14,7 @@ from .imageview import view_spec as view_spec
 from .mime import auto_select as auto_select
 from .mime import decoded_size as decoded_size
 from .mime import is_raster_image as is_raster_image
+from .mime import render_hint as render_hint
 from .nbgrep import DEFAULT_MAX_HITS as DEFAULT_MAX_HITS
 from .nbgrep import MAX_HITS_LIMIT as MAX_HITS_LIMIT
 from .nbgrep import handle_grep as handle_grep

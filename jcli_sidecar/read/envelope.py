@@ -37,7 +37,15 @@ if TYPE_CHECKING:
 
     from .imageview import ViewSpec
 
-__all__ = ["DEFAULT_QUERY", "OutputQuery", "STREAM_MIME", "catalog_envelope", "fit_response", "output_envelope", "source_label"]
+__all__ = [
+    "DEFAULT_QUERY",
+    "OutputQuery",
+    "STREAM_MIME",
+    "catalog_envelope",
+    "fit_response",
+    "output_envelope",
+    "source_label",
+]
 
 
 class OutputQuery:
@@ -56,7 +64,8 @@ class OutputQuery:
         agent_text: also carry, as ``agent_text``, the strings every client
             shows beside the data (:func:`jcli_sidecar.read.agent_text.agent_strings`).
         text_only: the model takes no image input: a selected image is told
-            as text (:mod:`jcli_sidecar.read.withheld`), and no view is made.
+            as text (:mod:`jcli_sidecar.read.withheld`), and no view is made
+            (a chart asked for with ``--as`` is told as text, not rendered).
 
     Raises:
         InvalidWindow: a bad ``offset``/``limit``.
@@ -64,11 +73,11 @@ class OutputQuery:
 
     Example:
         >>> OutputQuery(limit=10)
-        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None, agent_text=False, text_only=False)
+        OutputQuery(mime_type=None, offset=0, limit=10, max_response_bytes=None, binary=False, view=None, agent_text=False, text_only=False, render_asked=False)
     """
 
     # A plain class, not a dataclass: importing dataclasses costs every cold read milliseconds.
-    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view", "agent_text", "text_only")
+    __slots__ = ("mime_type", "offset", "limit", "max_response_bytes", "binary", "view", "agent_text", "text_only", "render_asked")
 
     def __init__(
         self,
@@ -91,6 +100,8 @@ class OutputQuery:
         self.max_response_bytes = max_response_bytes
         self.binary = binary
         self.view = None if text_only else view  # nothing is converted for a model that takes no images
+        #: ``--as`` was given: a chart is selected (and, text-only, told as text instead of rendered).
+        self.render_asked = view is not None and view.as_mime_type is not None
         self.agent_text = agent_text
         self.text_only = text_only
 
@@ -228,6 +239,9 @@ def _catalog_entry(raw: Any, index: int) -> dict[str, Any]:
         entry["evalue"] = out.error["evalue"]
     else:
         entry["default_mime_type"] = mimes.auto_select(out.available)
+        chart = next((m for m in out.available if mimes.chart_kind(m)), None)
+        if chart is not None:
+            entry["renders_as"] = {"mime_type": chart, "read_with": mimes.RENDER_HINT}
         sizes = {}
         for mime, value in out.bundle.items():
             try:
@@ -269,7 +283,7 @@ def output_envelope(
     }
     mime_type, offset, limit = query.mime_type, query.offset, query.limit
     if out.output_type in ("stream", "error") and query.converting:
-        raise UsageError(f"--as converts images and SVG; output {output_index} is a {out.output_type}")
+        raise UsageError(f"--as converts images, SVG and charts; output {output_index} is a {out.output_type}")
     if out.output_type == "stream":
         _check_mime(mime_type, out, output_index)
         envelope["stream"] = {"name": out.stream_name, **_text_block(out.text, offset, limit)}
@@ -277,17 +291,17 @@ def output_envelope(
         _check_mime(mime_type, out, output_index)
         envelope["error"] = _error_block(out.error, offset, limit)
     else:
-        if mime_type is None and query.converting:
-            # converting: the best image representation, SVG source included
+        if mime_type is None and query.render_asked:
+            # converting: the best image representation, SVG source included, else a chart
             images = [m for m in out.available if mimes.is_raster_image(m) or m == "image/svg+xml"]
-            mime_type = mimes.auto_select(images)
+            mime_type = mimes.auto_select(images) or next((m for m in out.available if mimes.chart_kind(m)), None)
         chosen = _check_mime(mime_type, out, output_index)
         envelope["metadata"] = out.metadata
         if out.execution_count is not None:
             envelope["execution_count"] = out.execution_count
         notebook, key = memo
         selected = _select(chosen, out.bundle[chosen], query, (notebook, (key, chosen)))
-        if query.text_only and selected.get("encoding") == "base64":
+        if query.text_only and (selected.get("encoding") == "base64" or "withheld" in selected):
             from .withheld import withheld_image
 
             selected = withheld_image(selected, out.bundle)
@@ -357,6 +371,8 @@ def _select(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, Any]:
     kind = representations.checked(mime, value)
     if kind is representations.IMAGE_KIND:
         return _select_image(mime, value, query, memo)
+    if query.render_asked and mimes.chart_kind(mime) is not None:
+        return _render_chart(mime, value, query)
     if query.converting:
         return _render_svg(mime, value, kind, query)
     if kind is representations.TEXT_KIND:
@@ -384,13 +400,27 @@ def _select_image(mime: str, value: Any, query: OutputQuery, memo) -> dict[str, 
 
 def _render_svg(mime: str, value: Any, kind: representations.Representation, query: OutputQuery) -> dict[str, Any]:
     if mime != "image/svg+xml" or kind is not representations.TEXT_KIND:
-        raise UsageError(f"--as converts images and SVG; the selected representation is {mime}")
+        raise UsageError(f"--as converts images, SVG and charts; the selected representation is {mime}")
     if query.offset or query.limit is not None:
         raise InvalidWindow("offset/limit apply to text; the SVG is being rendered as an image")
     from .imageview import render_svg
 
     assert query.view is not None  # converting
     shown, data, facts = render_svg(join_text(value, mime), query.view)
+    return _image_block(shown, data, query.binary, facts)
+
+
+def _render_chart(mime: str, value: Any, query: OutputQuery) -> dict[str, Any]:
+    if query.offset or query.limit is not None:
+        raise InvalidWindow(f"offset/limit apply to text; the {mime} chart is being rendered as an image")
+    from .charts import render_chart
+
+    if query.text_only:  # told as text, like an image a text-only model is sent: nothing is rendered
+        from .withheld import WITHHELD_ENCODING, WITHHELD_WHY
+
+        return {"mime_type": mime, "encoding": WITHHELD_ENCODING, "bytes": len(dump_json(value)), "withheld": WITHHELD_WHY}
+    assert query.view is not None  # converting
+    shown, data, facts = render_chart(mime, value, query.view)
     return _image_block(shown, data, query.binary, facts)
 
 

@@ -6,20 +6,24 @@ Defined once here and imported by every reader and client.
 from __future__ import annotations
 
 import binascii
+import re
 
 from ..base import OutputDataInvalid
 
 __all__ = [
     "AUTO_ORDER",
     "RASTER_IMAGE_TYPES",
+    "RENDER_HINT",
     "auto_rank",
     "auto_select",
+    "chart_kind",
     "check_image",
     "decode_image",
     "decoded_size",
     "is_json_mime",
     "is_raster_image",
     "mime_kind",
+    "render_hint",
 ]
 
 #: Raster images a reader returns as base64, best first.
@@ -53,9 +57,38 @@ _MAGIC: dict[str, tuple[bytes, ...]] = {
 _WHITESPACE = b" \t\n\r\f\v"
 
 
+#: Chart MIMEs; Altair 6 names its bundle ``application/vnd.vegalite.v6.json`` (no ``+``).
+_CHART = re.compile(r"application/vnd\.(vegalite|vega|plotly)\.v([0-9]{1,3})[+.]json")
+
+
+def chart_kind(mime: str) -> tuple[str, int] | None:
+    """``(renderer, major version)`` of a chart MIME (Vega-Lite, Vega, Plotly), or None.
+
+    Example:
+        >>> chart_kind("application/vnd.vegalite.v5+json"), chart_kind("application/json")
+        (('vegalite', 5), None)
+    """
+    found = _CHART.fullmatch(mime)
+    return (found.group(1), int(found.group(2))) if found else None
+
+
+#: How a chart output is read as an image: what the catalog and an exec's lines name.
+RENDER_HINT = "--as image/png"
+
+
+def render_hint(mimes: list[str]) -> str | None:
+    """:data:`RENDER_HINT` when a bundle with these MIMEs holds a chart, else None.
+
+    Example:
+        >>> render_hint(["application/vnd.plotly.v1+json", "text/html"]), render_hint(["text/plain"])
+        ('--as image/png', None)
+    """
+    return RENDER_HINT if any(chart_kind(m) for m in mimes) else None
+
+
 def is_json_mime(mime: str) -> bool:
-    """``application/json`` or any structured ``+json`` type."""
-    return mime == "application/json" or mime.endswith("+json")
+    """``application/json``, any structured ``+json`` type, or a chart type (:func:`chart_kind`)."""
+    return mime == "application/json" or mime.endswith("+json") or chart_kind(mime) is not None
 
 
 def is_raster_image(mime: str) -> bool:

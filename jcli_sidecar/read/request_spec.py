@@ -95,7 +95,7 @@ _VIEW = (
     Field(
         "as_mime_type",
         "string",
-        "Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.",
+        "Convert the selected image to this type, or render an SVG or a chart (Vega, Vega-Lite, Plotly) as an image.",
         enum=AS_MIME_TYPES,
     ),
     Field("max_edge", "integer", "Downscale an image whose long edge is over this many pixels.", minimum=1),

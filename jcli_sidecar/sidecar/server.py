@@ -377,11 +377,13 @@ class Sidecar:
     def _answers_from_memory(self, args: dict[str, Any]) -> bool:
         """A read of a cached, unchanged notebook is quick: run it on the loop.
 
-        Anything else (a cold read, a .py pair, the test stall) goes to a
+        Anything else (a cold read, a .py pair, a read with ``as_mime_type``, the test stall) goes to a
         worker thread so that the loop keeps serving.
         """
         path = args.get("file_path")
         if self.stall.fifo or not isinstance(path, str) or not path.endswith(".ipynb"):
+            return False
+        if args.get("as_mime_type") is not None:  # a conversion or a chart render may take seconds: never on the loop
             return False
         try:
             return self.cache.is_fresh(os.path.realpath(path))

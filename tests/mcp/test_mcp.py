@@ -21,7 +21,7 @@ import threading
 
 import nbformat
 import pytest
-from helpers import FIXTURES, JCLI, load_cases, requires_svg_extra
+from helpers import FIXTURES, JCLI, load_cases, requires_charts_extra, requires_svg_extra
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 CASES = load_cases()
@@ -360,6 +360,40 @@ def test_a_host_flag_fits_images_and_svg_renders_through_mcp(tmp_path):
     assert Image.open(io.BytesIO(base64.b64decode(rendered.content[0].data))).convert("RGB").getpixel((5, 5)) == (255, 0, 0)
     assert "rendered from image/svg+xml" in rendered.content[1].text
     assert path.read_bytes() == before
+
+
+@requires_charts_extra
+def test_a_chart_reaches_the_sdk_client_as_one_image_part(tmp_path):
+    import io
+
+    from PIL import Image
+
+    spec = {
+        "data": {"values": [{"k": "x", "v": 4}, {"k": "y", "v": 7}]},
+        "mark": {"type": "bar", "color": "#2ca02c"},
+        "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
+    }
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("chart")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": spec, "text/plain": "alt.Chart(...)"})]
+    nb.cells = [cell]
+    path = tmp_path / "chart.ipynb"
+    nbformat.write(nb, str(path))
+    asked = {"file_path": str(path), "cell_index": 0, "output_index": 0}
+
+    async def reads(session):
+        return [
+            await session.call_tool("read_notebook_output", {**asked, "as_mime_type": "image/png"}),
+            await session.call_tool("read_notebook_output", {**asked, "mime_type": "application/vnd.vegalite.v5+json"}),
+        ]
+
+    rendered, verbatim = call(["--root", str(tmp_path), "--host", "claude"], reads)
+    images = [part for part in rendered.content if part.type == "image"]
+    assert not rendered.is_error and len(images) == 1 and images[0].mime_type == "image/png"
+    shown = Image.open(io.BytesIO(base64.b64decode(images[0].data))).convert("RGB")
+    assert max(shown.size) > 200 and (44, 160, 44) in {shown.getpixel((x, y)) for x in range(shown.width) for y in range(shown.height)}
+    assert "rendered from application/vnd.vegalite.v5+json" in rendered.content[1].text
+    assert all(part.type == "text" for part in verbatim.content) and '"mark"' in verbatim.content[0].text, "without as_mime_type the spec"
 
 
 def test_an_mcp_read_never_maps_by_an_id_the_py_repeats(tmp_path):

@@ -174,7 +174,10 @@ an image to that host. With the MCP tools,
 images; `notebook_grep(pattern)` searches as `notebook grep` does (its
 `next.arguments` are the next page's call), and `job_status(job_id)` and
 `job_wait(job_id)` follow a background job (the wait returns within 50 s).
-Reads never run code or change a file.
+A chart (Altair / Vega-Lite, Vega, Plotly) is a JSON spec: read it as the
+picture with `--as image/png` (`as_mime_type: "image/png"`), which the
+catalog and exec's lines name for such outputs; without `--as` the spec
+comes back verbatim. Reads never run code or change a file.
 """
 
 _LONG_RUNS = """

@@ -281,7 +281,7 @@ const PARAMETERS = {
     as_mime_type: {
       type: 'string',
       enum: ['image/png', 'image/jpeg', 'image/webp'],
-      description: 'Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image.',
+      description: 'Convert the selected image to this type, or render an SVG or a chart (Vega, Vega-Lite, Plotly) as an image.',
     },
     max_edge: { type: 'integer', minimum: 1, description: 'Downscale an image whose long edge is over this many pixels.' },
     max_pixels: { type: 'integer', minimum: 1, description: 'Downscale an image of more pixels than this.' },

@@ -415,7 +415,7 @@ function readNotebookOutputTool(tool, models) {
       as_mime_type: tool.schema
         .enum(["image/png", "image/jpeg", "image/webp"])
         .optional()
-        .describe("Convert the selected image to this type, or render an SVG (mime_type image/svg+xml) as an image."),
+        .describe("Convert the selected image to this type, or render an SVG or a chart (Vega, Vega-Lite, Plotly) as an image."),
       max_edge: tool.schema.number().int().min(1).optional().describe("Downscale an image whose long edge is over this many pixels."),
       max_pixels: tool.schema.number().int().min(1).optional().describe("Downscale an image of more pixels than this."),
       max_bytes: tool.schema.number().int().min(1).optional().describe("Shrink an image larger than this many bytes."),
