@@ -55,3 +55,9 @@ def opencode_hosts(host_bin, tmp_path_factory):
 
     with OpenCodeHosts(host_bin, tmp_path_factory.mktemp("opencode")) as hosts:
         yield hosts
+
+
+@pytest.fixture
+def opencode_reader(opencode_hosts):
+    """The project-scope OpenCode world shared by the tests that only call a tool and change nothing in it (``OpenCodeHosts.reader``)."""
+    return opencode_hosts.reader()
