@@ -3,7 +3,9 @@
 Each world is per test: the suites run ``j-cli setup`` into it, so no test
 may see another's. The OpenCode suites build theirs with
 ``opencode_world.OpenCode`` on this worker's running OpenCode servers
-(``opencode_hosts``, one per configuration, kept for the whole run).
+(``opencode_hosts``, one per configuration, kept for the whole run); the one
+exception is ``opencode_reader``, a project shared by the tests that only
+call a tool and change nothing there, each in a session of its own.
 """
 
 from __future__ import annotations
