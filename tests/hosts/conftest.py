@@ -3,7 +3,9 @@
 Each world is per test: the suites run ``j-cli setup`` into it, so no test
 may see another's. The OpenCode suites build theirs with
 ``opencode_world.OpenCode`` on this worker's running OpenCode servers
-(``opencode_hosts``, one per configuration, kept for the whole run).
+(``opencode_hosts``, one per configuration, kept for the whole run); the one
+exception is ``opencode_reader``, a project shared by the tests that only
+call a tool and change nothing there, each in a session of its own.
 """
 
 from __future__ import annotations
@@ -55,3 +57,9 @@ def opencode_hosts(host_bin, tmp_path_factory):
 
     with OpenCodeHosts(host_bin, tmp_path_factory.mktemp("opencode")) as hosts:
         yield hosts
+
+
+@pytest.fixture
+def opencode_reader(opencode_hosts):
+    """The project-scope OpenCode world shared by the tests that only call a tool and change nothing in it (``OpenCodeHosts.reader``)."""
+    return opencode_hosts.reader()

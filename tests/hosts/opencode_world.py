@@ -262,6 +262,7 @@ class OpenCodeHosts:
         self._servers: dict[tuple, OpenCodeServer] = {}
         self._nets: dict[bool, tuple[LoopbackOnly, ScriptedModel]] = {}
         self._count = itertools.count()
+        self._reader: OpenCode | None = None
 
     def __enter__(self) -> OpenCodeHosts:
         return self
@@ -297,6 +298,20 @@ class OpenCodeHosts:
         server = OpenCodeServer(self.bin, self.home(scope), self.root / f"server-{next(self._count)}", net, full)
         self._servers[key] = server
         return server
+
+    def reader(self) -> OpenCode:
+        """A project-scope world kept for the run, for the tests that only call a tool in it and change nothing there.
+
+        OpenCode bootstraps each directory it serves once (its config, its
+        plugins: about 2 s of CPU, three times what a turn in a known
+        directory costs), so those tests share one project. Each call is a
+        session of its own; what a test checks is its own call's tool part.
+        """
+        if self._reader is None:
+            folder = self.root / "reader"
+            folder.mkdir()
+            self._reader = OpenCode(self, folder)
+        return self._reader
 
     def stop(self, scope: str, offline: bool, env: dict[str, str]) -> None:
         """Stop the server of this configuration, if one runs (for one a single test started for itself)."""

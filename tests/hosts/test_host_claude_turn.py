@@ -77,7 +77,10 @@ def read_script(*requests: dict) -> list:
 # ---- an image read: one image part, the notebook's exact bytes ------------------------------
 
 
-@pytest.mark.parametrize("case", ["png", "png_wrapped", "jpeg"])
+# A PNG stored wrapped at 76 columns is not repeated here: j-cli reads it to the same envelope
+# (tests/read/test_reader.py), and it reaches an MCP host's model as the exact bytes
+# (tests/hosts/test_host_mcp_inspector.py); past the read, Claude Code sees the same bytes as "png".
+@pytest.mark.parametrize("case", ["png", "jpeg"])
 def test_the_model_receives_the_notebook_image_as_one_image_part_with_its_exact_bytes(host_bin, home, project, case):
     project_setup(home, project)
     request = CASES[case]["request"]
@@ -291,19 +294,19 @@ def serve_text_only(home, project, scope: str) -> None:
     """Set up ``scope``, then add ``--text-only`` to the server's args in the file setup wrote, as a user edits it."""
     if scope == "--project":
         project_setup(home, project)
-        config, where = project / ".mcp.json", []
+        config = project / ".mcp.json"
     else:
         setup_claude(project, scope)
-        config, where = home / ".claude.json", ([] if scope == "--user" else ["projects", os.path.realpath(project)])
+        config = home / ".claude.json"
     doc = json.loads(config.read_text())
-    entry = doc
-    for key in where:
-        entry = entry[key]
-    entry["mcpServers"]["jcli"]["args"].append("--text-only")
+    doc["mcpServers"]["jcli"]["args"].append("--text-only")
     config.write_text(json.dumps(doc, indent=2))
 
 
-@pytest.mark.parametrize("scope", ["--project", "--user", "--local"])
+# The local scope is not repeated: its entry is the user scope's, under the project's key in the
+# same ~/.claude.json, and Claude Code loading it from there is
+# tests/hosts/test_host_claude.py::test_claude_lists_and_gets_our_server_and_its_health_check_connects[--local].
+@pytest.mark.parametrize("scope", ["--project", "--user"])
 def test_a_text_only_server_tells_the_model_what_the_image_is_and_how_to_read_its_text(host_bin, home, project, scope):
     serve_text_only(home, project, scope)
     request = CASES["png"]["request"]

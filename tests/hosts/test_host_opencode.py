@@ -5,9 +5,12 @@ fresh project (or the user config dir of its scope's HOME) and has OpenCode
 call a tool in a turn on a running ``opencode serve`` (tests/hosts/opencode_world.py):
 OpenCode's own loader imports the file, and the scripted model calls the
 tool once; the test checks the tool part OpenCode recorded, which the model
-received verbatim. The server runs in a network namespace with nothing but
-its loopback, its fetches switched off: the dependency it would install into
-each config dir is seeded from the pinned ``tests/hosts/opencode-deps``.
+received verbatim. The tests that only call a tool and change nothing in the
+project share one such project (``opencode_reader``): OpenCode bootstraps
+each directory it serves once, which costs more than a call. The server runs
+in a network namespace with nothing but its loopback, its fetches switched
+off: the dependency it would install into each config dir is seeded from the
+pinned ``tests/hosts/opencode-deps``.
 
 The tests about OpenCode's own start (no j-cli on PATH, no plugin package
 offline) run ``opencode debug agent build --tool read_notebook_output
@@ -45,8 +48,8 @@ def _notebook_bytes(cell: int, output: int, mime: str) -> bytes:
     return base64.b64decode("".join(data) if isinstance(data, list) else data)
 
 
-def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_notebooks_bytes(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path)
+def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_notebooks_bytes(opencode_reader):
+    world = opencode_reader
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2, "output_index": 0})
     (attachment,) = result["attachments"]
     assert attachment["type"] == "file" and attachment["mime"] == "image/png"
@@ -60,10 +63,10 @@ def test_project_plugin_loads_and_reads_an_image_as_one_attachment_with_the_note
 # HTML and a stream also reach the model verbatim in a whole turn, through each provider
 # package (tests/hosts/test_host_opencode_turn.py); here the other text kinds, one call each.
 @pytest.mark.parametrize("name", ["html_as_plain", "markdown"])
-def test_text_and_html_arrive_verbatim(opencode_hosts, tmp_path, name):
+def test_text_and_html_arrive_verbatim(opencode_reader, name):
     case = _case(name)
     assert case["request"]["file_path"] == NOTEBOOK
-    world = OpenCode(opencode_hosts, tmp_path)
+    world = opencode_reader
     result = world.read(case["request"])
     envelope = case["expect"]["envelope"]
     expected = envelope["stream"]["data"] if "stream" in envelope else envelope["selected"]["data"]
@@ -71,23 +74,23 @@ def test_text_and_html_arrive_verbatim(opencode_hosts, tmp_path, name):
     assert "attachments" not in result
 
 
-def test_the_catalog_lists_outputs_and_attaches_nothing(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path)
+def test_the_catalog_lists_outputs_and_attaches_nothing(opencode_reader):
+    world = opencode_reader
     result = world.read({"file_path": NOTEBOOK, "cell_index": 2})
     catalog = json.loads(result["output"])
     assert [o["available_mime_types"] for o in catalog["outputs"]] == [["image/png", "text/plain"]]
     assert "attachments" not in result
 
 
-def test_a_missing_cell_is_a_coded_error_from_the_tool(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path)
+def test_a_missing_cell_is_a_coded_error_from_the_tool(opencode_reader):
+    world = opencode_reader
     state = world.call("read_notebook_output", {"file_path": NOTEBOOK, "cell_index": 999})
     assert state["status"] == "error"
     assert "CELL_NOT_FOUND: cell 999 is outside" in state["error"]
 
 
-def test_a_project_plugin_without_j_cli_on_path_says_what_to_set(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path)
+def test_a_project_plugin_without_j_cli_on_path_says_what_to_set(opencode_reader, tmp_path):
+    world = opencode_reader
     bare = tmp_path / "bare-bin"  # a PATH with a shell but no j-cli
     bare.mkdir()
     for tool in ("sh", "bash", "env"):
@@ -186,8 +189,8 @@ def test_wait_notebook_job_answers_a_timed_out_snapshot_then_the_ended_job(
     assert job["state"] == "ok" and job["result"]["text"] == "held\ndone\n"
 
 
-def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path)
+def test_wait_notebook_job_on_an_unknown_id_is_j_clis_coded_error(opencode_reader):
+    world = opencode_reader
     state = world.call("wait_notebook_job", {"job_ids": ["nosuch"]})
     assert state["status"] == "error"
     assert "JOB_NOT_FOUND: no job nosuch" in state["error"]

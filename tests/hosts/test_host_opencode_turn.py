@@ -80,13 +80,10 @@ def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_b
     assert [len(s.images()) for s in model.requests] == [0] * (len(model.requests) - 1) + [1]
 
 
-def test_with_the_plugin_in_the_user_config_dir_the_png_reaches_the_model_the_same_way(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path, scope="user")
-    assert not (world.project / ".opencode" / "plugins" / "jcli.js").exists()
-    seen = world.turn([READ_PNG, Say("seen")]).turn[-1]
-    (image,) = seen.images()
-    assert image.data == _png() and base64_leaks(seen, _png()) == []
-    _image_arrives_as_the_package_puts_it("@ai-sdk/openai-compatible", seen)
+# The plugin in the user config dir reads the PNG to the model in
+# test_jcli_text_only_off_sends_the_png_even_to_a_model_opencode_says_takes_none (user scope, the
+# exact bytes, one image, no base64 elsewhere); where each provider package puts it does not depend
+# on where the plugin was found (the test above, per package).
 
 
 def _paired(world: OpenCode, stem: str = "x") -> None:
@@ -183,7 +180,10 @@ def test_jcli_text_only_on_tells_the_png_as_text_even_to_a_model_that_takes_imag
 
 
 def test_jcli_text_only_off_sends_the_png_even_to_a_model_opencode_says_takes_none(opencode_hosts, tmp_path):
-    world = OpenCode(opencode_hosts, tmp_path, scope="user")
+    world = OpenCode(opencode_hosts, tmp_path, scope="user")  # the plugin in the user config dir, none in the project
+    assert not (world.project / ".opencode" / "plugins" / "jcli.js").exists()
     seen = world.turn([READ_PNG, Say()], npm="@ai-sdk/anthropic", images=False, env={"JCLI_TEXT_ONLY": "off"}).turn[-1]
     (image,) = seen.images()
     assert image.data == _png() and image.role == "tool"
+    assert base64_leaks(seen, _png()) == []
+    _image_arrives_as_the_package_puts_it("@ai-sdk/anthropic", seen)
