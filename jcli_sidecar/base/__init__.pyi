@@ -40,6 +40,8 @@ from .errors import OutputNotFound as OutputNotFound
 from .errors import OutputSaveFailed as OutputSaveFailed
 from .errors import OutputTooLarge as OutputTooLarge
 from .errors import PairConflict as PairConflict
+from .errors import ParametersInvalid as ParametersInvalid
+from .errors import ParametersUnsupportedKernel as ParametersUnsupportedKernel
 from .errors import PathAmbiguous as PathAmbiguous
 from .errors import PathNotAllowed as PathNotAllowed
 from .errors import PeerRefused as PeerRefused
@@ -49,6 +51,7 @@ from .errors import RemoteDataRefused as RemoteDataRefused
 from .errors import RendererUnavailable as RendererUnavailable
 from .errors import RenderFailed as RenderFailed
 from .errors import RenderTimedOut as RenderTimedOut
+from .errors import RoomLost as RoomLost
 from .errors import RunNotFound as RunNotFound
 from .errors import SearchTooCostly as SearchTooCostly
 from .errors import ServerError as ServerError
