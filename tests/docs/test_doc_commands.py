@@ -22,7 +22,8 @@ Placeholders the docs use (``RUN_ID``, ``FILE``, ``N``, ...) are replaced,
 word for word, from :data:`PLACEHOLDERS`. The workspace holds what the docs
 name: ``analysis.py`` (tests/fixtures/docs_workspace, whose first cells are
 the skill's example) with ``analysis.ipynb`` made from it by a real run,
-``a.ipynb``, ``script.py`` and a kept inline run with two outputs.
+``a.ipynb``, ``script.py``, ``report.ipynb`` (a cell tagged ``parameters``)
+with ``params.yaml`` for the parameters examples, and a kept inline run with two outputs.
 
 Order: one test per document, and inside it the commands in document order,
 because a command relies on the ones before it (``session create`` before
