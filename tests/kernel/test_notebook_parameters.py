@@ -131,3 +131,21 @@ def test_a_background_job_carries_the_parameters(ws, kernel_session, sidecar_on)
     nb = nbformat.read(str(ws / "report.ipynb"), as_version=4)
     assert injected(nb) == [2] and nb.cells[2].source == papermill_source({"items": {"a": 1}, "n": 42})
     assert nb.cells[3].outputs[0].text == "42 0.5 False 'default' {'a': 1} 'x'\n"
+
+
+def test_new_values_with_stale_run_the_injected_cell_and_its_readers_only(ws, kernel_session):
+    """``-p`` with ``--stale``: the replaced injected cell is stale, and so is each cell reading what it sets; nothing else runs."""
+    write_nb(ws / "report.ipynb")
+    nb = nbformat.read(str(ws / "report.ipynb"), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("print('unrelated')"))
+    nbformat.write(nb, str(ws / "report.ipynb"))
+    result, lines = run(kernel_session, ws, "report.ipynb", "-p", "n", "5")
+    assert result.returncode == 0, result.stderr
+    assert lines[-1]["cells_run"] == 4  # the parameters cell, the injected one, the reader and the unrelated cell
+    result, lines = run(kernel_session, ws, "report.ipynb", "-p", "n", "6", "--stale")
+    assert result.returncode == 0, result.stderr
+    ran = [line["notebook_cell_index"] for line in lines[:-1]]
+    assert ran == [2, 3] and lines[-1]["parameters"] == {"n": 6}
+    assert lines[1]["cell"]["outputs"][0]["text"].startswith("6 ")
+    result, lines = run(kernel_session, ws, "report.ipynb", "--stale")
+    assert result.returncode == 0 and lines[-1]["cells_run"] == 0
