@@ -38,6 +38,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "notebook": (
             "NotebookFile",
+            "metadata_tags",
             "cell_at",
             "coded_read_error",
             "load_notebook",

@@ -25,6 +25,7 @@ from .notebook import NotebookFile as NotebookFile
 from .notebook import cell_at as cell_at
 from .notebook import coded_read_error as coded_read_error
 from .notebook import load_notebook as load_notebook
+from .notebook import metadata_tags as metadata_tags
 from .notebook import parse_notebook as parse_notebook
 from .notebook import read_file_bytes as read_file_bytes
 from .notebook import read_text_file as read_text_file

@@ -44,6 +44,7 @@ __all__ = [
     "coded_read_error",
     "exact_float",
     "load_notebook",
+    "metadata_tags",
     "not_utf8",
     "parse_notebook",
     "read_file_bytes",
@@ -457,3 +458,14 @@ def cell_at(nb: NotebookFile, index: int) -> dict[str, Any]:
     if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
         raise NotebookReadFailed(f"{nb.path}: cell {index} has no cell_type", path=nb.path)
     return cell
+
+
+def metadata_tags(metadata: Any) -> list[str]:
+    """The string tags of a cell's ``metadata`` (``metadata.tags``); none when it has no list of them.
+
+    Example:
+        >>> metadata_tags({"tags": ["parameters", 3]}), metadata_tags(None)
+        (['parameters'], [])
+    """
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []

@@ -60,7 +60,7 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
         KernelMismatch: the file asks for another kernel; nothing is written.
         PairConflict: the sync is not clearly meant (and not ``py_wins``); nothing is written.
     """
-    from ..ipynb import format_changes, read_file_bytes
+    from ..ipynb import format_changes, metadata_tags, read_file_bytes
     from ..pair import check_py_ids
     from .kernel_request import asked_kernel, check_session_kernel
 
@@ -90,7 +90,7 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
     done = pair.sync(py_cells, kernel_name=kernel, check=not options.py_wins, executed=False, heads_only=True)
     opened = Opened(pair.notebook, [_head(cell) for cell in done.notebook["cells"]])
     opened.py_to_nb, opened.report, opened.renewed = done.py_to_nb, done.report, done.plan.renewed
-    opened.py_tags = [_tags(cell.metadata) for cell in py_cells]
+    opened.py_tags = [metadata_tags(cell.metadata) for cell in py_cells]
     opened.notes.extend(format_notes)
     if opened.renewed:
         opened.notes.append(_renewed_note(pair.notebook, opened.renewed))
@@ -152,12 +152,6 @@ def _renew_ids(path: str, heads: list[Any]) -> list[dict[str, Any]]:
             except OSError as exc:
                 raise os_error(exc, "write", path, executed=False) from None
     return renewed
-
-
-def _tags(metadata: Any) -> list[str]:
-    """The string tags of a ``.py`` marker's metadata."""
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
 
 
 def _head(cell: Any) -> Any:

@@ -57,7 +57,7 @@ from ..base import (
     internal_error,
     stall_point,
 )
-from ..ipynb import CellWriter, join_text, parse_cell_spec
+from ..ipynb import CellWriter, join_text, metadata_tags, parse_cell_spec
 from ..pair import paired_notebook_path
 from ..read import SKIP_EXECUTION_TAG, RunLedger
 from .cell_timing import timing_fields
@@ -325,9 +325,8 @@ class NotebookRun:
 
     def _tags(self, cell_index: int | None, nb_index: int) -> list[str]:
         """The cell's tags: the notebook's ``metadata.tags`` and a pair's ``.py`` marker's."""
-        metadata = self.cells[nb_index].get("metadata") if isinstance(self.cells[nb_index], dict) else None
-        tags = metadata.get("tags") if isinstance(metadata, dict) else None
-        found = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+        cell = self.cells[nb_index]
+        found = metadata_tags(cell.get("metadata") if isinstance(cell, dict) else None)
         if self._py_tags is not None and cell_index is not None and cell_index < len(self._py_tags):
             found += self._py_tags[cell_index]
         return found

@@ -319,9 +319,9 @@ def inject_parameters(nb_path: str, parameters: Parameters, after: int | None = 
 
 
 def _tags(cell: Any) -> list[str]:
-    metadata = cell.get("metadata") if isinstance(cell, dict) else None
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+    from ..ipynb import metadata_tags
+
+    return metadata_tags(cell.get("metadata") if isinstance(cell, dict) else None)
 
 
 def _fresh_id(cells: list[Any]) -> str:

@@ -26,7 +26,7 @@ import difflib
 import os
 
 from ..base import OutputDataInvalid
-from ..ipynb import join_text, new_cell, new_notebook
+from ..ipynb import join_text, metadata_tags, new_cell, new_notebook
 from .percent import PercentCell, normalize_source
 
 TYPE_CHECKING = False
@@ -57,9 +57,7 @@ def is_injected(cell: Any) -> bool:
         >>> is_injected({"metadata": {"tags": ["injected-parameters"]}}), is_injected({"metadata": {}})
         (True, False)
     """
-    metadata = cell.get("metadata") if isinstance(cell, dict) else None
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return isinstance(tags, list) and INJECTED_TAG in tags
+    return INJECTED_TAG in metadata_tags(cell.get("metadata") if isinstance(cell, dict) else None)
 
 
 def _source(cell: Any) -> str:

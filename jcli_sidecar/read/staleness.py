@@ -34,7 +34,7 @@ import bisect
 import hashlib
 import secrets
 
-from ..ipynb import join_text
+from ..ipynb import join_text, metadata_tags
 from ..pair import normalize_source
 from .cell_deps import CellUses, cell_uses
 
@@ -73,8 +73,7 @@ SKIP_EXECUTION_TAG = "skip-execution"
 
 def skips_execution(metadata: Any) -> bool:
     """Whether a cell's metadata tags it ``skip-execution``: no run runs it, so it is left out of the analysis."""
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return isinstance(tags, list) and SKIP_EXECUTION_TAG in tags
+    return SKIP_EXECUTION_TAG in metadata_tags(metadata)
 
 
 def source_digest(source: str) -> str:
