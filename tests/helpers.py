@@ -55,6 +55,39 @@ requires_browser = pytest.mark.skipif(
 )
 
 
+#: The bar colour of :func:`write_chart_notebook`'s chart (``#2ca02c``): a rendering of it holds pixels of this colour.
+CHART_BAR_RGB = (44, 160, 44)
+#: What the caption of a read with ``as_mime_type: image/png`` on that chart names.
+CHART_RENDERED_FROM = "rendered from application/vnd.vegalite.v5+json"
+
+
+def write_chart_notebook(path: Path) -> Path:
+    """Write a notebook at ``path`` whose one cell has one output: a Vega-Lite bar chart (as Altair shows one), and its text form."""
+    import nbformat
+
+    spec = {
+        "data": {"values": [{"k": "x", "v": 4}, {"k": "y", "v": 7}]},
+        "mark": {"type": "bar", "color": "#2ca02c"},
+        "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
+    }
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("chart")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": spec, "text/plain": "alt.Chart(...)"})]
+    nb.cells = [cell]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def shows_the_chart_bars(png: bytes) -> bool:
+    """Whether the image ``png`` holds a pixel of :data:`CHART_BAR_RGB` (never pixel-exact against a stored file)."""
+    import io
+
+    from PIL import Image
+
+    shown = Image.open(io.BytesIO(png)).convert("RGB")
+    return CHART_BAR_RGB in {shown.getpixel((x, y)) for x in range(shown.width) for y in range(shown.height)}
+
+
 def load_cases() -> list[dict]:
     with open(FIXTURES / "cases.json", encoding="utf-8") as fh:
         return json.load(fh)

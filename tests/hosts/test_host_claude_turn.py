@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 from claude_world import FINAL, claude_turn, project_setup, run_claude, setup_claude
-from helpers import load_cases, requires_charts_extra, run_cli
+from helpers import CHART_RENDERED_FROM, load_cases, requires_charts_extra, run_cli, shows_the_chart_bars, write_chart_notebook
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
 READ = "mcp__jcli__read_notebook_output"
@@ -117,22 +117,8 @@ def test_the_model_receives_the_notebook_image_as_one_image_part_with_its_exact_
 
 @requires_charts_extra
 def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(host_bin, home, project):
-    import io
-
-    import nbformat
-    from PIL import Image
-
     project_setup(home, project)
-    spec = {
-        "data": {"values": [{"k": "x", "v": 4}, {"k": "y", "v": 7}]},
-        "mark": {"type": "bar", "color": "#2ca02c"},
-        "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
-    }
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("chart")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": spec, "text/plain": "alt.Chart(...)"})]
-    nb.cells = [cell]
-    nbformat.write(nb, str(project / "chart.ipynb"))
+    write_chart_notebook(project / "chart.ipynb")
     request = {"file_path": "chart.ipynb", "cell_index": 0, "output_index": 0, "as_mime_type": "image/png"}
 
     model, _ = run_claude(host_bin, home, project, read_script(request), [READ])
@@ -140,10 +126,9 @@ def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(host_
     after = model.turn[-1]
     images = after.images()
     assert len(images) == 1 and images[0].mime == "image/png" and images[0].role == "tool"
-    shown = Image.open(io.BytesIO(images[0].data)).convert("RGB")
-    assert (44, 160, 44) in {shown.getpixel((x, y)) for x in range(shown.width) for y in range(shown.height)}
+    assert shows_the_chart_bars(images[0].data)
     result = after.tool_results[-1]
-    assert [p.kind for p in result][0] == "image" and "rendered from application/vnd.vegalite.v5+json" in result[-1].text
+    assert [p.kind for p in result][0] == "image" and CHART_RENDERED_FROM in result[-1].text
 
 
 def test_without_an_allow_rule_claude_p_does_not_run_the_read_and_the_model_is_told_why(host_bin, home, project):

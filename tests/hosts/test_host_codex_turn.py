@@ -38,7 +38,7 @@ import os
 
 import pytest
 from codex_world import CodexWorld, notebook_png, protocol_case
-from helpers import run_cli
+from helpers import CHART_RENDERED_FROM, requires_charts_extra, run_cli, shows_the_chart_bars, write_chart_notebook
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
 from jcli.mcp_tools import CODE_MODE_IMAGE, TEXT_ONLY_IMAGE
@@ -113,6 +113,28 @@ def test_a_direct_tool_read_gives_the_model_one_image_part_with_the_notebook_byt
     assert [p.kind for p in result] == ["text", "image", "text"]  # Codex's "Wall time" line, the image, j-cli's note
     notebook = os.path.realpath(codex.project / "kernel_v4.5.ipynb")
     assert result[2].text == f"[image/png from {notebook} cell 2 output 0; {len(expected)} bytes, 150x100 px]"
+
+
+@requires_charts_extra
+def test_a_direct_tool_read_of_a_chart_with_as_gives_the_model_one_rendered_image_part(codex):
+    write_chart_notebook(codex.project / "chart.ipynb")
+    chart = {"file_path": "chart.ipynb", "cell_index": 0, "output_index": 0, "as_mime_type": "image/png"}
+    with ScriptedModel([_search(), _read(chart), Say("seen")]) as model:
+        codex.configure(model, DIRECT_MODEL)
+        codex.setup("--project")
+        codex.exec()
+    after = model.turn[-1]
+    (image,) = after.images()
+    assert image.role == "tool" and image.mime == "image/png"
+    assert shows_the_chart_bars(image.data)
+    assert base64_leaks(after, image.data) == []
+    result = _tool_result(after)
+    assert image in result
+    assert [p.kind for p in result] == ["text", "image", "text"]  # Codex's "Wall time" line, the image, j-cli's note
+    notebook = os.path.realpath(codex.project / "chart.ipynb")
+    assert result[2].text.startswith(f"[image/png from {notebook} cell 0 output 0; ") and CHART_RENDERED_FROM in result[2].text, result[
+        2
+    ].text
 
 
 def test_a_model_outside_codex_catalog_gets_the_namespace_at_once_and_the_same_image(codex):

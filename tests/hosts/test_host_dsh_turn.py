@@ -26,7 +26,16 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import BIN, FIXTURES, load_cases, run_cli
+from helpers import (
+    BIN,
+    CHART_RENDERED_FROM,
+    FIXTURES,
+    load_cases,
+    requires_charts_extra,
+    run_cli,
+    shows_the_chart_bars,
+    write_chart_notebook,
+)
 from hostbins import DSH_DIR, host_env
 from model_server import Say, ScriptedModel, Seen, ToolCall, base64_leaks
 
@@ -189,6 +198,26 @@ def test_the_model_receives_the_notebook_png_as_one_image_and_html_and_stream_ve
         result, _ = tool_result(seen)
         texts = [p.text for p in result if p.kind == "text"]
         assert any(t.encode() == verbatim(name).encode() for t in texts), (name, texts)
+
+
+@requires_charts_extra
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(dsh, route):
+    write_chart_notebook(dsh.project / "chart.ipynb")
+    chart = {"file_path": "chart.ipynb", "cell_index": 0, "output_index": 0, "as_mime_type": "image/png"}
+    with ScriptedModel([ToolCall("read_notebook_output", chart), Say("done")]) as model:
+        [events] = dsh.turns(model, route, ["Show me the chart."])
+    assert request_errors(events) == []
+    seen = model.turn[1]
+    print(route, "chart request:", content_parts(seen))
+    (image,) = seen.images()
+    assert image.mime == "image/png" and shows_the_chart_bars(image.data)
+    assert base64_leaks(seen, image.data) == []
+    result, _ = tool_result(seen)
+    [caption] = [p.text for p in result if p.kind == "text"]
+    assert caption.startswith(f"[image/png from {dsh.project / 'chart.ipynb'} cell 0 output 0; ") and CHART_RENDERED_FROM in caption, (
+        caption
+    )
 
 
 # ---- (c) the guards around DSH's own bash tool; (d) a plot run through j-cli exec.

@@ -26,7 +26,7 @@ import json
 import shlex
 
 import pytest
-from helpers import FIXTURES, load_cases, run_cli
+from helpers import CHART_RENDERED_FROM, FIXTURES, load_cases, requires_charts_extra, run_cli, shows_the_chart_bars, write_chart_notebook
 from model_server import Say, ToolCall, base64_leaks
 from opencode_world import NOTEBOOK, PROVIDER_PACKAGES, OpenCode, tool_texts
 
@@ -76,6 +76,23 @@ def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_b
     assert base64_leaks(seen, _png()) == []
     (caption,) = tool_texts(seen)
     assert caption.startswith("[image/png from ") and "3630 bytes, 150x100 px" in caption, caption
+    _image_arrives_as_the_package_puts_it(npm, seen)
+    assert [len(s.images()) for s in model.requests] == [0] * (len(model.requests) - 1) + [1]
+
+
+@requires_charts_extra
+@pytest.mark.parametrize("npm", PACKAGES)
+def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(opencode_hosts, tmp_path, npm):
+    world = OpenCode(opencode_hosts, tmp_path)
+    write_chart_notebook(world.project / "chart.ipynb")
+    chart = {"file_path": "chart.ipynb", "cell_index": 0, "output_index": 0, "as_mime_type": "image/png"}
+    model = world.turn([ToolCall("read_notebook_output", chart), Say("seen")], npm=npm)
+    seen = model.turn[-1]
+    (image,) = seen.images()
+    assert image.mime == "image/png" and shows_the_chart_bars(image.data)
+    assert base64_leaks(seen, image.data) == []
+    (caption,) = tool_texts(seen)
+    assert caption.startswith("[image/png from ") and CHART_RENDERED_FROM in caption, caption
     _image_arrives_as_the_package_puts_it(npm, seen)
     assert [len(s.images()) for s in model.requests] == [0] * (len(model.requests) - 1) + [1]
 

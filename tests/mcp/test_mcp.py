@@ -21,7 +21,16 @@ import threading
 
 import nbformat
 import pytest
-from helpers import FIXTURES, JCLI, load_cases, requires_charts_extra, requires_svg_extra
+from helpers import (
+    CHART_RENDERED_FROM,
+    FIXTURES,
+    JCLI,
+    load_cases,
+    requires_charts_extra,
+    requires_svg_extra,
+    shows_the_chart_bars,
+    write_chart_notebook,
+)
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 CASES = load_cases()
@@ -368,17 +377,7 @@ def test_a_chart_reaches_the_sdk_client_as_one_image_part(tmp_path):
 
     from PIL import Image
 
-    spec = {
-        "data": {"values": [{"k": "x", "v": 4}, {"k": "y", "v": 7}]},
-        "mark": {"type": "bar", "color": "#2ca02c"},
-        "encoding": {"x": {"field": "k", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
-    }
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("chart")
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"application/vnd.vegalite.v5+json": spec, "text/plain": "alt.Chart(...)"})]
-    nb.cells = [cell]
-    path = tmp_path / "chart.ipynb"
-    nbformat.write(nb, str(path))
+    path = write_chart_notebook(tmp_path / "chart.ipynb")
     asked = {"file_path": str(path), "cell_index": 0, "output_index": 0}
 
     async def reads(session):
@@ -390,9 +389,9 @@ def test_a_chart_reaches_the_sdk_client_as_one_image_part(tmp_path):
     rendered, verbatim = call(["--root", str(tmp_path), "--host", "claude"], reads)
     images = [part for part in rendered.content if part.type == "image"]
     assert not rendered.is_error and len(images) == 1 and images[0].mime_type == "image/png"
-    shown = Image.open(io.BytesIO(base64.b64decode(images[0].data))).convert("RGB")
-    assert max(shown.size) > 200 and (44, 160, 44) in {shown.getpixel((x, y)) for x in range(shown.width) for y in range(shown.height)}
-    assert "rendered from application/vnd.vegalite.v5+json" in rendered.content[1].text
+    png = base64.b64decode(images[0].data)
+    assert max(Image.open(io.BytesIO(png)).size) > 200 and shows_the_chart_bars(png)
+    assert CHART_RENDERED_FROM in rendered.content[1].text
     assert all(part.type == "text" for part in verbatim.content) and '"mark"' in verbatim.content[0].text, "without as_mime_type the spec"
 
 
