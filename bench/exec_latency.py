@@ -243,6 +243,13 @@ def child_env(server: Server, runtime: Path = XDG_RUNTIME) -> dict[str, str]:
     return bare_env(runtime, JCLI_JUPYTER_SERVER_URL=server.url, JCLI_JUPYTER_SERVER_TOKEN=server.token)
 
 
+def create_session(env: dict[str, str], name: str) -> None:
+    """``j-cli session create -n NAME`` on the bench's server, or a :class:`BenchError` with what it printed."""
+    r = subprocess.run([str(J_CLI), "-j", "session", "create", "-n", name], capture_output=True, env=env, cwd=WORK)
+    if r.returncode != 0:
+        raise BenchError(f"session create failed: {r.stderr.decode(errors='replace')[-400:]}")
+
+
 def with_sidecar(env: dict[str, str]) -> dict[str, str]:
     """``env`` with the sidecar allowed (the script's own, already running)."""
     return {k: v for k, v in env.items() if k != "JCLI_SIDECAR"}

@@ -37,7 +37,7 @@ import statistics
 import subprocess
 import sys
 
-from exec_latency import Server, child_env
+from exec_latency import Server, child_env, create_session
 from harness import J_CLI, OUR_BIN, WORK, BenchError, peak_rss_mib, print_targets, stats_header, stats_row, timed
 from realistic_notebook import cell_kind, write_notebook
 
@@ -148,9 +148,7 @@ def main() -> int:
     try:
         server.start()
         env = child_env(server)
-        r = subprocess.run([str(J_CLI), "-j", "session", "create", "-n", SESSION], capture_output=True, env=env, cwd=WORK)
-        if r.returncode != 0:
-            raise BenchError(f"session create failed: {r.stderr.decode(errors='replace')[-400:]}")
+        create_session(env, SESSION)
         run_ours(env, fresh_copy(template(1)[0], "rerun_warm.ipynb"), "0:10")  # warm the kernel: imports, first PNG
         full = full_rerun(env, args.size_mb, args.runs)
         print(f"\nB. per-cell cost, cells of the same kinds ({args.runs} runs each)")

@@ -29,7 +29,7 @@ import statistics
 import subprocess
 import sys
 
-from exec_latency import Server, child_env
+from exec_latency import Server, child_env, create_session
 from harness import J_CLI, WORK, BenchError, print_targets, stats_header, stats_row, timed
 
 SESSION = "stale"
@@ -83,9 +83,7 @@ def main() -> int:
     try:
         server.start()
         env = child_env(server)
-        r = subprocess.run([str(J_CLI), "-j", "session", "create", "-n", SESSION], capture_output=True, env=env, cwd=WORK)
-        if r.returncode != 0:
-            raise BenchError(f"session create failed: {r.stderr.decode(errors='replace')[-400:]}")
+        create_session(env, SESSION)
         samples: dict[str, list[float]] = {"full": [], "stale": [], "the same cells": []}
         for _ in range(args.runs):
             shutil.copyfile(blank, ran)
