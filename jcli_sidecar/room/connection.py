@@ -29,17 +29,23 @@ from ..base import RoomLost
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
     from jupyter_ydoc import YNotebook
     from pycrdt import Awareness, Doc
 
     from ..kernel import WebSocket
 
+    T = TypeVar("T")
+
 __all__ = ["AWARENESS_RENEW_SECONDS", "Room", "awareness_state"]
 
 #: How often j-cli's awareness state is sent again: y-protocols renews at half its 30 s timeout.
 AWARENESS_RENEW_SECONDS = 15.0
+
+#: jupyter-collaboration's message type for its own JSON messages (a save request and its answer), beside Y's SYNC and AWARENESS.
+_RAW = 2
 
 #: The colour JupyterLab's front end gives a collaborator, from its palette (``--jp-collaborator-color1`` … ``7``).
 _COLOR = "var(--jp-collaborator-color7)"
@@ -79,6 +85,8 @@ class Room:
         self._lock = threading.RLock()
         self._answers = threading.Condition(self._lock)
         self._step2 = 0  # SYNC_STEP2 messages received: each answers one of our SYNC_STEP1s, in order
+        self._save_id = 0  # the last save request's number
+        self._saved: dict[int, str] = {}  # the server's answers to save requests, by number
         self._closing = threading.Event()
         self._reader = threading.Thread(target=self._read, name="jcli-room-reader", daemon=True)
         self._renewer = threading.Thread(target=self._renew, name="jcli-room-awareness", daemon=True)
@@ -198,12 +206,31 @@ class Room:
                 if message[1] == YSyncMessageType.SYNC_STEP2:
                     self._step2 += 1
                     self._answers.notify_all()
+        elif message[0] == _RAW:
+            self._raw(message)
         elif message[0] == YMessageType.AWARENESS:
             with self._lock:
                 try:
                     self.awareness.apply_awareness_update(read_message(message[1:]), "room")
                 except (ValueError, IndexError, RuntimeError, TypeError, AssertionError):
                     pass  # a peer's malformed awareness: it shows no one, and the document is untouched
+
+    def _raw(self, message: bytes) -> None:
+        """A JSON message of jupyter-collaboration's own (``RAW``): the answer to a save request is kept for :meth:`save`."""
+        import json
+
+        from pycrdt import Decoder
+
+        try:
+            decoder = Decoder(message)
+            decoder.read_var_uint()
+            said = json.loads(decoder.read_var_string())
+        except (ValueError, IndexError, RuntimeError, TypeError):
+            return  # not one of the messages j-cli asks for
+        if isinstance(said, dict) and said.get("type") == "save" and isinstance(said.get("responseTo"), int):
+            with self._answers:
+                self._saved[said["responseTo"]] = str(said.get("status"))
+                self._answers.notify_all()
 
     def _renew(self) -> None:
         """The renewal thread: j-cli's awareness state sent again every :data:`AWARENESS_RENEW_SECONDS`."""
@@ -258,6 +285,84 @@ class Room:
         from .document import set_running
 
         self.write(set_running, cell_id, running)
+
+    def edit(self, change: Callable[[dict[str, Any]], T]) -> T:
+        """Change the shared notebook as a dict: ``change(notebook)`` edits a copy of the document as it is now (every
+        cell with its id, :func:`~jcli_sidecar.room.document.notebook_dict`), and what it changed, only that, is
+        made in the room in one transaction (:func:`~jcli_sidecar.room.document.apply_notebook`); returns what
+        ``change`` returns. Nothing is sent when ``change`` raises.
+
+        Raises:
+            RoomLost: the room is lost, or the update could not be sent.
+        """
+        import copy
+
+        from .document import apply_notebook, notebook_dict
+
+        with self._lock:
+            self._check()
+            before = notebook_dict(self.notebook)
+            after = copy.deepcopy(before)
+            answer = change(after)
+            self.write(apply_notebook, before, after)
+            return answer
+
+    def edit_cell(self, cell_id: str, change: Callable[[dict[str, Any]], T]) -> T:
+        """As :meth:`edit`, for one cell: ``change(cell)`` edits a copy of cell ``cell_id``; what it changed is made.
+
+        Raises:
+            RoomLost: the room is lost, or the update could not be sent.
+            CellNotFound: no cell has that id (nothing is sent).
+        """
+        import copy
+
+        from .document import apply_cell, cell_dict, find_cell
+
+        with self._lock:
+            self._check()
+            before = cell_dict(find_cell(self.notebook, cell_id))
+            after = copy.deepcopy(before)
+            answer = change(after)
+
+            def apply(notebook: YNotebook) -> None:
+                apply_cell(find_cell(notebook, cell_id), before, after)
+
+            self.write(apply)
+            return answer
+
+    def save(self, timeout: float) -> str:
+        """Ask the server to save the shared document now, as JupyterLab's save does (a ``save`` request in the room),
+        once every write sent so far is applied there (:meth:`flush`); returns the server's answer:
+        ``"success"`` (the file holds the document as it was then), ``"skipped"`` (a save was under way),
+        ``"failed"``, or ``"unanswered"`` within ``timeout``.
+
+        Raises:
+            RoomLost: the room is lost.
+        """
+        import time
+
+        from pycrdt import Encoder
+
+        deadline = time.monotonic() + timeout
+        self.flush(timeout, what="the room, before its save")
+        with self._answers:
+            self._save_id += 1
+            asked = self._save_id
+            encoder = Encoder()
+            encoder.write_var_uint(_RAW)
+            encoder.write_var_string("save")
+            encoder.write_var_uint(asked)
+            self._send(encoder.to_bytes())
+            self._answers.wait_for(lambda: asked in self._saved or self.lost is not None, max(deadline - time.monotonic(), 0))
+            self._check()
+            return self._saved.pop(asked, "unanswered")
+
+    def document(self) -> dict[str, Any]:
+        """The shared notebook now, every cell with the room's id (:func:`~jcli_sidecar.room.document.notebook_dict`)."""
+        from .document import notebook_dict
+
+        with self._lock:
+            return notebook_dict(self.notebook)
 
     def read(self) -> dict[str, Any]:
         """The shared notebook now, as an nbformat dict (what the server would save)."""

@@ -174,3 +174,32 @@ def test_no_room_is_a_reason_never_an_error(collab, tmp_path):
         "live": False,
         "live_reason": "the server has no collaboration (jupyter-collaboration is not enabled: 404 on its session route)",
     }, plain.reason
+
+
+def test_an_edit_through_the_room_and_a_save_keep_the_persons_typing(collab):
+    url, token, root = collab
+    nb = notebook_file(root / "edited.ipynb", [code_cell("one", "a = 1"), code_cell("two", "b = 2")])
+    with person_in_room(url, token, "edited.ipynb") as person, _joined(url, token, "edited.ipynb") as room:
+
+        def type_in_two(notebook):
+            text = notebook.ycells[1]["source"]
+            text += "  # Ada"
+
+        person.edit(type_in_two)
+
+        def insert_and_change(doc):
+            doc["cells"].insert(1, code_cell("new", "c = 3"))
+            doc["cells"][0]["source"] = "a = 10"
+            return len(doc["cells"])
+
+        assert room.edit(insert_and_change) == 3
+        assert room.edit_cell("one", lambda cell: cell["metadata"].update(tags=["checked"])) is None
+        person.wait_for(lambda: [c.get("id") for c in person.notebook.ycells] == ["one", "new", "two"], "the inserted cell")
+        person.wait_for(lambda: person.cell("one")["metadata"].get("tags") == ["checked"], "the new tag")
+        _wait(lambda: room.cell("two")["source"] == "b = 2  # Ada", "merged the person's typing")
+        # Saved at once, as JupyterLab's save: the file holds both edits when the answer comes.
+        assert room.save(30) == "success"
+        saved = wait_on_file(nb, lambda doc: True, "the notebook", bound=1)
+        assert [(c["id"], c["source"]) for c in saved["cells"]] == [("one", "a = 10"), ("new", "c = 3"), ("two", "b = 2  # Ada")]
+        assert saved["cells"][0]["metadata"]["tags"] == ["checked"]
+        assert person.cell("one")["source"] == "a = 10"
