@@ -1,6 +1,8 @@
 """Shared test plumbing: isolation, the fixture notebooks, running the CLI.
 
-Every test gets its own ``XDG_RUNTIME_DIR`` and ``JCLI_SIDECAR=off``; the
+Every test gets its own ``XDG_RUNTIME_DIR``, ``JCLI_SIDECAR=off`` and
+``JCLI_LIVE=off`` (every test server has jupyter-collaboration: runs and
+edits go through its rooms only in the tests that ask, ``live_on``); the
 CLI is run as the installed ``j-cli`` console script, exactly as users do.
 Module- and session-scoped fixtures, which are set up before any test's
 own isolation, run under a runtime dir of the whole run, also with the
@@ -131,8 +133,8 @@ def isolated_run(tmp_path_factory, request):
     """
     runtime = tmp_path_factory.mktemp("xdg-runtime-run")
     runtime.chmod(0o700)
-    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "JCLI_SIDECAR")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JCLI_SIDECAR="off")
+    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "JCLI_SIDECAR", "JCLI_LIVE")}
+    os.environ.update(XDG_RUNTIME_DIR=str(runtime), JCLI_SIDECAR="off", JCLI_LIVE="off")
     try:
         yield runtime
     finally:
@@ -163,6 +165,7 @@ def isolated_runtime(tmp_path_factory, monkeypatch, request):
     test_dir = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")
+    monkeypatch.setenv("JCLI_LIVE", "off")
     yield runtime
     survivors = survivors_of_a_test(runtime, test_dir)
     for proc in survivors:
@@ -184,6 +187,12 @@ def sidecar_on(monkeypatch, isolated_runtime):
     for proc in sidecars_under(isolated_runtime):
         proc.terminate()
         assert wait_for_exit(proc, 10), f"the sidecar {proc.pid} ignored SIGTERM"
+
+
+@pytest.fixture
+def live_on(monkeypatch, isolated_runtime):
+    """Runs and cell edits of this test go through a notebook's collaboration room when its server has one."""
+    monkeypatch.delenv("JCLI_LIVE")
 
 
 def pytest_generate_tests(metafunc):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from jcli_sidecar.kernel import JupyterServer, StopSwitch
 
-__all__ = ["notebook_options", "run_notebook"]
+__all__ = ["join_live", "notebook_options", "run_notebook"]
 
 
 def notebook_options(
@@ -117,6 +117,7 @@ def run_notebook(
             run.on_cell_error = _print_error
         else:
             _Finished(cells).attach(run)
+    room = join_live(run, server, file_path, session)
     try:
         summary = (
             run.execute(server, session, stop=stop)
@@ -129,6 +130,9 @@ def run_notebook(
         err = exc if isinstance(exc, JcliError) else internal_error(exc)
         err.details.update(executed=True, cells_run=run.summary.get("cells_run", 0))
         return emit.error(err, json_mode)
+    finally:
+        if room is not None:
+            room.close()
     if json_mode:
         emit.document(summary, True)
     else:
@@ -137,6 +141,8 @@ def run_notebook(
         if isinstance(summary.get("parameters"), dict):
             said = ", ".join(f"{name}={value!r}" for name, value in summary["parameters"].items())
             sys.stderr.write(f"j-cli: parameters: {said}\n")
+        if summary.get("live") is not None and (summary["live"] or "lost" in summary.get("live_reason", "")):
+            sys.stderr.write(f"j-cli: live: {summary['live_reason']}\n")  # the run went through the room, or left it: say so
         if summary.get("message") and summary.get("stopped_at") not in summary.get("failed_cells", []):
             sys.stderr.write(f"j-cli: error [{summary.get('code')}]: {summary['message']}\n")  # no cell said it: it stopped between cells
         sys.stderr.write(f"[{summary['cells_run']} cell(s) run into {summary['notebook']}{_failures(summary)}]\n")
@@ -147,6 +153,17 @@ def run_notebook(
 
         return emit.exit_code(Interrupted("", signal=summary.get("signal")))
     return emit.EXIT_FAILURE
+
+
+def join_live(run: NotebookRun, server: JupyterServer, file_path: str, session: dict[str, Any]) -> Any:
+    """Join the notebook's collaboration room when its server has one, and hand it to ``run`` (its outputs then land
+    live in the person's document); returns the room to close after the run, or None (``run.live_reason`` says why)."""
+    from jcli_sidecar.room import open_live_run
+
+    name = session.get("name")
+    room, run.live_reason = open_live_run(server, file_path, session=name if isinstance(name, str) else None)
+    run.live = room
+    return room
 
 
 def _failures(summary: dict[str, Any]) -> str:

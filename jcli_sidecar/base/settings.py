@@ -231,6 +231,12 @@ SETTINGS: dict[str, Setting] = {
             maximum=3600.0,
             expect="seconds >= 0 (at most 3600)",
         ),
+        Setting(
+            "JCLI_LIVE",
+            "switch",
+            True,
+            "whether notebook runs and cell edits write through the notebook's collaboration room when its server has one (off: the file)",
+        ),
         _number(
             "JCLI_ROOM_MAX_MB",
             1024.0,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     #: A hook: called with keyword arguments only.
     Hook = Callable[..., None]
 
-__all__ = ["CellTarget", "Checkpoint", "WritebackPacer", "check_writable", "write_back_all"]
+__all__ = ["CellTarget", "Checkpoint", "WritebackPacer", "check_writable", "fill_cell", "write_back_all"]
 
 
 def check_writable(nb_path: str, cells: list[Any]) -> None:
@@ -84,14 +84,9 @@ class CellTarget:
         self.ran = ran
 
     def edit(self, result: ExecutionResult) -> Callable[[Any], None]:
-        """What writing ``result`` does to the cell found, if it still holds the source that ran.
+        """What writing ``result`` does to the cell found, if it still holds the source that ran (:func:`fill_cell`).
 
-        A partial result also marks the cell ``metadata.jcli.running`` (and
-        drops an older run record); a final one clears that mark and leaves
-        the run record (``metadata.jcli_ran``) when the target has one. The cell's ``metadata.execution`` becomes
-        the run's timing (nbclient's ``record_timing``; what is known so far
-        for a checkpoint), and an older run's goes. The edit raises :class:`NotebookOutOfSync`
-        when the cell changed (or went) while it ran.
+        The edit raises :class:`NotebookOutOfSync` when the cell changed (or went) while it ran.
         """
         nb_path = self.nb_path
 
@@ -105,24 +100,34 @@ class CellTarget:
                     f"{nb_path} changed while the cell ran: the cell no longer holds the code that ran; its outputs were not written",
                     executed=True,
                 )
-            cell["outputs"] = result.outputs
-            cell["execution_count"] = result.execution_count
-            metadata = cell.get("metadata")
-            if not isinstance(metadata, dict):
-                metadata = cell["metadata"] = {}
-            if result.partial:
-                metadata["jcli"] = {"running": True}
-            else:
-                metadata.pop("jcli", None)
-            if self.ran is not None and not result.partial:
-                metadata[RAN_KEY] = self.ran
-            else:  # outputs not made by a whole run of this source: no record
-                metadata.pop(RAN_KEY, None)
-            if result.timing:  # this run's times (a checkpoint's so far), never an older run's
-                metadata[EXECUTION_METADATA] = {key: result.timing[key] for key in TIMING_KEYS if key in result.timing}
-            else:
-                metadata.pop(EXECUTION_METADATA, None)
+            fill_cell(cell, result, self.ran)
             stall_point("write-back:checkpoint" if result.partial else "write-back:final")
+
+        return edit
+
+    def live_edit(self, result: ExecutionResult, notes: list[str]) -> Callable[[Any], None]:
+        """What writing ``result`` does to the cell in a shared document (:meth:`edit`'s fields), where the person may be typing.
+
+        A cell whose source the person changed while it ran keeps their
+        source and gets the outputs of the code that ran, without a run
+        record (it reads stale), and ``notes`` says so; a cell that is no
+        longer a code cell is refused (:class:`NotebookOutOfSync`), as on the file.
+        """
+        nb_path = self.nb_path
+
+        def edit(cell: Any) -> None:
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                raise NotebookOutOfSync(
+                    f"{nb_path}: the cell that ran is no longer a code cell in the shared document; its outputs were not written",
+                    executed=True,
+                )
+            edited = normalize_source(join_text(cell.get("source", ""), "source")) != normalize_source(self.source)
+            if edited:
+                notes.append(
+                    f"cell {self.cell_id!r} was edited in the shared document while it ran: it keeps that source, "
+                    "and the outputs of the code that ran (it reads stale)"
+                )
+            fill_cell(cell, result, None if edited else self.ran)
 
         return edit
 
@@ -176,6 +181,35 @@ class CellTarget:
             return "checkpoint"
         self.marked = None
         return "marks_cleared"
+
+
+def fill_cell(cell: dict[str, Any], result: ExecutionResult, ran: dict[str, Any] | None) -> None:
+    """Put ``result`` into a code cell (a dict): outputs, count, the running mark, the run record, the run's times.
+
+    A partial result also marks the cell ``metadata.jcli.running`` (and
+    drops an older run record); a final one clears that mark and leaves
+    the run record ``ran`` (``metadata.jcli_ran``) when there is one. The
+    cell's ``metadata.execution`` becomes the run's timing (nbclient's
+    ``record_timing``; what is known so far for a checkpoint), and an older
+    run's goes.
+    """
+    cell["outputs"] = result.outputs
+    cell["execution_count"] = result.execution_count
+    metadata = cell.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = cell["metadata"] = {}
+    if result.partial:
+        metadata["jcli"] = {"running": True}
+    else:
+        metadata.pop("jcli", None)
+    if ran is not None and not result.partial:
+        metadata[RAN_KEY] = ran
+    else:  # outputs not made by a whole run of this source: no record
+        metadata.pop(RAN_KEY, None)
+    if result.timing:  # this run's times (a checkpoint's so far), never an older run's
+        metadata[EXECUTION_METADATA] = {key: result.timing[key] for key in TIMING_KEYS if key in result.timing}
+    else:
+        metadata.pop(EXECUTION_METADATA, None)
 
 
 def write_back_all(writer: CellWriter, cells: list[tuple[CellTarget, ExecutionResult]]) -> list[JcliError | None]:

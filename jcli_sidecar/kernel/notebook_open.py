@@ -23,9 +23,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .live_notebook import LiveNotebook
     from .run_options import RunOptions
 
-__all__ = ["Opened", "open_notebook", "read_heads"]
+__all__ = ["Opened", "open_live", "open_notebook", "read_heads"]
 
 
 class Opened:
@@ -96,6 +97,72 @@ def open_notebook(file_path: str, options: RunOptions) -> Opened:
         opened.notes.append(_renewed_note(pair.notebook, opened.renewed))
     opened.notes.extend([note] if note else [])
     return opened
+
+
+def open_live(live: LiveNotebook, file_path: str, options: RunOptions) -> Opened:
+    """As :func:`open_notebook`, for a notebook open in a room: read from the shared document, changed through it.
+
+    The cells are the shared document's (what the person sees, their
+    unsaved edits included), every cell with its id; ids several cells
+    share are renewed, and a pair's ``.py`` is synced into the document
+    cell by cell (:meth:`LiveNotebook.edit`: only what the sync changes is
+    made), so the person's edits elsewhere stay. Nothing is written to
+    the file: the server saves the document.
+
+    Raises:
+        CellIdDuplicate, KernelMismatch, PairConflict: as :func:`open_notebook`; nothing is changed.
+        RoomLost: the room was lost (the caller opens the file instead).
+    """
+    from ..ipynb import metadata_tags
+    from ..pair import check_py_ids
+    from .kernel_request import asked_kernel, check_session_kernel
+
+    path = os.path.abspath(file_path)
+    if path.endswith(".ipynb"):
+        nb = live.document()
+        note = check_session_kernel(
+            asked_kernel(nb.get("metadata")), path, options.kernel_name, options.session_language, allow=options.any_kernel
+        )
+        opened = Opened(path, [_head(cell) for cell in nb["cells"]])
+        ids = [cell.get("id") for cell in nb["cells"]]
+        if len(ids) != len(set(ids)):
+            opened.renewed = live.edit(_renew_in)
+            opened.cells = [_head(cell) for cell in live.document()["cells"]]
+            opened.notes.append(_renewed_note(path, opened.renewed))
+        opened.notes.extend([note] if note else [])
+        return opened
+    from ..ipynb import read_file_bytes
+    from ..pair import Pair, check_sync, sync_cells
+
+    real = os.path.realpath(path)
+    text = read_file_bytes(real).decode("utf-8", "replace")
+    py_cells = parse_percent(text)
+    check_py_ids(py_cells, path)
+    pair = Pair.of_py(real)
+    asked, _kernel, where = _py_kernel(text, real, pair.notebook)
+    note = check_session_kernel(asked, where, options.kernel_name, options.session_language, allow=options.any_kernel)
+
+    def sync(nb: dict[str, Any]) -> Any:
+        check = None if options.py_wins else (lambda plan: check_sync(plan, real, pair.notebook))
+        done = sync_cells(py_cells, nb, check=check, py_path=path)
+        nb.clear()
+        nb.update(done.notebook)
+        return done
+
+    done = live.edit(sync)
+    opened = Opened(pair.notebook, [_head(cell) for cell in done.notebook["cells"]])
+    opened.py_to_nb, opened.report, opened.renewed = done.py_to_nb, done.report, done.plan.renewed
+    opened.py_tags = [metadata_tags(cell.metadata) for cell in py_cells]
+    if opened.renewed:
+        opened.notes.append(_renewed_note(pair.notebook, opened.renewed))
+    opened.notes.extend([note] if note else [])
+    return opened
+
+
+def _renew_in(nb: dict[str, Any]) -> list[dict[str, Any]]:
+    from ..pair import renew_duplicate_ids
+
+    return renew_duplicate_ids(nb["cells"])
 
 
 def _py_kernel(text: str, py_path: str, nb_path: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str]:

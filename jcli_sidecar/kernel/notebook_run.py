@@ -49,9 +49,12 @@ import time
 from ..base import (
     EXECUTION_ERROR_ALIASES,
     SCHEMA_VERSION,
+    CellNotFound,
     Interrupted,
     JcliError,
+    NotebookOutOfSync,
     ParametersInvalid,
+    RoomLost,
     Timeout,
     UsageError,
     internal_error,
@@ -66,7 +69,7 @@ from .display_mode import in_display_mode
 from .exec_result import ExecutionResult, build_result
 from .jsonl_compat import cell_fields, summary_fields
 from .kernel_client import KernelConnection
-from .notebook_open import open_notebook
+from .notebook_open import open_live, open_notebook
 from .output_collector import DisplayIds
 from .run_budget import RunBudget, per_cell_note
 from .run_options import RunOptions
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
     from ..ipynb import NotebookIndex
     from .inline_run import OpenKernel
     from .jupyter_api import JupyterServer
+    from .live_notebook import LiveNotebook
     from .parameters import Parameters
     from .stop_switch import StopSwitch
 
@@ -161,6 +165,10 @@ class NotebookRun:
         "_injected",
         "_ledger",
         "sent",
+        "live",
+        "live_reason",
+        "_live_done",
+        "_went_live",
     )
 
     def __init__(self, path: str, options: RunOptions | None = None) -> None:
@@ -200,6 +208,12 @@ class NotebookRun:
         self._refresh: set[int] = set()  # notebook indexes of ran cells a later display update changed, not yet rewritten
         self._injected: int | None = None  # a pair's injected parameters cell (notebook index), run without a .py index
         self._ledger: RunLedger | None = None  # the cells' run records: what is stale, what each cell run records
+        #: The notebook open in a collaboration room, when the caller joined it: the run reads and writes through it.
+        self.live: LiveNotebook | None = None
+        #: Why the run writes through a room or not (the summary's ``live_reason``); None: the caller did not look for one.
+        self.live_reason: str | None = None
+        self._live_done: list[tuple[CellTarget, ExecutionResult]] = []  # cells written through the room, for a fallback to rewrite
+        self._went_live = False  # whether any output went through the room (then the file is the server's to write)
 
     def execute(
         self,
@@ -250,11 +264,20 @@ class NotebookRun:
         """
         if self.options.stale and self.options.cells is not None:
             raise UsageError("--stale chooses the cells to run itself (the stale ones, in order); it does not combine with --cell")
+        if self.live is not None:
+            self.live_reason = self.live.reason
+            try:
+                return self._prepare()
+            except RoomLost as err:  # before any code: the whole preparation again, by the file
+                self._fall_back(err, "before the run")
+        return self._prepare()
+
+    def _prepare(self) -> dict[str, Any]:
         parameters = self.options.parameters
         if parameters is not None:
             self._check_parameters()
         pair_existed = self.path.endswith(".ipynb") or os.path.lexists(paired_notebook_path(os.path.realpath(os.path.abspath(self.path))))
-        opened = open_notebook(self.path, self.options)
+        opened = open_notebook(self.path, self.options) if self.live is None else open_live(self.live, self.path, self.options)
         self.nb_path, self.cells, self._py_to_nb, report = opened.nb_path, opened.cells, opened.py_to_nb, opened.report
         self._py_tags = opened.py_tags
         if parameters is not None:
@@ -286,6 +309,8 @@ class NotebookRun:
             self.summary["notes"] = list(opened.notes)
         if parameters is not None:
             self.summary["parameters"] = parameters.values
+        if self.live_reason is not None:
+            self.summary.update(live=self.live is not None, live_reason=self.live_reason)
         return self.summary
 
     def _check_parameters(self) -> None:
@@ -308,13 +333,18 @@ class NotebookRun:
         the cells after it, with no ``.py`` index (``cell_index: null``).
         """
         from .notebook_open import read_heads
-        from .parameters import PARAMETERS_TAG, inject_parameters
+        from .parameters import PARAMETERS_TAG, inject_into, inject_parameters
 
         assert self.nb_path is not None
         tagged = [k for k, tags in enumerate(self._py_tags or []) if PARAMETERS_TAG in tags]  # a pair's: on its .py markers
         after = self._py_to_nb[tagged[0]] if tagged and self._py_to_nb is not None else None
-        at = inject_parameters(self.nb_path, parameters, after)
-        self.cells = read_heads(self.nb_path)
+        if self.live is not None:
+            nb_path, live = self.nb_path, self.live
+            at = live.edit(lambda nb: inject_into(nb, parameters, after, nb_path))
+            self.cells = [{k: v for k, v in cell.items() if k != "outputs"} for cell in live.document()["cells"]]
+        else:
+            at = inject_parameters(self.nb_path, parameters, after)
+            self.cells = read_heads(self.nb_path)
         if self._py_to_nb is not None:
             self._py_to_nb = [index + 1 if index >= at else index for index in self._py_to_nb]
             self._injected = at
@@ -380,6 +410,7 @@ class NotebookRun:
                         break
             finally:
                 self._flush(session_id, kernel.kernel_id)  # the cells still queued
+                self._end_live()
                 self.handed = self._hand_over()
         if stop is not None and stop.count:
             self.summary.update(status="error", code=Interrupted.code, signal=stop.signal_name)
@@ -401,7 +432,7 @@ class NotebookRun:
 
     def _hand_over(self) -> NotebookIndex | None:
         """The writer's index of the notebook as the run left it, kept for this process's next reads (best effort: None on any trouble)."""
-        if self.writer is None:
+        if self.writer is None or self._went_live:  # the server wrote the file: the writer's index is not of it
             return None
         try:
             return self.writer.hand_over()
@@ -439,6 +470,8 @@ class NotebookRun:
         line: dict[str, Any] = {"cell_index": cell_index, "notebook_cell_index": nb_index, "cell_id": target.cell_id}
         if self.on_cell_start is not None:
             self.on_cell_start(cell_index=cell_index, cell=cell)
+        if self.live is not None and target.cell_id is not None:
+            self._through_room(lambda live: live.cell_started(target.cell_id))
         result = ExecutionResult()
         written = False
         if self._may_raise(cell_index, nb_index):
@@ -448,6 +481,9 @@ class NotebookRun:
             checkpoint = Checkpoint(
                 target, self.options.checkpoint_seconds, self.on_output, self._flush_before_checkpoint(session_id, kernel)
             )
+            if self.live is not None:  # each change goes to the room as it comes; no file checkpoints while it holds
+                checkpoint.period = None
+                checkpoint.on_output = self._live_outputs(checkpoint)
             kernel.execute(
                 target.source,
                 timeout=timeout,
@@ -471,7 +507,12 @@ class NotebookRun:
                 self.sent = True
                 target.ran = None  # and keeps no run record: it is stale
                 try:
-                    target.write_back(result)
+                    if self.live is not None:
+                        refused = self._write_live([(target, result)])[0]
+                        if refused is not None:
+                            raise refused
+                    else:
+                        target.write_back(result)
                     written = True
                 except Exception as save_exc:
                     save_error = save_exc if isinstance(save_exc, JcliError) else internal_error(save_exc)
@@ -491,6 +532,101 @@ class NotebookRun:
         if result.status != "ok" or self._pacer.due(target.writer) or (self._stop is not None and self._stop.count):
             return self._flush(session_id, kernel.kernel_id)
         return True
+
+    # -- through a collaboration room ---------------------------------------
+
+    def _through_room(self, call: Callable[[LiveNotebook], None]) -> bool:
+        """``call(self.live)``; a lost room makes the run go on by the file (False)."""
+        assert self.live is not None
+        try:
+            call(self.live)
+        except RoomLost as err:
+            self._fall_back(err, "during the run")
+            return False
+        self._went_live = True
+        return True
+
+    def _live_outputs(self, checkpoint: Checkpoint) -> Hook:
+        """The running cell's ``on_output`` while the run writes through a room: the caller's hook, then the outputs to the room.
+
+        Once the room is lost, the cell's partial outputs are saved to the file
+        every period again, as a run by the file saves them.
+        """
+        on_output, cell_id = self.on_output, checkpoint.target.cell_id
+
+        def hook(event: Any, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
+            if on_output is not None:
+                on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
+            if self.live is not None and cell_id is not None:
+                if not self._through_room(lambda live: live.outputs(cell_id, outputs)):
+                    checkpoint.period = self.options.checkpoint_seconds
+                    checkpoint.on_output = on_output
+
+        return hook
+
+    def _write_live(self, cells: list[tuple[CellTarget, ExecutionResult]]) -> list[JcliError | None]:
+        """Each cell's final outputs, count and metadata written into the shared document; each cell's refusal or None.
+
+        A cell the person deleted (or made a markdown cell) while it ran is
+        refused as on the file (``NOTEBOOK_OUT_OF_SYNC``); one whose source
+        they edited keeps their source (a note says so). A room lost on the
+        way: these cells, and every cell written through it before, go to the file.
+        """
+        notes: list[str] = []
+        answers: list[JcliError | None] = []
+        for position, (target, result) in enumerate(cells):
+            if self.live is None or target.cell_id is None:
+                answers.extend(write_back_all(self.writer, cells[position:]) if self.writer is not None else [])
+                break
+            try:
+                self.live.finish_cell(target.cell_id, target.live_edit(result, notes))
+            except RoomLost as err:
+                self._fall_back(err, "during the run")
+                assert self.writer is not None
+                answers.extend(write_back_all(self.writer, cells[position:]))
+                break
+            except CellNotFound:
+                answers.append(
+                    NotebookOutOfSync(
+                        f"{target.nb_path}: the cell that ran was deleted in the shared document; its outputs were not written",
+                        executed=True,
+                    )
+                )
+                continue
+            except JcliError as err:
+                answers.append(err)
+                continue
+            self._went_live = True
+            self._live_done.append((target, result))
+            answers.append(None)
+        if notes:
+            self.summary.setdefault("notes", []).extend(notes)
+        return answers
+
+    def _end_live(self) -> None:
+        """A run through a room ends with every write applied there and the document saved by the server (``saved``)."""
+        if self.live is None:
+            return
+        try:
+            self.summary.update(self.live.end())
+        except RoomLost as err:
+            self._fall_back(err, "at its end")
+
+    def _fall_back(self, err: RoomLost, when: str) -> None:
+        """The room is lost: the run goes on by the file, and the cells it wrote through the room are written to the file too."""
+        reason = err.details.get("reason") or err.message
+        self.live = None
+        self.live_reason = f"the collaboration room was lost {when} ({reason}); j-cli wrote the file instead"
+        if self.summary:
+            self.summary.update(live=False, live_reason=self.live_reason)
+        done, self._live_done = self._live_done, []
+        if done and self.writer is not None:
+            for (target, _result), refused in zip(done, write_back_all(self.writer, done), strict=True):
+                if refused is not None:
+                    self.summary.setdefault("notes", []).append(
+                        f"cell {target.cell_id!r}: written through the room before it was lost, then not to the file ({refused.message})"
+                    )
+        self._went_live = False
 
     def _flush_before_checkpoint(self, session_id: str, kernel: KernelConnection) -> Callable[[], None]:
         """What a checkpoint does first: write the finished cells still queued, and those whose displays changed (a failure stops the run after the cell)."""
@@ -532,7 +668,8 @@ class NotebookRun:
         assert self.writer is not None
         started = time.monotonic()
         try:
-            answers = write_back_all(self.writer, [(target, result) for target, result, _line in pending] + again)
+            cells = [(target, result) for target, result, _line in pending] + again
+            answers = write_back_all(self.writer, cells) if self.live is None else self._write_live(cells)
         except Exception as exc:  # a bug of ours: each cell says so
             answers = [internal_error(exc) for _ in pending + again]
         self._pacer.wrote(started)

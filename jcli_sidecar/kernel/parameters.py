@@ -40,6 +40,7 @@ __all__ = [
     "PARAMETERS_TAG",
     "Parameters",
     "check_parameters_language",
+    "inject_into",
     "inject_parameters",
     "python_source",
     "resolve_parameters",
@@ -266,7 +267,28 @@ def check_parameters_language(kernel_name: str | None, language: str | None) -> 
 
 
 def inject_parameters(nb_path: str, parameters: Parameters, after: int | None = None) -> int:
-    """Write ``parameters`` into the notebook at ``nb_path`` under its lock; returns the injected cell's index.
+    """Write ``parameters`` into the notebook at ``nb_path`` under its lock (:func:`inject_into`); returns the injected cell's index.
+
+    Raises:
+        OutputSaveFailed: the notebook cannot be written (``executed: false``).
+        NotebookReadFailed: it is not a notebook.
+    """
+    from ..base import os_error
+    from ..ipynb import read_for_update, write_notebook
+    from ..pair import notebook_write_lock
+
+    with notebook_write_lock(nb_path, executed=False):
+        nb = read_for_update(nb_path)
+        at = inject_into(nb, parameters, after, nb_path)
+        try:
+            write_notebook(nb_path, nb)
+        except OSError as exc:
+            raise os_error(exc, "write", nb_path, executed=False) from None
+    return at
+
+
+def inject_into(nb: dict[str, Any], parameters: Parameters, after: int | None = None, nb_path: str = "the notebook") -> int:
+    """Put ``parameters``' cell into the notebook ``nb`` (a dict, changed in place); returns the injected cell's index.
 
     The first cell tagged ``injected-parameters`` is replaced in place (its id
     kept); any later one is removed. Without one, the cell goes right after
@@ -275,46 +297,38 @@ def inject_parameters(nb_path: str, parameters: Parameters, after: int | None = 
     ``metadata.papermill.parameters`` gets the values.
 
     Raises:
-        OutputSaveFailed: the notebook cannot be written (``executed: false``).
         NotebookReadFailed: it is not a notebook.
     """
-    from ..base import NotebookReadFailed, os_error
-    from ..ipynb import new_cell, read_for_update, write_notebook
-    from ..pair import notebook_write_lock
+    from ..base import NotebookReadFailed
+    from ..ipynb import new_cell
 
-    with notebook_write_lock(nb_path, executed=False):
-        nb = read_for_update(nb_path)
-        cells = nb.get("cells")
-        if not isinstance(cells, list):
-            raise NotebookReadFailed(f"{nb_path}: not a notebook (no cells list)", path=nb_path)
-        injected = [i for i, cell in enumerate(cells) if is_injected(cell)]
-        old_id = cells[injected[0]].get("id") if injected else None
-        with_ids = nb.get("nbformat") == 4 and isinstance(nb.get("nbformat_minor"), int) and nb["nbformat_minor"] >= 5
-        cell_id = (old_id if isinstance(old_id, str) else _fresh_id(cells)) if with_ids else None
-        cell = new_cell("code", parameters.source, cell_id)
-        cell["metadata"] = {"tags": [INJECTED_TAG]}
-        if injected:
-            at = injected[0]
-            cells[at] = cell
-            for extra in reversed(injected[1:]):
-                del cells[extra]
-        else:
-            tagged = [i for i, c in enumerate(cells) if PARAMETERS_TAG in _tags(c)]
-            if after is not None and 0 <= after < len(cells):
-                tagged = sorted([*tagged, after])
-            at = tagged[0] + 1 if tagged else 0
-            cells.insert(at, cell)
-        metadata = nb.setdefault("metadata", {})
-        if not isinstance(metadata, dict):
-            metadata = nb["metadata"] = {}
-        papermill = metadata.get("papermill")
-        if not isinstance(papermill, dict):
-            papermill = metadata["papermill"] = {}
-        papermill["parameters"] = parameters.values
-        try:
-            write_notebook(nb_path, nb)
-        except OSError as exc:
-            raise os_error(exc, "write", nb_path, executed=False) from None
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookReadFailed(f"{nb_path}: not a notebook (no cells list)", path=nb_path)
+    injected = [i for i, cell in enumerate(cells) if is_injected(cell)]
+    old_id = cells[injected[0]].get("id") if injected else None
+    with_ids = nb.get("nbformat") == 4 and isinstance(nb.get("nbformat_minor"), int) and nb["nbformat_minor"] >= 5
+    cell_id = (old_id if isinstance(old_id, str) else _fresh_id(cells)) if with_ids else None
+    cell = new_cell("code", parameters.source, cell_id)
+    cell["metadata"] = {"tags": [INJECTED_TAG]}
+    if injected:
+        at = injected[0]
+        cells[at] = cell
+        for extra in reversed(injected[1:]):
+            del cells[extra]
+    else:
+        tagged = [i for i, c in enumerate(cells) if PARAMETERS_TAG in _tags(c)]
+        if after is not None and 0 <= after < len(cells):
+            tagged = sorted([*tagged, after])
+        at = tagged[0] + 1 if tagged else 0
+        cells.insert(at, cell)
+    metadata = nb.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        metadata = nb["metadata"] = {}
+    papermill = metadata.get("papermill")
+    if not isinstance(papermill, dict):
+        papermill = metadata["papermill"] = {}
+    papermill["parameters"] = parameters.values
     return at
 
 

@@ -8,5 +8,8 @@ from ..base import lazy_face
 
 __all__, __getattr__ = lazy_face(
     __name__,
-    {},
+    {
+        "join": ("RoomJoin", "join_notebook_room", "join_room", "server_path_of"),
+        "live_run": ("LiveRoom", "open_live_run"),
+    },
 )

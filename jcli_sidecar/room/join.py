@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..kernel import JupyterServer
     from .connection import Room
 
-__all__ = ["RoomJoin", "join_room", "room_api_path"]
+__all__ = ["RoomJoin", "join_notebook_room", "join_room", "room_api_path", "server_path_of"]
 
 #: What a file id the server hands out may be (jupyter-server-fileid's are UUIDs); anything else is not used in a URL.
 _FILE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
@@ -100,6 +100,88 @@ def join_room(
         return RoomJoin(None, f"the server has a room, but {exc.name} is not installed here (pip install 'j-cli[live]')")
     room_path = f"collaboration/room/json:notebook:{quote(file_id, safe='')}?sessionId={quote(session_id, safe='')}"
     return _connect(server, path, room_path, file_id, session, max_message, deadline)
+
+
+def join_notebook_room(
+    server: JupyterServer, nb_path: str, *, session: str | None = None, env: Mapping[str, str] | None = None, timeout: float | None = None
+) -> RoomJoin:
+    """Join the room of the notebook at local path ``nb_path``, wherever it sits under ``server``'s root.
+
+    The server's path of the notebook is found by :func:`server_path_of`;
+    a notebook the server does not serve is ``live`` false with the reason.
+    ``JCLI_LIVE=off`` keeps every run and edit on the file (``live`` false, said so).
+    """
+    if not setting("JCLI_LIVE", env):
+        return RoomJoin(None, "JCLI_LIVE=off: j-cli writes the file, not the collaboration room")
+    import os
+
+    budget = float(setting("JCLI_ROOM_SECONDS", env)) if timeout is None else timeout
+    deadline = time.monotonic() + budget
+    name = os.path.basename(nb_path)
+    api_name = room_api_path(name)
+    if api_name is not None:  # one request tells a server without collaboration, or one that refuses it
+        first = _session(server, name, api_name, budget)
+        if isinstance(first, str) and not first.startswith("the server does not see"):
+            return RoomJoin(None, first)
+    found = server_path_of(server, nb_path, timeout=max(deadline - time.monotonic(), 0.001))
+    if found is None:
+        return RoomJoin(None, f"the server does not serve {nb_path} (no path under its root is this file)")
+    return join_room(server, found, session=session, env=env, timeout=max(deadline - time.monotonic(), 0.001))
+
+
+#: How many folders up a notebook's server path is looked for.
+_DEPTH = 32
+
+
+def server_path_of(server: JupyterServer, nb_path: str, *, timeout: float = 10.0) -> str | None:
+    """The path under ``server``'s root of the local notebook ``nb_path`` (``/`` separated), or None when it serves no such file.
+
+    Jupyter Server does not tell its root, so each tail of the notebook's
+    real path is asked of its contents route, shortest first
+    (``x.ipynb``, ``work/x.ipynb``, …), without content; the first whose
+    size and modification time are the local file's is the notebook (a
+    like-named file elsewhere, or on another machine, is not taken).
+    """
+    import os
+
+    from ..kernel import HttpError
+
+    real = os.path.realpath(nb_path)
+    try:
+        here = os.stat(real)
+    except OSError:  # gone, or not ours to look at: no room
+        return None
+    parts = real.strip(os.sep).split(os.sep)
+    deadline = time.monotonic() + timeout
+    for depth in range(1, min(len(parts), _DEPTH) + 1):
+        candidate = "/".join(parts[-depth:])
+        api_path = room_api_path(candidate)
+        left = deadline - time.monotonic()
+        if api_path is None or left <= 0:
+            return None
+        try:
+            model = server.request("GET", f"contents/{api_path}?content=0", timeout=left, raw_errors=True)
+        except HttpError:
+            continue
+        except JcliError:  # the server does not answer: no room
+            return None
+        if isinstance(model, dict) and _same_file(model, here):
+            return candidate
+    return None
+
+
+def _same_file(model: dict[str, Any], here: Any) -> bool:
+    """Whether a contents model (without content) describes the file ``here`` (an ``os.stat`` result): its size and mtime."""
+    from datetime import datetime
+
+    stamp = model.get("last_modified")
+    if model.get("size") != here.st_size or not isinstance(stamp, str):
+        return False
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return False
+    return abs(when - here.st_mtime) < 0.002
 
 
 def _session(server: JupyterServer, path: str, api_path: str, timeout: float) -> tuple[str, str] | str:

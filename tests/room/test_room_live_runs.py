@@ -1,0 +1,201 @@
+"""Notebook runs through the collaboration room: outputs land live in the person's document, and nobody's work is lost.
+
+A real Jupyter Server with jupyter-collaboration, a real kernel, the
+installed ``j-cli`` and a person as a real Y client (room_world.Person).
+The run's first cell prints, then waits for a file the test makes: the
+person sees the first output, with the running mark, before the cell ends,
+and types into another cell meanwhile; the summary says ``live``, the
+server has saved the document when j-cli returns, and the file holds the
+run's outputs and the person's edit. An edit of the very cell being run
+keeps the person's source and j-cli's outputs, and says so; a connection
+dropped mid-run goes on by the file without loss; parameters land as a
+cell in the person's document; no room, or ``JCLI_LIVE=off``, is the file path, said so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+from helpers import JCLI, run_cli
+from room_world import code_cell, collaboration_server, notebook_file, person_in_room, wait_on_file
+
+WAITING_CELL = """import os, time
+print("first", flush=True)
+deadline = time.monotonic() + 120
+while not os.path.exists({flag!r}) and time.monotonic() < deadline:
+    time.sleep(0.01)
+print("second")"""
+
+
+@pytest.fixture(scope="module")
+def room_server(tmp_path_factory, starts_jupyter):
+    """A collaboration server for this module, and a kernel session on it: ``(root, env, session name)``."""
+    root = tmp_path_factory.mktemp("live-root")
+    with collaboration_server(root) as (url, token):
+        env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": url, "JCLI_JUPYTER_SERVER_TOKEN": token}
+        env.pop("JCLI_LIVE", None)
+        created = run_cli("-j", "session", "create", "-n", "live", cwd=root, env=env)
+        assert created.returncode == 0, created.stderr
+        yield root, env, "live", url, token
+        run_cli("session", "kill", "live", cwd=root, env=env)
+
+
+def _start_run(root, env, *args) -> subprocess.Popen:
+    return subprocess.Popen([JCLI, "-j", "exec", "live", *args], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _finish(proc: subprocess.Popen) -> tuple[list[dict], dict]:
+    out, err = proc.communicate(timeout=120)
+    lines = [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    assert lines, err.decode()
+    return lines[:-1], lines[-1]
+
+
+def _outputs_text(cell: dict) -> str:
+    return "".join(o.get("text", "") if isinstance(o.get("text"), str) else "".join(o.get("text", [])) for o in cell["outputs"])
+
+
+def test_outputs_land_live_while_the_person_types_and_both_reach_the_file(room_server, live_on):
+    root, env, _session, url, token = room_server
+    flag = root / "go-on"
+    nb = notebook_file(
+        root / "watched.ipynb",
+        [
+            code_cell("slow", WAITING_CELL.format(flag=str(flag))),
+            code_cell("quick", "x = 2\nx * 21"),
+            {"cell_type": "markdown", "id": "notes", "metadata": {}, "source": "# Notes"},
+        ],
+    )
+    with person_in_room(url, token, "watched.ipynb") as person:
+        proc = _start_run(root, env, "-f", "watched.ipynb")
+        try:
+            # The person sees the first output while the cell still runs (it waits for the flag), with JupyterLab's running mark.
+            person.wait_for(lambda: _outputs_text(person.cell("slow")) == "first\n", "the first output", bound=60)
+            assert person.notebook.ycells[0].get("execution_state") == "running" and not flag.exists()
+            person.wait_for(
+                lambda: any(s.get("user", {}).get("name") == "j-cli (live)" for s in person.others()), "j-cli as a collaborator"
+            )
+
+            def note(notebook):
+                text = notebook.ycells[2]["source"]
+                text += "\nAda: checking the first cell"
+
+            person.edit(note)
+        finally:
+            flag.write_text("go")
+        lines, summary = _finish(proc)
+        assert summary["status"] == "ok" and summary["live"] is True and summary["saved"] is True, summary
+        assert summary["live_reason"] == "joined the collaboration room of watched.ipynb as j-cli (live)"
+        assert [line["cell_id"] for line in lines] == ["slow", "quick"]
+        person.wait_for(
+            lambda: person.cell("quick")["outputs"] and person.cell("quick")["execution_count"] == 2, "the second cell's result"
+        )
+        assert _outputs_text(person.cell("slow")) == "first\nsecond\n"
+        assert person.notebook.ycells[0].get("execution_state") == "idle"
+    # The server saved the document before j-cli returned: the file has the run and the person's edit.
+    saved = json.loads(nb.read_text())
+    assert [c["execution_count"] for c in saved["cells"][:2]] == [1, 2]
+    assert "".join(saved["cells"][0]["outputs"][0]["text"]) == "first\nsecond\n"
+    assert saved["cells"][1]["outputs"][0]["data"]["text/plain"] in ("42", ["42"])
+    assert "".join(saved["cells"][2]["source"]).endswith("Ada: checking the first cell")
+    assert saved["cells"][0]["metadata"]["jcli_ran"]["src"] and "execution" in saved["cells"][0]["metadata"]
+    # So a read right after the run sees it, and the cells read fresh (not stale).
+    shown = run_cli("-j", "notebook", "summary", "watched.ipynb", cwd=root, env=env)
+    assert shown.returncode == 0 and not json.loads(shown.stdout).get("stale_cells")
+
+
+def test_an_edit_of_the_running_cell_keeps_the_persons_source_and_the_runs_outputs(room_server, live_on):
+    root, env, _session, url, token = room_server
+    flag = root / "go-on-2"
+    source = WAITING_CELL.format(flag=str(flag))
+    nb = notebook_file(root / "edited-while-running.ipynb", [code_cell("slow", source)])
+    with person_in_room(url, token, "edited-while-running.ipynb") as person:
+        proc = _start_run(root, env, "-f", "edited-while-running.ipynb")
+        try:
+            person.wait_for(lambda: _outputs_text(person.cell("slow")) == "first\n", "the first output", bound=60)
+            person.edit(lambda notebook: notebook.ycells[0]["source"].insert(0, "# Ada was here\n"))
+        finally:
+            flag.write_text("go")
+        lines, summary = _finish(proc)
+    assert summary["status"] == "ok" and summary["live"] is True
+    assert any("was edited in the shared document while it ran" in note for note in summary["notes"])
+    saved = json.loads(nb.read_text())
+    cell = saved["cells"][0]
+    assert "".join(cell["source"]) == "# Ada was here\n" + source
+    assert "".join(cell["outputs"][0]["text"]) == "first\nsecond\n" and cell["execution_count"] is not None
+    assert "jcli_ran" not in cell["metadata"]  # outputs of other code than it holds: it reads stale
+
+
+def test_parameters_land_as_a_cell_in_the_persons_document(room_server, live_on):
+    root, env, _session, url, token = room_server
+    nb = notebook_file(
+        root / "report.ipynb",
+        [
+            {**code_cell("defaults", "n = 1"), "metadata": {"tags": ["parameters"]}},
+            code_cell("use", "print(n * 10)"),
+        ],
+    )
+    with person_in_room(url, token, "report.ipynb") as person:
+        lines, summary = _finish(_start_run(root, env, "-f", "report.ipynb", "-p", "n", "4"))
+        assert summary["status"] == "ok" and summary["live"] is True and summary["parameters"] == {"n": 4}
+        person.wait_for(lambda: len(person.notebook.ycells) == 3 and person.cell("use")["outputs"], "the injected cell and the output")
+        injected = person.notebook._cell_to_py(person.notebook.ycells[1])
+        assert injected["metadata"]["tags"] == ["injected-parameters"] and injected["source"].strip().endswith("n = 4")
+        assert _outputs_text(person.cell("use")) == "40\n"
+    saved = json.loads(nb.read_text())
+    assert [c["metadata"].get("tags") for c in saved["cells"]] == [["parameters"], ["injected-parameters"], None]
+
+
+def test_no_room_is_the_file_path_and_says_why(room_server, live_on, tmp_path):
+    root, env, _session, _url, _token = room_server
+    outside = notebook_file(tmp_path / "elsewhere.ipynb", [code_cell("a", "print('by the file')")])
+    lines, summary = _finish(_start_run(tmp_path, env, "-f", str(outside)))
+    assert summary["status"] == "ok" and summary["live"] is False
+    assert "does not serve" in summary["live_reason"]
+    assert "".join(json.loads(outside.read_text())["cells"][0]["outputs"][0]["text"]) == "by the file\n"
+    notebook_file(root / "off.ipynb", [code_cell("a", "print('off')")])
+    lines, summary = _finish(_start_run(root, {**env, "JCLI_LIVE": "off"}, "-f", "off.ipynb"))
+    assert summary["live"] is False and summary["live_reason"].startswith("JCLI_LIVE=off")
+
+
+def test_a_connection_dropped_mid_run_goes_on_by_the_file_without_loss(room_server, live_on):
+    """In process: the room's socket is shut down under it while the first cell runs (a real drop, not a mock)."""
+    from jcli_sidecar.kernel import JupyterServer, NotebookRun, RunOptions, find_session
+    from jcli_sidecar.room import open_live_run
+
+    root, env, _session, url, token = room_server
+    flag = root / "go-on-3"
+    nb = notebook_file(
+        root / "dropped.ipynb", [code_cell("slow", WAITING_CELL.format(flag=str(flag))), code_cell("after", "print('after the drop')")]
+    )
+    server = JupyterServer(url, token)
+    session = find_session(server, "live")
+    live, reason = open_live_run(server, str(nb), session="live", env={})
+    assert live is not None, reason
+    run = NotebookRun(str(nb), RunOptions(timeout=120, checkpoint_seconds=None))
+    run.live, run.live_reason = live, reason
+    dropped = []
+
+    def drop_at_first_output(event, output, index, outputs, chunk=None):
+        if not dropped:
+            dropped.append(True)
+            live.room._socket._ws.sock.shutdown(socket.SHUT_RDWR)
+            deadline = time.monotonic() + 30
+            while live.room.lost is None and time.monotonic() < deadline:
+                time.sleep(0.01)  # the reader thread sees the drop
+            flag.write_text("go")
+
+    run.on_output = drop_at_first_output
+    try:
+        summary = run.execute(server, session)
+    finally:
+        live.close()
+    assert summary["status"] == "ok" and summary["live"] is False, summary
+    assert summary["live_reason"].startswith("the collaboration room was lost during the run (the connection dropped")
+    saved = wait_on_file(nb, lambda doc: doc["cells"][1]["outputs"], "the run's outputs")
+    assert _outputs_text(saved["cells"][0]) == "first\nsecond\n" and _outputs_text(saved["cells"][1]) == "after the drop\n"
