@@ -93,6 +93,10 @@ class LiveRoom:
         self.room.write(change)
         self._shown[cell_id] = now
 
+    def checkpoint(self) -> None:
+        """The server asked to save the document now (a long cell's outputs so far reach the file), not waited for."""
+        self.room.request_save()
+
     def finish_cell(self, cell_id: str, change: Callable[[dict[str, Any]], T]) -> T:
         from .document import find_cell
 
