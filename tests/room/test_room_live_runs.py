@@ -177,7 +177,6 @@ def test_a_connection_dropped_mid_run_goes_on_by_the_file_without_loss(room_serv
     from jcli_sidecar.room import open_live_run
 
     root, url, token = room_server
-    env = _env(url, token)
     flag = root / "go-on-3"
     nb = notebook_file(
         root / "dropped.ipynb", [code_cell("slow", WAITING_CELL.format(flag=str(flag))), code_cell("after", "print('after the drop')")]
