@@ -121,7 +121,7 @@ class NotebookFile:
         (15, 'markdown')
     """
 
-    __slots__ = ("path", "key", "index", "_full", "memo", "memo_bytes", "_memo_sizes")
+    __slots__ = ("path", "key", "index", "_full", "memo", "memo_bytes", "_memo_sizes", "live")
 
     def __init__(
         self, path: str, key: tuple[int, int, int, int, int], index: NotebookIndex | None = None, full: dict[str, Any] | None = None
@@ -136,6 +136,15 @@ class NotebookFile:
         self.memo: dict[Any, Any] | None = None
         self.memo_bytes = 0
         self._memo_sizes: dict[Any, int] = {}
+        #: True when this is a collaboration room's shared document, not the file (:meth:`of_document`).
+        self.live = False
+
+    @classmethod
+    def of_document(cls, path: str, nb: dict[str, Any]) -> NotebookFile:
+        """The notebook at ``path`` as a collaboration room holds it now (``nb``, an nbformat dict): read like the file."""
+        made = cls(path, (0, 0, 0, 0, 0), full=nb)
+        made.live = True
+        return made
 
     @classmethod
     def load(cls, path: str) -> NotebookFile:

@@ -74,6 +74,8 @@ class ResolvedCell:
         if self.py_lines is not None:
             out["source_start_line"], out["source_end_line"] = self.py_lines
         out["execution_count"] = count if isinstance(count, int) else None
+        if self.notebook is not None and self.notebook.live:  # read from the collaboration room's shared document
+            out["live"] = True
         return out
 
 

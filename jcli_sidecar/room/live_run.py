@@ -46,17 +46,18 @@ def open_live_run(
     joined = join_notebook_room(server, nb_path, session=session, env=env)
     if joined.room is None:
         return None, joined.reason
-    return LiveRoom(joined.room, joined.reason, env=env), joined.reason
+    return LiveRoom(joined.room, joined.reason, nb_path, env=env), joined.reason
 
 
 class LiveRoom:
     """A joined room as a run's live document; :meth:`close` leaves the room (the run's caller does, after the run)."""
 
-    __slots__ = ("room", "reason", "_shown", "_save_seconds", "_places")
+    __slots__ = ("room", "reason", "nb_path", "_shown", "_save_seconds", "_places")
 
-    def __init__(self, room: Room, reason: str, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, room: Room, reason: str, nb_path: str, *, env: Mapping[str, str] | None = None) -> None:
         self.room = room
         self.reason = reason
+        self.nb_path = nb_path  # the notebook's real path here
         self._shown: dict[str, list[dict[str, Any]]] = {}  # each running cell's outputs as last sent, by cell id
         self._save_seconds = float(setting("JCLI_ROOM_SECONDS", env))
         self._places: dict[str, int] = {}  # where each cell was last found (find_cell's hint)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from ..runs import JobRecord
     from .held_kernels import HeldKernels
+    from .live_rooms import LiveRooms
 
 __all__ = ["FLUSH_SECONDS", "HeldJobs", "state_of"]
 
@@ -97,8 +98,9 @@ class _Job:
 class HeldJobs:
     """The sidecar's background jobs (thread-safe)."""
 
-    def __init__(self, kernels: HeldKernels) -> None:
+    def __init__(self, kernels: HeldKernels, rooms: LiveRooms | None = None) -> None:
         self.kernels = kernels
+        self.rooms = rooms  # the rooms this sidecar's reads answer from while a job runs through them
         self._lock = threading.Lock()
         self._jobs: dict[str, _Job] = {}
         self._unsaved: dict[str, JobRecord] = {}
@@ -385,6 +387,8 @@ class HeldJobs:
         name = session.get("name")
         room, run.live_reason = open_live_run(server, args["file"], session=name if isinstance(name, str) else None)
         run.live = room  # a job lands live too: the person watches it run
+        if room is not None and self.rooms is not None:
+            self.rooms.hold(room.nb_path, room)
         try:
             summary = run.execute(server, session, stop=job.stop, open_kernel=open_kernel)
         except JcliError as err:
@@ -392,6 +396,8 @@ class HeldJobs:
             return {"state": "error", "executed": run.sent, "error": err.to_dict(), "cells_done": progress.done}
         finally:
             if room is not None:
+                if self.rooms is not None:
+                    self.rooms.release(room.nb_path, room)
                 room.close()
         code = progress.failure if summary.get("code") is None else summary.get("code")
         state = state_of(summary.get("status"), code, cancelled=job.cancelled)

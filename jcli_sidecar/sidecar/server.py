@@ -51,6 +51,7 @@ from ..base import (
 from .cache import CacheWatcher, NotebookCache, budget_from_env, flight_size_from_env, racy_from_env
 from .held_jobs import HeldJobs
 from .held_kernels import HeldKernels
+from .live_rooms import LiveRooms
 from .memory import Trimmer
 from .op_table import OPS
 from .ops import HANDLERS
@@ -150,14 +151,15 @@ class Sidecar:
         self.watcher = CacheWatcher(self.cache)
         self.cache.on_insert = self.watcher.notice
         self.kernels = HeldKernels()
-        self.jobs = HeldJobs(self.kernels)
+        self.rooms = LiveRooms()
+        self.jobs = HeldJobs(self.kernels, self.rooms)
         self.kernels.foreign = lambda kernel_id: self.jobs.foreign(self.workspace, kernel_id) if self.workspace else []
 
     # -- what the ops use ----------------------------------------------------
 
     def load(self, path: str):
-        """Open a notebook by real path, through the cache."""
-        return self.cache.load(path)
+        """Open a notebook by real path: the shared document of a room a job holds for it, else the file through the cache."""
+        return self.rooms.notebook(path) or self.cache.load(path)
 
     def forget(self, path: str) -> None:
         """Drop a notebook's cache entry (its writer handed over the index of its new version)."""

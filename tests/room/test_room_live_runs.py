@@ -234,3 +234,37 @@ def test_a_background_job_lands_live_and_checkpoints_reach_the_file(room_server,
         assert job["result"]["live"] is True and job["result"]["saved"] is True
     saved = json.loads(nb.read_text())
     assert _outputs_text(saved["cells"][0]) == "first\nwaiting\nsecond\n" and saved["cells"][0]["execution_count"] is not None
+
+
+TICKING_CELL = """import os, time
+print("first", flush=True)
+deadline = time.monotonic() + 120
+while not os.path.exists({flag!r}) and time.monotonic() < deadline:
+    print("tick", flush=True)
+    time.sleep(0.1)
+print("second")"""
+
+
+def test_reads_through_the_sidecar_see_the_shared_document_while_a_job_runs(room_server, live_on, sidecar_on):
+    root, url, token = room_server
+    env = {**_env(url, token), "JCLI_CHECKPOINT_SECONDS": "600"}  # no checkpoint saves: the file lags the room
+    flag = root / "go-on-5"
+    nb = notebook_file(root / "read-live.ipynb", [code_cell("ticking", TICKING_CELL.format(flag=str(flag)))])
+    with person_in_room(url, token, "read-live.ipynb") as person:
+        started = run_cli("-j", "exec", "live", "-f", "read-live.ipynb", "--background", cwd=root, env=env)
+        assert started.returncode == 0, started.stderr
+        try:
+            person.wait_for(lambda: _outputs_text(person.cell("ticking")).startswith("first\ntick\n"), "the job's output", bound=60)
+            read = run_cli("-j", "notebook", "output", "read-live.ipynb", "--cell", "0", "--output", "0", cwd=root, env=env)
+            assert read.returncode == 0, read.stderr
+            doc = read.json()
+            # Read from the room's document through the sidecar, which holds the job's room: what the person sees, not the file.
+            assert doc["source"]["live"] is True and doc["source"]["path"] == str(nb.resolve())
+            assert doc["stream"]["data"].startswith("first\ntick\n")
+        finally:
+            flag.write_text("go")
+        waited = run_cli("-j", "job", "wait", started.json()["job_id"], cwd=root, env=env)
+        assert waited.json()["jobs"][0]["state"] == "ok"
+    # Once the job is over, reads are of the file again (which the server saved before the job ended).
+    after = run_cli("-j", "notebook", "output", "read-live.ipynb", "--cell", "0", "--output", "0", cwd=root, env=env).json()
+    assert "live" not in after["source"] and after["stream"]["data"].endswith("second\n")
