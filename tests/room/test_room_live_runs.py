@@ -268,3 +268,27 @@ def test_reads_through_the_sidecar_see_the_shared_document_while_a_job_runs(room
     # Once the job is over, reads are of the file again (which the server saved before the job ended).
     after = run_cli("-j", "notebook", "output", "read-live.ipynb", "--cell", "0", "--output", "0", cwd=root, env=env).json()
     assert "live" not in after["source"] and after["stream"]["data"].endswith("second\n")
+
+
+def test_an_out_of_band_change_of_the_file_is_taken_as_the_server_takes_it(room_server, live_on):
+    """Another program rewrites the file mid-run: the server reloads it into the room; j-cli's later writes land on it by id."""
+    root, url, token = room_server
+    env = _env(url, token)
+    flag = root / "go-on-6"
+    cells = [code_cell("slow", WAITING_CELL.format(flag=str(flag))), code_cell("next", "print('next')")]
+    nb = notebook_file(root / "out-of-band.ipynb", cells)
+    with person_in_room(url, token, "out-of-band.ipynb") as person:
+        proc = _start_run(root, env, "-f", "out-of-band.ipynb")
+        try:
+            person.wait_for(lambda: _outputs_text(person.cell("slow")) == "first\n", "the first output", bound=60)
+            # A program of the person's rewrites the file (say, a checkout): one more cell, no outputs.
+            notebook_file(nb, [*cells, {"cell_type": "markdown", "id": "added", "metadata": {}, "source": "from elsewhere"}])
+            person.wait_for(lambda: len(person.notebook.ycells) == 3, "the server's reload of the file", bound=60)
+        finally:
+            flag.write_text("go")
+        lines, summary = _finish(proc)
+        assert summary["status"] == "ok" and summary["live"] is True, summary
+        person.wait_for(lambda: _outputs_text(person.cell("next")) == "next\n", "the next cell's output")
+    saved = json.loads(nb.read_text())
+    assert [c["id"] for c in saved["cells"]] == ["slow", "next", "added"]
+    assert _outputs_text(saved["cells"][0]) == "first\nsecond\n" and _outputs_text(saved["cells"][1]) == "next\n"
