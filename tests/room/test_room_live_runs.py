@@ -9,7 +9,11 @@ server has saved the document when j-cli returns, and the file holds the
 run's outputs and the person's edit. An edit of the very cell being run
 keeps the person's source and j-cli's outputs, and says so; a connection
 dropped mid-run goes on by the file without loss; parameters land as a
-cell in the person's document; no room, or ``JCLI_LIVE=off``, is the file path, said so.
+cell in the person's document; no room, or ``JCLI_LIVE=off``, is the file
+path, said so. A background job lands live too, its checkpoints reach the
+file through the server's save, and reads through the sidecar see the
+shared document while the job runs; a file rewritten out of band mid-run
+is reloaded by the server and the run's later writes land on it.
 """
 
 from __future__ import annotations
