@@ -72,10 +72,12 @@ def _ref(text: str | None) -> str | int | None:
 
 def _server(ctx: click.Context) -> tuple[JupyterServer | None, str]:
     """The notebook's server (``-s/-t``, else the running embedded one), or None and why there is none."""
-    from jcli_sidecar.base import JcliError, ServerUnavailable, UsageError
+    from jcli_sidecar.base import JcliError, ServerUnavailable, UsageError, setting
 
     from .embedded import resolve_server
 
+    if not setting("JCLI_LIVE"):
+        return None, "JCLI_LIVE=off: j-cli writes the file, not the collaboration room"
     obj = ctx.find_root().obj
     try:
         return resolve_server(obj.get("server_url"), obj.get("token"), start=False), ""
