@@ -102,7 +102,9 @@ def _run(ctx: click.Context, nb_path: str, make: Any) -> None:
 
 
 def _human(doc: dict[str, Any]) -> str:
-    where = f"live in the collaboration room ({_clean(doc['live_reason'])})" if doc["live"] else f"in the file ({_clean(doc['live_reason'])})"
+    where = (
+        f"live in the collaboration room ({_clean(doc['live_reason'])})" if doc["live"] else f"in the file ({_clean(doc['live_reason'])})"
+    )
     if "cleared" in doc:
         return f"{doc['op']}: {len(doc['cleared'])} code cells of {_clean(doc['path'])}, {where}"
     ident = f" id={_clean(doc['cell_id'])}" if doc.get("cell_id") else ""

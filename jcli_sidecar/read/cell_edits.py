@@ -40,6 +40,7 @@ CELL_OPS = ("insert", "replace", "delete", "move", "clear")
 #: The cell types an inserted cell may have.
 CELL_TYPES = ("code", "markdown", "raw")
 
+
 def parse_cell_ref(text: str) -> str | int:
     """A cell as the user named it: a whole number is an index (a negative one counts from the end), anything else an id
     (``id:X`` is always the id ``X``, for an id that is a number).
@@ -191,7 +192,10 @@ def _find(cells: list[Any], ref: str | int, nb: dict[str, Any]) -> int:
             raise CellNotFound(f"cell {ref} is outside the notebook ({len(cells)} cells)", cell_index=ref, cells=len(cells))
         named = [k for k, cell in enumerate(cells) if isinstance(cell, dict) and cell.get("id") == str(ref)]
         if named and named[0] != index:
-            raise UsageError(f"{ref} is both cell {index}'s index and cell {named[0]}'s id: write id:{ref} for the cell with that id, or a negative index for the other", cell_index=index)
+            raise UsageError(
+                f"{ref} is both cell {index}'s index and cell {named[0]}'s id: write id:{ref} for the cell with that id, or a negative index for the other",
+                cell_index=index,
+            )
         return index
     if not has_ids(nb):
         raise CellNotFound(

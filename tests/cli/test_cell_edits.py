@@ -103,7 +103,9 @@ def test_insert_move_clear_and_delete_through_the_binary(ws):
     inserted = cli(ws, "-j", "notebook", "cell", "insert", "nb.ipynb", "--after", "c0", "--source-file", "src.py").json()
     new_id = inserted["cell_id"]
     assert inserted["cell_index"] == 1 and [c["id"] for c in cells(nb)] == ["c0", new_id, "c1", "c2"]
-    piped = cli(ws, "-j", "notebook", "cell", "insert", "nb.ipynb", "--at", "0", "--type", "markdown", "--source-file", "-", stdin=b"# Top\n")
+    piped = cli(
+        ws, "-j", "notebook", "cell", "insert", "nb.ipynb", "--at", "0", "--type", "markdown", "--source-file", "-", stdin=b"# Top\n"
+    )
     assert piped.returncode == 0, piped.stderr
     assert cells(nb)[0]["cell_type"] == "markdown" and cells(nb)[0]["source"] == "# Top\n"
 
@@ -168,7 +170,9 @@ class Stalled:
 def test_another_programs_save_between_read_and_swap_is_detected_and_nothing_is_lost(ws):
     nb = ws / "nb.ipynb"
     sha = shown(ws, "2")[0]["source_sha"]
-    edit = Stalled(["-j", "notebook", "cell", "replace", "nb.ipynb", "c2", "--source", "print(x + 1)", "--if-source", sha], ws, "cell-edit:swap")
+    edit = Stalled(
+        ["-j", "notebook", "cell", "replace", "nb.ipynb", "c2", "--source", "print(x + 1)", "--if-source", sha], ws, "cell-edit:swap"
+    )
     edit.stalled()
     # JupyterLab's save lands now: a temp file renamed over the notebook, cell 0 edited by the person.
     theirs = json.loads(nb.read_text())

@@ -59,7 +59,14 @@ def test_replace_clears_a_code_cells_outputs_and_run_record_and_reports_the_new_
     cell = valid(nb)["cells"][0]
     assert cell["source"] == "x = 2\n" and cell["outputs"] == [] and cell["execution_count"] is None
     assert cell["metadata"] == {"tags": ["keep"]}  # only the run record goes: the cell reads stale
-    assert done == {"op": "replace", "cell_id": "a", "cell_index": 0, "cell_type": "code", "source_sha": source_digest("x = 2"), "cell_count": 4}
+    assert done == {
+        "op": "replace",
+        "cell_id": "a",
+        "cell_index": 0,
+        "cell_type": "code",
+        "source_sha": source_digest("x = 2"),
+        "cell_count": 4,
+    }
     done = apply_cell_edit(nb, CellEdit("replace", "m", source="# New"))
     assert nb["cells"][1] == {"cell_type": "markdown", "id": "m", "metadata": {}, "source": "# New"} and done["cell_index"] == 1
 

@@ -104,7 +104,11 @@ def test_a_stale_if_source_is_refused_with_the_persons_source_and_nothing_change
         person.edit(lambda notebook: notebook.ycells[1]["source"].insert(0, "# Ada was here\n"))
         # The person's change may not be saved yet: the file still shows the old source, the room has the new one.
         before_doc = person.notebook.get()
-        for op_args in (["replace", "stale.ipynb", "b", "--source", "y = 3"], ["delete", "stale.ipynb", "b"], ["move", "stale.ipynb", "b", "--to", "0"]):
+        for op_args in (
+            ["replace", "stale.ipynb", "b", "--source", "y = 3"],
+            ["delete", "stale.ipynb", "b"],
+            ["move", "stale.ipynb", "b", "--to", "0"],
+        ):
             result = cell_cli(root, env, *op_args, "--if-source", shown["source_sha"])
             assert result.returncode == 1 and result.stdout == b"", result.stderr
             error = result.error()
