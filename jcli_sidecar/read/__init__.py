@@ -11,11 +11,8 @@ __all__, __getattr__ = lazy_face(
     {
         "agent_text": ("caption",),
         "cell_edits": (
-            "CELL_OPS",
-            "CELL_TYPES",
             "CellEdit",
             "apply_cell_edit",
-            "has_ids",
             "parse_cell_ref",
         ),
         "envelope": (
