@@ -215,7 +215,7 @@ def _source(cell: dict[str, Any]) -> str:
         raise OutputDataInvalid(f"cell {cell.get('id')!r}: its source is neither a string nor a list of strings") from None
 
 
-def _check_source(cell: dict[str, Any], index: int, expected: str | None) -> None:
+def _check_source(cell: dict[str, Any], index: int, expected: str | None, with_ids: bool) -> None:
     if expected is None:
         return
     source = _source(cell)
@@ -224,7 +224,7 @@ def _check_source(cell: dict[str, Any], index: int, expected: str | None) -> Non
         raise CellChanged(
             f"cell {index} changed since its source_sha was {expected}: it is now {now}; nothing was changed "
             "(details carry its current source: decide again from it)",
-            cell_id=cell.get("id") if isinstance(cell.get("id"), str) else None,
+            cell_id=cell.get("id") if isinstance(cell.get("id"), str) and with_ids else None,
             cell_index=index,
             expected_sha=expected,
             source_sha=now,
@@ -303,7 +303,7 @@ def apply_cell_edit(nb: dict[str, Any], edit: CellEdit) -> dict[str, Any]:
         at = _place(cells, edit, nb, None)
         cell = _new_cell(edit.cell_type, edit.source, _fresh_id(cells) if with_ids else None)
         cells.insert(at, cell)
-        return _done(op, cell, at, cells)
+        return _done(op, cell, at, cells, with_ids)
     if op == "clear" and edit.all_cells:
         cleared = [k for k, cell in enumerate(cells) if isinstance(cell, dict) and cell.get("cell_type") == "code"]
         for k in cleared:
@@ -312,34 +312,35 @@ def apply_cell_edit(nb: dict[str, Any], edit: CellEdit) -> dict[str, Any]:
     assert edit.cell is not None
     index = _find(cells, edit.cell, nb)
     cell = cells[index]
-    _check_source(cell, index, edit.if_source)
+    _check_source(cell, index, edit.if_source, with_ids)
     if op == "replace":
         assert edit.source is not None
         cell["source"] = edit.source
         if cell.get("cell_type") == "code":
             _clear(cell)
-        return _done(op, cell, index, cells)
+        return _done(op, cell, index, cells, with_ids)
     if op == "delete":
         del cells[index]
-        return {**_done(op, cell, index, cells), "source_sha": None}
+        return {**_done(op, cell, index, cells, with_ids), "source_sha": None}
     if op == "move":
         at = _place(cells, edit, nb, index)
         rest = cells[:index] + cells[index + 1 :]
         rest.insert(at, cell)
         cells[:] = rest
-        return _done(op, cell, at, cells)
+        return _done(op, cell, at, cells, with_ids)
     # clear
     if cell.get("cell_type") != "code":
         raise UsageError(f"cell {index} is a {cell.get('cell_type')} cell: only code cells have outputs to clear", cell_index=index)
     _clear(cell)
-    return _done(op, cell, index, cells)
+    return _done(op, cell, index, cells, with_ids)
 
 
-def _done(op: str, cell: dict[str, Any], index: int, cells: list[Any]) -> dict[str, Any]:
+def _done(op: str, cell: dict[str, Any], index: int, cells: list[Any], with_ids: bool) -> dict[str, Any]:
+    """The result of an edit of one cell; a notebook without ids reports none (a room's own ids are not the file's)."""
     cell_id = cell.get("id")
     return {
         "op": op,
-        "cell_id": cell_id if isinstance(cell_id, str) else None,
+        "cell_id": cell_id if isinstance(cell_id, str) and with_ids else None,
         "cell_index": index,
         "cell_type": cell.get("cell_type"),
         "source_sha": source_digest(_source(cell)),

@@ -140,3 +140,22 @@ def test_a_server_without_collaboration_is_the_file_path_said_so(tmp_path_factor
     doc = done.json()
     assert doc["live"] is False and "no collaboration" in doc["live_reason"] and "saved" not in doc
     assert on_disk(nb)[0]["source"] == "x = 5"
+
+
+def test_a_notebook_without_ids_is_edited_by_index_through_the_room_and_saved_without_ids(collab, live_on):
+    root, env, url, token = collab
+    nb = root / "old.ipynb"
+    nb.write_text(
+        '{"cells": [{"cell_type": "code", "metadata": {}, "source": "a = 1", "execution_count": null, "outputs": []},'
+        ' {"cell_type": "code", "metadata": {}, "source": "b = 1", "execution_count": null, "outputs": []}],'
+        ' "metadata": {}, "nbformat": 4, "nbformat_minor": 4}'
+    )
+    with person_in_room(url, token, "old.ipynb") as person:
+        refused = cell_cli(root, env, "delete", "old.ipynb", person.notebook.get()["cells"][0].get("id") or "x")
+        assert refused.returncode == 1 and "by index" in refused.error()["message"]
+        done = cell_cli(root, env, "replace", "old.ipynb", "1", "--source", "b = 2", "--if-source", source_digest("b = 1"))
+        assert done.returncode == 0, done.stderr
+        assert done.json()["live"] is True and done.json()["cell_id"] is None
+        person.wait_for(lambda: [c["source"] for c in person.notebook.get()["cells"]] == ["a = 1", "b = 2"], "the replace by index")
+    saved = wait_on_file(nb, lambda saved: [c["source"] for c in saved["cells"]] == ["a = 1", "b = 2"], "the edit")
+    assert saved["nbformat_minor"] == 4 and all("id" not in cell for cell in saved["cells"])
