@@ -99,6 +99,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/exec_latency.py
 	$(BIN)/python bench/notebook_rerun.py
 	$(BIN)/python bench/stale_rerun.py
+	$(BIN)/python bench/live_room.py
 	$(BIN)/python bench/clean_latency.py
 	$(BIN)/python bench/mcp_latency.py
 	$(BIN)/python bench/mcp_latency.py --realistic 25 --calls 20

@@ -88,7 +88,7 @@ def _notebook(srv, req: ExecRequest, timeout) -> dict[str, Any]:
     """Prepare the notebook run here (what a foreground run checks before sending code); the job's arguments."""
     from jcli_sidecar.kernel import NotebookRun, find_session
 
-    from .notebook_exec import notebook_options
+    from .notebook_exec import join_live, notebook_options
 
     row = find_session(srv, req.session_key)
     options = notebook_options(
@@ -103,7 +103,12 @@ def _notebook(srv, req: ExecRequest, timeout) -> dict[str, Any]:
         runs=req.runs,
     )
     run = NotebookRun(req.file_path, options)
-    run.prepare()
+    room = join_live(run, srv, req.file_path, row)  # its changes before the run (a pair's sync, parameters) go where the job's will
+    try:
+        run.prepare()
+    finally:
+        if room is not None:
+            room.close()
     wire = {} if options.parameters is None else options.parameters.to_wire()
     return {
         **wire,

@@ -13,9 +13,20 @@ chosen ahead and left open for someone else to take. Its random token
 reaches it on a pipe (:mod:`jcli.embedded_server`), never through the
 environment or the command line, and the secrets of :data:`SCRUBBED_ENV`
 are left out of its environment, so its kernels see none of them.
-Its state (url, token, pid, start time, uid, workspace) is a mode-0600
-file in the runtime dir, keyed by the workspace hash, so even a read-only
-workspace can run code.
+Its state (url, token, pid, start time, uid, workspace, whether
+collaboration is on) is a mode-0600 file in the runtime dir, keyed by the
+workspace hash, so even a read-only workspace can run code.
+
+Collaboration: where the server part of jupyter-collaboration
+(``jupyter_server_ydoc``, the ``[live]`` extra) is installed, Jupyter Server
+turns it on by itself, and a person's JupyterLab on the embedded server
+shares each notebook's room with j-cli. Its stores (the file-id database,
+the Y updates, the collaboration sessions), like the notebook checkpoints
+and the notebook-signing secret and database of any Jupyter Server, are
+told to live in the server's private runtime dir (:func:`private_options`):
+nothing of the server's lands in the workspace or the user's Jupyter data
+dir. The server itself says whether collaboration loaded
+(:mod:`jcli.embedded_app`), and the state records it (``collaboration``).
 
 A recorded server is trusted only once proven (:meth:`EmbeddedServer.proven`):
 its process runs, is ours (same uid, same start time) and itself holds the
@@ -38,7 +49,7 @@ if TYPE_CHECKING:
 
     from jcli_sidecar.kernel import JupyterServer
 
-__all__ = ["EmbeddedServer", "SCRUBBED_ENV", "resolve_server", "server_address"]
+__all__ = ["EmbeddedServer", "ROOM_SAVE_DELAY", "SCRUBBED_ENV", "private_options", "resolve_server", "server_address"]
 
 START_TIMEOUT = 90.0
 PROBE_TIMEOUT = 3.0
@@ -46,6 +57,49 @@ HOST = "127.0.0.1"
 
 #: Secrets that never pass into the embedded server's environment (which its kernels inherit).
 SCRUBBED_ENV = ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "JCLI_JUPYTER_SERVER_TOKEN")
+
+#: Seconds the embedded server's collaboration room waits after a change to the shared notebook before it saves the
+#: file (jupyter-collaboration's ``YDocExtension.document_save_delay``, whose default this is). Changes within the delay
+#: are saved together, so a run's stream of outputs costs a save a second, not one per output; a reader of the file
+#: sees a change at most about this long after the room has it.
+ROOM_SAVE_DELAY = 1.0
+
+#: The Jupyter Server extensions whose stores :func:`private_options` places, by the module that is each.
+FILE_ID_EXTENSION = "jupyter_server_fileid"
+COLLABORATION_EXTENSION = "jupyter_server_ydoc"
+
+
+def private_options(private: str, installed: frozenset[str] | None = None) -> list[str]:
+    """The server options that keep its stores in ``private`` (its own runtime dir), not in the workspace or ``$HOME``.
+
+    Always: notebook checkpoints (:class:`jcli.embedded_app.PrivateCheckpoints`)
+    and the notebook-signing secret and database (``NotebookNotary.data_dir``;
+    signatures then hold for this server only, as for notebooks j-cli writes
+    itself). For each of the two collaboration extensions that is installed
+    (``installed``: the importable ones of :data:`FILE_ID_EXTENSION` and
+    :data:`COLLABORATION_EXTENSION`, found when None): the file-id database,
+    and the Y store, the session store and the explicit save delay
+    (:data:`ROOM_SAVE_DELAY`). A server without an extension gets none of its
+    options.
+
+    Example:
+        >>> private_options("/run/p", frozenset())
+        ['--NotebookNotary.data_dir=/run/p', '--PrivateCheckpoints.directory=/run/p/checkpoints']
+    """
+    if installed is None:
+        from importlib.util import find_spec
+
+        installed = frozenset(name for name in (FILE_ID_EXTENSION, COLLABORATION_EXTENSION) if find_spec(name) is not None)
+    options = [f"--NotebookNotary.data_dir={private}", f"--PrivateCheckpoints.directory={os.path.join(private, 'checkpoints')}"]
+    if FILE_ID_EXTENSION in installed:
+        options.append(f"--BaseFileIdManager.db_path={os.path.join(private, 'file_id_manager.db')}")
+    if COLLABORATION_EXTENSION in installed:
+        options += [
+            f"--SQLiteYStore.db_path={os.path.join(private, 'ystore.db')}",
+            f"--YDocExtension.session_store_path={os.path.join(private, 'collaboration_sessions.json')}",
+            f"--YDocExtension.document_save_delay={ROOM_SAVE_DELAY:g}",
+        ]
+    return options
 
 
 class EmbeddedServer:
@@ -145,6 +199,7 @@ class EmbeddedServer:
             "--ServerApp.terminals_enabled=False",
             # Our own client reads every message: no IOPub rate limit dropping a run's output.
             "--ZMQChannelsWebsocketConnection.limit_rate=False",
+            *private_options(self.jupyter_runtime),
         ]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
@@ -162,7 +217,8 @@ class EmbeddedServer:
         while True:
             if proc.poll() is not None:
                 raise ServerUnavailable(f"the embedded Jupyter Server exited at start: {_tail(self.log_path)}")
-            port = _info_port(info_path)
+            info = _server_info(info_path)
+            port = _info_port(info)
             # The token goes only to a port that the server's own process listens on.
             if port is not None and record.listens_on(HOST, port):
                 url = f"http://{HOST}:{port}"
@@ -178,7 +234,14 @@ class EmbeddedServer:
                 raise ServerUnavailable(f"the embedded Jupyter Server did not answer in {START_TIMEOUT:g} s")
             time.sleep(delay)  # a server starting up (about half a second): back off gently
             delay = min(delay * 1.5, 0.05)
-        state = {"url": url, "token": token, **record.to_dict(), "workspace": self.workspace, "log": self.log_path}
+        state = {
+            "url": url,
+            "token": token,
+            **record.to_dict(),
+            "workspace": self.workspace,
+            "log": self.log_path,
+            "collaboration": info.get("collaboration") is True,  # the server says whether its rooms loaded
+        }
         _write_private_json(self.state_path, state)
         return state
 
@@ -214,13 +277,19 @@ def _loopback_port(url: Any) -> int | None:
     return int(port) if port.isdigit() and port.isascii() and 0 < int(port) < 65536 else None
 
 
-def _info_port(path: str) -> int | None:
-    """The port in the server's own info file, once it wrote one."""
+def _server_info(path: str) -> dict[str, Any]:
+    """The server's own info file, once it wrote one (else empty)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            port = json.load(fh).get("port")
-    except (OSError, ValueError, AttributeError):  # not written yet, or garbled: no port yet
-        return None
+            info = json.load(fh)
+    except (OSError, ValueError):  # not written yet, or garbled: nothing yet
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _info_port(info: dict[str, Any]) -> int | None:
+    """The port in the server's info, once it wrote one."""
+    port = info.get("port")
     return port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else None
 
 

@@ -7,7 +7,10 @@ configuration (``IdentityProvider.token``). It is never in an environment
 variable, on a command line or in a file of its own, so kernels, which
 inherit the server's environment, never see it. Its IPython kernels keep
 their history in memory, as nbclient's do (:mod:`jcli.embedded_kernels`).
-Everything else is Jupyter Server's own ``ServerApp``, with the options given.
+Its application (:mod:`jcli.embedded_app`) is Jupyter Server's own
+``ServerApp``, with the options given, whose info file also says whether
+collaboration is on, and whose notebook checkpoints stay in its private
+runtime dir.
 """
 
 from __future__ import annotations
@@ -51,13 +54,15 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     token = read_token(int(args[0]))
     skip_unused_imports()
-    from jupyter_server.serverapp import ServerApp
     from traitlets.config import Config
+
+    from jcli.embedded_app import EmbeddedServerApp
 
     config = Config()
     config.IdentityProvider.token = token
     config.AsyncMappingKernelManager.kernel_manager_class = "jcli.embedded_kernels.HistoryInMemoryKernelManager"
-    ServerApp.launch_instance(argv=args[1:], config=config)
+    config.ContentsManager.checkpoints_class = "jcli.embedded_app.PrivateCheckpoints"
+    EmbeddedServerApp.launch_instance(argv=args[1:], config=config)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def server_start(ctx: click.Context) -> None:
         embedded, live = nearest(directory, workspace)
         state = live or embedded.start()
     doc = {"running": True, **_public(state)}
-    finish(ctx, doc, f"Jupyter Server running at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}")
+    finish(ctx, doc, f"Jupyter Server running at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}\n{_collaboration_line(doc)}")
 
 
 @server.command("stop")
@@ -72,21 +72,31 @@ def server_stop(ctx: click.Context) -> None:
 @server.command("status")
 @click.pass_context
 def server_status(ctx: click.Context) -> None:
-    """Show the server this directory uses: url, token, pid and workspace (-j for JSON)."""
+    """Show the server this directory uses: url, token, pid, workspace and whether collaboration is on (-j for JSON)."""
     with failing(ctx):
         directory, workspace, _, nearest = _embedded()
         _, live = nearest(directory, workspace)
     if live is None:
         finish(ctx, {"running": False, "workspace": workspace}, f"no embedded Jupyter Server for {workspace}")
     doc = {"running": True, **_public(live)}
-    finish(ctx, doc, f"Jupyter Server at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}\ntoken {doc['token']}")
+    human = f"Jupyter Server at {doc['url']} (pid {doc['pid']}) for {doc['workspace']}\n{_collaboration_line(doc)}\ntoken {doc['token']}"
+    finish(ctx, doc, human)
 
 
 def _public(state: dict[str, Any]) -> dict[str, Any]:
-    """What ``server start|status`` show: the url (redacted, as every printed URL), token, pid and workspace."""
+    """What ``server start|status`` show: the url (redacted, as every printed URL), token, pid, workspace and
+    ``collaboration`` (whether the server's notebooks have collaboration rooms; null for a server that did not say)."""
     from jcli_sidecar.kernel import redact_url
 
-    return {k: redact_url(state["url"]) if k == "url" else state.get(k) for k in ("url", "token", "pid", "workspace")}
+    return {k: redact_url(state["url"]) if k == "url" else state.get(k) for k in ("url", "token", "pid", "workspace", "collaboration")}
+
+
+def _collaboration_line(doc: dict[str, Any]) -> str:
+    """The human line for ``collaboration``."""
+    on = doc.get("collaboration")
+    if on is None:
+        return "collaboration unknown (a server started by an earlier j-cli)"
+    return "collaboration on: a notebook open in JupyterLab here shares its room" if on else "collaboration off"
 
 
 # -- healthcheck and kernelspecs ---------------------------------------------------

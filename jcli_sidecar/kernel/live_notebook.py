@@ -41,6 +41,10 @@ class LiveNotebook(Protocol):
         """The running cell's outputs are now ``outputs`` (only what changed is sent)."""
         ...
 
+    def checkpoint(self) -> None:
+        """The document saved soon, as it stands (a long cell's checkpoint: its outputs so far reach the file)."""
+        ...
+
     def finish_cell(self, cell_id: str, change: Any) -> Any:
         """``change(cell dict)`` made in cell ``cell_id`` (its final outputs, count, metadata), the running mark cleared."""
         ...

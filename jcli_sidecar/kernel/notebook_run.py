@@ -549,18 +549,26 @@ class NotebookRun:
     def _live_outputs(self, checkpoint: Checkpoint) -> Hook:
         """The running cell's ``on_output`` while the run writes through a room: the caller's hook, then the outputs to the room.
 
-        Once the room is lost, the cell's partial outputs are saved to the file
-        every period again, as a run by the file saves them.
+        Every :attr:`RunOptions.checkpoint_seconds` the server is asked to save
+        the document (a long cell's outputs so far reach the file, as a run
+        by the file checkpoints them). Once the room is lost, the cell's
+        partial outputs are saved to the file every period again.
         """
-        on_output, cell_id = self.on_output, checkpoint.target.cell_id
+        on_output, cell_id, period = self.on_output, checkpoint.target.cell_id, self.options.checkpoint_seconds
 
         def hook(event: Any, output: dict[str, Any], index: int, outputs: list[dict[str, Any]], chunk: str | None = None) -> None:
             if on_output is not None:
                 on_output(event=event, output=output, index=index, outputs=outputs, chunk=chunk)
-            if self.live is not None and cell_id is not None:
-                if not self._through_room(lambda live: live.outputs(cell_id, outputs)):
-                    checkpoint.period = self.options.checkpoint_seconds
-                    checkpoint.on_output = on_output
+            if self.live is None or cell_id is None:
+                return
+            if not self._through_room(lambda live: live.outputs(cell_id, outputs)):
+                checkpoint.period = period
+                checkpoint.on_output = on_output
+                return
+            now = time.monotonic()
+            if period is not None and now - checkpoint.last >= period:  # the server saves what the person sees so far
+                checkpoint.last = now
+                self._through_room(lambda live: live.checkpoint())
 
         return hook
 

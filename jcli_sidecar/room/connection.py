@@ -87,6 +87,7 @@ class Room:
         self._step2 = 0  # SYNC_STEP2 messages received: each answers one of our SYNC_STEP1s, in order
         self._save_id = 0  # the last save request's number
         self._saved: dict[int, str] = {}  # the server's answers to save requests, by number
+        self._unawaited: set[int] = set()  # save requests nobody waits for: their answers are dropped
         self._closing = threading.Event()
         self._reader = threading.Thread(target=self._read, name="jcli-room-reader", daemon=True)
         self._renewer = threading.Thread(target=self._renew, name="jcli-room-awareness", daemon=True)
@@ -229,6 +230,9 @@ class Room:
             return  # not one of the messages j-cli asks for
         if isinstance(said, dict) and said.get("type") == "save" and isinstance(said.get("responseTo"), int):
             with self._answers:
+                if said["responseTo"] in self._unawaited:
+                    self._unawaited.discard(said["responseTo"])
+                    return
                 self._saved[said["responseTo"]] = str(said.get("status"))
                 self._answers.notify_all()
 
@@ -341,21 +345,35 @@ class Room:
         """
         import time
 
-        from pycrdt import Encoder
-
         deadline = time.monotonic() + timeout
         self.flush(timeout, what="the room, before its save")
         with self._answers:
-            self._save_id += 1
-            asked = self._save_id
-            encoder = Encoder()
-            encoder.write_var_uint(_RAW)
-            encoder.write_var_string("save")
-            encoder.write_var_uint(asked)
-            self._send(encoder.to_bytes())
+            asked = self._ask_save()
             self._answers.wait_for(lambda: asked in self._saved or self.lost is not None, max(deadline - time.monotonic(), 0))
             self._check()
             return self._saved.pop(asked, "unanswered")
+
+    def request_save(self) -> None:
+        """Ask the server to save the shared document now, without waiting for its answer (a running cell's checkpoint).
+
+        Raises:
+            RoomLost: the room is lost.
+        """
+        with self._answers:
+            self._check()
+            self._unawaited.add(self._ask_save())
+
+    def _ask_save(self) -> int:
+        """Send a save request (jupyter-collaboration's ``RAW`` ``save`` with a number), under the lock; its number."""
+        from pycrdt import Encoder
+
+        self._save_id += 1
+        encoder = Encoder()
+        encoder.write_var_uint(_RAW)
+        encoder.write_var_string("save")
+        encoder.write_var_uint(self._save_id)
+        self._send(encoder.to_bytes())
+        return self._save_id
 
     def document(self) -> dict[str, Any]:
         """The shared notebook now, every cell with the room's id (:func:`~jcli_sidecar.room.document.notebook_dict`)."""

@@ -37,14 +37,28 @@ __all__ = [
 ]
 
 
-def find_cell(notebook: YNotebook, cell_id: str) -> Map:
+def find_cell(notebook: YNotebook, cell_id: str, places: dict[str, int] | None = None) -> Map:
     """The cell map whose id is ``cell_id`` (the first, as the server's own reading keeps the first of a repeated id).
+
+    ``places`` (cell id -> index where it was last found) is tried first:
+    a run writes the same cell many times, and a look at one cell costs far
+    less than a walk of a long notebook; a cell that moved (the person
+    inserted or removed one before it) is looked for again from the start.
 
     Raises:
         CellNotFound: no cell has that id.
     """
-    for ycell in notebook.ycells:
+    ycells = notebook.ycells
+    if places is not None:
+        hint = places.get(cell_id)
+        if hint is not None and hint < len(ycells):
+            ycell = ycells[hint]
+            if ycell.get("id") == cell_id:  # a run's cells have one id each (prepare renews repeated ones)
+                return ycell
+    for index, ycell in enumerate(ycells):
         if ycell.get("id") == cell_id:
+            if places is not None:
+                places[cell_id] = index
             return ycell
     raise CellNotFound(f"no cell of the shared notebook has the id {cell_id!r}", cell_id=cell_id)
 

@@ -12,6 +12,7 @@ asks for it, so the file holds the run when the command returns).
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 
@@ -51,16 +52,19 @@ def open_live_run(
 class LiveRoom:
     """A joined room as a run's live document; :meth:`close` leaves the room (the run's caller does, after the run)."""
 
-    __slots__ = ("room", "reason", "_shown", "_save_seconds")
+    __slots__ = ("room", "reason", "_shown", "_save_seconds", "_places")
 
     def __init__(self, room: Room, reason: str, *, env: Mapping[str, str] | None = None) -> None:
         self.room = room
         self.reason = reason
         self._shown: dict[str, list[dict[str, Any]]] = {}  # each running cell's outputs as last sent, by cell id
         self._save_seconds = float(setting("JCLI_ROOM_SECONDS", env))
+        self._places: dict[str, int] = {}  # where each cell was last found (find_cell's hint)
 
     def document(self) -> dict[str, Any]:
-        return self.room.document()
+        doc = self.room.document()
+        self._places = {cell["id"]: index for index, cell in enumerate(doc["cells"]) if isinstance(cell.get("id"), str)}
+        return doc
 
     def edit(self, change: Callable[[dict[str, Any]], T]) -> T:
         return self.room.edit(change)
@@ -69,7 +73,7 @@ class LiveRoom:
         from .document import find_cell
 
         def start(notebook: Any) -> None:
-            ycell = find_cell(notebook, cell_id)
+            ycell = find_cell(notebook, cell_id, self._places)
             outputs = ycell.get("outputs")
             if outputs is not None and len(outputs):
                 outputs.clear()
@@ -88,22 +92,32 @@ class LiveRoom:
             return
 
         def change(notebook: Any) -> None:
-            set_outputs(find_cell(notebook, cell_id), shown, now)
+            set_outputs(find_cell(notebook, cell_id, self._places), shown, now)
 
         self.room.write(change)
         self._shown[cell_id] = now
 
+    def checkpoint(self) -> None:
+        """The server asked to save the document now (a long cell's outputs so far reach the file), not waited for."""
+        self.room.request_save()
+
     def finish_cell(self, cell_id: str, change: Callable[[dict[str, Any]], T]) -> T:
-        from .document import find_cell
+        """``change(cell)`` on a copy of cell ``cell_id`` and the running mark cleared, in one transaction (one update sent)."""
+        from .document import apply_cell, cell_dict, find_cell
 
-        answer = self.room.edit_cell(cell_id, change)
+        answer: list[T] = []
 
-        def idle(notebook: Any) -> None:
-            find_cell(notebook, cell_id)["execution_state"] = "idle"
+        def finish(notebook: Any) -> None:
+            ycell = find_cell(notebook, cell_id, self._places)
+            before = cell_dict(ycell)
+            after = {**before, "metadata": copy.deepcopy(before.get("metadata") or {})}  # change replaces outputs, edits metadata
+            answer.append(change(after))
+            apply_cell(ycell, before, after)
+            ycell["execution_state"] = "idle"
 
-        self.room.write(idle)
+        self.room.write(finish)
         self._shown.pop(cell_id, None)
-        return answer
+        return answer[0]
 
     def end(self) -> dict[str, Any]:
         """Every write applied in the room and the document saved by the server: ``{"saved": ...}`` (the server's answer)."""

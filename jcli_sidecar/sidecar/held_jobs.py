@@ -377,14 +377,22 @@ class HeldJobs:
             timeout_given=bool(args.get("timeout_given")),
             stale=bool(args.get("stale")),
         )
+        from ..room import open_live_run
+
         run = NotebookRun(args["file"], options)
         progress = _Progress(job)
         progress.attach(run)
+        name = session.get("name")
+        room, run.live_reason = open_live_run(server, args["file"], session=name if isinstance(name, str) else None)
+        run.live = room  # a job lands live too: the person watches it run
         try:
             summary = run.execute(server, session, stop=job.stop, open_kernel=open_kernel)
         except JcliError as err:
             err.details["executed"] = run.sent
             return {"state": "error", "executed": run.sent, "error": err.to_dict(), "cells_done": progress.done}
+        finally:
+            if room is not None:
+                room.close()
         code = progress.failure if summary.get("code") is None else summary.get("code")
         state = state_of(summary.get("status"), code, cancelled=job.cancelled)
         return {"state": state, "executed": run.sent, "result": summary, "cells_done": progress.done}

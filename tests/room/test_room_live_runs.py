@@ -37,12 +37,15 @@ def room_server(tmp_path_factory, starts_jupyter):
     """A collaboration server for this module, and a kernel session on it: ``(root, env, session name)``."""
     root = tmp_path_factory.mktemp("live-root")
     with collaboration_server(root) as (url, token):
-        env = {**os.environ, "JCLI_JUPYTER_SERVER_URL": url, "JCLI_JUPYTER_SERVER_TOKEN": token}
-        env.pop("JCLI_LIVE", None)
-        created = run_cli("-j", "session", "create", "-n", "live", cwd=root, env=env)
+        created = run_cli("-j", "session", "create", "-n", "live", cwd=root, env=_env(url, token))
         assert created.returncode == 0, created.stderr
-        yield root, env, "live", url, token
-        run_cli("session", "kill", "live", cwd=root, env=env)
+        yield root, url, token
+        run_cli("session", "kill", "live", cwd=root, env=_env(url, token))
+
+
+def _env(url: str, token: str) -> dict[str, str]:
+    """This test's environment (its runtime dir, its sidecar and live switches) naming the collaboration server."""
+    return {**os.environ, "JCLI_JUPYTER_SERVER_URL": url, "JCLI_JUPYTER_SERVER_TOKEN": token}
 
 
 def _start_run(root, env, *args) -> subprocess.Popen:
@@ -61,7 +64,8 @@ def _outputs_text(cell: dict) -> str:
 
 
 def test_outputs_land_live_while_the_person_types_and_both_reach_the_file(room_server, live_on):
-    root, env, _session, url, token = room_server
+    root, url, token = room_server
+    env = _env(url, token)
     flag = root / "go-on"
     nb = notebook_file(
         root / "watched.ipynb",
@@ -93,13 +97,14 @@ def test_outputs_land_live_while_the_person_types_and_both_reach_the_file(room_s
         assert summary["live_reason"] == "joined the collaboration room of watched.ipynb as j-cli (live)"
         assert [line["cell_id"] for line in lines] == ["slow", "quick"]
         person.wait_for(
-            lambda: person.cell("quick")["outputs"] and person.cell("quick")["execution_count"] == 2, "the second cell's result"
+            lambda: person.cell("quick")["outputs"] and person.cell("quick")["execution_count"] is not None, "the second cell's result"
         )
         assert _outputs_text(person.cell("slow")) == "first\nsecond\n"
         assert person.notebook.ycells[0].get("execution_state") == "idle"
     # The server saved the document before j-cli returned: the file has the run and the person's edit.
     saved = json.loads(nb.read_text())
-    assert [c["execution_count"] for c in saved["cells"][:2]] == [1, 2]
+    first, second = (c["execution_count"] for c in saved["cells"][:2])
+    assert first is not None and second == first + 1
     assert "".join(saved["cells"][0]["outputs"][0]["text"]) == "first\nsecond\n"
     assert saved["cells"][1]["outputs"][0]["data"]["text/plain"] in ("42", ["42"])
     assert "".join(saved["cells"][2]["source"]).endswith("Ada: checking the first cell")
@@ -110,7 +115,8 @@ def test_outputs_land_live_while_the_person_types_and_both_reach_the_file(room_s
 
 
 def test_an_edit_of_the_running_cell_keeps_the_persons_source_and_the_runs_outputs(room_server, live_on):
-    root, env, _session, url, token = room_server
+    root, url, token = room_server
+    env = _env(url, token)
     flag = root / "go-on-2"
     source = WAITING_CELL.format(flag=str(flag))
     nb = notebook_file(root / "edited-while-running.ipynb", [code_cell("slow", source)])
@@ -132,7 +138,8 @@ def test_an_edit_of_the_running_cell_keeps_the_persons_source_and_the_runs_outpu
 
 
 def test_parameters_land_as_a_cell_in_the_persons_document(room_server, live_on):
-    root, env, _session, url, token = room_server
+    root, url, token = room_server
+    env = _env(url, token)
     nb = notebook_file(
         root / "report.ipynb",
         [
@@ -152,7 +159,8 @@ def test_parameters_land_as_a_cell_in_the_persons_document(room_server, live_on)
 
 
 def test_no_room_is_the_file_path_and_says_why(room_server, live_on, tmp_path):
-    root, env, _session, _url, _token = room_server
+    root, url, token = room_server
+    env = _env(url, token)
     outside = notebook_file(tmp_path / "elsewhere.ipynb", [code_cell("a", "print('by the file')")])
     lines, summary = _finish(_start_run(tmp_path, env, "-f", str(outside)))
     assert summary["status"] == "ok" and summary["live"] is False
@@ -168,7 +176,7 @@ def test_a_connection_dropped_mid_run_goes_on_by_the_file_without_loss(room_serv
     from jcli_sidecar.kernel import JupyterServer, NotebookRun, RunOptions, find_session
     from jcli_sidecar.room import open_live_run
 
-    root, env, _session, url, token = room_server
+    root, url, token = room_server
     flag = root / "go-on-3"
     nb = notebook_file(
         root / "dropped.ipynb", [code_cell("slow", WAITING_CELL.format(flag=str(flag))), code_cell("after", "print('after the drop')")]
@@ -199,3 +207,30 @@ def test_a_connection_dropped_mid_run_goes_on_by_the_file_without_loss(room_serv
     assert summary["live_reason"].startswith("the collaboration room was lost during the run (the connection dropped")
     saved = wait_on_file(nb, lambda doc: doc["cells"][1]["outputs"], "the run's outputs")
     assert _outputs_text(saved["cells"][0]) == "first\nsecond\n" and _outputs_text(saved["cells"][1]) == "after the drop\n"
+
+
+def test_a_background_job_lands_live_and_checkpoints_reach_the_file(room_server, live_on, sidecar_on):
+    root, url, token = room_server
+    env = _env(url, token)
+    flag = root / "go-on-4"
+    nb = notebook_file(
+        root / "job.ipynb",
+        [code_cell("slow", WAITING_CELL.format(flag=str(flag)).replace("flush=True)", 'flush=True); print("waiting", flush=True)'))],
+    )
+    job_env = {**env, "JCLI_CHECKPOINT_SECONDS": "0"}  # every output change asks the server to save
+    with person_in_room(url, token, "job.ipynb") as person:
+        started = run_cli("-j", "exec", "live", "-f", "job.ipynb", "--background", cwd=root, env=job_env)
+        assert started.returncode == 0, started.stderr
+        try:
+            person.wait_for(lambda: _outputs_text(person.cell("slow")) == "first\nwaiting\n", "the job's first outputs", bound=60)
+            # The server saved them while the cell still runs: a read of the file sees them.
+            running = wait_on_file(nb, lambda doc: _outputs_text(doc["cells"][0]) == "first\nwaiting\n", "the checkpointed outputs")
+            assert running["cells"][0]["execution_count"] is None and not flag.exists()
+        finally:
+            flag.write_text("go")
+        waited = run_cli("-j", "job", "wait", started.json()["job_id"], cwd=root, env=job_env)
+        job = waited.json()["jobs"][0]
+        assert job["state"] == "ok", job
+        assert job["result"]["live"] is True and job["result"]["saved"] is True
+    saved = json.loads(nb.read_text())
+    assert _outputs_text(saved["cells"][0]) == "first\nwaiting\nsecond\n" and saved["cells"][0]["execution_count"] is not None

@@ -151,6 +151,11 @@ j-cli -j exec main -f analysis.py --stale      # runs exactly the stale cells, i
 they write (transitively), nothing else; a cell using `exec`, `globals()`,
 a star import or a magic that runs code counts as reading every cell before
 it. Not with `--cell`. After a kernel restart, run the whole file instead.
+
+When a person has the notebook open in JupyterLab with real-time
+collaboration, a run writes into their shared document instead of the file
+(the summary says `live: true`): they watch the outputs arrive, their edits
+in other cells stay, and the file holds the run when `exec` returns.
 """
 
 _READING = """
