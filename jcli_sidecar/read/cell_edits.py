@@ -93,7 +93,7 @@ class CellEdit:
     ) -> None:
         self.op = op
         self.cell = cell
-        self.if_source = if_source
+        self.if_source = if_source.strip().lower() if isinstance(if_source, str) else if_source
         self.source = source
         self.cell_type = cell_type
         self.before = before
