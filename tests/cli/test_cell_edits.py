@@ -205,3 +205,16 @@ def test_the_file_keeps_its_mode_and_a_symlink_inside_the_workspace_is_written_t
     assert done.returncode == 0, done.stderr
     assert (ws / "link.ipynb").is_symlink() and stat.S_IMODE(real.stat().st_mode) == 0o640
     assert [c["id"] for c in cells(real)] == ["c0", "c2"]
+
+
+def test_with_live_rooms_on_and_no_server_running_an_edit_starts_none_and_edits_the_file(ws):
+    env = {
+        key: value for key, value in os.environ.items() if key not in ("JCLI_LIVE", "JCLI_JUPYTER_SERVER_URL", "JCLI_JUPYTER_SERVER_TOKEN")
+    }
+    done = run_cli("-j", "notebook", "cell", "clear", "nb.ipynb", "c0", cwd=ws, env=env)
+    assert done.returncode == 0, done.stderr
+    doc = done.json()
+    assert doc["live"] is False and doc["live_reason"] == "no Jupyter Server runs for this directory, and an edit never starts one"
+    assert cells(ws / "nb.ipynb")[0]["outputs"] == []
+    status = run_cli("-j", "server", "status", cwd=ws, env=env)
+    assert status.returncode == 0 and status.json()["running"] is False

@@ -8,8 +8,9 @@ result says ``live`` and the file holds j-cli's edit when the command
 returns (the server saved it; j-cli never wrote the file). A ``--if-source``
 taken before the person changed that very cell is refused with the
 person's source and nothing changes; an index names the cell it named
-when j-cli looked, whatever the person inserts. No room (a server without
-collaboration) is the file path, said so.
+when j-cli looked, whatever the person inserts. The workspace's embedded
+server, once started, is the one an edit goes through when no server is
+named. No room (a server without collaboration) is the file path, said so.
 """
 
 from __future__ import annotations
@@ -159,3 +160,26 @@ def test_a_notebook_without_ids_is_edited_by_index_through_the_room_and_saved_wi
         person.wait_for(lambda: [c["source"] for c in person.notebook.get()["cells"]] == ["a = 1", "b = 2"], "the replace by index")
     saved = wait_on_file(nb, lambda saved: [c["source"] for c in saved["cells"]] == ["a = 1", "b = 2"], "the edit")
     assert saved["nbformat_minor"] == 4 and all("id" not in cell for cell in saved["cells"])
+
+
+def test_the_running_embedded_server_is_used_when_no_server_is_named(tmp_path, isolated_runtime, starts_jupyter, monkeypatch):
+    monkeypatch.delenv("JCLI_LIVE", raising=False)
+    monkeypatch.delenv("JCLI_JUPYTER_SERVER_URL", raising=False)
+    monkeypatch.delenv("JCLI_JUPYTER_SERVER_TOKEN", raising=False)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    nb = notebook_file(workspace / "x.ipynb", [code_cell("first", "x = 1"), code_cell("second", "total = 1")])
+    started = run_cli("-j", "server", "start", cwd=workspace)
+    assert started.returncode == 0, started.stderr
+    state = started.json()
+    try:
+        with person_in_room(state["url"], state["token"], "x.ipynb") as person:
+            person.edit(lambda notebook: notebook.ycells[1]["source"].insert(0, "# Ada\n"))
+            done = run_cli("-j", "notebook", "cell", "replace", "x.ipynb", "first", "--source", "x = 2", cwd=workspace)
+            assert done.returncode == 0, done.stderr
+            assert done.json()["live"] is True and done.json()["saved"] is True
+            person.wait_for(lambda: source_of(person, "first") == "x = 2", "j-cli's replace")
+            wait_on_file(nb, lambda saved: [c["source"] for c in saved["cells"]] == ["x = 2", "# Ada\ntotal = 1"], "both edits")
+    finally:
+        stopped = run_cli("-j", "server", "stop", cwd=workspace)
+    assert stopped.json()["stopped"] is True
