@@ -37,14 +37,15 @@ def _notebook_group() -> click.Group:
     from .notebook_cmd import NOTEBOOK_COMMANDS
     from .read_options import READ_COMMANDS
 
-    @click.group("notebook")
+    @click.group("notebook", cls=LazyGroup)
     def notebook() -> None:
-        """Summarise, show, map, search and print notebooks, and read saved outputs (never executes, never writes)."""
+        """Summarise, show, map, search and print notebooks, read saved outputs, and edit cells by id (never executes)."""
 
     for name, (help_text, options) in READ_COMMANDS.items():
         notebook.add_command(_make_read_command(name, help_text, options))
     for command in (*NOTEBOOK_COMMANDS, *GREP_COMMANDS):
         notebook.add_command(command)
+    notebook.loaders["cell"] = _from("cell_cmd", "cell_group")
     return notebook
 
 

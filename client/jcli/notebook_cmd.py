@@ -114,6 +114,8 @@ def _show_text(doc: dict[str, Any]) -> str:
             label.append(_span(row))
         if row.get("cell_id"):
             label.append(f"id={_clean(row['cell_id'])}")
+        if row.get("source_sha"):
+            label.append(f"sha={row['source_sha']}")
         parts.append(f"--- {' '.join(label)} ---")
         source = row.get("source")
         parts.append(_clean(source) if source is not None else f"({row.get('problem')})")

@@ -18,6 +18,7 @@ __all__, __getattr__ = lazy_face(
         ),
         "errors": (
             "BrowserNotFound",
+            "CellChanged",
             "CellIdDuplicate",
             "CellMappingUnreliable",
             "CellNotFound",
@@ -45,6 +46,7 @@ __all__, __getattr__ = lazy_face(
             "NotAuthorized",
             "NotebookChanged",
             "NotebookOutOfSync",
+            "NotebookPaired",
             "NotebookReadFailed",
             "OutputDataInvalid",
             "OutputNotFound",
@@ -152,6 +154,7 @@ __all__, __getattr__ = lazy_face(
             "NotARegularFile",
             "check_size",
             "open_regular",
+            "read_limit",
             "read_open",
             "read_regular",
             "stat_regular",

@@ -11,6 +11,7 @@ from .errors import HOST_PLUGIN_ERRORS as HOST_PLUGIN_ERRORS
 from .errors import INTERRUPT_FAILED_ALIASES as INTERRUPT_FAILED_ALIASES
 from .errors import UPSTREAM_CODES as UPSTREAM_CODES
 from .errors import BrowserNotFound as BrowserNotFound
+from .errors import CellChanged as CellChanged
 from .errors import CellIdDuplicate as CellIdDuplicate
 from .errors import CellMappingUnreliable as CellMappingUnreliable
 from .errors import CellNotFound as CellNotFound
@@ -34,6 +35,7 @@ from .errors import MimeNotFound as MimeNotFound
 from .errors import NotAuthorized as NotAuthorized
 from .errors import NotebookChanged as NotebookChanged
 from .errors import NotebookOutOfSync as NotebookOutOfSync
+from .errors import NotebookPaired as NotebookPaired
 from .errors import NotebookReadFailed as NotebookReadFailed
 from .errors import OutputDataInvalid as OutputDataInvalid
 from .errors import OutputNotFound as OutputNotFound
@@ -120,6 +122,7 @@ from .readfile import FileTooLarge as FileTooLarge
 from .readfile import NotARegularFile as NotARegularFile
 from .readfile import check_size as check_size
 from .readfile import open_regular as open_regular
+from .readfile import read_limit as read_limit
 from .readfile import read_open as read_open
 from .readfile import read_regular as read_regular
 from .readfile import stat_regular as stat_regular

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BackgroundUnavailable",
     "BrowserNotFound",
+    "CellChanged",
     "CellIdDuplicate",
     "CellMappingUnreliable",
     "CellNotFound",
@@ -66,6 +67,7 @@ __all__ = [
     "NotAuthorized",
     "NotebookChanged",
     "NotebookOutOfSync",
+    "NotebookPaired",
     "NotebookReadFailed",
     "OutputDataInvalid",
     "OutputNotFound",
@@ -175,6 +177,13 @@ class CellMappingUnreliable(JcliError):
     code = "CELL_MAPPING_UNRELIABLE"
 
 
+class CellChanged(JcliError):
+    """A cell edit's ``--if-source`` no longer holds: the cell's source changed since j-cli showed it. Nothing was changed;
+    ``source`` and ``source_sha`` are the cell's now (``cell_id``, ``cell_index``), to decide the edit again from."""
+
+    code = "CELL_CHANGED"
+
+
 class CellIdDuplicate(JcliError):
     """A ``.py``'s ``# %%`` markers repeat an ``id="…"`` (a copied cell): nothing run or written; ``duplicates`` names the cells and lines."""
 
@@ -209,7 +218,7 @@ class OutputDataInvalid(JcliError, ValueError):
 
 
 class PathNotAllowed(JcliError, PermissionError):
-    """An MCP read outside the allowed roots, or a lock that cannot be taken."""
+    """An MCP read outside the allowed roots, a lock that cannot be taken, or a cell edit's notebook or ``--source-file`` that is a symlink leading out of the workspace."""
 
     code = "PATH_NOT_ALLOWED"
 
@@ -266,6 +275,13 @@ class NotebookChanged(NotebookOutOfSync):
     """Another program saved or deleted the notebook while j-cli wrote it back: its version stays, j-cli's is kept beside it (``kept``)."""
 
     code = "NOTEBOOK_CHANGED"
+
+
+class NotebookPaired(JcliError):
+    """A cell edit of a notebook paired with a py:percent ``.py`` (``py_path``): the ``.py`` is the truth for its cells, so edit
+    the ``.py`` (``exec -f`` syncs the notebook from it). Nothing was changed."""
+
+    code = "NOTEBOOK_PAIRED"
 
 
 class PairConflict(JcliError):

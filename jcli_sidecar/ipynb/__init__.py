@@ -44,6 +44,7 @@ __all__, __getattr__ = lazy_face(
             "load_notebook",
             "parse_notebook",
             "read_file_bytes",
+            "read_file_with_stat",
             "read_text_file",
         ),
     },

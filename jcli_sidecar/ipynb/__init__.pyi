@@ -28,4 +28,5 @@ from .notebook import load_notebook as load_notebook
 from .notebook import metadata_tags as metadata_tags
 from .notebook import parse_notebook as parse_notebook
 from .notebook import read_file_bytes as read_file_bytes
+from .notebook import read_file_with_stat as read_file_with_stat
 from .notebook import read_text_file as read_text_file

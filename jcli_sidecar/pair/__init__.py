@@ -12,6 +12,7 @@ __all__, __getattr__ = lazy_face(
         "cell_ids": (
             "check_py_ids",
             "duplicate_ids",
+            "fresh_cell_id",
             "renew_duplicate_ids",
         ),
         "convert": (

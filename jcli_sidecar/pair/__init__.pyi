@@ -2,6 +2,7 @@
 
 from .cell_ids import check_py_ids as check_py_ids
 from .cell_ids import duplicate_ids as duplicate_ids
+from .cell_ids import fresh_cell_id as fresh_cell_id
 from .cell_ids import renew_duplicate_ids as renew_duplicate_ids
 from .convert import assign_ids as assign_ids
 from .convert import ipynb_to_py as ipynb_to_py

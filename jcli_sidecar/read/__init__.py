@@ -10,6 +10,11 @@ __all__, __getattr__ = lazy_face(
     __name__,
     {
         "agent_text": ("caption",),
+        "cell_edits": (
+            "CellEdit",
+            "apply_cell_edit",
+            "parse_cell_ref",
+        ),
         "envelope": (
             "DEFAULT_QUERY",
             "OutputQuery",

@@ -1,6 +1,9 @@
 """Written by `make docs` (jcli.face_stubs) from the table in __init__.py: the face's names with their types."""
 
 from .agent_text import caption as caption
+from .cell_edits import CellEdit as CellEdit
+from .cell_edits import apply_cell_edit as apply_cell_edit
+from .cell_edits import parse_cell_ref as parse_cell_ref
 from .envelope import DEFAULT_QUERY as DEFAULT_QUERY
 from .envelope import OutputQuery as OutputQuery
 from .envelope import catalog_envelope as catalog_envelope

@@ -18,7 +18,7 @@ from ..base import SCHEMA_VERSION, OutputDataInvalid
 from ..ipynb import join_text
 from .cell_analysis import analyse_code
 from .notebook_view import cell_source, open_view, select_cells
-from .staleness import StaleInput, cell_key, skips_execution, stale_states
+from .staleness import StaleInput, cell_key, skips_execution, source_digest, stale_states
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,6 +132,7 @@ def _summary_row(view: NotebookView, index: int, stale: dict[str, Any] | None = 
         "source_end_line": pc.end_line if pc is not None else None,
         "preview": preview,
         "preview_truncated": cut,
+        "source_sha": source_digest(source) if source is not None else None,
     }
     if view.plan is not None:
         row["pair_change"] = view.pair_change(py_index, nb_index)
@@ -209,6 +210,7 @@ def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
             "source_start_line": pc.start_line,
             "source_end_line": pc.end_line,
             "source": pc.source,
+            "source_sha": source_digest(pc.source),
         }
         problem = view.id_problem("py", index)
         return shown if problem is None else {**shown, "problem": problem}
@@ -222,8 +224,10 @@ def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
     }
     try:
         row["source"] = join_text(cell.get("source", ""), "source")
+        row["source_sha"] = source_digest(row["source"])
     except OutputDataInvalid:
         row["source"] = None
+        row["source_sha"] = None
         row["problem"] = "its source is neither a string nor a list of strings"
     problem = view.id_problem("notebook", index)
     if problem is not None and "problem" not in row:

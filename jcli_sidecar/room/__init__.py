@@ -9,6 +9,7 @@ from ..base import lazy_face
 __all__, __getattr__ = lazy_face(
     __name__,
     {
+        "cell_edit": ("edit_notebook_cell", "read_source_file"),
         "join": ("RoomJoin", "join_notebook_room", "join_room", "server_path_of"),
         "live_run": ("LiveRoom", "open_live_run"),
     },

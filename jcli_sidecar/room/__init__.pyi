@@ -1,5 +1,7 @@
 """Written by `make docs` (jcli.face_stubs) from the table in __init__.py: the face's names with their types."""
 
+from .cell_edit import edit_notebook_cell as edit_notebook_cell
+from .cell_edit import read_source_file as read_source_file
 from .join import RoomJoin as RoomJoin
 from .join import join_notebook_room as join_notebook_room
 from .join import join_room as join_room

@@ -11,6 +11,7 @@ from helpers import run_cli
 
 from jcli_sidecar.read.cell_analysis import NAME_LIMIT, analyse_code
 from jcli_sidecar.read.notebook_summary import SUMMARY_CELL_LIMIT
+from jcli_sidecar.read.staleness import source_digest
 
 # A pair with a bare line magic and a shell escape (IPython syntax, not Python),
 # a cell that raises and one after it that the run never reaches.
@@ -168,10 +169,12 @@ def test_show_gives_whole_sources_for_every_spec_form(ws):
         assert [c["cell_index"] for c in got["cells"]] == expected, spec
     human = cli(ws, "notebook", "show", "p.py", "--cell", "3:")
     assert human.returncode == 0
-    assert human.stdout.decode() == "--- cell 3 code L15-16 ---\n1 / 0\n--- cell 4 code L18-19 ---\nnever = 1\n"
+    sha3, sha4 = source_digest("1 / 0"), source_digest("never = 1")
+    assert human.stdout.decode() == f"--- cell 3 code L15-16 sha={sha3} ---\n1 / 0\n--- cell 4 code L18-19 sha={sha4} ---\nnever = 1\n"
     write_nb(ws / "n.ipynb", [("markdown", "# T"), "x = 1\n\n"])
     got = cli(ws, "-j", "notebook", "show", "n.ipynb", "--cell", "1").json()["cells"][0]
-    assert got == {"cell_index": 1, "cell_id": "c1", "cell_type": "code", "source": "x = 1\n\n"}  # as stored
+    # as stored; its source_sha is the digest a cell edit's --if-source checks
+    assert got == {"cell_index": 1, "cell_id": "c1", "cell_type": "code", "source": "x = 1\n\n", "source_sha": source_digest("x = 1")}
 
 
 @pytest.mark.parametrize("spec", ["5", "9", "2:9", "5:", ":6", "3:3", "4:2"])

@@ -241,6 +241,12 @@ many `outputs` it has and its `error`, so you can find the cell that failed
 before reading its output. `map` says what the next `exec -f` would keep,
 edit, add or remove, and whether it would stop with `PAIR_CONFLICT`. A cell
 spec outside the file is `CELL_NOT_FOUND`. These only read.
+
+Edit an unpaired notebook's cells with `j-cli notebook cell`: `notebook cell
+replace NB CELL --source TEXT --if-source SHA` (also `insert`, `delete`,
+`move`, `clear`), CELL the `cell_id` and SHA the `source_sha` `show` gave. A
+cell changed since is `CELL_CHANGED` with its source now: decide again. A
+paired notebook is `NOTEBOOK_PAIRED`: edit its `.py`.
 """,
     """
 ## Search notebooks: not grep on the JSON
