@@ -102,7 +102,7 @@ def live_run() -> None:
     import time
 
     from jcli_sidecar.kernel import JupyterServer
-    from jcli_sidecar.room import join_room
+    from jcli_sidecar.room.join import join_room
 
     with open("live.py", "w") as f:
         f.write("# %%\n" + LIVE_CELL)

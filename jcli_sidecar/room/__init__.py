@@ -10,7 +10,6 @@ __all__, __getattr__ = lazy_face(
     __name__,
     {
         "cell_edit": ("edit_notebook_cell", "read_source_file"),
-        "join": ("RoomJoin", "join_notebook_room", "join_room", "server_path_of"),
-        "live_run": ("LiveRoom", "open_live_run"),
+        "live_run": ("open_live_run",),
     },
 )
