@@ -132,7 +132,7 @@ def open_live(live: LiveNotebook, file_path: str, options: RunOptions) -> Opened
         opened.notes.extend([note] if note else [])
         return opened
     from ..ipynb import read_file_bytes
-    from ..pair import Pair, check_sync, sync_cells
+    from ..pair import Pair, check_sync, keep_notebook_edits, record_agreement, sync_cells
 
     real = os.path.realpath(path)
     text = read_file_bytes(real).decode("utf-8", "replace")
@@ -142,19 +142,32 @@ def open_live(live: LiveNotebook, file_path: str, options: RunOptions) -> Opened
     asked, _kernel, where = _py_kernel(text, real, pair.notebook)
     note = check_session_kernel(asked, where, options.kernel_name, options.session_language, allow=options.any_kernel)
 
+    kept: list[int] = []
+
     def sync(nb: dict[str, Any]) -> Any:
-        check = None if options.py_wins else (lambda plan: check_sync(plan, real, pair.notebook))
-        done = sync_cells(py_cells, nb, check=check, py_path=path)
+        merged = None if options.py_wins else keep_notebook_edits(py_cells, nb)  # the person's edits stay, cell by cell
+        check = None if options.py_wins or merged is not None else (lambda plan: check_sync(plan, real, pair.notebook))
+        done = sync_cells(py_cells if merged is None else merged[0], nb, check=check, py_path=path)
+        if merged is not None and merged[1]:
+            kept[:] = merged[1]
+            done.notebook = record_agreement(done.notebook, py_cells)  # the .py's: those cells stay the person's at the next run too
         nb.clear()
         nb.update(done.notebook)
         return done
 
     done = live.edit(sync)
+    if kept:
+        opened_note = (
+            f".py cells {', '.join(map(str, kept))} keep the edits made to them in the shared document "
+            f"(the .py does not have them; edit the .py's cell to replace them)"
+        )
     opened = Opened(pair.notebook, [_head(cell) for cell in done.notebook["cells"]])
     opened.py_to_nb, opened.report, opened.renewed = done.py_to_nb, done.report, done.plan.renewed
     opened.py_tags = [metadata_tags(cell.metadata) for cell in py_cells]
     if opened.renewed:
         opened.notes.append(_renewed_note(pair.notebook, opened.renewed))
+    if kept:
+        opened.notes.append(opened_note)
     opened.notes.extend([note] if note else [])
     return opened
 

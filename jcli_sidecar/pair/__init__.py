@@ -34,7 +34,9 @@ __all__, __getattr__ = lazy_face(
             "cell_digests",
             "changes_since_agreement",
             "check_sync",
+            "keep_notebook_edits",
             "notebook_cells",
+            "record_agreement",
         ),
         "pairing": (
             "LockedPair",

@@ -16,7 +16,9 @@ from .pairguard import agreed_cells as agreed_cells
 from .pairguard import cell_digests as cell_digests
 from .pairguard import changes_since_agreement as changes_since_agreement
 from .pairguard import check_sync as check_sync
+from .pairguard import keep_notebook_edits as keep_notebook_edits
 from .pairguard import notebook_cells as notebook_cells
+from .pairguard import record_agreement as record_agreement
 from .pairing import LockedPair as LockedPair
 from .pairing import Pair as Pair
 from .pairing import is_percent as is_percent

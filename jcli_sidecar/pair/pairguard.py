@@ -43,6 +43,7 @@ __all__ = [
     "changes_since_agreement",
     "check_sync",
     "fingerprint",
+    "keep_notebook_edits",
     "notebook_cells",
     "notebook_fingerprint",
     "record_agreement",
@@ -184,6 +185,42 @@ def changes_since_agreement(nb: dict[str, Any], py_cells: list[PercentCell]) -> 
 def _has_outputs(cell: dict[str, Any]) -> bool:
     outputs = cell.get("outputs")
     return isinstance(outputs, list) and len(outputs) > 0
+
+
+def keep_notebook_edits(py_cells: list[PercentCell], nb: dict[str, Any]) -> tuple[list[PercentCell], list[int]] | None:
+    """For a sync into a shared document (a collaboration room, where a person types while the agent edits the ``.py``):
+    the ``.py``'s cells with the notebook's own edits kept, cell by cell; None when that cannot be told apart.
+
+    Against the per-cell record of the last sync (:func:`agreed_cells`): a
+    cell only the notebook changed keeps the notebook's source (its index is
+    in the second list); a cell only the ``.py`` changed takes the ``.py``'s;
+    a cell both changed alike is the same either way. None, and the
+    whole-file rule of :func:`check_sync` decides, when there is no per-cell
+    record, when either side added, removed or retyped a cell, or when both
+    changed one cell differently.
+
+    Example:
+        >>> from .percent import PercentCell
+        >>> nb = record_agreement({"cells": [], "metadata": {}}, [PercentCell("code", "a = 1"), PercentCell("code", "b = 2")])
+        >>> nb["cells"] = [{"cell_type": "code", "source": "a = 1"}, {"cell_type": "code", "source": "b = 2  # Ada"}]
+        >>> cells, kept = keep_notebook_edits([PercentCell("code", "a = 10"), PercentCell("code", "b = 2")], nb)
+        >>> [c.source for c in cells], kept
+        (['a = 10', 'b = 2  # Ada'], [1])
+    """
+    agreed = agreed_cells(nb)
+    ours = _notebook_cells(nb)
+    theirs = [(pc.cell_type, pc.source) for pc in py_cells]
+    if agreed is None or not (len(agreed) == len(ours) == len(theirs)):
+        return None
+    merged, kept = list(py_cells), []
+    for index, (was, now, py) in enumerate(zip(agreed, cell_digests(ours), cell_digests(theirs), strict=True)):
+        if now == was or now == py:
+            continue  # the notebook did not change it, or changed it as the .py did
+        if py != was or ours[index][0] != theirs[index][0]:
+            return None  # both sides changed it differently
+        merged[index] = py_cells[index]._replace(source=normalize_source(ours[index][1]))
+        kept.append(index)
+    return merged, kept
 
 
 def record_agreement(nb: dict[str, Any], py_cells: list[PercentCell]) -> dict[str, Any]:
