@@ -188,9 +188,11 @@ def _find(cells: list[Any], ref: str | int, nb: dict[str, Any]) -> int:
     """
     if isinstance(ref, int):
         index = ref + len(cells) if ref < 0 else ref
-        if not 0 <= index < len(cells) or not isinstance(cells[index], dict):
-            raise CellNotFound(f"cell {ref} is outside the notebook ({len(cells)} cells)", cell_index=ref, cells=len(cells))
         named = [k for k, cell in enumerate(cells) if isinstance(cell, dict) and cell.get("id") == str(ref)]
+        if not 0 <= index < len(cells) or not isinstance(cells[index], dict):
+            if named and has_ids(nb):  # an id made only of digits (a fresh id can be), and no index it could be
+                return named[0]
+            raise CellNotFound(f"cell {ref} is outside the notebook ({len(cells)} cells)", cell_index=ref, cells=len(cells))
         if named and named[0] != index:
             raise UsageError(
                 f"{ref} is both cell {index}'s index and cell {named[0]}'s id: write id:{ref} for the cell with that id, or a negative index for the other",

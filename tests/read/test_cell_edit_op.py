@@ -222,3 +222,12 @@ def test_cell_refs():
     assert "id:0" in caught.value.message
     apply_cell_edit(nb, CellEdit("delete", "0"))
     assert ids(nb) == ["a", "m", "b"]
+
+
+def test_a_fresh_id_made_only_of_digits_is_found_by_that_number_when_no_cell_has_that_index():
+    nb = notebook()
+    nb["cells"][1]["id"] = "32907906"  # a fresh id can be all digits (8 hex digits, each below a)
+    done = apply_cell_edit(nb, CellEdit("move", 32907906, at=0).pinned(nb))
+    assert done["cell_id"] == "32907906" and ids(nb)[0] == "32907906"
+    with pytest.raises(CellNotFound, match="outside the notebook"):
+        apply_cell_edit(nb, CellEdit("delete", 99))
