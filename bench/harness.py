@@ -12,6 +12,7 @@ used by two or more of them:
   (``child_env``, ``bare_env``, ``sidecar_runtime_dir``, ``Sidecar``,
   ``stop_and_clean``), and the processes to check none is left behind
   (``ProcessSet``);
+* the notebooks of the notebook-run benchmarks and one run of one (``code_notebook``, ``exec_notebook``);
 * running and timing (``run``, ``timed``, ``rotated``, ``peak_rss_mib``), and a
   Jupyter Server as it ships (``jupyter_server_argv``);
 * the report (``summarize``, ``medians``, ``stats_header``, ``stats_row``,
@@ -388,6 +389,30 @@ def describe_failure(name: str, r: subprocess.CompletedProcess) -> str:
     """One message for a failed run: its exit status and the end of its stderr."""
     err = r.stderr.decode("utf-8", "replace").strip()[-400:]
     return f"{name} failed (exit {r.returncode}): {err or '(no stderr)'}"
+
+
+def code_notebook(path: Path, sources: list[str]) -> None:
+    """Write a Python notebook (nbformat 4.5) whose code cells hold ``sources``, ids ``c0``, ``c1``, …"""
+    cells = [
+        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [], "source": s}
+        for i, s in enumerate(sources)
+    ]
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb, indent=1) + "\n")
+
+
+def exec_notebook(env: dict[str, str], session: str, path: Path, *extra: str, cwd: Path = WORK) -> dict:
+    """``j-cli -j exec SESSION -f PATH [extra]`` to its end: its summary, or a :class:`BenchError` with what it printed."""
+    r = subprocess.run([str(J_CLI), "-j", "exec", session, "-f", str(path), *extra], capture_output=True, cwd=cwd, env=env)
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    if r.returncode != 0 or not lines or lines[-1].get("status") != "ok":
+        raise BenchError(f"j-cli exec -f failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-400:]}")
+    return lines[-1]
 
 
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:

@@ -25,15 +25,13 @@ Run: ``python bench/live_room.py [--runs 3] [--cells 200]``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 from exec_latency import JROOT, Server, child_env, create_session
-from harness import J_CLI, ROOT, WORK, BenchError, print_targets, stats_header, stats_row, timed
+from harness import ROOT, WORK, BenchError, code_notebook, exec_notebook, print_targets, stats_header, stats_row, timed
 
 sys.path.insert(0, str(ROOT / "tests" / "room"))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -44,26 +42,8 @@ LINES = 40
 CLOCK_CELL = f"import time\nfor _ in range({LINES}):\n    print(repr(time.time()), flush=True)\n    time.sleep(0.05)\n"
 
 
-def notebook(path, sources: list[str]) -> None:
-    cells = [
-        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [], "source": s}
-        for i, s in enumerate(sources)
-    ]
-    doc = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(doc, indent=1) + "\n")
-
-
 def run(env: dict[str, str], path) -> dict:
-    r = subprocess.run([str(J_CLI), "-j", "exec", SESSION, "-f", str(path)], capture_output=True, cwd=JROOT, env=env)
-    lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
-    if r.returncode != 0 or not lines or lines[-1].get("status") != "ok":
-        raise BenchError(f"j-cli exec -f failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-400:]}")
-    return lines[-1]
+    return exec_notebook(env, SESSION, path, cwd=JROOT)
 
 
 def seen_by_person(server: Server, env: dict[str, str], name: str) -> tuple[list[tuple[float, float]], dict]:
@@ -71,7 +51,7 @@ def seen_by_person(server: Server, env: dict[str, str], name: str) -> tuple[list
     from room_world import person_in_room
 
     path = JROOT / name
-    notebook(path, [CLOCK_CELL])
+    code_notebook(path, [CLOCK_CELL])
     seen: dict[float, float] = {}
     with person_in_room(server.url, server.token, name) as person:
         done = threading.Event()
@@ -147,7 +127,7 @@ def main() -> int:
                 name = f"whole-{k}-{'room' if run_env is live_env else 'file'}.ipynb"
                 path = JROOT / name
                 made.append(path)
-                notebook(path, sources)
+                code_notebook(path, sources)
                 with person_in_room(server.url, server.token, name):
                     ms, summary = timed(run, run_env, path)
                 if summary["cells_run"] != args.cells or summary.get("live") is not (run_env is live_env):

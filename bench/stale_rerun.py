@@ -26,11 +26,10 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 
 from exec_latency import Server, child_env, create_session
-from harness import J_CLI, WORK, BenchError, print_targets, stats_header, stats_row, timed
+from harness import WORK, BenchError, code_notebook, exec_notebook, print_targets, stats_header, stats_row, timed
 
 SESSION = "stale"
 WIDTH = 34
@@ -44,26 +43,8 @@ def source(i: int, bump: int = 0) -> str:
     return f"{head}time.sleep(0.05)\nx{i} = {value}\n"
 
 
-def write(path, sources: list[str]) -> None:
-    cells = [
-        {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [], "source": s}
-        for i, s in enumerate(sources)
-    ]
-    nb = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(nb, indent=1) + "\n")
-
-
 def run(env: dict[str, str], path, *extra: str) -> dict:
-    r = subprocess.run([str(J_CLI), "-j", "exec", SESSION, "-f", str(path), *extra], capture_output=True, cwd=WORK, env=env)
-    lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
-    if r.returncode != 0 or not lines or lines[-1].get("status") != "ok":
-        raise BenchError(f"j-cli exec -f failed (exit {r.returncode}): {r.stderr.decode(errors='replace')[-400:]}")
-    return lines[-1]
+    return exec_notebook(env, SESSION, path, *extra)
 
 
 def main() -> int:
@@ -78,7 +59,7 @@ def main() -> int:
     sources = [source(i) for i in range(args.cells)]
     stale = list(range(EDITED, EDITED + BLOCK))
     blank, ran, edited, by_hand = (WORK / f"stale_{name}.ipynb" for name in ("blank", "ran", "edited", "by_hand"))
-    write(blank, sources)
+    code_notebook(blank, sources)
     server = Server()
     try:
         server.start()
