@@ -190,9 +190,7 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
     FILE is an .ipynb or a py:percent .py; its pair (same stem) adds line
     spans or run facts. At most 100 cells per call (the rest: --cell).
     """
-    from jcli_sidecar.read import summarise
-
-    doc = attempt(ctx, lambda: summarise(file_path, cell_spec), "read")
+    doc = attempt(ctx, lambda: _look(file_path, "summary", cell_spec), "read")
     finish(ctx, with_summary(doc), _summary_text(doc))
 
 
@@ -202,10 +200,28 @@ def summary(ctx: click.Context, file_path: str, cell_spec: str | None) -> None:
 @click.pass_context
 def show(ctx: click.Context, file_path: str, cell_spec: str) -> None:
     """Print the whole source of the chosen cells (a spec outside the file is an error)."""
-    from jcli_sidecar.read import show_cells
-
-    doc = attempt(ctx, lambda: show_cells(file_path, cell_spec), "read")
+    doc = attempt(ctx, lambda: _look(file_path, "show", cell_spec), "read")
     finish(ctx, doc, _show_text(doc))
+
+
+def _look(file_path: str, what: str, cell_spec: str | None) -> dict[str, Any]:
+    """``notebook summary`` or ``show``: through the workspace's sidecar, which answers from a collaboration room's shared
+    document while one of its jobs holds the notebook's room (``live: true``), else here, from the file."""
+    import os
+
+    from jcli_sidecar.read import show_cells, summarise
+    from jcli_sidecar.sidecar import NOTEBOOK_LOOK
+
+    from .transport import ask
+
+    def here() -> dict[str, Any]:
+        return summarise(file_path, cell_spec) if what == "summary" else show_cells(file_path, cell_spec or "")
+
+    request = {"file_path": os.path.abspath(file_path), "what": what, "cells": cell_spec}
+    doc = ask(NOTEBOOK_LOOK, {k: v for k, v in request.items() if v is not None}, here=here)
+    if doc.get("live"):
+        doc["path"] = file_path  # as the user named it (the sidecar was given the absolute path)
+    return doc
 
 
 @click.command("map")

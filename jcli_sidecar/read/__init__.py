@@ -41,6 +41,7 @@ __all__, __getattr__ = lazy_face(
             "handle_grep",
         ),
         "notebook_summary": (
+            "handle_look",
             "show_cells",
             "summarise",
         ),

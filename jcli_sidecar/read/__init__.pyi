@@ -21,6 +21,7 @@ from .mime import render_hint as render_hint
 from .nbgrep import DEFAULT_MAX_HITS as DEFAULT_MAX_HITS
 from .nbgrep import MAX_HITS_LIMIT as MAX_HITS_LIMIT
 from .nbgrep import handle_grep as handle_grep
+from .notebook_summary import handle_look as handle_look
 from .notebook_summary import show_cells as show_cells
 from .notebook_summary import summarise as summarise
 from .notebook_text import render_notebook_text as render_notebook_text

@@ -14,7 +14,7 @@ spec names. Reads only; writes nothing.
 
 from __future__ import annotations
 
-from ..base import SCHEMA_VERSION, OutputDataInvalid
+from ..base import SCHEMA_VERSION, OutputDataInvalid, UsageError
 from ..ipynb import join_text
 from .cell_analysis import analyse_code
 from .notebook_view import cell_source, open_view, select_cells
@@ -23,11 +23,15 @@ from .staleness import StaleInput, cell_key, skips_execution, source_digest, sta
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
     from typing import Any
 
     from .notebook_view import NotebookView
 
-__all__ = ["ERROR_CHARS", "PREVIEW_CHARS", "PREVIEW_LINES", "SUMMARY_CELL_LIMIT", "show_cells", "summarise"]
+    #: A notebook (by real path) as a collaboration room holds it now, or None.
+    NotebookOf = Callable[[str], dict[str, Any] | None]
+
+__all__ = ["ERROR_CHARS", "PREVIEW_CHARS", "PREVIEW_LINES", "SUMMARY_CELL_LIMIT", "handle_look", "show_cells", "summarise"]
 
 #: At most this many cells per summary; ``next_cells`` is the spec for the rest.
 SUMMARY_CELL_LIMIT = 100
@@ -164,13 +168,17 @@ def _header(view: NotebookView) -> dict[str, Any]:
     }
 
 
-def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int = SUMMARY_CELL_LIMIT) -> dict[str, Any]:
+def summarise(
+    path: str | os.PathLike[str], spec: str | None = None, limit: int = SUMMARY_CELL_LIMIT, *, notebook_of: NotebookOf | None = None
+) -> dict[str, Any]:
     """The summary document of ``path`` (an ``.ipynb`` or a py:percent ``.py``).
 
     Args:
         path: the file; its pair (same stem) adds line spans or run facts.
         spec: which cells (``N``, ``A:B``, ``A:``, ``:B``); None is all.
         limit: at most this many cells (the rest are named by ``next_cells``).
+        notebook_of: a notebook as a collaboration room holds it (:func:`~jcli_sidecar.read.notebook_view.open_view`);
+            the document then says ``live: true``.
 
     Returns:
         ``{schema_version, status, path, kind, py_path, notebook_path,
@@ -188,7 +196,7 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
         >>> doc["cell_count"], doc["cells"][0]["cell_type"], doc["cells_omitted"]
         (15, 'code', 0)
     """
-    view = open_view(path)
+    view = open_view(path, notebook_of=notebook_of)
     chosen = select_cells(view, spec)
     shown, rest = chosen[:limit], chosen[limit:]
     doc = _header(view)
@@ -197,6 +205,8 @@ def summarise(path: str | os.PathLike[str], spec: str | None = None, limit: int 
     doc["stale_cells"] = [index for index, state in enumerate(states) if state is not None and state["stale"]][:SUMMARY_CELL_LIMIT]
     doc["cells_omitted"] = len(rest)
     doc["next_cells"] = f"{rest[0]}:{rest[-1] + 1}" if rest else None
+    if view.live:
+        doc["live"] = True
     return doc
 
 
@@ -235,7 +245,7 @@ def _show_row(view: NotebookView, index: int) -> dict[str, Any]:
     return row
 
 
-def show_cells(path: str | os.PathLike[str], spec: str) -> dict[str, Any]:
+def show_cells(path: str | os.PathLike[str], spec: str, *, notebook_of: NotebookOf | None = None) -> dict[str, Any]:
     """The whole sources of the cells ``spec`` names in ``path``.
 
     An ``.ipynb``'s sources are given as stored; a ``.py``'s as its cells
@@ -253,9 +263,9 @@ def show_cells(path: str | os.PathLike[str], spec: str) -> dict[str, Any]:
         >>> doc["cells"][0]["cell_type"]
         'markdown'
     """
-    view = open_view(path, with_pair=False)
+    view = open_view(path, with_pair=False, notebook_of=notebook_of)
     chosen = select_cells(view, spec)
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "status": "ok",
         "path": view.path,
@@ -263,3 +273,19 @@ def show_cells(path: str | os.PathLike[str], spec: str) -> dict[str, Any]:
         "cell_count": view.cell_count,
         "cells": [_show_row(view, index) for index in chosen],
     }
+    if view.live:
+        doc["live"] = True
+    return doc
+
+
+def handle_look(args: dict[str, Any], *, notebook_of: NotebookOf | None = None) -> dict[str, Any]:
+    """A ``notebook.look`` request (:data:`~jcli_sidecar.read.request_spec.LOOK_SPEC`): :func:`summarise` or :func:`show_cells`.
+
+    Raises:
+        UsageError: ``show`` without ``cells``; and what the view raises.
+    """
+    if args["what"] == "summary":
+        return summarise(args["file_path"], args.get("cells"), notebook_of=notebook_of)
+    if args.get("cells") is None:
+        raise UsageError("notebook show needs the cells to show (--cell SPEC)")
+    return show_cells(args["file_path"], args["cells"], notebook_of=notebook_of)

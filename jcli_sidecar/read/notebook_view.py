@@ -18,6 +18,7 @@ from ..pair import normalize_source, paired_notebook_path, paired_py_path, perce
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ..pair import PercentCell, SyncPlan
@@ -37,7 +38,7 @@ class NotebookView:
         pair_note: why there is no pair, or None.
     """
 
-    __slots__ = ("path", "kind", "py_path", "notebook_path", "py_cells", "nb", "plan", "pair_note", "_shared")
+    __slots__ = ("path", "kind", "py_path", "notebook_path", "py_cells", "nb", "plan", "pair_note", "live", "_shared")
 
     def __init__(self, path: str, kind: str) -> None:
         self.path = path
@@ -48,6 +49,8 @@ class NotebookView:
         self.nb: dict[str, Any] | None = None
         self.plan: SyncPlan | None = None
         self.pair_note: str | None = None
+        #: True when the notebook was read from a collaboration room's shared document, not the file.
+        self.live = False
         self._shared: tuple[dict[str, list[int]], dict[str, list[int]]] | None = None
 
     @property
@@ -140,13 +143,17 @@ def _read_percent(py_path: str) -> list[PercentCell] | None:
     return percent_cells(read_text_file(py_path))
 
 
-def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookView:
+def open_view(
+    path: str | os.PathLike[str], with_pair: bool = True, notebook_of: Callable[[str], dict[str, Any] | None] | None = None
+) -> NotebookView:
     """Read the file ``path`` names and its pair, and match their cells.
 
     A ``.py`` must be py:percent; any other name is read as a notebook.
     The pair is best effort: one that does not exist or cannot be read
     (a FIFO, broken JSON) is no error, ``pair_note`` says why it is missing.
-    Without ``with_pair`` only the file named is read.
+    Without ``with_pair`` only the file named is read. ``notebook_of`` gives
+    a notebook (by real path) as a collaboration room holds it now, or None:
+    the file is read then (``view.live`` says which).
 
     Raises:
         FileNotFound, NotebookReadFailed, UsageError: as the readers
@@ -164,7 +171,7 @@ def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookV
         if not with_pair:
             return view
         try:
-            view.nb = load_notebook(nb_path)
+            view.nb = _notebook(view, nb_path, notebook_of)
             view.notebook_path = nb_path
         except FileNotFound:
             view.pair_note = f"no paired notebook ({os.path.basename(nb_path)} does not exist)"
@@ -173,7 +180,7 @@ def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookV
     else:
         view = NotebookView(requested, "notebook")
         view.notebook_path = real
-        view.nb = load_notebook(real)
+        view.nb = _notebook(view, real, notebook_of)
         if not with_pair:
             return view
         py_path = paired_py_path(real)
@@ -191,6 +198,15 @@ def open_view(path: str | os.PathLike[str], with_pair: bool = True) -> NotebookV
 
         view.plan = plan_sync(view.py_cells, view.nb)
     return view
+
+
+def _notebook(view: NotebookView, path: str, notebook_of: Callable[[str], dict[str, Any] | None] | None) -> dict[str, Any]:
+    """The notebook at real path ``path``: a room's shared document when ``notebook_of`` has it (``view.live``), else the file."""
+    shared = None if notebook_of is None else notebook_of(path)
+    if shared is not None:
+        view.live = True
+        return shared
+    return load_notebook(path)
 
 
 def cell_source(cell: Any) -> str | None:

@@ -26,6 +26,7 @@ __all__ = [
     "Field",
     "GREP_SPEC",
     "JOB_SPEC",
+    "LOOK_SPEC",
     "NO_ARGS",
     "PUBLISH_SPEC",
     "READ_SPEC",
@@ -266,6 +267,12 @@ PUBLISH_SPEC: tuple[Field, ...] = (
 ADOPT_SPEC: tuple[Field, ...] = (
     Field("file_path", "string", "The notebook's absolute path.", required=True),
     Field("index", "any", "The offset index, [key, cells]."),
+)
+#: ``notebook.look``: ``notebook summary`` or ``show`` of a notebook a held collaboration room has (``{here: true}`` otherwise).
+LOOK_SPEC: tuple[Field, ...] = (
+    Field("file_path", "string", "The .ipynb or py:percent .py, an absolute path.", required=True, path=True),
+    Field("what", "string", "Which view: the summary, or the cells' whole sources.", required=True, enum=("summary", "show")),
+    Field("cells", "string", "Which cells: N, A:B (B excluded), A: or :B (show needs it)."),
 )
 #: An op that takes no arguments.
 NO_ARGS: tuple[Field, ...] = ()

@@ -28,6 +28,7 @@ __all__, __getattr__ = lazy_face(
             "NOTEBOOK_ADOPT",
             "NOTEBOOK_GREP",
             "NOTEBOOK_LIST",
+            "NOTEBOOK_LOOK",
             "NOTEBOOK_READ",
             "OPS",
             "Op",

@@ -14,6 +14,7 @@ from .op_table import KERNEL_EXEC as KERNEL_EXEC
 from .op_table import NOTEBOOK_ADOPT as NOTEBOOK_ADOPT
 from .op_table import NOTEBOOK_GREP as NOTEBOOK_GREP
 from .op_table import NOTEBOOK_LIST as NOTEBOOK_LIST
+from .op_table import NOTEBOOK_LOOK as NOTEBOOK_LOOK
 from .op_table import NOTEBOOK_READ as NOTEBOOK_READ
 from .op_table import OPS as OPS
 from .op_table import RUN_PUBLISH as RUN_PUBLISH

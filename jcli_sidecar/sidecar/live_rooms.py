@@ -47,17 +47,31 @@ class LiveRooms:
 
     def notebook(self, path: str) -> NotebookFile | None:
         """The shared document of the notebook at real path ``path`` as a readable notebook, when a held room has it and holds."""
+        from ..ipynb import NotebookFile
+
+        shared = self.document(path)
+        return None if shared is None else NotebookFile.of_document(path, shared)
+
+    def document(self, path: str) -> dict[str, Any] | None:
+        """The shared document (an nbformat dict, as the server would save it) of the notebook at real path ``path``, or None."""
         with self._lock:
             rooms = [room for room in self._held.get(path, []) if room.room.live]
         if not rooms:
             return None
         from ..base import RoomLost
-        from ..ipynb import NotebookFile
 
         try:
-            return NotebookFile.of_document(path, rooms[0].room.read())
+            return rooms[0].room.read()
         except RoomLost:  # lost just now: the file it is
             return None
+
+    def holds_for(self, file_path: str) -> bool:
+        """Whether a room is held for the notebook ``file_path`` names (an ``.ipynb``, or a ``.py``'s paired notebook)."""
+        from ..pair import paired_notebook_path
+
+        real = os.path.realpath(file_path)
+        with self._lock:
+            return bool(self._held) and (real in self._held or paired_notebook_path(real) in self._held)
 
     def count(self) -> int:
         with self._lock:

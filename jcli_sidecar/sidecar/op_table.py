@@ -36,6 +36,7 @@ __all__ = [
     "NOTEBOOK_ADOPT",
     "NOTEBOOK_GREP",
     "NOTEBOOK_LIST",
+    "NOTEBOOK_LOOK",
     "NOTEBOOK_READ",
     "NOT_APPLICABLE",
     "OPS",
@@ -248,6 +249,19 @@ NOTEBOOK_GREP = Op(
     spawn=True,
     here_when="grep_budget",
 )
+NOTEBOOK_LOOK = Op(
+    "notebook.look",
+    "LOOK_SPEC",
+    "jcli_sidecar.read:handle_look",
+    IN_PROCESS,
+    "FIELDS",
+    "what `notebook summary` or `show` prints with `-j`, read from the shared document of a collaboration room a job "
+    "of this sidecar holds for the notebook (`live: true`); `{here: true}` when it holds none, and the client reads the "
+    "file in-process (see [notebook-runs.md](notebook-runs.md#live-runs-the-notebook-a-person-has-open))",
+    blocking=True,
+    user_request=True,
+    here_when="here",
+)
 NOTEBOOK_ADOPT = Op(
     "notebook.adopt",
     "ADOPT_SPEC",
@@ -329,6 +343,7 @@ OPS: dict[str, Op] = {
         NOTEBOOK_READ,
         NOTEBOOK_LIST,
         NOTEBOOK_GREP,
+        NOTEBOOK_LOOK,
         NOTEBOOK_ADOPT,
         RUN_PUBLISH,
         KERNEL_EXEC,

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from .held_jobs import HeldJobs
     from .held_kernels import HeldKernels
+    from .live_rooms import LiveRooms
     from .op_table import Op
 
     class Sidecar(Protocol):
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         workspace: str | None
         kernels: HeldKernels
         jobs: HeldJobs
+        rooms: LiveRooms
 
         def load(self, path: str) -> Any: ...
         def forget(self, path: str) -> None: ...
@@ -112,6 +114,17 @@ def notebook_grep(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
         if not exc.details.get("grep_budget"):
             raise
         return {"grep_budget": True}
+
+
+@op(op_table.NOTEBOOK_LOOK)
+def notebook_look(sidecar: Sidecar, args: dict[str, Any]) -> dict[str, Any]:
+    """``notebook summary`` or ``show`` of a notebook whose room a job of this sidecar holds: the shared document, as the
+    person sees it; ``{here: true}`` for any other (the client reads the file itself, as fast as without a sidecar)."""
+    from ..read import handle_look
+
+    if not sidecar.rooms.holds_for(args["file_path"]):
+        return {"here": True}
+    return handle_look(args, notebook_of=sidecar.rooms.document)
 
 
 @op(op_table.NOTEBOOK_ADOPT)

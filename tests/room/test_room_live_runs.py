@@ -268,6 +268,12 @@ def test_reads_through_the_sidecar_see_the_shared_document_while_a_job_runs(room
             # Read from the room's document through the sidecar, which holds the job's room: what the person sees, not the file.
             assert doc["source"]["live"] is True and doc["source"]["path"] == str(nb.resolve())
             assert doc["stream"]["data"].startswith("first\ntick\n")
+            # So do notebook summary and show: the cell as the person sees it, the path as the user named it.
+            summary = run_cli("-j", "notebook", "summary", "read-live.ipynb", cwd=root, env=env).json()
+            assert summary["live"] is True and summary["path"] == "read-live.ipynb"
+            assert summary["cells"][0]["outputs"] >= 1 and summary["cells"][0]["execution_count"] is None  # the outputs so far
+            shown = run_cli("-j", "notebook", "show", "read-live.ipynb", "--cell", "0", cwd=root, env=env).json()
+            assert shown["live"] is True and shown["cells"][0]["cell_id"] == "ticking"
         finally:
             flag.write_text("go")
         waited = run_cli("-j", "job", "wait", started.json()["job_id"], cwd=root, env=env)
@@ -275,6 +281,7 @@ def test_reads_through_the_sidecar_see_the_shared_document_while_a_job_runs(room
     # Once the job is over, reads are of the file again (which the server saved before the job ended).
     after = run_cli("-j", "notebook", "output", "read-live.ipynb", "--cell", "0", "--output", "0", cwd=root, env=env).json()
     assert "live" not in after["source"] and after["stream"]["data"].endswith("second\n")
+    assert "live" not in run_cli("-j", "notebook", "summary", "read-live.ipynb", cwd=root, env=env).json()
 
 
 def test_an_out_of_band_change_of_the_file_is_taken_as_the_server_takes_it(room_server, live_on):
