@@ -10,8 +10,6 @@ if it already runs: an edit never starts one.
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from .grep_run import clean_text as _clean
@@ -48,17 +46,6 @@ def _source(source_text: str | None, source_file: str | None) -> str:
     if source_text is not None:
         return source_text
     assert source_file is not None
-    if source_file == "-":
-        from jcli_sidecar.base import read_limit
-
-        limit = read_limit()
-        data = sys.stdin.buffer.read(limit + 1)
-        if len(data) > limit:
-            raise UsageError(f"the source on stdin is over the read limit (JCLI_MAX_FILE_MB, {limit} bytes)")
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise UsageError("the source on stdin is not UTF-8 text") from None
     from jcli_sidecar.room import read_source_file
 
     return read_source_file(source_file)
@@ -73,11 +60,12 @@ def _ref(text: str | None) -> str | int | None:
 def _server(ctx: click.Context) -> tuple[JupyterServer | None, str]:
     """The notebook's server (``-s/-t``, else the running embedded one), or None and why there is none."""
     from jcli_sidecar.base import JcliError, ServerUnavailable, UsageError, setting
+    from jcli_sidecar.room import LIVE_OFF
 
     from .embedded import resolve_server
 
     if not setting("JCLI_LIVE"):
-        return None, "JCLI_LIVE=off: j-cli writes the file, not the collaboration room"
+        return None, LIVE_OFF
     obj = ctx.find_root().obj
     try:
         return resolve_server(obj.get("server_url"), obj.get("token"), start=False), ""

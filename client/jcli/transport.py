@@ -80,6 +80,8 @@ def ask(
         paths = None if disabled() else _sidecar_paths()
     if paths is None:
         return _without(op, args, here, None)
+    if op.without_sidecar == IN_PROCESS and not os.path.lexists(paths.socket):  # none runs: no client loaded, no connect
+        return _without(op, args, here, paths)
     try:
         answer = through(paths)
     except SidecarUnavailable as exc:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .live_notebook import LiveNotebook
     from .run_options import RunOptions
 
-__all__ = ["Opened", "open_live", "open_notebook", "read_heads"]
+__all__ = ["Opened", "heads", "open_live", "open_notebook", "read_heads"]
 
 
 class Opened:
@@ -123,11 +123,11 @@ def open_live(live: LiveNotebook, file_path: str, options: RunOptions) -> Opened
         note = check_session_kernel(
             asked_kernel(nb.get("metadata")), path, options.kernel_name, options.session_language, allow=options.any_kernel
         )
-        opened = Opened(path, [_head(cell) for cell in nb["cells"]])
+        opened = Opened(path, heads(nb["cells"]))
         ids = [cell.get("id") for cell in nb["cells"]]
         if len(ids) != len(set(ids)):
             opened.renewed = live.edit(_renew_in)
-            opened.cells = [_head(cell) for cell in live.document()["cells"]]
+            opened.cells = heads(live.document()["cells"])
             opened.notes.append(_renewed_note(path, opened.renewed))
         opened.notes.extend([note] if note else [])
         return opened
@@ -232,6 +232,11 @@ def _renew_ids(path: str, heads: list[Any]) -> list[dict[str, Any]]:
             except OSError as exc:
                 raise os_error(exc, "write", path, executed=False) from None
     return renewed
+
+
+def heads(cells: list[Any]) -> list[Any]:
+    """What a run keeps of each cell: everything but its outputs."""
+    return [_head(cell) for cell in cells]
 
 
 def _head(cell: Any) -> Any:

@@ -332,7 +332,7 @@ class NotebookRun:
         In a pair the injected cell is the notebook's only: it runs first of
         the cells after it, with no ``.py`` index (``cell_index: null``).
         """
-        from .notebook_open import read_heads
+        from .notebook_open import heads, read_heads
         from .parameters import PARAMETERS_TAG, inject_into, inject_parameters
 
         assert self.nb_path is not None
@@ -341,7 +341,7 @@ class NotebookRun:
         if self.live is not None:
             nb_path, live = self.nb_path, self.live
             at = live.edit(lambda nb: inject_into(nb, parameters, after, nb_path))
-            self.cells = [{k: v for k, v in cell.items() if k != "outputs"} for cell in live.document()["cells"]]
+            self.cells = heads(live.document()["cells"])
         else:
             at = inject_parameters(self.nb_path, parameters, after)
             self.cells = read_heads(self.nb_path)

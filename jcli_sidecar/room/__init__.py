@@ -10,6 +10,7 @@ __all__, __getattr__ = lazy_face(
     __name__,
     {
         "cell_edit": ("edit_notebook_cell", "read_source_file"),
+        "join": ("LIVE_OFF",),
         "live_run": ("open_live_run",),
     },
 )

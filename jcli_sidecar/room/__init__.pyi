@@ -2,4 +2,5 @@
 
 from .cell_edit import edit_notebook_cell as edit_notebook_cell
 from .cell_edit import read_source_file as read_source_file
+from .join import LIVE_OFF as LIVE_OFF
 from .live_run import open_live_run as open_live_run

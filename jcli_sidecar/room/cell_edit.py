@@ -26,7 +26,7 @@ its cells; edit it). The result says which path was taken (``live``,
 from __future__ import annotations
 
 import os
-import time
+import sys
 
 from ..base import PathNotAllowed, RoomLost, UsageError, setting
 
@@ -65,13 +65,25 @@ def check_inside_workspace(path: str, what: str, workspace: str | None = None) -
 
 
 def read_source_file(path: str) -> str:
-    """The text of ``--source-file PATH``: a regular file within ``JCLI_MAX_FILE_MB``, UTF-8, no link out of the workspace.
+    """The text of ``--source-file PATH``: a regular file within ``JCLI_MAX_FILE_MB``, UTF-8, no link out of the workspace;
+    ``-`` reads standard input, within the same limit.
 
     Raises:
         PathNotAllowed: a symlink leading out of the workspace.
         FileNotFound, NotebookReadFailed, UsageError: as :func:`~jcli_sidecar.ipynb.read_text_file`
-            (a FIFO, a device, too large, not UTF-8).
+            (a FIFO, a device, too large, not UTF-8); stdin over the limit, or not UTF-8.
     """
+    if path == "-":
+        from ..base import read_limit
+
+        limit = read_limit()
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise UsageError(f"the source on stdin is over the read limit (JCLI_MAX_FILE_MB, {limit} bytes)")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("the source on stdin is not UTF-8 text") from None
     from ..ipynb import read_text_file
 
     check_inside_workspace(path, "--source-file")
@@ -151,11 +163,8 @@ def _through_room(room: Any, edit: CellEdit, env: Mapping[str, str] | None) -> d
     try:
         pinned = edit.pinned(room.document())  # indexes to ids once, on the document as it is now
         done = room.edit(lambda nb: apply_cell_edit(nb, pinned))
-        started = time.monotonic()
         try:
             saved = room.save(budget)
-            if saved == "skipped":  # the server's own save was under way: ask again once it is done
-                saved = room.save(max(budget - (time.monotonic() - started), 0.001))
         except RoomLost as err:
             err.details["sent"] = True
             raise

@@ -337,8 +337,9 @@ class Room:
     def save(self, timeout: float) -> str:
         """Ask the server to save the shared document now, as JupyterLab's save does (a ``save`` request in the room),
         once every write sent so far is applied there (:meth:`flush`); returns the server's answer:
-        ``"success"`` (the file holds the document as it was then), ``"skipped"`` (a save was under way),
-        ``"failed"``, or ``"unanswered"`` within ``timeout``.
+        ``"success"`` (the file holds the document as it was then), ``"skipped"`` (a save of the server's own
+        was under way, and still was when asked again once it could be done), ``"failed"``, or ``"unanswered"``
+        within ``timeout``.
 
         Raises:
             RoomLost: the room is lost.
@@ -347,6 +348,15 @@ class Room:
 
         deadline = time.monotonic() + timeout
         self.flush(timeout, what="the room, before its save")
+        answer = self._save_once(deadline)
+        if answer == "skipped":  # a save of the server's own was under way: asked for again, once
+            answer = self._save_once(deadline)
+        return answer
+
+    def _save_once(self, deadline: float) -> str:
+        """One save request, and the server's answer by ``deadline`` (a :func:`time.monotonic` time)."""
+        import time
+
         with self._answers:
             asked = self._ask_save()
             self._answers.wait_for(lambda: asked in self._saved or self.lost is not None, max(deadline - time.monotonic(), 0))

@@ -91,8 +91,7 @@ def append_output(notebook: YNotebook, cell_id: str, output: dict[str, Any]) -> 
 
     outputs = _outputs(find_cell(notebook, cell_id))
     if output.get("output_type") == "stream":
-        text = output.get("text", "")
-        text = "".join(text) if isinstance(text, list) else str(text)
+        text = _stream_text(output)
         if len(outputs):
             last = outputs[len(outputs) - 1]
             if isinstance(last, Map) and last.get("output_type") == "stream" and last.get("name") == output.get("name"):
@@ -100,9 +99,7 @@ def append_output(notebook: YNotebook, cell_id: str, output: dict[str, Any]) -> 
                 if isinstance(last_text, Text):
                     last_text += text
                     return
-        outputs.append(Map({**output, "text": Text(text)}))
-        return
-    outputs.append(Map(dict(output)))
+    outputs.append(_youtput(output))
 
 
 def clear_outputs(notebook: YNotebook, cell_id: str) -> None:

@@ -34,7 +34,10 @@ if TYPE_CHECKING:
     from ..kernel import JupyterServer
     from .connection import Room
 
-__all__ = ["RoomJoin", "join_notebook_room", "join_room", "room_api_path", "server_path_of"]
+__all__ = ["LIVE_OFF", "RoomJoin", "join_notebook_room", "join_room", "room_api_path", "server_path_of"]
+
+#: Why there is no room when ``JCLI_LIVE`` is off (a run's or an edit's ``live_reason``).
+LIVE_OFF = "JCLI_LIVE=off: j-cli writes the file, not the collaboration room"
 
 #: What a file id the server hands out may be (jupyter-server-fileid's are UUIDs); anything else is not used in a URL.
 _FILE_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
@@ -112,7 +115,7 @@ def join_notebook_room(
     ``JCLI_LIVE=off`` keeps every run and edit on the file (``live`` false, said so).
     """
     if not setting("JCLI_LIVE", env):
-        return RoomJoin(None, "JCLI_LIVE=off: j-cli writes the file, not the collaboration room")
+        return RoomJoin(None, LIVE_OFF)
     import os
 
     budget = float(setting("JCLI_ROOM_SECONDS", env)) if timeout is None else timeout

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 
 from ..base import RoomLost, setting
 
@@ -122,10 +121,7 @@ class LiveRoom:
 
     def end(self) -> dict[str, Any]:
         """Every write applied in the room and the document saved by the server: ``{"saved": ...}`` (the server's answer)."""
-        started = time.monotonic()
         saved = self.room.save(self._save_seconds)
-        if saved == "skipped":  # a save of the server's own was under way: ask again, once it is done
-            saved = self.room.save(max(self._save_seconds - (time.monotonic() - started), 0.001))
         if saved not in ("success", "skipped"):
             raise RoomLost(f"the server did not save {self.room.path} ({saved})", path=self.room.path, reason=f"its save was {saved}")
         return {"saved": saved == "success"}

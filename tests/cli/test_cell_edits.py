@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import stat
-import subprocess
-import threading
 from pathlib import Path
 
 import nbformat
 import pytest
-from helpers import JCLI, run_cli
+from helpers import run_cli
+from test_hostile_exec import Exec, no_exec_left_running  # noqa: F401 (an autouse fixture: a stalled j-cli is reaped)
 
 from jcli_sidecar.read.staleness import source_digest
 
@@ -132,46 +130,11 @@ def test_a_notebook_without_ids_is_edited_by_index_and_an_id_is_refused_saying_w
     assert done["cell_id"] is None and cells(nb)[2]["source"] == "print(1)"
 
 
-class Stalled:
-    """One ``j-cli`` process stopped at the exec stall hook's ``step`` until the test lets it go."""
-
-    def __init__(self, args: list[str], cwd: Path, step: str) -> None:
-        self.fifo = cwd.parent / f"stall-{os.urandom(3).hex()}"
-        os.mkfifo(self.fifo)
-        env = {**os.environ, "JCLI_EXEC_TEST_STALL_FIFO": str(self.fifo), "JCLI_EXEC_TEST_STALL_AT": step}
-        self.step = step
-        self.proc = subprocess.Popen([JCLI, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-    def stalled(self) -> None:
-        reader = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-        exited = os.pidfd_open(self.proc.pid)
-        line = b""
-        try:
-            while not line.endswith(b"\n"):
-                ready, _, _ = select.select([reader, exited], [], [])
-                chunk = os.read(reader, 4096) if reader in ready else b""
-                line += chunk
-                if not chunk and exited in ready:
-                    out, err = self.proc.communicate()
-                    pytest.fail(f"j-cli ended without stalling at {self.step}: {out[-500:]!r} {err[-500:]!r}")
-        finally:
-            os.close(reader)
-            os.close(exited)
-        assert line == f"stalled {self.step}\n".encode()
-
-    def finish(self) -> tuple[int, bytes, bytes]:
-        releaser = threading.Thread(target=lambda: self.fifo.write_text("go"), daemon=True)
-        releaser.start()
-        out, err = self.proc.communicate(timeout=120)
-        releaser.join(30)
-        return self.proc.returncode, out, err
-
-
 def test_another_programs_save_between_read_and_swap_is_detected_and_nothing_is_lost(ws):
     nb = ws / "nb.ipynb"
     sha = shown(ws, "2")[0]["source_sha"]
-    edit = Stalled(
-        ["-j", "notebook", "cell", "replace", "nb.ipynb", "c2", "--source", "print(x + 1)", "--if-source", sha], ws, "cell-edit:swap"
+    edit = Exec(
+        ["-j", "notebook", "cell", "replace", "nb.ipynb", "c2", "--source", "print(x + 1)", "--if-source", sha], ws, step="cell-edit:swap"
     )
     edit.stalled()
     # JupyterLab's save lands now: a temp file renamed over the notebook, cell 0 edited by the person.
