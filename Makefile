@@ -36,16 +36,31 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/python examples/demo.py
 
-# The real agent hosts (with JupyterHub's proxy), the gateway venvs (tests/gateways.py)
-# and the JupyterHub venv (tests/hubs.py) are installed
-# (once per lock or pin file change) before pytest, so a first install is never
-# counted against a test's timeout.
+# What the suite needs besides the venv, each checked against its own lock or pin file so
+# that a second run costs nothing: the real agent hosts with JupyterHub's proxy
+# (tests/hostbins.py), the gateway and JupyterHub venvs (tests/gateways.py), the plugins'
+# npm packages. They need only the bare venv, so they are built side by side with the
+# dependencies and lint (two cores: pip and npm each mostly use one), and a first install
+# is never counted against a test's timeout.
+PINNED_VENVS := eg kg hub
+TEST_PREP := $(VENV)/.installed lint hosts $(addprefix pinned-venv-,$(PINNED_VENVS)) plugin-packages
+.PHONY: test-prep hosts plugin-packages $(addprefix pinned-venv-,$(PINNED_VENVS))
+
+test-prep: $(TEST_PREP)
+
+hosts: | $(BIN)/python
+	$(BIN)/python tests/hostbins.py
+
+$(addprefix pinned-venv-,$(PINNED_VENVS)): pinned-venv-%: | $(BIN)/python
+	$(BIN)/python tests/gateways.py $*
+
+plugin-packages: client/plugins/opencode/node_modules/.installed client/plugins/dsh/node_modules/.installed
+
 # The slowest tests are listed at the end, to keep the suite's wall time in view.
-test: $(VENV)/.installed lint
-	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
-	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import gateways; gateways.build_all()'
+test:
+	$(MAKE) --no-print-directory --output-sync=target -j 4 test-prep
 	$(PYTEST) $(PYTEST_PARALLEL) --durations=15
-	$(MAKE) node-test
+	$(MAKE) --no-print-directory node-test
 
 # The fast tier, for between two edits: every test that needs no Jupyter Server,
 # kernel, gateway or agent host (tests/conftest.py marks those from the fixtures
@@ -78,8 +93,7 @@ client/plugins/%/node_modules/.installed: client/plugins/%/package-lock.json
 # side by side, each one's output printed whole when it ends.
 NODE_SUITES := node-test-opencode node-test-dsh node-test-dsh-host
 .PHONY: $(NODE_SUITES)
-node-test: $(VENV)/.installed client/plugins/opencode/node_modules/.installed client/plugins/dsh/node_modules/.installed
-	$(BIN)/python -c 'import sys; sys.path.insert(0, "tests"); import hostbins; hostbins.host_bin_dir()'
+node-test: $(VENV)/.installed plugin-packages hosts
 	$(MAKE) --no-print-directory --output-sync=target -j 3 $(NODE_SUITES)
 
 node-test-opencode:

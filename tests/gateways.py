@@ -46,7 +46,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import TESTS
+from places import TESTS
 
 PINS = TESTS / "gateway-pins"
 VENVS = TESTS / ".gateways"
@@ -174,18 +174,6 @@ def gateway_venv(kind: str) -> Path:
         GatewayUnavailable: the build failed (the tail of pip's output is in the message).
     """
     return pinned_venv(kind, as_nobody=GATEWAYS[kind].as_nobody)
-
-
-#: The other pinned venvs the tests run servers from: JupyterHub (tests/hubs.py).
-OTHER_VENVS = ("hub",)
-
-
-def build_all() -> None:
-    """Build every gateway venv and the JupyterHub venv (``make test`` calls this before pytest)."""
-    for kind in GATEWAYS:
-        gateway_venv(kind)
-    for kind in OTHER_VENVS:
-        pinned_venv(kind)
 
 
 # -- the kernels -------------------------------------------------------------------------
@@ -352,3 +340,11 @@ class RunningGateway:
                 self.proc.wait(10)
         shutil.rmtree(self.base, ignore_errors=True)
         assert not survivors, f"the {self.gateway.kind} gateway left processes behind: {[p.pid for p in survivors]}"
+
+
+if __name__ == "__main__":  # `make test` builds each pinned venv before pytest, side by side: `gateways.py eg|kg|hub`
+    (_kind,) = sys.argv[1:]
+    if _kind in GATEWAYS:
+        gateway_venv(_kind)
+    else:
+        pinned_venv(_kind)

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from places import REPO as REPO  # the tests import both from here
+from places import TESTS
 
-TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures" / "protocol"
-REPO = TESTS.parent
 BIN = Path(sys.executable).parent
 JCLI = str(BIN / "j-cli")
 #: The environment pytest started with, before any test changed it: the warm parent's (tests/warm_cli.py).

@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 
-from helpers import REPO
+from places import REPO
 
 HOSTS_DIR = REPO / "tests" / "hosts"
 #: What OpenCode installs into every config dir it loads plugins from (its own
@@ -132,3 +132,7 @@ def host_env(home, **extra) -> dict[str, str]:
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+if __name__ == "__main__":  # `make test` installs the hosts before pytest (from the bare venv)
+    host_bin_dir()
