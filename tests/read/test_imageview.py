@@ -80,13 +80,15 @@ def _selected(result) -> tuple[dict, bytes]:
 
 @pytest.fixture(scope="module")
 def big_png() -> bytes:
-    return _png(6000, 4000)
+    """Noise, 3000 x 2000: over every host profile's edge, pixel count and bytes (18 MB), so each fit shrinks and re-encodes it."""
+    return _png(3000, 2000)
 
 
 @pytest.mark.slow
-def test_a_6000x4000_png_comes_back_within_each_host_profile(tmp_path, big_png):
+def test_a_3000x2000_noise_png_comes_back_within_each_host_profile(tmp_path, big_png):
     nb = _notebook(tmp_path / "big.ipynb", [{"image/png": _b64(big_png), "text/plain": "<Figure>"}])
     before = _sha(nb)
+    assert all(3000 > p.max_edge and 3000 * 2000 > p.max_pixels and len(big_png) > p.max_bytes for p in HOST_PROFILES.values())
     for host, profile in HOST_PROFILES.items():
         selected, data = _selected(_read(nb, 0, "--host", host))
         shown = Image.open(io.BytesIO(data))
@@ -94,7 +96,7 @@ def test_a_6000x4000_png_comes_back_within_each_host_profile(tmp_path, big_png):
         assert max(shown.size) <= profile.max_edge and shown.size[0] * shown.size[1] <= profile.max_pixels, host
         assert len(data) == selected["bytes"] <= profile.max_bytes, host
         assert selected["mime_type"] == "image/png" and shown.format == "PNG"
-        assert selected["original"] == {"mime_type": "image/png", "bytes": len(big_png), "width": 6000, "height": 4000}
+        assert selected["original"] == {"mime_type": "image/png", "bytes": len(big_png), "width": 3000, "height": 2000}
         assert abs(shown.size[0] / shown.size[1] - 1.5) < 0.01, "the aspect ratio is kept"
     assert _sha(nb) == before, "the notebook is never modified"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.ipynb"], "no intermediate file"
