@@ -95,10 +95,19 @@ def pytest_addoption(parser):
     parser.addoption("--quick", action="store_true", help="run only the fast tier: no kernel, server, gateway or host, nothing slow")
 
 
+#: Hypothesis examples per property in the quick tier (the full tier keeps hypothesis's 100, or a test's own count).
+QUICK_EXAMPLES = 20
+
+
 def pytest_configure(config):
     import cpu_account  # opt-in: JCLI_CPU_ACCOUNT names the folder it writes to (tests/cpu_account.py)
 
     cpu_account.register(config)
+    if config.getoption("--quick"):  # before collection, so a test's own count scales too (helpers.examples)
+        from hypothesis import settings
+
+        settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
+        settings.load_profile("quick")
 
 
 def pytest_collection_modifyitems(config, items):

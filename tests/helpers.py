@@ -21,6 +21,13 @@ JCLI = str(BIN / "j-cli")
 _START_ENV = dict(os.environ)
 
 
+def examples(full: int) -> int:
+    """A property test's example count: ``full`` in the full tier, scaled like the loaded profile's default (the quick tier's is 20 of 100)."""
+    from hypothesis import settings
+
+    return max(10, full * settings.default.max_examples // 100)
+
+
 def _svg_extra_missing() -> bool:
     from importlib.util import find_spec
 

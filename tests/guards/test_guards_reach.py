@@ -12,6 +12,7 @@ import json
 import os
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_guards import assert_allowed, assert_denied, assert_jcli_lines_parse, hook, shell
@@ -347,7 +348,7 @@ _PIECES = [
 ]  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=24))
 @example(["python", "an\ud800x.py"])
 @example(["cat", "an\udcffx.py", "|", "python"])
@@ -363,7 +364,7 @@ def test_any_command_text_gets_an_answer_never_an_exception(work, pieces):
         assert answer is None or "j-cli exec SESSION -f" in answer
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.binary(max_size=300)
     | st.builds(
@@ -389,7 +390,7 @@ _PLAIN_PIECES = ["python", "python3", "-m", "uv", "run", "papermill", "sudo", "-
                  "nbconvert", "--execute", "--to=notebook", "a,b", "x+y", "@f", "%run", ":", ".", "/usr/bin/python", "\t"]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(_PLAIN_PIECES), min_size=1, max_size=10))
 @example(["x=1", "python", "a.py"])
 def test_a_plain_line_is_read_without_the_parser_exactly_as_the_parser_reads_it(pieces):

@@ -19,7 +19,7 @@ from unittest import mock
 
 import nbwalk_reference
 import pytest
-from helpers import FIXTURES, REPO
+from helpers import FIXTURES, REPO, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nbwalk_reference import reference_build_index
@@ -227,7 +227,7 @@ cell = st.one_of(
 )
 
 
-@settings(max_examples=120, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(120), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(cells=st.lists(cell, max_size=5), layout=st.sampled_from(["nbformat", "ascii escapes", "compact", "tabs and crlf", "wide spacing"]))
 def test_random_notebooks_get_the_index_the_walk_built(tmp_path, cells, layout):
     path = tmp_path / "random.ipynb"
@@ -282,7 +282,7 @@ def test_the_c_walk_stops_where_the_walk_does_or_says_why_not(raw, pos, limit, e
 _SEED_NOTEBOOK = layouts(notebook([code([stream(['a "b" [c]\n', "d\\\n"]), display({"text/plain": ["{x}"]})]), code([], source=["y\n"])]))
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(
     layout=st.sampled_from(sorted(_SEED_NOTEBOOK)),
     edits=st.lists(

@@ -20,7 +20,7 @@ import sys
 import nbformat
 import pytest
 import yaml
-from helpers import run_cli
+from helpers import examples, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from papermill.cli import _resolve_type
@@ -48,7 +48,7 @@ values = st.recursive(
 names = st.sampled_from(["a", "n", "_x", "name2", "Ratio", "éa"])
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.dictionaries(names, values, max_size=4))
 def test_the_cell_is_papermills_byte_for_byte(params):
     assert python_source(params) == papermill_source(params)
@@ -64,7 +64,7 @@ def test_awkward_values_translate_as_papermill_does(value):
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.text() | st.from_regex(r"[+-]?[0-9_]*\.?[0-9]*(e[+-]?[0-9]+)?", fullmatch=True))
 def test_p_values_get_papermills_cli_types(text):
     ours, theirs = resolve_value(text), _resolve_type(text)

@@ -19,7 +19,7 @@ import json
 import jupytext
 import nbformat
 import pytest
-from helpers import TESTS
+from helpers import TESTS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -215,7 +215,7 @@ def _cells(draw):
     return cell
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(st.lists(_cells(), min_size=1, max_size=5))
 def test_generated_cells_read_the_same_in_both_tools(cells):
     nb = nbformat.v4.new_notebook(cells=cells)

@@ -15,6 +15,7 @@ import json
 import sys
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -121,7 +122,7 @@ def _call(fn, *args, ok: bool = False, code: str | None = None, **kwargs):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=notebook, indent=layout, mime=st.one_of(st.none(), st.sampled_from(["text/plain", "image/png", "x/y"])))
 def test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path, doc, indent, mime):
     path = _write(tmp_path, doc, indent)
@@ -135,7 +136,7 @@ def test_any_notebook_gives_an_envelope_or_a_coded_error(tmp_path, doc, indent, 
             _call(read_output, path, ci, oi, OutputQuery(offset=1, limit=3))
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=notebook.filter(lambda d: d["nbformat"] == 4 and isinstance(d["cells"], list)), indent=layout)
 def test_the_lazy_index_decodes_the_same_cells_as_a_full_parse(tmp_path, doc, indent):
     path = _write(tmp_path, doc, indent)
@@ -156,7 +157,7 @@ def test_the_lazy_index_decodes_the_same_cells_as_a_full_parse(tmp_path, doc, in
                 assert [nb.output(i, k) for k in range(len(outputs))] == outputs
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=notebook.filter(lambda d: d["nbformat"] == 4 and isinstance(d["cells"], list)), indent=layout)
 def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, doc, indent):
     """Every value, string and escape run cut by a window boundary somewhere."""
@@ -179,7 +180,7 @@ def test_the_offset_index_is_the_same_when_read_a_few_bytes_at_a_time(tmp_path, 
             ]
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=notebook, cut=st.floats(0, 1), junk=st.binary(max_size=4), at=st.floats(0, 1))
 def test_damaged_bytes_never_raise_anything_but_coded_errors(tmp_path, doc, cut, junk, at):
     raw = json.dumps(doc, indent=1).encode()
@@ -243,7 +244,7 @@ def _expected_data(mime: str, value):
     return _joined(value)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=valid_notebook, indent=layout)
 def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, indent):
     path = _write(tmp_path, doc, indent)
@@ -304,7 +305,7 @@ def _until_it_fails(test, **strategies):
     afresh rather than replaying what a previous run stored.
     """
     first_failure = settings(
-        max_examples=150,
+        max_examples=examples(150),
         phases=[Phase.generate],
         database=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import requires_svg_extra, run_cli
+from helpers import examples, requires_svg_extra, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -427,7 +427,7 @@ def _svg_trees(draw, depth=0):
 
 @requires_svg_extra
 @pytest.mark.slow
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=_svg_trees(), width=st.sampled_from(["100", "1e9", "0", "-5", "abc", "50pt"]))
 def test_generated_svgs_never_produce_a_traceback(body, width):
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="80">{body}</svg>'
@@ -456,7 +456,7 @@ def _images(draw):
     return "image/" + fmt.lower(), data, damaged
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(image=_images(), edge=st.integers(1, 700), host=st.sampled_from([None, *HOST_PROFILES]))
 def test_generated_and_damaged_images_never_produce_a_traceback(image, edge, host):
     mime, data, damaged = image

@@ -13,6 +13,7 @@ when no cell was run out of turn, and nothing once the stale cells have run.
 from __future__ import annotations
 
 import pytest
+from helpers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -249,7 +250,7 @@ _op = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_cell, min_size=1, max_size=10), st.lists(_op, max_size=8))
 def test_stale_cells_on_generated_notebooks(specs, ops):
     sim = Sim(specs)
