@@ -100,6 +100,7 @@ class CpuAccount:
         os.environ[MARK] = f"{os.getpid()}"
         self._marker = f"{MARK}={os.getpid()}".encode()
         self._own_cmdline = Path("/proc/self/cmdline").read_bytes()
+        self.sampler_cpu = 0.0
         self._sampler = threading.Thread(target=self._sample_loop, name="cpu-account", daemon=True)
         self._sampler.start()
         self.start()
@@ -128,6 +129,7 @@ class CpuAccount:
     def _sample_loop(self) -> None:
         while not self._stop.wait(_SAMPLE_SECONDS):
             self._sample()
+        self.sampler_cpu = time.thread_time()  # this thread's own CPU: the account's cost, not pytest's
 
     def _sample(self) -> None:
         me = str(os.getpid())
@@ -212,6 +214,7 @@ class CpuAccount:
             "fixtures": self.fixtures,
             "procs": list(self.procs.values()),
             "process_cpu": time.process_time(),
+            "sampler_cpu": self.sampler_cpu,
         }
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / f"{self.worker}-{os.getpid()}.json").write_text(json.dumps(record))
@@ -237,10 +240,11 @@ def totals(folder: Path) -> dict:
     files: dict[str, dict] = defaultdict(lambda: {"tests": set(), "self": 0.0, "children": 0.0, "setup": 0.0})
     fixtures: dict[str, dict] = defaultdict(lambda: {"count": 0, "self": 0.0, "children": 0.0, "scope": ""})
     procs: dict[str, dict] = defaultdict(lambda: {"kernel": 0, "server": 0, "cpu": 0.0})
-    overall = {"tests": 0.0, "processes": 0.0}
+    overall = {"tests": 0.0, "processes": 0.0, "in_tests": 0.0, "sampler": 0.0}
     for path in sorted(folder.glob("*.json")):
         record = json.loads(path.read_text())
         overall["processes"] += record["process_cpu"]
+        overall["sampler"] += record.get("sampler_cpu", 0.0)
         for test in record["tests"]:
             row = files[test["file"]]
             row["tests"].add(test["nodeid"])
@@ -249,6 +253,7 @@ def totals(folder: Path) -> dict:
             if test["phase"] == "setup":
                 row["setup"] += test["self"] + test["children"]
             overall["tests"] += test["self"] + test["children"]
+            overall["in_tests"] += test["self"]
         for name, entry in record["fixtures"].items():
             row = fixtures[name]
             row["count"] += entry["count"]
@@ -270,8 +275,12 @@ def totals(folder: Path) -> dict:
 def report(folder: Path, top: int | None = None) -> list[str]:
     """The ranking as lines: files by CPU, fixtures by CPU, kernel and server starts by file."""
     sums = totals(folder)
+    overall = sums["overall"]
+    between = overall["processes"] - overall["in_tests"] - overall["sampler"]
     lines = [
-        f"== CPU account ({folder}): tests {sums['overall']['tests']:.1f} s, pytest processes {sums['overall']['processes']:.1f} s own"
+        f"== CPU account ({folder}): tests {overall['tests']:.1f} s (their own and their children's); the pytest processes "
+        f"{overall['processes']:.1f} s in all: {overall['in_tests']:.1f} s in tests, {between:.1f} s between them "
+        f"(start-up, collection, xdist), {overall['sampler']:.1f} s this account's sampler"
     ]
     lines.append(f"{'cpu s':>8} {'self':>8} {'child':>8} {'setup':>8} {'tests':>6}  file")
     files = sorted(sums["files"].items(), key=lambda kv: -(kv[1]["self"] + kv[1]["children"]))
