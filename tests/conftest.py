@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -169,8 +170,9 @@ def isolated_runtime(tmp_path_factory, monkeypatch, request):
     workspace in this test's tmp_path (a host that drops the environment
     would start one elsewhere), and fails the test if any was still alive.
     """
-    runtime = tmp_path_factory.mktemp("xdg-runtime")
-    runtime.chmod(0o700)
+    # mkdtemp (0700) rather than mktemp: no scan of the numbered dirs, no "current" link per test,
+    # and a short name (a socket path under it must stay within 108 bytes)
+    runtime = Path(tempfile.mkdtemp(prefix="rt-", dir=tmp_path_factory.getbasetemp()))
     test_dir = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("JCLI_SIDECAR", "off")

@@ -96,7 +96,8 @@ def test_a_fresh_clone_is_set_up_by_make_demo_and_make_test():
     assert re.search(r"^demo: \$\(VENV\)/\.installed", makefile, re.M)
     # make test builds the venv among what it prepares side by side, before pytest
     assert re.search(r"^test:\n\t\$\(MAKE\) [^\n]* test-prep\n", makefile, re.M)
-    assert re.search(r"^test-prep: \$\(TEST_PREP\)$", makefile, re.M) and re.search(r"^TEST_PREP := \$\(VENV\)/\.installed ", makefile, re.M)
+    assert re.search(r"^test-prep: \$\(TEST_PREP\)$", makefile, re.M)
+    assert re.search(r"^TEST_PREP := \$\(VENV\)/\.installed ", makefile, re.M)
 
 
 def test_the_quick_start_notebook_is_the_one_the_docs_workspace_runs():
