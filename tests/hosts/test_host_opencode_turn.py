@@ -81,8 +81,9 @@ def test_a_notebook_png_reaches_the_model_as_one_image_part_with_the_notebooks_b
 
 
 @requires_charts_extra
-@pytest.mark.parametrize("npm", PACKAGES)
-def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(opencode_hosts, tmp_path, npm):
+def test_a_chart_read_with_as_reaches_the_model_as_one_rendered_image_part(opencode_hosts, tmp_path):
+    """One provider package: where each package puts an image the tool returned is the PNG test's, per package."""
+    npm = "@ai-sdk/openai-compatible"
     world = OpenCode(opencode_hosts, tmp_path)
     write_chart_notebook(world.project / "chart.ipynb")
     chart = {"file_path": "chart.ipynb", "cell_index": 0, "output_index": 0, "as_mime_type": "image/png"}
