@@ -16,11 +16,12 @@ import sys
 
 import pytest
 from helpers import examples
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
 from jcli_sidecar.base.errors import InternalError, JcliError, NotebookReadFailed
+from jcli_sidecar.base.plain_text import strip_ansi_lines
 from jcli_sidecar.ipynb.notebook import NotebookFile
 from jcli_sidecar.read.reader import OutputQuery, list_outputs, read_output
 
@@ -244,8 +245,25 @@ def _expected_data(mime: str, value):
     return _joined(value)
 
 
+_ESCAPED_TRACEBACK = {
+    "nbformat": 4,
+    "nbformat_minor": 0,
+    "metadata": {},
+    "cells": [
+        {
+            "cell_type": "code",
+            "source": "",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [{"output_type": "error", "ename": "", "evalue": "\x1b@", "traceback": ["\x1b@", "\x1b[31mE\x1b[0m"]}],
+        }
+    ],
+}
+
+
 @settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(doc=valid_notebook, indent=layout)
+@example(doc=_ESCAPED_TRACEBACK, indent=1)  # once found here: a two-byte escape (ESC @) in a traceback line
 def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, indent):
     path = _write(tmp_path, doc, indent)
     cells = doc["cells"]
@@ -262,7 +280,12 @@ def test_a_well_formed_notebook_reads_back_exactly_what_it_holds(tmp_path, doc, 
             if kind == "stream":
                 assert envelope["stream"] == {**envelope["stream"], "name": output["name"], "data": _joined(output["text"])}
             elif kind == "error":
-                assert envelope["error"] == {k: output[k] for k in ("ename", "evalue", "traceback")}
+                # a traceback's lines read back without terminal escapes (docs/reading-outputs.md); all else exactly
+                assert envelope["error"] == {
+                    "ename": output["ename"],
+                    "evalue": output["evalue"],
+                    "traceback": strip_ansi_lines(output["traceback"]),
+                }
             else:
                 assert entry["available_mime_types"] == list(output["data"])
                 for mime, value in output["data"].items():
