@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from places import REPO as REPO  # the tests import both from here
-from places import TESTS
+from places import REPO as REPO  # re-exported: the tests import the paths from here
+from places import TESTS as TESTS
 
 FIXTURES = TESTS / "fixtures" / "protocol"
 BIN = Path(sys.executable).parent
@@ -22,7 +22,7 @@ _START_ENV = dict(os.environ)
 
 
 def examples(full: int) -> int:
-    """A property test's example count: ``full`` in the full tier, scaled like the loaded profile's default (the quick tier's is 20 of 100)."""
+    """A property test's example count: ``full`` in the full tier, scaled like the loaded profile's default (the quick tier's: conftest.QUICK_EXAMPLES of 100)."""
     from hypothesis import settings
 
     return max(10, full * settings.default.max_examples // 100)
