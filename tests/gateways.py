@@ -26,6 +26,13 @@ interpreter. The venv of a gateway that runs as ``nobody`` is built from an
 interpreter ``nobody`` can run (the test venv's base interpreter may live in a
 home that other users cannot enter), and its kernels run the test venv's
 packages through that interpreter when they must.
+
+One setting is not EG's default: its kernels' ports come from a window
+below the system's ephemeral range (:func:`kernel_port_range`). EG picks a
+kernel's ports by binding and releasing them, and restarts a kernel that
+died on the same ports. On a machine busy with a whole test run, a client
+connection can take such a port in between; the kernel then died with
+"Address already in use" five times over, and EG dropped it.
 """
 
 from __future__ import annotations
@@ -75,6 +82,21 @@ GATEWAYS = {
     "eg": Gateway("eg", "enterprisegateway", "--EnterpriseGatewayApp.auth_token", "--EnterpriseGatewayApp.list_kernels=True", True),
     "kg": Gateway("kg", "kernelgateway", "--KernelGatewayApp.auth_token", "--JupyterWebsocketPersonality.list_kernels=True", False),
 }
+
+
+def kernel_port_range() -> str:
+    """A 2000-port window for one EG's kernels (its ``EG_PORT_RANGE``), below the ephemeral range, chosen by process id.
+
+    Below that range only explicit binds take ports (a bind to port 0 never
+    gets one), so a port EG picks there stays free until its kernel binds
+    it. Gateways of different workers mostly get different windows, and EG
+    checks that a port is free when it picks one.
+    """
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
+        first_ephemeral = int(ranges.read().split()[0])
+    windows = max(1, (first_ephemeral - 12000) // 2000)
+    low = 12000 + (os.getpid() % windows) * 2000
+    return f"{low}..{low + 1999}"
 
 
 # -- running as nobody --------------------------------------------------------------------
@@ -288,6 +310,8 @@ class RunningGateway:
     def start(self) -> dict:
         venv = gateway_venv(self.gateway.kind)
         env = self._prepare()
+        if self.gateway.kind == "eg":
+            env["EG_PORT_RANGE"] = kernel_port_range()
         argv = [
             str(venv / "bin" / f"jupyter-{self.gateway.subcommand}"),
             "--ip=127.0.0.1",
