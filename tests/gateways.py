@@ -146,6 +146,14 @@ def _digest(kind: str, base: str) -> str:
     return hashlib.sha256(requirements + b"\0" + os.path.realpath(base).encode()).hexdigest()
 
 
+def _uv() -> str:
+    """The uv beside this interpreter (``make test`` installs it into .venv): it installs a pinned venv in seconds."""
+    uv = Path(sys.executable).with_name("uv")
+    if not uv.exists():
+        raise GatewayUnavailable(f"{uv} is missing: `make test` installs it (or: {Path(sys.executable).parent}/pip install uv)")
+    return str(uv)
+
+
 def pinned_venv(kind: str, *, as_nobody: bool = False) -> Path:
     """The venv ``tests/.gateways/<kind>`` installed from ``tests/gateway-pins/<kind>-requirements.txt``, built when the pins changed.
 
@@ -153,7 +161,7 @@ def pinned_venv(kind: str, *, as_nobody: bool = False) -> Path:
         as_nobody: the venv must be runnable by ``nobody`` (it is built from an interpreter nobody can run).
 
     Raises:
-        GatewayUnavailable: the build failed (the tail of pip's output is in the message).
+        GatewayUnavailable: the build failed (the tail of uv's output is in the message).
     """
     venv = VENVS / kind
     base = _base_python(as_nobody)
@@ -164,16 +172,7 @@ def pinned_venv(kind: str, *, as_nobody: bool = False) -> Path:
         VENVS.mkdir(exist_ok=True)
         steps = (
             [base, "-m", "venv", str(venv)],
-            [
-                str(venv / "bin" / "python"),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "-r",
-                str(PINS / f"{kind}-requirements.txt"),
-            ],
+            [_uv(), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "-r", str(PINS / f"{kind}-requirements.txt")],
         )
         for argv in steps:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
@@ -193,7 +192,7 @@ def gateway_venv(kind: str) -> Path:
     """The venv of gateway ``kind`` (``"eg"`` or ``"kg"``), built when its pins changed.
 
     Raises:
-        GatewayUnavailable: the build failed (the tail of pip's output is in the message).
+        GatewayUnavailable: the build failed (the tail of uv's output is in the message).
     """
     return pinned_venv(kind, as_nobody=GATEWAYS[kind].as_nobody)
 
