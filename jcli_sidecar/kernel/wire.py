@@ -61,6 +61,10 @@ __all__ = ["HttpError", "ProxyRefused", "Response", "WebSocket", "WireError", "h
 _MAX_BODY = 256 * 1024 * 1024
 _QUICKACK = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 _TUNNEL_FAILED = "Tunnel connection failed: "  # how http.client words a proxy's non-200 answer to the CONNECT
+#: Seconds a TLS handshake may take (at most the request's timeout). It is two round trips: one not done by
+#: then will not be, and the likely cause (a plain-HTTP server, which never answers a ClientHello) is said
+#: sooner than after the whole request timeout.
+_TLS_HANDSHAKE_SECONDS = 10.0
 
 
 class WireError(OSError):
@@ -149,11 +153,16 @@ def _start_tls(conn: http.client.HTTPConnection, target: _Target) -> None:
     included (a plain HTTP server never answers a ClientHello), is the TLS handshake's."""
     import ssl
 
+    bound = min(conn.timeout or _TLS_HANDSHAKE_SECONDS, _TLS_HANDSHAKE_SECONDS)
     try:
+        conn.sock.settimeout(bound)
         conn.sock = ssl.create_default_context().wrap_socket(conn.sock, server_hostname=target.host)
+        conn.sock.settimeout(conn.timeout)
     except Exception as exc:
         conn.close()
         reason = exc.reason if isinstance(exc, ssl.SSLError) and exc.reason else _reason(exc)
+        if isinstance(exc, TimeoutError):
+            reason += f" after {bound:g} s: a plain http:// server never answers one"
         raise WireError(f"the TLS handshake with {target.host}:{target.port} failed ({reason})") from None
 
 
