@@ -8,14 +8,24 @@ then returns the hosts' ``.bin``. After that first install every host suite runs
 uses ``npm install --no-save`` rather than ``npm ci``: the hosts ship one
 optional package per platform, and npm's lock keeps only this platform's, so
 ``npm ci`` refuses a lock that ``npm install`` accepts unchanged.
+
+Each install is kept once per machine, by its lock file's digest, under
+``$XDG_CACHE_HOME/j-cli-tests`` (default ``~/.cache``), and each folder's
+``node_modules`` is a link to it: another clone with the same lock files links
+the same install instead of unpacking 1.4 GB again. An install is made in a
+temporary dir there and renamed into place whole, so an interrupted one is
+never used; the two newest installs of each folder are kept.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pwd
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 from places import REPO
 
@@ -41,26 +51,73 @@ def _lock_digest(folder) -> str:
     return hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
 
 
+def _kept_installs() -> Path:
+    """Where installs are kept: the user's cache dir (from the password database, not ``$HOME``, which tests move)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache")
+    return Path(base) / "j-cli-tests"
+
+
+def _stamped(modules: Path, digest: str) -> bool:
+    stamp = modules / _STAMP_NAME
+    return stamp.is_file() and stamp.read_text() == digest
+
+
 def _install(folder) -> None:
+    """Link ``folder/node_modules`` to the kept install of its lock file, installing that first when there is none."""
     digest = _lock_digest(folder)
-    stamp = folder / "node_modules" / _STAMP_NAME
-    if stamp.exists() and stamp.read_text() == digest:
+    modules = folder / "node_modules"
+    if _stamped(modules, digest):
         return
+    # Inside a dir of its own, still named node_modules: Node finds a package's dependencies by walking
+    # up from the package's real path to each `node_modules` on the way.
+    kept = _kept_installs() / f"{folder.name}-{digest[:32]}" / "node_modules"
+    if not _stamped(kept, digest):
+        _install_kept(folder, kept.parent, digest)
+    if modules.is_symlink() or modules.is_file():
+        modules.unlink()
+    elif modules.exists():
+        shutil.rmtree(modules)  # an install made in place before installs were kept
+    link = folder / f".node_modules-{os.getpid()}"
+    link.symlink_to(kept, target_is_directory=True)
+    os.replace(link, modules)  # atomic: a worker linking at the same time links the same install
+
+
+def _install_kept(folder: Path, kept: Path, digest: str) -> None:
+    """``npm install`` the lock of ``folder`` in a temporary dir beside ``kept``, then rename that dir to ``kept`` whole."""
     npm = shutil.which("npm")
     if npm is None:
         raise HostsUnavailable("npm is not installed; the real-host suites need Node.js 20+ with npm")
-    proc = subprocess.run(
-        [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if proc.returncode != 0:
-        raise HostsUnavailable(f"npm install in {folder.name} failed:\n{proc.stderr[-3000:]}")
-    if _lock_digest(folder) != digest:
-        raise HostsUnavailable(f"npm install changed {folder.name}/package-lock.json; the pins are out of step")
-    stamp.write_text(digest)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=kept.parent))
+    try:
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(folder / name, work / name)
+        proc = subprocess.run(
+            [npm, "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if proc.returncode != 0:
+            raise HostsUnavailable(f"npm install in {folder.name} failed:\n{proc.stderr[-3000:]}")
+        if _lock_digest(work) != digest:
+            raise HostsUnavailable(f"npm install changed {folder.name}/package-lock.json; the pins are out of step")
+        (work / "node_modules" / _STAMP_NAME).write_text(digest)
+        if _stamped(kept / "node_modules", digest):
+            return  # a concurrent install of this lock got there first
+        if kept.exists():
+            shutil.rmtree(kept)  # an install interrupted before its stamp: never used
+        try:
+            os.rename(work, kept)
+        except OSError:
+            if not _stamped(kept / "node_modules", digest):  # a concurrent install of this lock, done in between
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    others = sorted(kept.parent.glob(f"{folder.name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in [p for p in others if p != kept][1:]:  # this one and the newest other stay
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def host_bin_dir():
