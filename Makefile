@@ -17,12 +17,13 @@ SOURCES := $(shell find jcli_sidecar client -name node_modules -prune -o \( -nam
 
 .PHONY: demo test quick lint node-test bench fixtures docs install clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip setuptools
-
 # uv installs the dependencies and the pinned venvs: it resolves the same versions as pip
 # in a few seconds where pip takes most of a minute per venv, each time.
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python --upgrade pip setuptools
+
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install -q uv
 
