@@ -87,8 +87,11 @@ def _install_kept(folder: Path, kept: Path, digest: str) -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise HostsUnavailable("npm is not installed; the real-host suites need Node.js 20+ with npm")
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=kept.parent))
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=kept.parent))
+    except OSError as err:
+        raise HostsUnavailable(f"cannot keep the host installs in {kept.parent} ({err.strerror}); set XDG_CACHE_HOME elsewhere") from None
     try:
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(folder / name, work / name)
