@@ -17,15 +17,15 @@ SOURCES := $(shell find jcli_sidecar client -name node_modules -prune -o \( -nam
 
 .PHONY: demo test quick lint node-test bench fixtures docs install clean
 
-# uv installs the dependencies and the pinned venvs: it resolves the same versions as pip
-# in a few seconds where pip takes most of a minute per venv, each time.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q --python $(BIN)/python --upgrade pip setuptools
 
+# uv installs the dependencies and the pinned venvs: it resolves the same versions as pip
+# in a few seconds where pip takes most of a minute per venv, each time. It also brings the
+# venv's own pip and setuptools up to date (pip builds the package itself, below).
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python --upgrade pip setuptools
 
 # Dependencies change rarely: install them once per pyproject.toml change.
 $(VENV)/.deps: pyproject.toml | $(BIN)/uv

@@ -82,16 +82,16 @@ def _install(folder) -> None:
     os.replace(link, modules)  # atomic: a worker linking at the same time links the same install
 
 
-def _install_kept(folder: Path, kept: Path, digest: str) -> None:
-    """``npm install`` the lock of ``folder`` in a temporary dir beside ``kept``, then rename that dir to ``kept`` whole."""
+def _install_kept(folder: Path, entry: Path, digest: str) -> None:
+    """``npm install`` the lock of ``folder`` in a temporary dir beside ``entry``, then rename that dir to ``entry`` whole."""
     npm = shutil.which("npm")
     if npm is None:
         raise HostsUnavailable("npm is not installed; the real-host suites need Node.js 20+ with npm")
     try:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=kept.parent))
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=entry.parent))
     except OSError as err:
-        raise HostsUnavailable(f"cannot keep the host installs in {kept.parent} ({err.strerror}); set XDG_CACHE_HOME elsewhere") from None
+        raise HostsUnavailable(f"cannot keep the host installs in {entry.parent} ({err.strerror}); set XDG_CACHE_HOME elsewhere") from None
     try:
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(folder / name, work / name)
@@ -107,19 +107,19 @@ def _install_kept(folder: Path, kept: Path, digest: str) -> None:
         if _lock_digest(work) != digest:
             raise HostsUnavailable(f"npm install changed {folder.name}/package-lock.json; the pins are out of step")
         (work / "node_modules" / _STAMP_NAME).write_text(digest)
-        if _stamped(kept / "node_modules", digest):
+        if _stamped(entry / "node_modules", digest):
             return  # a concurrent install of this lock got there first
-        if kept.exists():
-            shutil.rmtree(kept)  # an install interrupted before its stamp: never used
+        if entry.exists():
+            shutil.rmtree(entry)  # an install interrupted before its stamp: never used
         try:
-            os.rename(work, kept)
+            os.rename(work, entry)
         except OSError:
-            if not _stamped(kept / "node_modules", digest):  # a concurrent install of this lock, done in between
+            if not _stamped(entry / "node_modules", digest):  # a concurrent install of this lock, done in between
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    others = sorted(kept.parent.glob(f"{folder.name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in [p for p in others if p != kept][1:]:  # this one and the newest other stay
+    others = sorted(entry.parent.glob(f"{folder.name}-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in [p for p in others if p != entry][1:]:  # this one and the newest other stay
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -96,9 +96,8 @@ def test_a_server_behind_tls_answers_every_call_and_runs_code_over_wss(tls_front
     created = run_cli("-j", *server, "session", "create", "-n", "over-tls", cwd=tmp_path)
     assert created.returncode == 0, created.stderr
     try:
-        ran = run_cli("-j", *server, "exec", "over-tls", "-c", "6 * 7", cwd=tmp_path)
-        assert ran.returncode == 0, ran.stderr
-        assert "42" in ran.stdout.decode()
+        ran = run_cli("-j", *server, "exec", "over-tls", "-c", "print(6 * 7)", cwd=tmp_path)
+        assert ran.returncode == 0 and ran.json()["text"] == "42\n", ran.stderr
     finally:
         killed = run_cli("-j", *server, "session", "kill", "over-tls", cwd=tmp_path)
         assert killed.returncode == 0, killed.stderr
@@ -112,3 +111,16 @@ def test_a_certificate_nobody_trusts_fails_the_handshake_at_once_saying_why(tls_
     assert result.returncode == 1 and err["code"] == "SERVER_UNAVAILABLE", err
     assert "the TLS handshake with 127.0.0.1" in err["message"] and "CERTIFICATE_VERIFY_FAILED" in err["message"], err
     assert tls_front["token"] not in (result.stdout + result.stderr).decode()
+
+
+def test_past_the_handshake_bound_a_connection_waits_the_requests_whole_timeout(tls_front, monkeypatch):
+    """The handshake alone is bounded (10 s): the connection it leaves keeps the request's own timeout."""
+    from jcli_sidecar.kernel.wire import _connection, _Target
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_front["cert"]))
+    conn = _connection(_Target(tls_front["url"] + "/api"), 45.0, None)
+    try:
+        assert conn.sock.version() is not None  # TLS is up
+        assert conn.sock.gettimeout() == 45.0
+    finally:
+        conn.close()
