@@ -586,9 +586,11 @@ def test_a_second_signal_stops_waiting_for_a_kernel_that_ignores_the_interrupt(w
     name = f"stubborn-{os.urandom(3).hex()}"  # its kernel stays busy: it gets killed afterwards
     assert run_cli("session", "create", "-n", name).returncode == 0
     try:
+        # 'progress' is printed inside the try: the interrupt, sent once it was read, may reach
+        # the kernel before its next line runs, and must still be caught.
         code = (
-            "import time\nprint('progress', flush=True)\nwhile True:\n"
-            "    try:\n        time.sleep(3600)\n    except KeyboardInterrupt:\n        print('ignored', flush=True)"
+            "import time\ntry:\n    print('progress', flush=True)\n    time.sleep(3600)\n"
+            "except KeyboardInterrupt:\n    print('ignored', flush=True)\nwhile True:\n    time.sleep(3600)"
         )
         run = Exec(["exec", name, "-c", code, *BOUND], ws)
         assert run.proc.stdout.readline() == b"progress\n"
