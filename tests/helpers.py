@@ -113,29 +113,44 @@ class CliResult:
         return json.loads(self.stderr)
 
 
-def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = None, env=None) -> CliResult:
-    """Run the installed ``j-cli`` with ``args``; stdout and stderr as bytes."""
-    proc = subprocess.run(
-        [JCLI, *args],
-        cwd=cwd,
-        input=stdin if stdin is not None else b"",
-        capture_output=True,
-        env=env,
-        timeout=60,
-    )
-    return CliResult(proc)
+#: What the interpreter reads from the environment as it starts (its flags and paths, the locale
+#: and so stdio's encoding, the time zone): a call that sets any of them otherwise runs cold.
+_READ_AT_START = ("PYTHON", "LANG", "LC_", "TZ")
 
 
-def run_cli_warm(*args: str, cwd: Path | str | None = None, stdin: bytes | None = None, env=None) -> CliResult:
-    """:func:`run_cli`, in a process forked from a warm one (tests/warm_cli.py says what that skips).
+def _starts_alike(env: dict[str, str]) -> bool:
+    """Whether an interpreter started with ``env`` would start as the warm parent did."""
 
-    For the matrices that run ``j-cli`` hundreds of times on what its code
-    decides (setup configs, hook payloads); how ``j-cli`` starts is
-    :func:`run_cli`'s, and each of those suites keeps cases through it.
+    def at_start(names: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in names.items() if k.startswith(_READ_AT_START)}
+
+    return at_start(env) == at_start(_START_ENV)
+
+
+def run_cli(*args: str, cwd: Path | str | None = None, stdin: bytes | None = None, env=None, cold: bool = False) -> CliResult:
+    """Run the installed ``j-cli`` with ``args``, a process of its own; stdout and stderr as bytes.
+
+    The process is forked from this pytest process's warm parent (tests/warm_cli.py
+    says what that skips: the interpreter's start and j-cli's entry imports) unless
+
+    - ``cold`` is set: the test is about how ``j-cli`` starts (the console script,
+      what a command imports, the process's own command line);
+    - ``env`` sets what the interpreter reads at its start (:data:`_READ_AT_START`)
+      otherwise than pytest's environment did;
+    - another thread of this process has a call in flight: calls at once stay at once.
+
+    In each of those cases it starts the script, as a user's shell would.
     """
-    from warm_cli import run_warm
+    full = dict(os.environ) if env is None else dict(env)
+    stdin = stdin if stdin is not None else b""
+    if not cold and _starts_alike(full):
+        from warm_cli import run_warm_if_free
 
-    return CliResult(run_warm(JCLI, args, cwd, stdin if stdin is not None else b"", env, _START_ENV, timeout=60))
+        warm = run_warm_if_free(JCLI, args, cwd, stdin, full, _START_ENV, timeout=60)
+        if warm is not None:
+            return CliResult(warm)
+    proc = subprocess.run([JCLI, *args], cwd=cwd, input=stdin, capture_output=True, env=env, timeout=60)
+    return CliResult(proc)
 
 
 #: Runs argv[1:] and prints its peak RSS in KiB last on stderr (Linux reports ru_maxrss in KiB).

@@ -1,18 +1,23 @@
-"""``j-cli`` in a process forked from a warm one: for the suites that run it hundreds of times.
+"""``j-cli`` in a process forked from a warm one: how :func:`helpers.run_cli` runs most calls.
 
 Each call is still a process of its own, with its own stdin, stdout, stderr,
 cwd, environment and exit status: the child of a small server (the *warm
-parent*, one per pytest worker) that imported j-cli's entry modules once. What
-a call skips is the interpreter's start and those imports, about 100–200 ms
-here, which the matrices of setup configs and hook payloads otherwise pay at
-every case.
+parent*, one per pytest worker) that imported j-cli's entry modules once (and
+the stdlib HTTP and TLS modules the kernel commands use). What a call skips is
+the interpreter's start and those imports: 20-65 ms of CPU a call here
+instead of 35-105 ms, over some 3,000 calls a run of the suite.
 
-What differs from the installed script, and so stays with :func:`helpers.run_cli`:
-how ``j-cli`` starts (the console script, ``-X importtime``, what a command
-imports) and anything that signals or outlives a call. The warm parent
-imports only entry modules that read nothing from the environment at import
-time, and no module whose presence j-cli tests (``jcli_sidecar.ipynb.nbindex``:
-see ``jcli.__main__``); ``random`` reseeds itself in every child.
+What differs from the installed script, and so is started as the script
+(``run_cli(..., cold=True)``, or by :func:`helpers.run_cli` on its own): how
+``j-cli`` starts (the console script, ``-X importtime``, what a command
+imports), what the interpreter reads from the environment as it starts
+(``PYTHON*``, the locale, the time zone), and calls made at once from two
+threads. A test that signals a call or reads it while it runs starts its own
+process. The warm parent imports only modules that read nothing from the
+environment at import time, and no module whose presence j-cli tests
+(``jcli_sidecar.ipynb.nbindex``: see ``jcli.__main__``); its ``sys.path``
+starts with the script's folder, as the script's does; ``random`` reseeds
+itself in every child.
 
 The protocol, on a socketpair: the test sends one msgpack request
 (argv, cwd, environment, as bytes) with the child's three standard fds attached; the
@@ -49,11 +54,18 @@ WARM_MODULES = (
     "jcli.setup.dsh",
     "jcli.setup.gitignore",
     "jcli.setup.status",
+    "jcli.kernel_cmd",
+    "jcli.exec_cmd",
+    "jcli.embedded",
+    "jcli.transport",
+    "http.client",
+    "ssl",
 )
 
 _PARENT_SOURCE = r"""
 import os, socket, sys, traceback, msgpack
-for name in sys.argv[2:]:
+sys.path[0] = os.path.dirname(sys.argv[2])  # as the script's: its own folder, never the cwd ('' here)
+for name in sys.argv[3:]:
     __import__(name)
 from jcli.__main__ import main
 control = socket.socket(fileno=int(sys.argv[1]))
@@ -105,7 +117,7 @@ class WarmParent:
         self.jcli = jcli
         ours, theirs = socket.socketpair()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _PARENT_SOURCE, str(theirs.fileno()), *WARM_MODULES],
+            [sys.executable, "-c", _PARENT_SOURCE, str(theirs.fileno()), jcli, *WARM_MODULES],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -207,8 +219,22 @@ _one_at_a_time = threading.Lock()  # one request and its answers on the socket a
 
 def run_warm(jcli: str, args: tuple[str, ...], cwd, stdin: bytes, env: dict[str, str] | None, base_env: dict[str, str], timeout: float):
     """Run ``j-cli args`` forked from this process's warm parent (started with ``base_env`` on first use)."""
-    global _parent
     with _one_at_a_time:
-        if _parent is None or _parent.proc.poll() is not None:
-            _parent = WarmParent(jcli, base_env)
-        return _parent.run(args, cwd, stdin, dict(os.environ) if env is None else dict(env), timeout)
+        return _run(jcli, args, cwd, stdin, env, base_env, timeout)
+
+
+def run_warm_if_free(jcli: str, args: tuple[str, ...], cwd, stdin: bytes, env: dict[str, str], base_env: dict[str, str], timeout: float):
+    """:func:`run_warm`, or None when another thread's call holds the warm parent (the caller then starts j-cli itself)."""
+    if not _one_at_a_time.acquire(blocking=False):
+        return None
+    try:
+        return _run(jcli, args, cwd, stdin, env, base_env, timeout)
+    finally:
+        _one_at_a_time.release()
+
+
+def _run(jcli, args, cwd, stdin, env, base_env, timeout) -> subprocess.CompletedProcess:
+    global _parent
+    if _parent is None or _parent.proc.poll() is not None:
+        _parent = WarmParent(jcli, base_env)
+    return _parent.run(args, cwd, stdin, dict(os.environ) if env is None else dict(env), timeout)

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import FIXTURES, JCLI, run_cli, run_cli_warm
+from helpers import FIXTURES, JCLI, run_cli
 
 from jcli_sidecar.base.boundedjson import MAX_DEPTH
 from jcli_sidecar.base.errors import JcliError, OutputDataInvalid, UsageError
@@ -220,7 +220,7 @@ def test_a_notebook_nested_too_deeply_is_notebook_read_failed(tmp_path, depth, w
         text = text.replace('"nbformat": 4,', '"nbformat": 4, "nbformat": 4,', 1)
     path = write_notebook(tmp_path / "deep.ipynb", text=text)
     for args in (["outputs", path, "--cell", "0"], ["output", path, "--cell", "0", "--output", "0"]):
-        error = coded(run_cli_warm("-j", "notebook", *args), "NOTEBOOK_READ_FAILED")
+        error = coded(run_cli("-j", "notebook", *args), "NOTEBOOK_READ_FAILED")
         assert f"nested deeper than {MAX_DEPTH}" in error["message"]
 
 
@@ -313,12 +313,12 @@ def test_a_bundle_value_of_the_wrong_type_is_output_data_invalid(tmp_path, mime,
     """Forked warm; the installed script reads a bundle in the next test."""
     data = {mime: value, "text/x-fine": "fine"}
     path = write_notebook(tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": data}]))
-    catalog = run_cli_warm("-j", "notebook", "outputs", path, "--cell", "0").json()
+    catalog = run_cli("-j", "notebook", "outputs", path, "--cell", "0").json()
     assert catalog["outputs"][0]["bytes"] == {mime: None, "text/x-fine": 4}  # listed, and marked unreadable
-    error = coded(run_cli_warm("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", mime), "OUTPUT_DATA_INVALID")
+    error = coded(run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", mime), "OUTPUT_DATA_INVALID")
     assert mime in error["message"]
-    coded(run_cli_warm("-j", "notebook", "output", path, "--cell", "0", "--output", "0"), "OUTPUT_DATA_INVALID")  # chosen by auto order
-    fine = run_cli_warm("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", "text/x-fine")
+    coded(run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0"), "OUTPUT_DATA_INVALID")  # chosen by auto order
+    fine = run_cli("-j", "notebook", "output", path, "--cell", "0", "--output", "0", "--mime", "text/x-fine")
     assert fine.returncode == 0 and fine.json()["selected"]["data"] == "fine"
 
 

@@ -12,7 +12,7 @@ import json
 import os
 
 import pytest
-from helpers import FIXTURES, run_cli, run_cli_warm
+from helpers import FIXTURES, run_cli
 
 
 def coded(result, code: str, exit_code: int) -> dict:
@@ -36,7 +36,7 @@ def test_the_fast_path_refuses_what_is_not_a_plain_integer(flag, value):
     else:
         args += [flag, value]
     assert parse(args) is None  # deferred to click, which reports it
-    error = coded(run_cli_warm(*args), "USAGE_ERROR", 2)  # 50 cases of parsing: forked warm (tests/warm_cli.py)
+    error = coded(run_cli(*args), "USAGE_ERROR", 2)  # 50 cases of parsing
     assert flag in error["message"]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import DROP, run_cli, run_cli_warm
+from helpers import DROP, run_cli
 
 from jcli_sidecar.base.process_record import ProcessRecord
 from jcli_sidecar.base.runtime import RUNTIME_FILES, ensure_runtime_dir, workspace_hash
@@ -423,7 +423,7 @@ def test_credentials_in_an_unreachable_url_are_never_echoed(notebook_here, monke
         opts = []
     else:
         opts = ["-s", url]
-    result = run_cli_warm(*(["-j"] if json_mode else []), *opts, *args, cwd=notebook_here)
+    result = run_cli(*(["-j"] if json_mode else []), *opts, *args, cwd=notebook_here)
     out = (result.stdout + result.stderr).decode()
     assert result.returncode == 1 and SECRET not in out and "Traceback" not in out
     if json_mode:
@@ -484,7 +484,7 @@ MALFORMED = [
 def test_a_malformed_server_url_is_a_usage_error_with_the_url_redacted(tmp_path, template, args):
     """Forked warm; the installed script's usage error for a malformed URL is the next test's."""
     url = template.format(s=SECRET)
-    result = run_cli_warm("-j", "-s", url, *args, cwd=tmp_path)
+    result = run_cli("-j", "-s", url, *args, cwd=tmp_path)
     err = result.error()
     assert result.returncode == 2 and err["code"] == "USAGE_ERROR", err
     assert SECRET not in (result.stdout + result.stderr).decode()

@@ -99,11 +99,9 @@ def test_each_help_on_the_commands_page_is_what_that_command_prints():
     """The installed ``j-cli ... --help`` (the read fast path included), run off a terminal, prints each section's block.
 
     The top level and ``output show`` (a read) run as the installed script; every other
-    section's help runs forked warm (:func:`helpers.run_cli_warm`), the same ``main``.
+    section's help runs through :func:`helpers.run_cli` (forked warm: the same ``main``).
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from helpers import JCLI, run_cli_warm
+    from helpers import JCLI, run_cli
 
     sections = re.findall(
         r"^## (j-cli[^\n]*)\n\n```text\n(.*?)\n```$", (COMMITTED / "commands.md").read_text(encoding="utf-8"), re.M | re.S
@@ -119,11 +117,10 @@ def test_each_help_on_the_commands_page_is_what_that_command_prints():
             proc = subprocess.run([JCLI, *title.split()[1:], "--help"], capture_output=True, text=True, env=env, timeout=60)
             assert proc.returncode == 0, (title, proc.stderr)
             return proc.stdout.rstrip()
-        warm = run_cli_warm(*title.split()[1:], "--help", env=env)
+        warm = run_cli(*title.split()[1:], "--help", env=env)
         assert warm.returncode == 0, (title, warm.stderr)
         return warm.stdout.decode().rstrip()
 
-    with ThreadPoolExecutor(4) as pool:
-        real = list(pool.map(printed, [title for title, _ in sections]))
+    real = [printed(title) for title, _ in sections]
     differ = [title for (title, shown), text in zip(sections, real, strict=True) if shown != text]
     assert not differ, f"{differ}: run `{reference_docs.REGENERATE}`"

@@ -1,9 +1,9 @@
 """The agent guards through the real ``j-cli _hooks NAME``: payload on stdin, decision out.
 
 Every case runs ``j-cli`` as a host would (a process of its own, the host's
-JSON on stdin; forked warm, tests/warm_cli.py, as the payload matrix is about
-what the guards decide: the entry points hosts call, ``j-cli-hook`` and
-``j-cli _hooks``, run as installed in their own tests below) in a workspace with real files: a paired py:percent
+JSON on stdin; ``helpers.run_cli``, as the payload matrix is about what the
+guards decide: the entry points hosts call, ``j-cli-hook`` and ``j-cli
+_hooks``, run as installed scripts in their own test below) in a workspace with real files: a paired py:percent
 ``analysis.py``/``analysis.ipynb`` (also one in ``sub/``), a plain script
 ``plain.py`` beside an unrelated ``plain.ipynb``, a ``.py`` with markers but
 no notebook, and an unpaired ``lonely.ipynb``.
@@ -21,7 +21,7 @@ import warnings
 
 import click
 import pytest
-from helpers import JCLI, run_cli, run_cli_warm
+from helpers import JCLI, run_cli
 
 from jcli_sidecar.guards.hook_decision import render_decision
 from jcli_sidecar.guards.hook_payload import PLATFORMS
@@ -64,7 +64,7 @@ def hook(name: str, payload, *, platform: str | None = "claude", raw: bytes | No
     """Run ``j-cli _hooks NAME`` with ``payload`` (a dict, as JSON) or ``raw`` bytes on stdin."""
     args = ["_hooks", name] + (["--platform", platform] if platform else [])
     data = raw if raw is not None else json.dumps(payload).encode()
-    return run_cli_warm(*args, stdin=data)
+    return run_cli(*args, stdin=data)
 
 
 def shell(command, cwd, host: str = "claude") -> dict:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import click
 import pytest
-from helpers import DROP, nobody_interpreter, run_cli, run_cli_warm
+from helpers import DROP, nobody_interpreter, run_cli
 
 import jcli
 import jcli_sidecar
@@ -101,7 +101,7 @@ class World:
 
     def setup(self, host: str, scope: str | None, *more: str, env: dict[str, str] | None = None):
         args = ["-j", "setup", host, *([scope] if scope else []), *more]
-        result = run_cli_warm(*args, cwd=self.project, env=env or self.env())
+        result = run_cli(*args, cwd=self.project, env=env or self.env())
         assert b"Traceback" not in result.stderr, result.stderr
         if result.returncode != 0:
             assert result.error()["code"] != "INTERNAL_ERROR", result.stderr

@@ -11,7 +11,7 @@ import sys
 import tomllib
 
 import pytest
-from helpers import run_cli_warm
+from helpers import run_cli
 
 CODEX_CONFIG = """\
 # Codex configuration, hand-edited.
@@ -51,10 +51,10 @@ def codex_home(tmp_path, monkeypatch):
 
 def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path):
     config = codex_home / "config.toml"
-    first = run_cli_warm("-j", "setup", "codex", cwd=tmp_path)
+    first = run_cli("-j", "setup", "codex", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     after_first = config.read_bytes()
-    second = run_cli_warm("-j", "setup", "codex", cwd=tmp_path).json()
+    second = run_cli("-j", "setup", "codex", cwd=tmp_path).json()
     assert second["changed"] is False and config.read_bytes() == after_first
     parsed = tomllib.loads(config.read_text())
     assert parsed["mcp_servers"]["docs"]["args"] == ["-y", "docs-mcp@1.2.3"]
@@ -68,24 +68,24 @@ def test_codex_install_twice_then_remove_is_byte_identical(codex_home, tmp_path)
     assert config.read_text().startswith(CODEX_CONFIG)  # every byte outside our table survives
     skill = tmp_path / "home" / ".agents" / "skills" / "j-cli" / "SKILL.md"
     assert skill.read_text().startswith("---\nname: j-cli\n")
-    removed = run_cli_warm("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
+    removed = run_cli("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
     assert removed["removed"] and removed["skill_removed"]
     assert config.read_text() == CODEX_CONFIG and stat.S_IMODE(config.stat().st_mode) == 0o640
     assert not skill.exists()
-    again = run_cli_warm("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
+    again = run_cli("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
     assert again["removed"] is False and config.read_text() == CODEX_CONFIG
 
 
 def test_codex_waits_for_the_server_unless_the_user_said_not_to(codex_home, tmp_path):
     """``required = true``: Codex starts no turn before j-cli's tools are listed; a user's ``false`` survives a re-setup."""
     config = codex_home / "config.toml"
-    assert run_cli_warm("-j", "setup", "codex", cwd=tmp_path).returncode == 0
+    assert run_cli("-j", "setup", "codex", cwd=tmp_path).returncode == 0
     assert tomllib.loads(config.read_text())["mcp_servers"]["jcli"]["required"] is True
     config.write_text(config.read_text().replace("required = true\n", "required = false\n"))
     edited = config.read_bytes()
-    again = run_cli_warm("-j", "setup", "codex", cwd=tmp_path).json()
+    again = run_cli("-j", "setup", "codex", cwd=tmp_path).json()
     assert again["changed"] is False and config.read_bytes() == edited
-    removed = run_cli_warm("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
+    removed = run_cli("-j", "setup", "codex", "--remove", cwd=tmp_path).json()
     assert removed["removed"] and removed["dropped_user_edits"] == [f"[mcp_servers.jcli] in {config}: the keys required = false"]
     assert config.read_text() == CODEX_CONFIG
 
@@ -93,7 +93,7 @@ def test_codex_waits_for_the_server_unless_the_user_said_not_to(codex_home, tmp_
 def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(codex_home, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    result = run_cli_warm("-j", "setup", "codex", "--project", cwd=project).json()
+    result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     config = project / ".codex" / "config.toml"
     assert result["config"] == str(config.resolve())
     text = config.read_text()
@@ -104,11 +104,11 @@ def test_codex_project_scope_is_portable_and_says_the_project_must_be_trusted(co
     warning, hooks = [w for w in result["warnings"] if "not on PATH" not in w]  # the PATH check is test_hostile_setup's
     assert hooks.startswith(f"Codex runs the hooks in {project.resolve() / '.codex' / 'hooks.json'} only once you trust them")
     assert "trusted" in warning and json.dumps(str(project.resolve())) in warning and str(codex_home / "config.toml") in warning
-    human = run_cli_warm("setup", "codex", "--project", cwd=project)
+    human = run_cli("setup", "codex", "--project", cwd=project)
     assert human.returncode == 0 and b"warning: Codex ignores" in human.stderr
     assert (project / ".agents" / "skills" / "j-cli" / "SKILL.md").exists()
     assert (codex_home / "config.toml").read_text() == CODEX_CONFIG  # the user file is untouched: j-cli never trusts for you
-    run_cli_warm("setup", "codex", "--project", "--remove", cwd=project)
+    run_cli("setup", "codex", "--project", "--remove", cwd=project)
     assert not config.exists()  # j-cli created it, j-cli removed it
 
 
@@ -121,16 +121,16 @@ def test_codex_project_trusted_by_the_user_gives_no_warning(codex_home, tmp_path
     trusted = repo if where == "git-root" else project
     with open(codex_home / "config.toml", "a") as fh:
         fh.write(f'\n[projects.{json.dumps(str(trusted.resolve()))}]\ntrust_level = "trusted"\n')
-    result = run_cli_warm("-j", "setup", "codex", "--project", cwd=project).json()
+    result = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     assert result["project_trusted"] is True and [w for w in result["warnings"] if "not on PATH" not in w and "open /hooks" not in w] == []
-    again = run_cli_warm("-j", "setup", "codex", "--project", cwd=project).json()
+    again = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     assert [w for w in again["warnings"] if "not on PATH" not in w] == []  # hooks unchanged: trusted ones stay trusted
 
 
 def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp_path):
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    run_cli_warm("setup", "codex", cwd=tmp_path)
+    run_cli("setup", "codex", cwd=tmp_path)
     ours = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["jcli"]
 
     async def main():
@@ -155,7 +155,7 @@ def test_the_configured_server_really_starts_and_lists_its_tools(codex_home, tmp
 def test_a_config_we_cannot_edit_is_a_coded_error_and_stays_untouched(codex_home, tmp_path, content, code):
     config = codex_home / "config.toml"
     config.write_text(content)
-    result = run_cli_warm("-j", "setup", "codex", cwd=tmp_path)
+    result = run_cli("-j", "setup", "codex", cwd=tmp_path)
     assert result.returncode == 1 and result.error()["code"] == code
     assert config.read_text() == content
 
@@ -164,11 +164,11 @@ def test_setup_git_adds_and_removes_only_its_block(tmp_path):
     gitignore = tmp_path / ".gitignore"
     original = "node_modules/\n*.pyc"  # no trailing newline on purpose
     gitignore.write_text(original)
-    first = run_cli_warm("-j", "setup", "git", cwd=tmp_path).json()
+    first = run_cli("-j", "setup", "git", cwd=tmp_path).json()
     assert first["changed"] and "**/.j-cli/" in gitignore.read_text().splitlines()
     snapshot = gitignore.read_bytes()
-    assert run_cli_warm("-j", "setup", "git", cwd=tmp_path).json()["changed"] is False and gitignore.read_bytes() == snapshot
-    assert run_cli_warm("-j", "setup", "git", "--remove", cwd=tmp_path).json()["removed"]
+    assert run_cli("-j", "setup", "git", cwd=tmp_path).json()["changed"] is False and gitignore.read_bytes() == snapshot
+    assert run_cli("-j", "setup", "git", "--remove", cwd=tmp_path).json()["removed"]
     assert gitignore.read_text() == original
 
 
@@ -210,8 +210,8 @@ def test_claude_install_twice_then_remove_is_byte_identical(claude_home, tmp_pat
     project.mkdir()
     config = claude_home / ".claude.json"
     original = config.read_bytes()
-    assert run_cli_warm("setup", "claude", scope, cwd=project).returncode == 0
-    second = run_cli_warm("-j", "setup", "claude", scope, cwd=project).json()
+    assert run_cli("setup", "claude", scope, cwd=project).returncode == 0
+    second = run_cli("-j", "setup", "claude", scope, cwd=project).json()
     assert second["changed"] is False
     target = project / ".mcp.json" if scope == "--project" else config
     doc = json.loads(target.read_text())
@@ -227,7 +227,7 @@ def test_claude_install_twice_then_remove_is_byte_identical(claude_home, tmp_pat
         assert servers["jcli"]["command"] == sys.executable and servers["jcli"]["args"][:4] == ["-m", "jcli", "mcp", "serve"]
     if scope != "--project":
         assert doc["mcpServers"]["search"] == CLAUDE_JSON["mcpServers"]["search"] and doc["hooks"] == CLAUDE_JSON["hooks"]
-    assert run_cli_warm("-j", "setup", "claude", scope, "--remove", cwd=project).json()["removed"]
+    assert run_cli("-j", "setup", "claude", scope, "--remove", cwd=project).json()["removed"]
     assert config.read_bytes() == original and stat.S_IMODE(config.stat().st_mode) == 0o600
     assert not (project / ".mcp.json").exists()
 
@@ -238,10 +238,10 @@ def test_claude_refuses_a_foreign_jcli_entry_and_broken_json(claude_home, tmp_pa
     config = claude_home / ".claude.json"
     foreign = dict(CLAUDE_JSON, mcpServers={"jcli": {"command": "something-else"}})
     config.write_text(json.dumps(foreign, indent=2))
-    result = run_cli_warm("-j", "setup", "claude", "--user", cwd=tmp_path)
+    result = run_cli("-j", "setup", "claude", "--user", cwd=tmp_path)
     assert result.returncode == 1 and result.error()["code"] == "CONFIG_CONFLICT"
     config.write_text("{ not json")
-    result = run_cli_warm("-j", "setup", "claude", "--user", cwd=tmp_path)
+    result = run_cli("-j", "setup", "claude", "--user", cwd=tmp_path)
     assert result.returncode == 1 and result.error()["code"] == "CONFIG_INVALID"
     assert config.read_text() == "{ not json"
 
@@ -270,13 +270,13 @@ def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, 
     shipped = _shipped_plugin("opencode")
     project = tmp_path / "project"
     project.mkdir()
-    first = run_cli_warm("-j", "setup", "opencode", cwd=project).json()
+    first = run_cli("-j", "setup", "opencode", cwd=project).json()
     target = project / ".opencode" / "plugins" / "jcli.js"
     # the copy is the shipped file, its marker line recording the two folders setup made (.opencode/plugins)
     assert first["changed"] and _unsealed(target.read_text()) == shipped.replace("deletes this file)", "deletes this file) [+2 dirs]", 1)
-    assert run_cli_warm("-j", "setup", "opencode", cwd=project).json()["changed"] is False
+    assert run_cli("-j", "setup", "opencode", cwd=project).json()["changed"] is False
     assert 'const INSTALLED_COMMAND = ["j-cli"] // set by j-cli setup' in shipped  # the shared copy names j-cli on PATH
-    user = run_cli_warm("-j", "setup", "opencode", "--user", cwd=project).json()
+    user = run_cli("-j", "setup", "opencode", "--user", cwd=project).json()
     assert user["plugin"] == str(tmp_path / "config" / "opencode" / "plugins" / "jcli.js")
     assert user["command"] == [sys.executable, "-m", "jcli"]  # a user's own copy finds this install without PATH
     user_copy = _unsealed((tmp_path / "config" / "opencode" / "plugins" / "jcli.js").read_text())
@@ -284,10 +284,10 @@ def test_setup_opencode_copies_the_shipped_plugin_and_removes_only_it(tmp_path, 
     assert user_copy == expected.replace("deletes this file)", "deletes this file) [+3 dirs]", 1)  # config/opencode/plugins
     neighbour = project / ".opencode" / "plugins" / "theirs.js"
     neighbour.write_text("// someone else's plugin\n")
-    assert run_cli_warm("-j", "setup", "opencode", "--remove", cwd=project).json()["removed"]
+    assert run_cli("-j", "setup", "opencode", "--remove", cwd=project).json()["removed"]
     assert not target.exists() and neighbour.read_text() == "// someone else's plugin\n"
     target.write_text("// a hand-written jcli.js\n")
-    conflict = run_cli_warm("-j", "setup", "opencode", cwd=project)
+    conflict = run_cli("-j", "setup", "opencode", cwd=project)
     assert conflict.returncode == 1 and conflict.error()["code"] == "CONFIG_CONFLICT"
     assert target.read_text() == "// a hand-written jcli.js\n"
 
@@ -344,7 +344,7 @@ def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
     config = dsh_project / ".dsh" / "cordis.yml"
     config.write_text(DSH_WORKSPACE)
     config.chmod(0o640)
-    first = run_cli_warm("-j", "setup", "dsh", cwd=dsh_project)
+    first = run_cli("-j", "setup", "dsh", cwd=dsh_project)
     assert first.returncode == 0, first.stderr
     doc = first.json()
     plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
@@ -356,15 +356,15 @@ def test_dsh_project_install_twice_then_remove_is_byte_identical(dsh_project):
     assert rows[1]["config"]["servers"][0]["args"] == ["server.mjs", "--flag"]
     assert config.read_text().startswith(DSH_WORKSPACE)
     after_first = config.read_bytes()
-    assert run_cli_warm("-j", "setup", "dsh", cwd=dsh_project).json()["changed"] is False
+    assert run_cli("-j", "setup", "dsh", cwd=dsh_project).json()["changed"] is False
     assert config.read_bytes() == after_first
     assert (dsh_project / ".agents" / "skills" / "j-cli" / "SKILL.md").exists()
-    removed = run_cli_warm("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
+    removed = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
     assert removed["removed"] and removed["plugin_removed"] and removed["skill_removed"]
     assert config.read_text() == DSH_WORKSPACE and stat.S_IMODE(config.stat().st_mode) == 0o640
     assert not plugin.exists()
     assert (dsh_project / ".j-cli" / "outputs" / "run-1" / "manifest.json").read_text() == "{}"
-    again = run_cli_warm("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
+    again = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()
     assert again["removed"] is False and again["plugin_removed"] is False and config.read_text() == DSH_WORKSPACE
 
 
@@ -373,7 +373,7 @@ def test_dsh_user_scope_inserts_a_patch_with_the_absolute_plugin_path(dsh_projec
     home.mkdir()
     patch = home / "cordis.patch.yml"
     patch.write_text(DSH_PATCH)
-    doc = run_cli_warm("-j", "setup", "dsh", "--user", cwd=dsh_project).json()
+    doc = run_cli("-j", "setup", "dsh", "--user", cwd=dsh_project).json()
     plugin = home / "plugins" / "jcli.ts"
     assert doc["config"] == str(patch) and doc["row"] == {"insert": [{"id": "j-cli", "name": str(plugin)}]}
     rows = _yaml(patch)
@@ -382,7 +382,7 @@ def test_dsh_user_scope_inserts_a_patch_with_the_absolute_plugin_path(dsh_projec
     assert plugin.exists() and not (dsh_project / ".dsh" / "cordis.yml").exists()
     assert doc["command"] == [sys.executable, "-m", "jcli"]  # a user's own copy finds this install without PATH
     assert f"const INSTALLED_COMMAND: readonly string[] = {json.dumps(doc['command'])} // set by j-cli setup" in plugin.read_text()
-    assert run_cli_warm("-j", "setup", "dsh", "--user", "--remove", cwd=dsh_project).json()["removed"]
+    assert run_cli("-j", "setup", "dsh", "--user", "--remove", cwd=dsh_project).json()["removed"]
     assert patch.read_text() == DSH_PATCH and not plugin.exists()
 
 
@@ -391,11 +391,11 @@ def test_dsh_empty_compositions_round_trip(dsh_project, before):
     config = dsh_project / ".dsh" / "cordis.yml"
     if before is not None:
         config.write_text(before)
-    assert run_cli_warm("-j", "setup", "dsh", cwd=dsh_project).returncode == 0
+    assert run_cli("-j", "setup", "dsh", cwd=dsh_project).returncode == 0
     assert [r["id"] for r in _yaml(config)] == ["j-cli"]
-    run_cli_warm("-j", "setup", "dsh", cwd=dsh_project)
+    run_cli("-j", "setup", "dsh", cwd=dsh_project)
     assert [r["id"] for r in _yaml(config)] == ["j-cli"]
-    assert run_cli_warm("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()["removed"]
+    assert run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project).json()["removed"]
     if before is None:
         assert not config.exists()  # j-cli created it
     else:
@@ -414,7 +414,7 @@ def test_dsh_empty_compositions_round_trip(dsh_project, before):
 def test_dsh_compositions_we_cannot_edit_are_coded_errors_and_stay_untouched(dsh_project, content, code):
     config = dsh_project / ".dsh" / "cordis.yml"
     config.write_text(content)
-    result = run_cli_warm("-j", "setup", "dsh", cwd=dsh_project)
+    result = run_cli("-j", "setup", "dsh", cwd=dsh_project)
     assert result.returncode == 1 and result.error()["code"] == code, result.stdout + result.stderr
     assert config.read_text() == content
     assert not (dsh_project / ".dsh" / "plugins").exists()
@@ -424,10 +424,10 @@ def test_dsh_refuses_to_replace_or_delete_a_foreign_plugin_file(dsh_project):
     plugin = dsh_project / ".dsh" / "plugins" / "jcli.ts"
     plugin.parent.mkdir()
     plugin.write_text("// a hand-written jcli.ts\n")
-    result = run_cli_warm("-j", "setup", "dsh", cwd=dsh_project)
+    result = run_cli("-j", "setup", "dsh", cwd=dsh_project)
     assert result.returncode == 1 and result.error()["code"] == "CONFIG_CONFLICT"
     assert plugin.read_text() == "// a hand-written jcli.ts\n"
     assert not (dsh_project / ".dsh" / "cordis.yml").exists()
-    removal = run_cli_warm("-j", "setup", "dsh", "--remove", cwd=dsh_project)
+    removal = run_cli("-j", "setup", "dsh", "--remove", cwd=dsh_project)
     assert removal.returncode == 1 and removal.error()["code"] == "CONFIG_CONFLICT"
     assert plugin.read_text() == "// a hand-written jcli.ts\n"

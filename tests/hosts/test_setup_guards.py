@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import BIN, REPO, run_cli_warm
+from helpers import BIN, REPO, run_cli
 
 UPSTREAM = REPO / "tests" / "fixtures" / "upstream_setup"
 GUARDS = ("notebook-exec-guard", "python-run-guard", "notebook-edit-guard", "pair-drift-guard-pre", "pair-drift-guard-post")
@@ -83,7 +83,7 @@ def test_claude_hooks_go_in_beside_the_users_and_come_out_byte_identical(home, p
     settings.parent.mkdir(parents=True)
     settings.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
     original = settings.read_bytes()
-    first = run_cli_warm("setup", "claude", scope, cwd=project)
+    first = run_cli("setup", "claude", scope, cwd=project)
     assert first.returncode == 0, first.stderr
     assert f"hooks: {settings}" in first.stdout.decode()
     doc = json.loads(settings.read_text())
@@ -100,29 +100,29 @@ def test_claude_hooks_go_in_beside_the_users_and_come_out_byte_identical(home, p
     prefix = ["j-cli"] if scope == "--project" else [sys.executable, "-m", "jcli"]
     assert all(shlex.split(c)[: len(prefix)] == prefix and shlex.split(c)[-2:] == ["--platform", "claude"] for c in commands(doc))
     after_first = settings.read_bytes()
-    again = run_cli_warm("-j", "setup", "claude", scope, cwd=project).json()
+    again = run_cli("-j", "setup", "claude", scope, cwd=project).json()
     assert again["changed"] is False and again["hooks"] == str(settings) and again["replaced_upstream"] == []
     assert settings.read_bytes() == after_first
-    removed = run_cli_warm("-j", "setup", "claude", scope, "--remove", cwd=project).json()
+    removed = run_cli("-j", "setup", "claude", scope, "--remove", cwd=project).json()
     assert removed["hooks_removed"] is True
     assert settings.read_bytes() == original
 
 
 def test_claude_settings_setup_creates_are_deleted_by_remove(home, project):
-    assert run_cli_warm("setup", "claude", "--project", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
     settings = project / ".claude" / "settings.json"
     assert set(ours(json.loads(settings.read_text()))) == {"PreToolUse", "PostToolUse"}
-    assert run_cli_warm("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
     assert not settings.exists() and not (project / ".claude").exists()  # setup made the directory, and it is empty again
 
 
 def test_a_user_hook_added_to_our_group_keeps_the_group_and_is_never_removed(home, project):
-    assert run_cli_warm("setup", "claude", "--project", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
     settings = project / ".claude" / "settings.json"
     doc = json.loads(settings.read_text())
     doc["hooks"]["PreToolUse"][0]["hooks"].append({"type": "command", "command": "echo mine"})
     settings.write_text(json.dumps(doc, indent=2))
-    assert run_cli_warm("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
     left = json.loads(settings.read_text())
     assert {"type": "command", "command": "echo mine"} in left["hooks"]["PreToolUse"][0]["hooks"]
 
@@ -132,7 +132,7 @@ def test_claude_settings_we_cannot_edit_are_coded_errors_and_stay_untouched(home
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(content)
-    result = run_cli_warm("-j", "setup", "claude", "--project", cwd=project)
+    result = run_cli("-j", "setup", "claude", "--project", cwd=project)
     assert result.returncode == 1 and result.error()["code"] == "CONFIG_INVALID", result.stderr
     assert settings.read_text() == content and not (project / ".mcp.json").exists()
 
@@ -143,7 +143,7 @@ def test_codex_hooks_json_beside_the_config_round_trips(home, project, scope):
     hooks.parent.mkdir(parents=True)
     hooks.write_text(json.dumps(USER_SETTINGS, indent=2))  # no final newline: kept as it is
     original = hooks.read_bytes()
-    result = run_cli_warm("-j", "setup", "codex", scope, cwd=project).json()
+    result = run_cli("-j", "setup", "codex", scope, cwd=project).json()
     assert result["hooks"] == str(hooks)
     doc = json.loads(hooks.read_text())
     assert ours(doc) == {
@@ -155,8 +155,8 @@ def test_codex_hooks_json_beside_the_config_round_trips(home, project, scope):
     }
     assert all(c.endswith("--platform codex") for c in commands(doc))
     assert doc["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
-    assert run_cli_warm("-j", "setup", "codex", scope, cwd=project).json()["changed"] is False
-    assert run_cli_warm("setup", "codex", scope, "--remove", cwd=project).returncode == 0
+    assert run_cli("-j", "setup", "codex", scope, cwd=project).json()["changed"] is False
+    assert run_cli("setup", "codex", scope, "--remove", cwd=project).returncode == 0
     assert hooks.read_bytes() == original
 
 
@@ -164,12 +164,12 @@ def test_codex_hooks_feature_off_is_a_warning_naming_the_setting(home, project):
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text("[features]\nhooks = false\n")
-    result = run_cli_warm("-j", "setup", "codex", "--user", cwd=project).json()
+    result = run_cli("-j", "setup", "codex", "--user", cwd=project).json()
     assert any("[features] hooks = true" in w and str(config) in w for w in result["warnings"]), result
-    human = run_cli_warm("setup", "codex", "--user", cwd=project)
+    human = run_cli("setup", "codex", "--user", cwd=project)
     assert "warning: Codex's hooks are off" in human.stderr.decode()
     config.write_text(config.read_text().replace("hooks = false", "hooks = true"))
-    assert "warnings" not in run_cli_warm("-j", "setup", "codex", "--user", cwd=project).json()
+    assert "warnings" not in run_cli("-j", "setup", "codex", "--user", cwd=project).json()
 
 
 def _upstream_project(project):
@@ -204,7 +204,7 @@ def test_upstream_entries_are_replaced_with_ours_and_the_users_stay(home, projec
         assert proc.returncode == 0 and proc.stdout == b"", (command, proc.stderr)
     assert seen == {"j-cli", "j-cli-hook"}
 
-    human = run_cli_warm("setup", "claude", "--project", cwd=project)
+    human = run_cli("setup", "claude", "--project", cwd=project)
     assert human.returncode == 0, human.stderr
     out = human.stdout.decode()
     assert f"replaced upstream j-cli's MCP server jcli-notebook-output in {project / '.mcp.json'}" in out
@@ -215,9 +215,9 @@ def test_upstream_entries_are_replaced_with_ours_and_the_users_stay(home, projec
     assert {"type": "command", "command": "echo mine"} in [h for g in doc["hooks"]["PreToolUse"] for h in g["hooks"]]
     assert doc["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"] and len(ours(doc)["PreToolUse"]) == 2
     assert "jcli" in json.loads((project / ".mcp.json").read_text())["mcpServers"]
-    assert run_cli_warm("-j", "setup", "claude", "--project", cwd=project).json()["replaced_upstream"] == []
+    assert run_cli("-j", "setup", "claude", "--project", cwd=project).json()["replaced_upstream"] == []
 
-    codex = run_cli_warm("-j", "setup", "codex", "--project", cwd=project).json()
+    codex = run_cli("-j", "setup", "codex", "--project", cwd=project).json()
     assert len(codex["replaced_upstream"]) == 2, codex
     hooks_text = (project / ".codex" / "hooks.json").read_text()
     config_text = (project / ".codex" / "config.toml").read_text()
@@ -231,7 +231,7 @@ def _run_written(command, payload, cwd, env):
 
 @pytest.mark.parametrize(("host", "scope"), [("claude", "--project"), ("claude", "--user"), ("codex", "--project"), ("codex", "--user")])
 def test_the_command_setup_wrote_really_runs_and_denies(home, project, tmp_path, host, scope):
-    assert run_cli_warm("setup", host, scope, cwd=project).returncode == 0
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
     path = (
         claude_settings(scope, home, project) if host == "claude" else (project if scope == "--project" else home) / ".codex" / "hooks.json"
     )
@@ -267,10 +267,10 @@ def test_real_codex_reads_the_hooks_flag_setup_warns_about(home, project, host_b
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
     config.write_text("[features]\nhooks = false\n")
-    assert run_cli_warm("-j", "setup", "codex", "--user", cwd=project).json()["warnings"]
+    assert run_cli("-j", "setup", "codex", "--user", cwd=project).json()["warnings"]
     assert hooks_feature() == "false"
     config.write_text(config.read_text().replace("[features]\nhooks = false\n", "[features]\nhooks = true\n"))
-    assert "warnings" not in run_cli_warm("-j", "setup", "codex", "--user", cwd=project).json()
+    assert "warnings" not in run_cli("-j", "setup", "codex", "--user", cwd=project).json()
     assert hooks_feature() == "true"
 
 
@@ -301,7 +301,7 @@ def test_real_claude_loads_the_settings_file_with_our_hooks(home, project, host_
     loaded the file, our marked entries included; the same file with one
     bad entry is skipped (the control: the check can fail).
     """
-    assert run_cli_warm("setup", "claude", scope, cwd=project).returncode == 0
+    assert run_cli("setup", "claude", scope, cwd=project).returncode == 0
     config = home / ".claude.json"
     doc = json.loads(config.read_text()) if config.exists() else {}
     doc.setdefault("projects", {}).setdefault(os.path.realpath(project), {})["hasTrustDialogAccepted"] = True
@@ -339,11 +339,11 @@ def _upstream_skill(folder, edited=False):
 def test_upstream_skill_folder_is_replaced_unless_edited(home, project):
     folder = project / ".claude" / "skills" / "j-cli"
     _upstream_skill(folder, edited=True)
-    refused = run_cli_warm("-j", "setup", "claude", "--project", cwd=project)
+    refused = run_cli("-j", "setup", "claude", "--project", cwd=project)
     assert refused.returncode == 1 and refused.error()["code"] == "CONFIG_CONFLICT"
     assert (folder / "workflows" / "exec.md").read_text() == "my notes\n"
     _upstream_skill(folder)
-    result = run_cli_warm("-j", "setup", "claude", "--project", cwd=project).json()
+    result = run_cli("-j", "setup", "claude", "--project", cwd=project).json()
     assert f"skill in {folder}" in result["replaced_upstream"]
     assert sorted(p.name for p in folder.rglob("*")) == ["SKILL.md"] and "j-cli setup" in (folder / "SKILL.md").read_text()
 
@@ -356,7 +356,7 @@ def test_a_fifo_planted_in_an_upstream_skill_folder_never_blocks_setup(home, pro
     _upstream_skill(folder)
     (folder / planted).unlink()
     os.mkfifo(folder / planted)
-    refused = run_cli_warm("-j", "setup", "claude", "--project", cwd=project)
+    refused = run_cli("-j", "setup", "claude", "--project", cwd=project)
     assert refused.returncode == 1 and refused.error()["code"] == "CONFIG_CONFLICT", refused.stderr
     assert stat.S_ISFIFO((folder / planted).lstat().st_mode)
     assert (folder / "SKILL.md").read_text() == "---\nname: j-cli\n---\nold\n"
@@ -377,14 +377,14 @@ def test_upstream_opencode_and_dsh_plugins_and_row_are_replaced_and_the_users_st
     user_row = "- id: mine\n  name: './plugins/mine.ts'\n"
     cordis.write_text(user_row + (UPSTREAM / "dsh_cordis.yml").read_text())
 
-    opencode = run_cli_warm("-j", "setup", "opencode", "--project", cwd=project)
+    opencode = run_cli("-j", "setup", "opencode", "--project", cwd=project)
     assert opencode.returncode == 0, opencode.stderr
     assert opencode.json()["replaced_upstream"] == [f"plugin {opencode_plugin}"]
     assert (
         "// managed by j-cli setup" in opencode_plugin.read_text() and "Managed by j-cli setup opencode." not in opencode_plugin.read_text()
     )
 
-    dsh = run_cli_warm("setup", "dsh", "--project", cwd=project)
+    dsh = run_cli("setup", "dsh", "--project", cwd=project)
     assert dsh.returncode == 0, dsh.stderr
     assert f"replaced upstream j-cli's Cordis row jcli-hooks in {cordis}" in dsh.stdout.decode()
     assert f"replaced upstream j-cli's plugin {dsh_plugin}" in dsh.stdout.decode()
@@ -392,11 +392,11 @@ def test_upstream_opencode_and_dsh_plugins_and_row_are_replaced_and_the_users_st
     assert text.startswith(user_row) and "jcli-hooks" not in text and "jcli managed" not in text and "id: j-cli" in text
     assert "// managed by j-cli setup" in dsh_plugin.read_text()
 
-    again = run_cli_warm("-j", "setup", "dsh", "--project", cwd=project).json()
+    again = run_cli("-j", "setup", "dsh", "--project", cwd=project).json()
     assert again["replaced_upstream"] == [] and again["changed"] is False
 
     for host in ("opencode", "dsh"):
-        assert run_cli_warm("setup", host, "--project", "--remove", cwd=project).returncode == 0
+        assert run_cli("setup", host, "--project", "--remove", cwd=project).returncode == 0
     assert cordis.read_text() == user_row and not opencode_plugin.exists() and not dsh_plugin.exists()
 
 
@@ -406,7 +406,7 @@ def test_removing_leaves_upstreams_plugin_alone(home, project):
     plugin.parent.mkdir(parents=True)
     plugin.write_text("// Managed by j-cli setup opencode.\nexport default {}\n")
     before = plugin.read_bytes()
-    result = run_cli_warm("-j", "setup", "opencode", "--project", "--remove", cwd=project)
+    result = run_cli("-j", "setup", "opencode", "--project", "--remove", cwd=project)
     assert result.returncode == 0, result.stderr
     assert result.json()["removed"] is False and plugin.read_bytes() == before
 
@@ -484,9 +484,9 @@ EDITS = {"mine-and-debug": _add_mine_and_debug, "moved": _move_ours_into_a_user_
 @pytest.mark.parametrize(("host", "scope"), HOOK_FILES, ids=[f"{h}{s}" for h, s in HOOK_FILES])
 def test_setup_again_after_the_user_edited_our_hooks_runs_each_guard_once_and_keeps_their_additions(home, project, host, scope, edit):
     path = hooks_file(host, scope, home, project)
-    assert run_cli_warm("setup", host, scope, cwd=project).returncode == 0
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
     edited = _edit(path, EDITS[edit])
-    again = run_cli_warm("-j", "setup", host, scope, cwd=project)
+    again = run_cli("-j", "setup", host, scope, cwd=project)
     assert again.returncode == 0, again.stderr
     doc = json.loads(path.read_text())
     assert guard_counts(doc) == dict.fromkeys(GUARDS, 1)
@@ -497,16 +497,16 @@ def test_setup_again_after_the_user_edited_our_hooks_runs_each_guard_once_and_ke
         assert again.json()["changed"] is False and path.read_text() == json.dumps(edited, indent=2) + "\n"
     if edit == "duplicated":  # the copy the user edited is the one kept
         assert doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith(f"--platform {host} --debug")
-    assert run_cli_warm("-j", "setup", host, scope, cwd=project).json()["changed"] is False  # and it stays so
+    assert run_cli("-j", "setup", host, scope, cwd=project).json()["changed"] is False  # and it stays so
 
 
 @pytest.mark.parametrize("edit", list(EDITS))
 @pytest.mark.parametrize(("host", "scope"), HOOK_FILES, ids=[f"{h}{s}" for h, s in HOOK_FILES])
 def test_remove_after_the_user_edited_our_hooks_takes_every_one_out_and_says_what_it_dropped(home, project, host, scope, edit):
     path = hooks_file(host, scope, home, project)
-    assert run_cli_warm("setup", host, scope, cwd=project).returncode == 0
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
     edited = _edit(path, EDITS[edit])
-    removed = run_cli_warm("-j", "setup", host, scope, "--remove", cwd=project).json()
+    removed = run_cli("-j", "setup", host, scope, "--remove", cwd=project).json()
     assert removed["hooks_removed"] is True
     left = json.loads(path.read_text()) if path.exists() else {}
     assert guard_counts(left) == {}
@@ -521,17 +521,17 @@ def test_remove_after_the_user_edited_our_hooks_takes_every_one_out_and_says_wha
         assert dropped == [f"hook notebook-exec-guard in {path}: the arguments '--debug'"]
     else:
         assert dropped == []
-    again = run_cli_warm("-j", "setup", host, scope, "--remove", cwd=project).json()
+    again = run_cli("-j", "setup", host, scope, "--remove", cwd=project).json()
     assert again["hooks_removed"] is False and again["dropped_user_edits"] == []
-    assert run_cli_warm("setup", host, scope, cwd=project).returncode == 0
+    assert run_cli("setup", host, scope, cwd=project).returncode == 0
     assert guard_counts(json.loads(path.read_text())) == dict.fromkeys(GUARDS, 1)
 
 
 def test_a_user_hook_in_our_group_stays_in_that_group_with_its_matcher_after_remove(home, project):
-    assert run_cli_warm("setup", "claude", "--project", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", cwd=project).returncode == 0
     settings = project / ".claude" / "settings.json"
     _edit(settings, _add_mine_and_debug)
-    assert run_cli_warm("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--project", "--remove", cwd=project).returncode == 0
     assert json.loads(settings.read_text())["hooks"]["PreToolUse"] == [
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo mine"}]}
     ]
@@ -539,7 +539,7 @@ def test_a_user_hook_in_our_group_stays_in_that_group_with_its_matcher_after_rem
 
 def test_an_edited_hook_of_another_install_gets_this_installs_command_and_keeps_its_arguments(home, project):
     """A user-scope hook written by another interpreter (a moved venv), then given --debug: re-setup updates it in place."""
-    assert run_cli_warm("setup", "claude", "--user", cwd=project).returncode == 0
+    assert run_cli("setup", "claude", "--user", cwd=project).returncode == 0
     settings = home / ".claude" / "settings.json"
 
     def elsewhere(doc):
@@ -547,7 +547,7 @@ def test_an_edited_hook_of_another_install_gets_this_installs_command_and_keeps_
         hook["command"] = hook["command"].replace(shlex.quote(sys.executable), "/old/venv/bin/python") + " --debug"
 
     _edit(settings, elsewhere)
-    assert run_cli_warm("-j", "setup", "claude", "--user", cwd=project).json()["changed"] is True
+    assert run_cli("-j", "setup", "claude", "--user", cwd=project).json()["changed"] is True
     hook = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
     assert shlex.split(hook["command"]) == [
         sys.executable,

@@ -42,7 +42,7 @@ import shutil
 import jupytext
 import pytest
 import yaml
-from helpers import TESTS, run_cli, run_cli_warm
+from helpers import TESTS, run_cli
 
 from jcli_sidecar.pair.percent import read_percent
 from jcli_sidecar.pair.percent_write import NOTEBOOK_ONLY_METADATA, write_percent
@@ -100,10 +100,10 @@ def test_the_golden_files_are_all_here():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_notebook_j_cli_converts_reads_in_jupytext_as_the_notebook(path, tmp_path):
-    """``convert`` forked warm over the golden files; the installed script converts in the round trips below."""
+    """``j-cli convert`` over the golden files, read back by jupytext."""
     nb_path = tmp_path / "nb.ipynb"
     shutil.copyfile(path, nb_path)
-    result = run_cli_warm("-j", "convert", "ipynb-to-py", str(nb_path), "-o", str(tmp_path / "nb.py"), cwd=tmp_path)
+    result = run_cli("-j", "convert", "ipynb-to-py", str(nb_path), "-o", str(tmp_path / "nb.py"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     nb = json.loads(path.read_text())
     cells, kernelspec = _jupytext_read((tmp_path / "nb.py").read_text())
@@ -120,7 +120,7 @@ def test_a_py_jupytext_writes_reads_in_j_cli_as_in_jupytext(path, tmp_path):
     assert our_kernelspec == their_kernelspec
     py = tmp_path / "nb.py"
     shutil.copyfile(path, py)
-    result = run_cli_warm("-j", "convert", "py-to-ipynb", str(py), cwd=tmp_path)  # forked warm, as above
+    result = run_cli("-j", "convert", "py-to-ipynb", str(py), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     written = json.loads((tmp_path / "nb.ipynb").read_text())
     assert [(c["cell_type"], _source(c["source"])) for c in written["cells"]] == [(c[0], c[1]) for c in theirs]

@@ -16,7 +16,7 @@ import hashlib
 import json
 
 import pytest
-from helpers import run_cli_warm
+from helpers import run_cli
 
 NOTEBOOK = {
     "nbformat": 4,
@@ -78,7 +78,7 @@ def test_every_path_refuses_a_notebook_that_is_not_utf8_naming_its_encoding_and_
     (tmp_path / "nb.py").write_text("# %%\nprint('hi ∀')\n", encoding="utf-8")
     before = _digests(tmp_path)
     args = [arg.replace("{nb}", "nb.ipynb").replace("{py}", "nb.py") for arg in PATHS[path]]
-    done = run_cli_warm("-j", *args, cwd=tmp_path)
+    done = run_cli("-j", *args, cwd=tmp_path)
     if path == "grep":  # a search goes on past a file it cannot read, and lists it among its problems
         assert done.returncode == 1, done.stderr  # grep's exit status: no hit
         problems = json.loads(done.stdout)["problems"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import load_cases, run_cli, run_cli_warm, sidecars_under, start_old_sidecar
+from helpers import load_cases, run_cli, sidecars_under, start_old_sidecar
 
 from jcli_sidecar import __version__
 from jcli_sidecar.base.framing import HEADER, pack_frame, read_frame
@@ -107,8 +107,7 @@ def test_every_fixture_case_prints_the_same_through_the_sidecar(ws):
         request = json.dumps(case["request"]).encode()
         args = ["-j", "notebook", "output", "--request", "-"]
         via_sidecar = run_cli(*args, cwd=ws, stdin=request)
-        # the reference side forked warm: how j-cli starts is not what this compares
-        in_process = run_cli_warm(*args, cwd=ws, stdin=request, env={**os.environ, "JCLI_SIDECAR": "off"})
+        in_process = run_cli(*args, cwd=ws, stdin=request, env={**os.environ, "JCLI_SIDECAR": "off"})
         assert (via_sidecar.returncode, via_sidecar.stdout, via_sidecar.stderr) == (
             in_process.returncode,
             in_process.stdout,
