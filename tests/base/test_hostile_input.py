@@ -310,7 +310,6 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("mime, value", BAD_VALUES, ids=[f"{m}={json.dumps(v)}" for m, v in BAD_VALUES])
 def test_a_bundle_value_of_the_wrong_type_is_output_data_invalid(tmp_path, mime, value):
-    """Forked warm; the installed script reads a bundle in the next test."""
     data = {mime: value, "text/x-fine": "fine"}
     path = write_notebook(tmp_path / "nb.ipynb", notebook_with([{"output_type": "display_data", "metadata": {}, "data": data}]))
     catalog = run_cli("-j", "notebook", "outputs", path, "--cell", "0").json()

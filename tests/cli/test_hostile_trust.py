@@ -415,7 +415,6 @@ def notebook_here(tmp_path):
 @pytest.mark.parametrize("json_mode", [True, False], ids=["json", "human"])
 @pytest.mark.parametrize("via", ["flag", "env"])
 def test_credentials_in_an_unreachable_url_are_never_echoed(notebook_here, monkeypatch, args, json_mode, via):
-    """Forked warm: what is decided here is j-cli's code; the installed script meets a dead URL in the tests below."""
     port = _closed_port()
     url = f"http://admin:{SECRET}@127.0.0.1:{port}/base"
     if via == "env":
@@ -482,7 +481,6 @@ MALFORMED = [
 @pytest.mark.parametrize("template", MALFORMED)
 @pytest.mark.parametrize("args", [["healthcheck"], ["exec", "x", "-c", "1"], ["session", "list"]], ids=" ".join)
 def test_a_malformed_server_url_is_a_usage_error_with_the_url_redacted(tmp_path, template, args):
-    """Forked warm; the installed script's usage error for a malformed URL is the next test's."""
     url = template.format(s=SECRET)
     result = run_cli("-j", "-s", url, *args, cwd=tmp_path)
     err = result.error()

@@ -7,9 +7,9 @@ overwritten or deleted (``CONFIG_CONFLICT``); a read-only one is refused
 (``OUTPUT_SAVE_FAILED``); what is not a regular file is refused without
 blocking (``CONFIG_INVALID``); valid configs of every shape are accepted.
 
-Each test builds a scratch ``$HOME`` and project, runs ``j-cli`` (forked
-warm, tests/warm_cli.py: the matrix is about what setup decides; the cases
-on PATH and odd working dirs run the installed script), and compares a snapshot of both trees (type, mode, bytes, link
+Each test builds a scratch ``$HOME`` and project, runs ``j-cli`` (``helpers.run_cli``, forked
+warm: the matrix is about what setup decides; the cases on PATH and odd
+working dirs start the installed script, ``cold=True``), and compares a snapshot of both trees (type, mode, bytes, link
 target of every entry). Root ignores file modes, so the permission tests
 also run as ``nobody``.
 """
@@ -555,7 +555,7 @@ def test_a_project_path_that_is_not_utf8_is_a_coded_error(world):
     odd = world.project / os.fsdecode(b"caf\xe9")
     odd.mkdir()
     before = world.snapshot()
-    result = run_cli("-j", "setup", "claude", "--local", cwd=odd, env=world.env())
+    result = run_cli("-j", "setup", "claude", "--local", cwd=odd, env=world.env(), cold=True)
     assert b"Traceback" not in result.stderr
     assert _code(result) == "OUTPUT_SAVE_FAILED"
     assert world.snapshot() == before
@@ -777,7 +777,7 @@ def test_a_project_setup_without_j_cli_on_path_warns_with_the_fix(world, host, s
     assert result["jcli_on_path"]["found"] is None and result["jcli_on_path"]["this_jcli"] is False
     warning = next(w for w in result["warnings"] if "not on PATH" in w)
     assert "run `j-cli`" in warning and str(Path(sys.executable).parent) in warning and "--user" in warning
-    human = run_cli("setup", host, scope, cwd=world.project, env=world.env(PATH=_path_without_jcli()))
+    human = run_cli("setup", host, scope, cwd=world.project, env=world.env(PATH=_path_without_jcli()), cold=True)
     assert human.returncode == 0 and b"warning: the " in human.stderr and b"which is not on PATH" in human.stderr
 
 
@@ -799,7 +799,7 @@ def test_another_j_cli_first_on_path_is_named_with_its_version(world):
 
 
 def _status(world: World, path: str) -> dict:
-    result = run_cli("-j", "setup", "status", cwd=world.project, env=world.env(PATH=path))
+    result = run_cli("-j", "setup", "status", cwd=world.project, env=world.env(PATH=path), cold=True)
     assert result.returncode == 0, result.stderr
     return result.json()
 
@@ -826,7 +826,7 @@ def test_setup_status_says_per_host_and_scope_what_is_installed_and_whether_the_
     assert rows["claude", "project"]["finds"]["found"] is None and rows["opencode", "project"]["finds"]["this_jcli"] is False
     assert rows["codex", "user"]["finds"]["this_jcli"] is True and rows["dsh", "user"]["finds"]["this_jcli"] is True
     assert len(blind["warnings"]) == 2 and all("not on PATH" in w for w in blind["warnings"])
-    human = run_cli("setup", "status", cwd=world.project, env=world.env(PATH=_path_without_jcli()))
+    human = run_cli("setup", "status", cwd=world.project, env=world.env(PATH=_path_without_jcli()), cold=True)
     assert b"claude --project: MCP entry" in human.stdout and b"does NOT run this j-cli (not found)" in human.stdout
     assert b"claude --local: not installed" in human.stdout
 
