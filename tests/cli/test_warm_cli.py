@@ -84,3 +84,33 @@ def test_a_call_while_another_holds_the_warm_parent_starts_the_script(tmp_path):
         assert warm_cli.run_warm_if_free(JCLI, ("--help",), tmp_path, b"", dict(os.environ), _START_ENV, timeout=60) is None
         done = run_cli("-j", "no-such-command", cwd=tmp_path)
     assert done.returncode == 2 and done.error()["code"] == "USAGE_ERROR"
+
+
+_ENV_READS_AT_IMPORT = """
+import json, os, sys
+read = set()
+get, walk = os._Environ.__getitem__, os._Environ.__iter__
+os._Environ.__getitem__ = lambda self, key: (read.add(key), get(self, key))[1]
+os._Environ.__iter__ = lambda self: (read.add("*"), walk(self))[1]
+for name in sys.argv[1:]:
+    __import__(name)
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_what_the_warm_parent_imports_reads_from_the_environment_only_what_sends_a_call_to_the_script():
+    """A module that read, say, ``HOME`` at import would keep the parent's value in every forked call.
+
+    The warm parent's imports may read only variables that make ``run_cli`` start the
+    script when a call sets them otherwise (click's gettext reads the locale's).
+    """
+    import subprocess
+    import sys
+
+    from helpers import _READ_AT_START
+    from warm_cli import WARM_MODULES
+
+    done = subprocess.run([sys.executable, "-c", _ENV_READS_AT_IMPORT, *WARM_MODULES], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    assert [name for name in read if not name.startswith(_READ_AT_START)] == []
