@@ -18,6 +18,7 @@ The worker is :mod:`jcli_sidecar.read.linematch` run as a script; its protocol i
 
 from __future__ import annotations
 
+import atexit
 import marshal
 import os
 import select
@@ -183,6 +184,16 @@ class Searcher:
             if len(_idle) < IDLE_MAX and worker.proc.poll() is None:
                 _idle.append(worker)
                 return
+        worker.end()
+
+
+@atexit.register
+def _end_idle_workers() -> None:
+    """At this process's exit, end and reap the idle workers (each would end at its stdin's close, unreaped until then)."""
+    with _lock:
+        idle = _idle[:]
+        _idle.clear()
+    for worker in idle:
         worker.end()
 
 

@@ -136,3 +136,21 @@ def test_a_worker_whose_parent_cannot_end_it_ends_itself_past_its_cpu_bound():
         assert worker.proc.wait(120) == -signal.SIGXCPU
     finally:
         worker.end()
+
+
+def test_a_process_ending_with_idle_workers_ends_and_reaps_them():
+    """Kept idle for the next search, a worker is ended with the process that kept it: reaped, and no warning left."""
+    import subprocess
+    import sys
+
+    code = (
+        "import re, sys\n"
+        "from jcli_sidecar.read import bounded_search\n"
+        "assert bounded_search.search_lines(re.compile('b'), 'a\\nb\\n', 5, 80) == [(2, 0, 'b')]\n"
+        "print(bounded_search._idle[0].proc.pid, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert not psutil.pid_exists(int(done.stdout))  # reaped by its parent, not left to the system
