@@ -53,7 +53,7 @@ def workers_started() -> int:
 
 
 class _Worker:
-    __slots__ = ("proc",)
+    __slots__ = ("proc", "parent")
 
     def __init__(self) -> None:
         from . import linematch
@@ -68,6 +68,7 @@ class _Worker:
             close_fds=True,
             env={},  # it needs nothing of ours (and is no sidecar of this runtime dir)
         )
+        self.parent = os.getpid()  # a forked copy of this process does not own it
 
     def ask(self, body: bytes, deadline: float) -> bytes | None:
         """The reply to ``body``, or None when ``deadline`` (``time.monotonic``) passed first or the worker died."""
@@ -194,7 +195,8 @@ def _end_idle_workers() -> None:
         idle = _idle[:]
         _idle.clear()
     for worker in idle:
-        worker.end()
+        if worker.parent == os.getpid():
+            worker.end()
 
 
 def search_lines(regex: re.Pattern[str], text: str, want: int, width: int, seconds: float | None = None) -> list[tuple[int, int, str]]:
