@@ -63,7 +63,7 @@ WARM_MODULES = (
 )
 
 _PARENT_SOURCE = r"""
-import os, socket, sys, traceback, msgpack
+import atexit, os, socket, sys, traceback, msgpack
 sys.path[0] = os.path.dirname(sys.argv[2])  # as the script's: its own folder, never the cwd ('' here)
 for name in sys.argv[3:]:
     __import__(name)
@@ -96,6 +96,7 @@ while True:
         except BaseException:
             traceback.print_exc()
         finally:
+            atexit._run_exitfuncs()  # what j-cli registered runs as at a real exit (os._exit skips it)
             for stream in (sys.stdout, sys.stderr):
                 try:
                     stream.flush()
